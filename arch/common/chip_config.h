@@ -109,6 +109,9 @@ struct HbmConfig {
   std::string address_mapping = "RoBaBgChPcCo";  // most to least significant
   int queue_depth = 64;      // scheduler queue per pseudo-channel
   std::string page_policy = "open";
+  // Fixed front-end + PHY latency added to every access (YAML key
+  // controller_latency, seconds); DRAM timing alone gives ~30 ns.
+  double controller_latency = 0;
   HbmTimings t;
 };
 
