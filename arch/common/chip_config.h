@@ -45,6 +45,11 @@ struct VpuConfig {
   int vregs = 32;                   // vector registers of sublanes x lanes x 32 bit
   int vmem_loads_per_cycle = 3;     // vreg loads from VMEM per cycle
   int vmem_stores_per_cycle = 1;    // vreg stores to VMEM per cycle
+  // Whether the ALUs operate on packed sub-32-bit values (a bf16 vreg holds
+  // 2 values per 32-bit slot, all processed by one op). false = narrow values
+  // are processed one per slot at the f32 rate (v4/v5e have no bf16 VPU
+  // arithmetic per public JAX/Pallas material; an assumption, not a spec).
+  bool packed_narrow_alu = false;
 };
 
 struct XluConfig {
@@ -60,6 +65,10 @@ struct MemoryConfig {
   int ports = 1;
   double bandwidth = 0;  // bytes/s, all ports together
   int latency = 1;       // access latency, cycles
+  // Allocation and access granule: buffers are rounded up to it and an access
+  // moves whole granules (VMEM: 4 KiB transactions, Pallas TPU docs).
+  // 0 = byte granular.
+  std::uint64_t granule_bytes = 0;
 };
 
 struct DmaConfig {
