@@ -1,0 +1,144 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "arch/chip/chip_module.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "arch/common/time.h"
+
+namespace tpusim::arch {
+
+ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
+                       const UnitFactory& make_unit, DmaBackend& dma)
+    : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma),
+      clock_hz_(cfg.chip.clock_hz) {
+  if (clock_hz_ <= 0) throw std::invalid_argument("ChipModule: chip.clock_hz must be positive");
+  const int ncores = cfg.chip.tensorcores;
+  if (program.cores > ncores)
+    throw std::invalid_argument("program uses " + std::to_string(program.cores) +
+                                " TensorCores but the chip has " + std::to_string(ncores));
+  cores_.resize(static_cast<std::size_t>(ncores));
+  for (int c = 0; c < ncores; ++c) {
+    Core& core = cores_[static_cast<std::size_t>(c)];
+    for (int i = 0; i < cfg.mxu.count; ++i) core.mxu.push_back(make_unit(UnitKind::mxu, c, i));
+    core.vpu.push_back(make_unit(UnitKind::vpu, c, 0));
+    for (int i = 0; i < cfg.xlu.count; ++i) core.xlu.push_back(make_unit(UnitKind::xlu, c, i));
+  }
+  records_.resize(program.instrs.size());
+  done_.assign(program.instrs.size(), 0);
+  for (InstrId id = 0; id < program.instrs.size(); ++id) {
+    const Instr& in = program.instrs[id];
+    if (in.core >= ncores)
+      throw std::invalid_argument("instruction " + std::to_string(id) + " names TensorCore " +
+                                  std::to_string(in.core) + " of " + std::to_string(ncores));
+    for (InstrId d : in.deps)
+      if (d >= id)
+        throw std::invalid_argument("instruction " + std::to_string(id) +
+                                    " waits for a later instruction " + std::to_string(d));
+    cores_[in.core].instrs.push_back(id);
+  }
+  for (int c = 0; c < ncores; ++c)
+    sc_core::sc_spawn([this, c] { sequencer(c); }, ("seq" + std::to_string(c)).c_str());
+  sc_core::sc_spawn_options opt;
+  opt.spawn_method();
+  opt.dont_initialize();
+  opt.set_sensitivity(&wake_completer_);
+  sc_core::sc_spawn([this] { completer(); }, "completer", &opt);
+}
+
+std::uint64_t ChipModule::now_cycles() const {
+  return time_to_cycles(sc_core::sc_time_stamp(), clock_hz_);
+}
+
+sc_core::sc_time ChipModule::at_cycle(std::uint64_t c) const {
+  const std::uint64_t now = now_cycles();
+  return c > now ? cycles_to_time(c, clock_hz_) - sc_core::sc_time_stamp() : sc_core::SC_ZERO_TIME;
+}
+
+void ChipModule::complete(InstrId id, std::uint64_t cycle) {
+  done_[id] = 1;
+  ++completed_;
+  records_[id].finish = cycle;
+  end_cycle_ = std::max(end_cycle_, cycle);
+  changed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void ChipModule::completer() {
+  const std::uint64_t now = now_cycles();
+  while (!pending_.empty() && pending_.top().first <= now) {
+    complete(pending_.top().second, pending_.top().first);
+    pending_.pop();
+  }
+  if (!pending_.empty()) wake_completer_.notify(at_cycle(pending_.top().first));
+}
+
+void ChipModule::sequencer(int c) {
+  Core& core = cores_[static_cast<std::size_t>(c)];
+  std::uint64_t next_slot = 0;  // the scalar core issues one instruction per cycle
+  for (InstrId id : core.instrs) {
+    const Instr& in = program_.instrs[id];
+    const std::uint64_t blocked_at = now_cycles();
+    for (InstrId d : in.deps)
+      while (!done_[d]) sc_core::wait(changed_);
+    const std::uint64_t now = now_cycles();
+    if (now > blocked_at) core.dep_stall_cycles += now - std::max(blocked_at, next_slot);
+    const std::uint64_t issue = std::max(next_slot, now);
+    next_slot = issue + 1;
+    ++core.issued;
+    InstrRecord& rec = records_[id];
+    rec.issue = issue;
+    if (in.unit == UnitKind::dma) {
+      if (issue > now) sc_core::wait(at_cycle(issue));
+      const int engine = in.index >= 0 ? in.index
+                                       : static_cast<int>(next_dma_engine_++ %
+                                                          static_cast<std::size_t>(cfg_.dma.engines));
+      rec.unit_index = static_cast<std::int16_t>(engine);
+      rec.start = issue;
+      dma_.start(std::get<DmaWork>(in.work), engine, [this, id] { complete(id, now_cycles()); });
+      continue;
+    }
+    std::vector<std::unique_ptr<UnitTiming>>* units = nullptr;
+    std::size_t* rr = nullptr;
+    std::size_t fixed = 0;
+    switch (in.unit) {
+      case UnitKind::mxu: units = &core.mxu; rr = &core.next_mxu; break;
+      case UnitKind::xlu: units = &core.xlu; rr = &core.next_xlu; break;
+      case UnitKind::vpu: units = &core.vpu; rr = &fixed; break;
+      case UnitKind::dma: break;
+    }
+    std::size_t u = in.index >= 0 ? static_cast<std::size_t>(in.index) : (*rr)++ % units->size();
+    if (u >= units->size())
+      throw std::invalid_argument(std::string("instruction names ") + unit_kind_name(in.unit) +
+                                  " " + std::to_string(u) + " of " + std::to_string(units->size()));
+    const Interval iv = (*units)[u]->issue(in, issue);
+    rec.unit_index = static_cast<std::int16_t>(u);
+    rec.start = iv.start;
+    pending_.emplace(iv.finish, id);
+    wake_completer_.notify(at_cycle(pending_.top().first));
+  }
+}
+
+std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
+  std::vector<std::pair<std::string, StatList>> out;
+  for (std::size_t c = 0; c < cores_.size(); ++c) {
+    const Core& core = cores_[c];
+    const std::string tc = "tc" + std::to_string(c);
+    out.push_back({tc + ".sequencer",
+                   {{"instructions", static_cast<double>(core.issued), "count",
+                     "instructions issued"},
+                    {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles),
+                     "cycles", "cycles the sequencer waited for earlier instructions"}}});
+    auto add = [&](const char* kind, const std::vector<std::unique_ptr<UnitTiming>>& units) {
+      for (std::size_t i = 0; i < units.size(); ++i)
+        out.push_back({tc + "." + kind + std::to_string(i), units[i]->stats()});
+    };
+    add("mxu", core.mxu);
+    add("vpu", core.vpu);
+    add("xlu", core.xlu);
+  }
+  for (auto& b : dma_.block_stats()) out.push_back(b);
+  return out;
+}
+
+}  // namespace tpusim::arch

@@ -1,0 +1,85 @@
+// One TPU chip executing a lowered Program: per TensorCore a scalar
+// sequencer (in-order issue, one instruction per cycle, blocking on the
+// instructions each one waits for) and its compute units (MXUs, VPU, XLUs),
+// plus the chip's DMA engines and memory system behind a DmaBackend.
+//
+// Communication style: compute units are loosely-timed targets (the
+// sequencer calls UnitTiming::issue and gets start/finish cycles back, the
+// unit's timer keeps its busy-until state); DMA transfers are event-driven
+// (a callback at the completion time), because concurrent transfers
+// contend in the memory system. Completions are posted on a board that the
+// sequencers wait on. No clock is ticked: simulated time only advances to
+// the next completion or issue slot.
+// Leaves out: instruction fetch and scalar ALU work (one issue slot each),
+// unit queue back-pressure (a unit's timer serialises what it is given).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <systemc>
+
+#include "arch/chip/dma_backend.h"
+#include "arch/chip/isa.h"
+#include "arch/chip/unit_timing.h"
+#include "arch/common/chip_config.h"
+
+namespace tpusim::arch {
+
+using UnitFactory =
+    std::function<std::unique_ptr<UnitTiming>(UnitKind kind, int core, int index)>;
+
+class ChipModule : public sc_core::sc_module {
+ public:
+  ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
+             const UnitFactory& make_unit, DmaBackend& dma);
+
+  const std::vector<InstrRecord>& records() const { return records_; }
+  // Cycle at which the last instruction finished (0 for an empty program).
+  std::uint64_t end_cycle() const { return end_cycle_; }
+  // True once every instruction has completed; false after sc_start means
+  // the program deadlocked (a dependency that never completes).
+  bool all_done() const { return completed_ == program_.instrs.size(); }
+  // Per-unit statistics with their block paths ("tc0.mxu1", ...), the
+  // sequencers' own, and the DMA backend's.
+  std::vector<std::pair<std::string, StatList>> block_stats() const;
+
+  double clock_hz() const { return clock_hz_; }
+
+ private:
+  struct Core {
+    std::vector<std::unique_ptr<UnitTiming>> mxu, vpu, xlu;
+    std::vector<InstrId> instrs;  // this core's instructions, in order
+    std::size_t next_mxu = 0, next_xlu = 0;
+    std::uint64_t issued = 0, dep_stall_cycles = 0;
+  };
+
+  void sequencer(int core);
+  void complete(InstrId id, std::uint64_t cycle);
+  void completer();
+  std::uint64_t now_cycles() const;
+  sc_core::sc_time at_cycle(std::uint64_t c) const;
+
+  const TpuConfig& cfg_;
+  const Program& program_;
+  DmaBackend& dma_;
+  double clock_hz_;
+  std::vector<Core> cores_;
+  std::vector<InstrRecord> records_;
+  std::vector<std::uint8_t> done_;
+  std::size_t completed_ = 0;
+  std::uint64_t end_cycle_ = 0;
+  std::size_t next_dma_engine_ = 0;
+  sc_core::sc_event changed_;  // some instruction completed
+  // Compute completions not yet posted, earliest first.
+  using Pending = std::pair<std::uint64_t, InstrId>;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
+  sc_core::sc_event wake_completer_;
+};
+
+}  // namespace tpusim::arch

@@ -1,0 +1,114 @@
+// The instruction stream a TensorCore's scalar sequencer issues: coarse
+// instructions at the granularity where the hardware is regular (a matmul
+// block on one MXU, a vector stream over a VMEM tile, one DMA descriptor).
+// Lowering (sim/lowering) produces a Program; the chip model executes it.
+// Each instruction names the instructions it must wait for (semaphores in
+// the real machine); the sequencer issues in program order and blocks on
+// those waits, the units execute their queues in order and overlap each
+// other. Leaves out: scalar ALU work and instruction fetch (one issue slot
+// per cycle stands for them).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "arch/common/dtype.h"
+
+namespace tpusim::arch {
+
+enum class UnitKind : std::uint8_t { dma, mxu, vpu, xlu };
+
+inline const char* unit_kind_name(UnitKind k) {
+  switch (k) {
+    case UnitKind::dma: return "dma";
+    case UnitKind::mxu: return "mxu";
+    case UnitKind::vpu: return "vpu";
+    case UnitKind::xlu: return "xlu";
+  }
+  return "?";
+}
+
+enum class MemSpace : std::uint8_t { hbm, vmem, smem, cmem, ici };
+
+inline const char* mem_space_name(MemSpace s) {
+  switch (s) {
+    case MemSpace::hbm: return "hbm";
+    case MemSpace::vmem: return "vmem";
+    case MemSpace::smem: return "smem";
+    case MemSpace::cmem: return "cmem";
+    case MemSpace::ici: return "ici";
+  }
+  return "?";
+}
+
+// A[m,k] @ B[k,n] on one MXU: the weight tiles of B are loaded in turn and
+// the m rows of A stream through each; f32 accumulation.
+struct MxuWork {
+  std::int64_t m = 0, k = 0, n = 0;
+  DType dtype = DType::bf16;
+};
+
+// A vector stream over `elements` elements: per element `alu_ops` ALU
+// operations and `transcendental_ops` transcendental ones, reading `inputs`
+// operands from VMEM and writing `outputs`.
+struct VpuWork {
+  std::uint64_t elements = 0;
+  DType dtype = DType::bf16;
+  double alu_ops = 1;
+  double transcendental_ops = 0;
+  int inputs = 1;
+  int outputs = 1;
+};
+
+enum class XluOp : std::uint8_t { reduce, transpose, permute };
+
+struct XluWork {
+  XluOp op = XluOp::reduce;
+  std::uint64_t elements = 0;
+  DType dtype = DType::bf16;
+};
+
+// A strided copy: `rows` rows of `row_bytes`, rows `src_stride` and
+// `dst_stride` bytes apart (a contiguous copy has rows = 1).
+struct DmaWork {
+  MemSpace src = MemSpace::hbm;
+  MemSpace dst = MemSpace::vmem;
+  std::uint64_t src_addr = 0;
+  std::uint64_t dst_addr = 0;
+  std::uint64_t row_bytes = 0;
+  std::uint64_t rows = 1;
+  std::uint64_t src_stride = 0;
+  std::uint64_t dst_stride = 0;
+  std::uint64_t bytes() const { return row_bytes * rows; }
+};
+
+using InstrId = std::uint32_t;
+
+struct Instr {
+  UnitKind unit = UnitKind::vpu;
+  std::uint16_t core = 0;   // TensorCore that issues it
+  std::int16_t index = -1;  // which MXU/XLU/DMA engine; -1 = next in turn
+  std::uint32_t op = 0;     // workload operator it belongs to (for reports)
+  std::vector<InstrId> deps;  // earlier instructions that must complete first
+  std::variant<MxuWork, VpuWork, XluWork, DmaWork> work;
+};
+
+// A lowered workload: instructions in issue order (each core issues its own
+// instructions in this order); deps always point backwards.
+struct Program {
+  std::vector<Instr> instrs;
+  std::vector<std::string> op_names;  // indexed by Instr::op
+  int cores = 1;
+};
+
+// When each instruction ran, in cycles of the TensorCore clock.
+struct InstrRecord {
+  std::uint64_t issue = 0;
+  std::uint64_t start = 0;
+  std::uint64_t finish = 0;
+  std::int16_t unit_index = 0;
+};
+
+}  // namespace tpusim::arch
