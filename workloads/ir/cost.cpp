@@ -1,0 +1,135 @@
+// FLOP, MAC, transcendental and minimum-HBM-byte counts per op (see cost.h
+// for the conventions).
+#include "workloads/ir/cost.h"
+
+#include <algorithm>
+#include <set>
+
+#include "workloads/ir/shape_inference.h"
+#include "workloads/ir/workload.h"
+
+namespace tpusim::workloads {
+
+OpCost& OpCost::operator+=(const OpCost& o) {
+  flops += o.flops;
+  macs += o.macs;
+  transcendentals += o.transcendentals;
+  bytes_read += o.bytes_read;
+  bytes_written += o.bytes_written;
+  return *this;
+}
+
+std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal) {
+  if (!causal) return static_cast<std::uint64_t>(q_len) * static_cast<std::uint64_t>(kv_len);
+  // Query i sees keys j <= i + (kv_len - q_len), i.e. min(kv_len, max(0, i + kv_len - q_len + 1)).
+  std::uint64_t n = 0;
+  for (std::int64_t i = 0; i < q_len; ++i)
+    n += static_cast<std::uint64_t>(std::clamp<std::int64_t>(i + kv_len - q_len + 1, 0, kv_len));
+  return n;
+}
+
+namespace {
+using u64 = std::uint64_t;
+u64 U(std::int64_t v) { return static_cast<u64>(v); }
+}  // namespace
+
+OpCost op_cost(const Workload& wl, const Op& op) {
+  std::vector<const Tensor*> in, out;
+  for (const auto& n : op.inputs) {
+    const Tensor* t = wl.find_tensor(n);
+    if (!t) throw WorkloadError(op.loc, "op '" + op.name + "'", "unknown tensor '" + n + "'");
+    in.push_back(t);
+  }
+  for (const auto& n : op.outputs) {
+    const Tensor* t = wl.find_tensor(n);
+    if (!t) throw WorkloadError(op.loc, "op '" + op.name + "'", "unknown tensor '" + n + "'");
+    out.push_back(t);
+  }
+  OpCost c;
+  // Minimum traffic: each distinct input once, each output once.
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (!seen.insert(in[i]->name).second) continue;
+    if (op.kind == OpKind::gather && i == 0) {
+      const Tensor& table = *in[0];
+      u64 row_elems = U(table.num_elements() / std::max<std::int64_t>(table.shape[0], 1));
+      u64 rows = U(in.size() > 1 ? in[1]->num_elements() : 0);
+      c.bytes_read += std::min(table.bytes(), rows * arch::dtype_bytes(table.dtype, row_elems));
+    } else {
+      c.bytes_read += in[i]->bytes();
+    }
+  }
+  for (const auto* t : out) c.bytes_written += t->bytes();
+  if (in.empty() || out.empty()) return c;
+  const u64 out_elems = U(out[0]->num_elements());
+
+  switch (op.kind) {
+    case OpKind::matmul: {
+      MatmulDims d = matmul_dims(op.as<MatmulAttrs>(), in.at(0)->shape, in.at(1)->shape);
+      c.macs = U(d.macs());
+      c.flops = 2 * c.macs;
+      break;
+    }
+    case OpKind::conv2d: {
+      // Each output element is a dot product of KH*KW*(C/groups) terms.
+      const Shape& w = in.at(1)->shape;
+      c.macs = out_elems * U(w[0] * w[1] * w[2]);
+      c.flops = 2 * c.macs;
+      break;
+    }
+    case OpKind::elementwise: {
+      EwCost e = ew_cost(op.as<ElementwiseAttrs>().kind);
+      c.flops = out_elems * U(e.flops);
+      c.transcendentals = out_elems * U(e.transcendentals);
+      break;
+    }
+    case OpKind::reduce: {
+      u64 in_elems = U(in[0]->num_elements());
+      c.flops = in_elems - out_elems;
+      if (op.as<ReduceAttrs>().kind == ReduceKind::mean) c.flops += out_elems;
+      break;
+    }
+    case OpKind::softmax: {
+      const Shape& x = in[0]->shape;
+      std::int64_t ax = op.as<SoftmaxAttrs>().axis;
+      if (ax < 0) ax += static_cast<std::int64_t>(x.size());
+      u64 r = U(x.at(ax));
+      u64 rows = out_elems / r;
+      // max (r-1) + subtract r + sum (r-1) + divide r per row; exp per element.
+      c.flops = rows * (4 * r - 2);
+      c.transcendentals = out_elems;
+      break;
+    }
+    case OpKind::layer_norm:
+    case OpKind::rms_norm: {
+      const Shape& x = in[0]->shape;
+      std::int64_t ax = op.as<NormAttrs>().axis;
+      if (ax < 0) ax += static_cast<std::int64_t>(x.size());
+      u64 r = U(num_elements(Shape(x.begin() + ax, x.end())));
+      u64 per = op.kind == OpKind::layer_norm ? 5 : 3;
+      per += in.size() - 1;  // scale and bias: one op per element each
+      c.flops = out_elems * per;
+      c.transcendentals = out_elems / r;  // one rsqrt per normalised row
+      break;
+    }
+    case OpKind::attention: {
+      const Shape &q = in.at(0)->shape, &v = in.at(2)->shape;
+      u64 heads = U(q[0] * q[2]);  // batch x heads
+      u64 pairs = heads * attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
+      c.macs = pairs * U(q[3] + v[3]);  // QK^T (D) and PV (Dv) per score
+      c.flops = 2 * c.macs + 5 * pairs;
+      c.transcendentals = pairs;
+      break;
+    }
+    default: break;  // gather, layout, collectives: data movement only
+  }
+  return c;
+}
+
+OpCost workload_cost(const Workload& wl) {
+  OpCost total;
+  for (const auto& op : wl.ops) total += op_cost(wl, op);
+  return total;
+}
+
+}  // namespace tpusim::workloads

@@ -1,0 +1,230 @@
+// Operators of the workload IR and their attributes.
+// Models: the op kinds a TPU program is made of at the level the simulator
+// maps onto MXU/VPU/DMA/ICI: general einsum matmul, conv2d (NHWC/HWIO),
+// elementwise (broadcasting), reduce, softmax, layer/RMS norm, fused
+// attention (GQA/MQA, causal), gather (embedding lookup), layout ops and
+// collectives over named mesh axes. Each op reads named input tensors and
+// writes named output tensors; dependencies follow from those names.
+// Leaves out: control flow, dynamic shapes, in-place updates, numerics.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "workloads/ir/tensor.h"
+
+namespace tpusim::workloads {
+
+enum class OpKind : std::uint8_t {
+  matmul, conv2d, elementwise, reduce, softmax, layer_norm, rms_norm, attention, gather,
+  transpose, reshape, concat, slice,
+  all_gather, reduce_scatter, all_reduce, all_to_all, collective_permute, broadcast,
+};
+inline constexpr OpKind kAllOpKinds[] = {
+    OpKind::matmul,     OpKind::conv2d,         OpKind::elementwise,       OpKind::reduce,
+    OpKind::softmax,    OpKind::layer_norm,     OpKind::rms_norm,          OpKind::attention,
+    OpKind::gather,     OpKind::transpose,      OpKind::reshape,           OpKind::concat,
+    OpKind::slice,      OpKind::all_gather,     OpKind::reduce_scatter,    OpKind::all_reduce,
+    OpKind::all_to_all, OpKind::collective_permute, OpKind::broadcast};
+
+std::string_view op_kind_name(OpKind k);
+std::optional<OpKind> parse_op_kind(std::string_view s);
+bool is_collective(OpKind k);
+
+// ---- matmul -------------------------------------------------------------
+// A two-operand einsum. Every label is one dim; a label in both operands
+// and the output is a batch dim, in both operands only a contracting dim,
+// in one operand and the output a free dim (M for lhs, N for rhs). Labels
+// that appear in a single operand and not in the output are rejected
+// (that is a reduce, write it as one).
+struct MatmulAttrs {
+  std::string equation;            // e.g. "bmk,bkn->bmn"; always set in a built IR
+  std::optional<DType> out_dtype;  // default: lhs dtype
+  bool operator==(const MatmulAttrs& o) const { return equation == o.equation && out_dtype == o.out_dtype; }
+};
+
+// XLA dot_general-style dims turned into an equation whose output is
+// batch dims, then lhs free dims, then rhs free dims (each in operand
+// order). Throws WorkloadError (path "matmul") on out-of-range/duplicate dims.
+std::string dot_general_equation(int lhs_rank, int rhs_rank, const std::vector<int>& lhs_batch,
+                                 const std::vector<int>& rhs_batch,
+                                 const std::vector<int>& lhs_contracting,
+                                 const std::vector<int>& rhs_contracting);
+// Equation for "x @ w" style defaults: lhs [..., k] and rhs [k, n] (rank 2)
+// gives "...k,kn->...n"; equal-rank (>=3) operands give batched matmul over
+// all leading dims. Throws WorkloadError when neither form applies.
+std::string default_matmul_equation(int lhs_rank, int rhs_rank);
+
+// ---- conv2d -------------------------------------------------------------
+enum class PaddingMode : std::uint8_t { explicit_pads, same, valid };
+std::string_view padding_mode_name(PaddingMode m);  // "explicit", "same", "valid"
+std::optional<PaddingMode> parse_padding_mode(std::string_view s);
+
+// input [N, H, W, C], filter [KH, KW, C/groups, OC], output [N, OH, OW, OC].
+// groups == C == OC/multiplier gives a depthwise convolution.
+struct Conv2dAttrs {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  PaddingMode padding = PaddingMode::valid;
+  // Used only with explicit_pads; for same/valid the shape inference
+  // computes them (same follows TensorFlow: OH = ceil(H / stride), the extra
+  // odd pad goes to the bottom/right).
+  std::int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  std::int64_t groups = 1;
+  std::optional<DType> out_dtype;  // default: input dtype
+  bool operator==(const Conv2dAttrs& o) const;
+};
+
+// ---- elementwise --------------------------------------------------------
+enum class EwKind : std::uint8_t {
+  // binary
+  add, sub, mul, div, max, min, pow,
+  // unary
+  exp, log, tanh, gelu, silu, relu, sigmoid, rsqrt, sqrt, neg, abs, square, reciprocal, cast,
+  // ternary: select/where (cond, on_true, on_false), clamp (x, lo, hi)
+  select, where, clamp,
+};
+std::string_view ew_kind_name(EwKind k);
+std::optional<EwKind> parse_ew_kind(std::string_view s);
+std::vector<std::string_view> all_ew_kind_names();
+int ew_arity(EwKind k);  // 1, 2 or 3
+// Per output element: arithmetic FLOPs and transcendental (EUP) ops.
+// See docs/workload-format.md for the table and why.
+struct EwCost { int flops; int transcendentals; };
+EwCost ew_cost(EwKind k);
+
+struct ElementwiseAttrs {
+  EwKind kind = EwKind::add;
+  std::optional<DType> to;  // cast only: result dtype (required for cast)
+  bool operator==(const ElementwiseAttrs& o) const { return kind == o.kind && to == o.to; }
+};
+
+// ---- reduce -------------------------------------------------------------
+enum class ReduceKind : std::uint8_t { sum, max, min, mean };
+std::string_view reduce_kind_name(ReduceKind k);
+std::optional<ReduceKind> parse_reduce_kind(std::string_view s);
+
+struct ReduceAttrs {
+  ReduceKind kind = ReduceKind::sum;
+  std::vector<std::int64_t> axes;  // negative counts from the end
+  bool keep_dims = false;
+  bool operator==(const ReduceAttrs& o) const {
+    return kind == o.kind && axes == o.axes && keep_dims == o.keep_dims;
+  }
+};
+
+// ---- softmax / norms ----------------------------------------------------
+struct SoftmaxAttrs {
+  std::int64_t axis = -1;
+  bool operator==(const SoftmaxAttrs& o) const { return axis == o.axis; }
+};
+
+// layer_norm inputs: x [, scale [, bias]]; rms_norm inputs: x [, scale].
+// Normalises over dims [axis, rank); scale/bias have shape x.shape[axis:].
+struct NormAttrs {
+  std::int64_t axis = -1;
+  double epsilon = 1e-5;
+  bool operator==(const NormAttrs& o) const { return axis == o.axis && epsilon == o.epsilon; }
+};
+
+// ---- attention ----------------------------------------------------------
+// q [B, Lq, H, D], k [B, Lkv, KVH, D], v [B, Lkv, KVH, Dv] -> [B, Lq, H, Dv].
+// H % KVH == 0 (KVH == H: MHA, 1: MQA, else GQA). Causal masks are aligned
+// bottom-right: query i sees keys j <= i + (Lkv - Lq), so a decode step
+// (Lq = 1) sees the whole cache.
+struct AttentionAttrs {
+  bool causal = false;
+  std::optional<double> scale;  // default 1/sqrt(D)
+  bool operator==(const AttentionAttrs& o) const { return causal == o.causal && scale == o.scale; }
+};
+
+// ---- gather -------------------------------------------------------------
+// inputs: table [V, ...], indices [...] -> indices.shape + table.shape[1:].
+struct GatherAttrs {
+  bool operator==(const GatherAttrs&) const { return true; }
+};
+
+// ---- layout -------------------------------------------------------------
+struct TransposeAttrs {
+  std::vector<std::int64_t> perm;  // output dim i = input dim perm[i]
+  bool operator==(const TransposeAttrs& o) const { return perm == o.perm; }
+};
+struct ReshapeAttrs {
+  Shape shape;  // at most one -1, inferred from the element count
+  bool operator==(const ReshapeAttrs& o) const { return shape == o.shape; }
+};
+struct ConcatAttrs {
+  std::int64_t axis = 0;
+  bool operator==(const ConcatAttrs& o) const { return axis == o.axis; }
+};
+// Elements start[i], start[i]+stride[i], ... < limit[i] of each dim.
+struct SliceAttrs {
+  std::vector<std::int64_t> start, limit, stride;  // stride empty = all 1
+  bool operator==(const SliceAttrs& o) const {
+    return start == o.start && limit == o.limit && stride == o.stride;
+  }
+};
+
+// ---- collectives --------------------------------------------------------
+// Shapes are per participant (SPMD). The group is the product of the sizes
+// of mesh_axes, which must be declared in Workload::mesh.
+//   all_gather:          dim *= group
+//   reduce_scatter:      dim /= group (must divide), combined by `reduce`
+//   all_reduce:          shape unchanged, combined by `reduce`
+//   all_to_all:          split_dim /= group, concat_dim *= group
+//   collective_permute:  shape unchanged; pairs (source, target) of group ranks
+//   broadcast:           shape unchanged; from group rank `root`
+struct CollectiveAttrs {
+  std::vector<std::string> mesh_axes;
+  std::int64_t dim = 0;          // all_gather, reduce_scatter
+  std::int64_t split_dim = 0;    // all_to_all
+  std::int64_t concat_dim = 0;   // all_to_all
+  ReduceKind reduce = ReduceKind::sum;  // all_reduce, reduce_scatter (mean invalid)
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute
+  std::int64_t root = 0;         // broadcast
+  bool operator==(const CollectiveAttrs& o) const;
+};
+
+using OpAttrs = std::variant<MatmulAttrs, Conv2dAttrs, ElementwiseAttrs, ReduceAttrs, SoftmaxAttrs,
+                             NormAttrs, AttentionAttrs, GatherAttrs, TransposeAttrs, ReshapeAttrs,
+                             ConcatAttrs, SliceAttrs, CollectiveAttrs>;
+
+// Default-constructed attributes of the type a kind uses.
+OpAttrs default_attrs(OpKind k);
+// Whether attrs holds the alternative kind k uses.
+bool attrs_match_kind(OpKind k, const OpAttrs& a);
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::matmul;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  OpAttrs attrs;
+  SourceLoc loc;  // not part of equality
+
+  template <class A> const A& as() const {
+    if (const A* a = std::get_if<A>(&attrs)) return *a;
+    throw WorkloadInternalError("op '" + name + "': attributes do not match kind " +
+                                std::string(op_kind_name(kind)));
+  }
+  template <class A> A& as() {
+    return const_cast<A&>(static_cast<const Op*>(this)->as<A>());
+  }
+
+  bool operator==(const Op& o) const {
+    return name == o.name && kind == o.kind && inputs == o.inputs && outputs == o.outputs &&
+           attrs == o.attrs;
+  }
+  bool operator!=(const Op& o) const { return !(*this == o); }
+};
+
+// Allowed number of inputs of a kind: [min, max]. Every kind has 1 output.
+struct Arity { int min_inputs; int max_inputs; };
+Arity op_arity(const Op& op);
+
+}  // namespace tpusim::workloads

@@ -1,0 +1,53 @@
+// Name tables and size helpers for workload tensors (see tensor.h).
+#include "workloads/ir/tensor.h"
+
+namespace tpusim::workloads {
+
+std::string_view mem_space_name(MemSpace s) {
+  switch (s) {
+    case MemSpace::hbm: return "hbm";
+    case MemSpace::vmem: return "vmem";
+    case MemSpace::cmem: return "cmem";
+  }
+  return "?";
+}
+
+std::optional<MemSpace> parse_mem_space(std::string_view s) {
+  for (MemSpace m : {MemSpace::hbm, MemSpace::vmem, MemSpace::cmem})
+    if (mem_space_name(m) == s) return m;
+  return std::nullopt;
+}
+
+std::string_view tensor_kind_name(TensorKind k) {
+  switch (k) {
+    case TensorKind::input: return "input";
+    case TensorKind::weight: return "weight";
+    case TensorKind::activation: return "activation";
+    case TensorKind::kv_cache: return "kv_cache";
+    case TensorKind::output: return "output";
+  }
+  return "?";
+}
+
+std::optional<TensorKind> parse_tensor_kind(std::string_view s) {
+  for (TensorKind k : {TensorKind::input, TensorKind::weight, TensorKind::activation,
+                       TensorKind::kv_cache, TensorKind::output})
+    if (tensor_kind_name(k) == s) return k;
+  return std::nullopt;
+}
+
+std::int64_t num_elements(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::int64_t Tensor::num_elements() const { return workloads::num_elements(shape); }
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+}  // namespace tpusim::workloads
