@@ -1,0 +1,415 @@
+// See detailed_dram.h.
+#include "arch/hbm/detailed_dram.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "arch/common/errors.h"
+
+namespace tpusim::arch {
+
+DetailedDram::DetailedDram(const HbmConfig& config)
+    : cfg_(config), tm_(config), map_(config), peak_(hbm_peak_bandwidth(config)) {
+  if (cfg_.page_policy != "open" && cfg_.page_policy != "closed")
+    throw ConfigError("hbm.page_policy must be 'open' or 'closed', got '" + cfg_.page_policy + "'");
+  if (cfg_.queue_depth <= 0) throw ConfigError("hbm.queue_depth must be positive");
+  closed_page_ = cfg_.page_policy == "closed";
+  const std::uint32_t n = map_.pseudo_channels_total();
+  pcs_.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    Pc& pc = pcs_[i];
+    pc.banks.resize(map_.banks_per_pc());
+    pc.groups.resize(static_cast<std::size_t>(cfg_.bank_groups));
+    // Refreshes are staggered evenly so that the PCs of a stack never all
+    // stall at once (what controllers do to smooth bandwidth).
+    pc.ref_due = tm_.REFI == 0 ? kNever : tm_.REFI * (i + 1) / n;
+  }
+}
+
+void DetailedDram::add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr,
+                            std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival) {
+  const DramCoord d = map_.decode(addr);
+  const std::uint64_t bb = map_.burst_bytes();
+  Atom a;
+  a.arrival = arrival;
+  a.row = d.row;
+  a.transfer = tidx;
+  a.bank = static_cast<std::uint16_t>(d.bank);
+  a.bursts = static_cast<std::uint16_t>((addr + bytes - 1) / bb - addr / bb + 1);
+  a.bytes = static_cast<std::uint32_t>(bytes);
+  a.write = write;
+  a.kind = 0;
+  a.seq = next_seq_++;
+  per_pc[d.pc].push_back(a);
+}
+
+void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
+  for (std::size_t i = 0; i < per_pc.size(); ++i) {
+    std::vector<Atom>& v = per_pc[i];
+    if (v.empty()) continue;
+    Pc& pc = pcs_[i];
+    pc.next_time = std::min(pc.next_time, std::max(pc.now, v.front().arrival));
+    // Appending keeps one stream per PC in the common case (submissions in
+    // arrival order); an overlapping submission gets its own stream and the
+    // admission step merges streams by arrival time.
+    Stream* tgt = nullptr;
+    for (Stream& s : pc.streams)
+      if (s.pos == s.atoms.size() || s.atoms.back().arrival <= v.front().arrival) {
+        tgt = &s;
+        break;
+      }
+    if (!tgt) {
+      pc.streams.emplace_back();
+      tgt = &pc.streams.back();
+    }
+    if (tgt->pos == tgt->atoms.size()) {
+      tgt->atoms.clear();
+      tgt->pos = 0;
+    }
+    tgt->atoms.insert(tgt->atoms.end(), v.begin(), v.end());
+  }
+}
+
+std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
+  if (arrival < limit_)
+    throw InternalError("DetailedDram::submit: arrival " + std::to_string(arrival) +
+                        " ps is before the time already simulated (" + std::to_string(limit_) + " ps)");
+  if (t.atom_bytes == 0) throw ConfigError("hbm transfer: atom_bytes must be positive");
+  if (t.rows > 1 && t.stride < t.row_bytes && t.stride != 0)
+    throw ConfigError("hbm transfer: stride smaller than row_bytes (rows overlap)");
+  const std::uint64_t id = next_id_++;
+  std::uint32_t tidx;
+  if (!free_transfers_.empty()) {
+    tidx = free_transfers_.back();
+    free_transfers_.pop_back();
+  } else {
+    tidx = static_cast<std::uint32_t>(transfers_.size());
+    transfers_.push_back({});
+  }
+  transfers_[tidx] = {id, 0, arrival};
+  std::vector<std::vector<Atom>> per_pc(pcs_.size());
+  const std::uint64_t unit = map_.interleave_bytes();
+  const std::uint64_t rows = t.row_bytes == 0 ? 0 : std::max<std::uint64_t>(t.rows, 1);
+  const std::uint64_t stride = t.contiguous() ? t.row_bytes : t.stride;
+  std::uint64_t n = 0;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    std::uint64_t addr = t.base + r * stride;
+    std::uint64_t left = t.row_bytes;
+    while (left > 0) {
+      std::uint64_t b = std::min({left, t.atom_bytes, unit - addr % unit});
+      add_atom(per_pc, addr, b, t.write, tidx,
+               arrival + static_cast<Ps>(std::llround(static_cast<double>(n) * t.atom_interval_ps)));
+      ++n;
+      addr += b;
+      left -= b;
+    }
+  }
+  transfers_[tidx].atoms_left = n;
+  if (n == 0) {
+    done_.push({arrival, id});
+    free_transfers_.push_back(tidx);
+    return id;
+  }
+  push_streams(per_pc);
+  return id;
+}
+
+std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t bytes, bool write,
+                                           Ps arrival) {
+  const std::uint64_t unit = map_.interleave_bytes();
+  if (bytes == 0 || addr / unit != (addr + bytes - 1) / unit)
+    throw InternalError("DetailedDram::submit_request: a request of " + std::to_string(bytes) +
+                        " bytes at " + std::to_string(addr) + " crosses an interleave unit of " +
+                        std::to_string(unit) + " bytes");
+  HbmTransfer t;
+  t.base = addr;
+  t.row_bytes = bytes;
+  t.write = write;
+  t.atom_bytes = bytes;
+  return submit(t, arrival);
+}
+
+Ps DetailedDram::next_arrival(const Pc& pc) const {
+  Ps best = kNever;
+  for (const Stream& s : pc.streams)
+    if (s.pos < s.atoms.size()) best = std::min(best, s.atoms[s.pos].arrival);
+  return best;
+}
+
+bool DetailedDram::admit(Pc& pc) {
+  bool any = false;
+  while (pc.queued < cfg_.queue_depth) {
+    Stream* src = nullptr;
+    for (Stream& s : pc.streams)
+      if (s.pos < s.atoms.size() && s.atoms[s.pos].arrival <= pc.now &&
+          (!src || s.atoms[s.pos].seq < src->atoms[src->pos].seq))
+        src = &s;
+    if (!src) break;
+    Atom& a = src->atoms[src->pos++];
+    pc.banks[a.bank].q.push_back(a);
+    ++pc.queued;
+    any = true;
+  }
+  // Drop exhausted streams so that the scans above stay short.
+  if (pc.streams.size() > 1)
+    pc.streams.erase(std::remove_if(pc.streams.begin(), pc.streams.end(),
+                                    [](const Stream& s) { return s.pos == s.atoms.size(); }),
+                     pc.streams.end());
+  return any;
+}
+
+DetailedDram::Cand DetailedDram::best(Pc& pc) const {
+  Cand best;
+  const int bpg = cfg_.banks_per_group;
+  for (int b = 0; b < static_cast<int>(pc.banks.size()); ++b) {
+    const Bank& bk = pc.banks[b];
+    if (bk.q.empty()) continue;
+    const Group& g = pc.groups[static_cast<std::size_t>(b / bpg)];
+    Cand c;
+    c.bank = b;
+    if (bk.open < 0) {
+      c.kind = 1;
+    } else if (bk.q.front().row == static_cast<std::uint64_t>(bk.open)) {
+      c.kind = 0;
+    } else {
+      c.kind = 2;
+      if (bk.streak < kHitStreakCap)
+        for (std::size_t i = 1; i < bk.q.size(); ++i)
+          if (bk.q[i].row == static_cast<std::uint64_t>(bk.open)) {
+            c.kind = 0;
+            c.qi = i;
+            break;
+          }
+    }
+    const Atom& a = bk.q[c.qi];
+    c.seq = a.seq;
+    Ps t = pc.now;
+    if (c.kind == 0) {
+      t = std::max({t, bk.col_ok, pc.col_ok, g.col_ok, pc.colbus_ok});
+      if (!a.write)
+        t = std::max({t, pc.bus_free - tm_.CL, pc.wr_end + tm_.WTR_S, g.wr_end + tm_.WTR_L});
+      else
+        t = std::max({t, pc.bus_free - tm_.CWL, pc.rd_end + tm_.RTW - tm_.CWL});
+    } else if (c.kind == 1) {
+      t = std::max({t, bk.act_ok, pc.act_ok, g.act_ok, pc.faw[pc.faw_i] + tm_.FAW, pc.rowbus_ok});
+    } else {
+      t = std::max({t, bk.pre_ok, pc.rowbus_ok});
+    }
+    c.t = t;
+    const bool better =
+        c.t < best.t ||
+        (c.t == best.t && ((c.kind == 0) != (best.kind == 0) ? c.kind == 0 : c.seq < best.seq));
+    if (better) best = c;
+  }
+  return best;
+}
+
+void DetailedDram::atom_done(Atom& a, Ps time) {
+  if (a.write) {
+    ++c_.writes;
+    c_.bytes_written += a.bytes;
+  } else {
+    ++c_.reads;
+    c_.bytes_read += a.bytes;
+  }
+  if (a.kind == 0) ++c_.row_hits;
+  else if (a.kind == 1) ++c_.row_misses;
+  else ++c_.row_conflicts;
+  c_.latency_ps_sum += static_cast<double>(time - a.arrival);
+  TransferState& ts = transfers_[a.transfer];
+  ts.done = std::max(ts.done, time);
+  if (--ts.atoms_left == 0) {
+    done_.push({ts.done, ts.id});
+    free_transfers_.push_back(a.transfer);
+  }
+}
+
+void DetailedDram::issue(Pc& pc, const Cand& c) {
+  Bank& bk = pc.banks[static_cast<std::size_t>(c.bank)];
+  Group& g = pc.groups[static_cast<std::size_t>(c.bank / cfg_.banks_per_group)];
+  const Ps t = c.t;
+  pc.now = t;
+  Atom& a = bk.q[c.qi];
+  if (c.kind == 1) {  // ACT
+    if (a.kind == 0) a.kind = 1;
+    bk.open = static_cast<std::int64_t>(a.row);
+    bk.col_ok = t + tm_.RCD;
+    bk.pre_ok = std::max(bk.pre_ok, t + tm_.RAS);
+    bk.act_ok = t + tm_.RC;
+    bk.streak = 0;
+    pc.act_ok = t + tm_.RRD_S;
+    g.act_ok = t + tm_.RRD_L;
+    pc.faw[pc.faw_i] = t;
+    pc.faw_i = (pc.faw_i + 1) & 3;
+    pc.rowbus_ok = t + tm_.tCK;
+    ++c_.activates;
+    return;
+  }
+  if (c.kind == 2) {  // PRE
+    a.kind = 2;
+    bk.open = -1;
+    bk.act_ok = std::max(bk.act_ok, t + tm_.RP);
+    bk.streak = 0;
+    pc.rowbus_ok = t + tm_.tCK;
+    ++c_.precharges;
+    return;
+  }
+  // Column command: one burst of the chosen request.
+  Ps end;
+  if (!a.write) {
+    end = t + tm_.CL + tm_.burst;
+    pc.rd_end = end;
+    bk.pre_ok = std::max(bk.pre_ok, t + tm_.RTP);
+  } else {
+    end = t + tm_.CWL + tm_.burst;
+    pc.wr_end = end;
+    g.wr_end = end;
+    bk.pre_ok = std::max(bk.pre_ok, end + tm_.WR);
+  }
+  pc.bus_free = end;
+  pc.col_ok = t + tm_.CCD_S;
+  g.col_ok = t + tm_.CCD_L;
+  pc.colbus_ok = t + tm_.tCK;
+  pc.busy_ps += tm_.burst;
+  c_.data_busy_ps += tm_.burst;
+  ++c_.column_cmds;
+  bk.streak = c.qi == 0 ? 0 : bk.streak + 1;
+  if (--a.bursts > 0) return;
+  atom_done(a, end + tm_.controller);
+  const std::uint64_t row = a.row;
+  bk.q.erase(bk.q.begin() + static_cast<std::ptrdiff_t>(c.qi));
+  --pc.queued;
+  if (closed_page_) {
+    bool more = false;
+    for (const Atom& x : bk.q) more = more || x.row == row;
+    if (!more) {  // auto-precharge once tRAS/tRTP/tWR allow
+      bk.open = -1;
+      bk.act_ok = std::max(bk.act_ok, std::max(bk.pre_ok, t) + tm_.RP);
+      ++c_.precharges;
+    }
+  }
+}
+
+void DetailedDram::refresh(Pc& pc) {
+  const Ps start = pc.ref_due;
+  Ps pre_t = std::max(start, pc.rowbus_ok);
+  bool any_open = false;
+  for (const Bank& b : pc.banks)
+    if (b.open >= 0) {
+      any_open = true;
+      pre_t = std::max(pre_t, b.pre_ok);
+    }
+  // REF needs every bank precharged for tRP and tRC past its last ACT.
+  Ps ref_t = any_open ? pre_t + tm_.RP : start;
+  for (const Bank& b : pc.banks) ref_t = std::max(ref_t, b.act_ok);
+  const Ps end = ref_t + tm_.RFC;
+  for (Bank& b : pc.banks) {
+    if (b.open >= 0) ++c_.precharges;
+    b.open = -1;
+    b.act_ok = end;
+    b.streak = 0;
+  }
+  pc.rowbus_ok = std::max(pc.rowbus_ok, ref_t + tm_.tCK);
+  pc.now = std::max(pc.now, start);
+  ++c_.refreshes;
+  c_.refresh_ps += end - start;
+  pc.ref_due += tm_.REFI;
+}
+
+void DetailedDram::skip_idle_refreshes(Pc& pc, Ps until) {
+  if (pc.ref_due > until) return;
+  refresh(pc);
+  if (pc.ref_due > until) return;
+  // Refreshes of an idle PC only leave the banks closed; count them without
+  // visiting each one (an idle second would otherwise cost 256k events).
+  const Ps k = (until - pc.ref_due) / tm_.REFI;
+  if (k > 0) {
+    c_.refreshes += static_cast<std::uint64_t>(k);
+    c_.refresh_ps += k * tm_.RFC;
+    pc.ref_due += k * tm_.REFI;
+    for (Bank& b : pc.banks) b.act_ok = std::max(b.act_ok, pc.ref_due - tm_.REFI + tm_.RFC);
+  }
+  refresh(pc);
+}
+
+void DetailedDram::run_pc(Pc& pc, Ps limit) {
+  for (;;) {
+    admit(pc);
+    const Cand c = pc.queued ? best(pc) : Cand{};
+    const Ps na = pc.queued < cfg_.queue_depth ? next_arrival(pc) : kNever;
+    if (na != kNever && na <= c.t) {
+      if (na > limit) {
+        pc.next_time = na;
+        return;
+      }
+      if (pc.queued == 0) skip_idle_refreshes(pc, na);
+      pc.now = std::max(pc.now, na);
+      continue;
+    }
+    if (c.t == kNever) {
+      pc.next_time = kNever;
+      return;
+    }
+    if (pc.ref_due <= c.t) {
+      if (pc.ref_due > limit) {
+        pc.next_time = pc.ref_due;
+        return;
+      }
+      refresh(pc);
+      continue;
+    }
+    if (c.t > limit) {
+      pc.next_time = c.t;
+      return;
+    }
+    issue(pc, c);
+  }
+}
+
+std::vector<HbmCompletion> DetailedDram::run_until(Ps limit) {
+  if (limit < limit_) limit = limit_;
+  for (Pc& pc : pcs_)
+    if (pc.next_time <= limit) run_pc(pc, limit);
+  limit_ = limit;
+  std::vector<HbmCompletion> out;
+  while (!done_.empty() && done_.top().first <= limit) {
+    out.push_back({done_.top().second, done_.top().first});
+    done_.pop();
+  }
+  return out;
+}
+
+Ps DetailedDram::next_event_time() const {
+  Ps t = done_.empty() ? kNever : done_.top().first;
+  for (const Pc& pc : pcs_) t = std::min(t, pc.next_time);
+  return t;
+}
+
+StatList DetailedDram::stats() const {
+  const double n = static_cast<double>(c_.reads + c_.writes);
+  const double span = ps_to_seconds(limit_);
+  StatList s{
+      {"reads", static_cast<double>(c_.reads), "count", "read requests served"},
+      {"writes", static_cast<double>(c_.writes), "count", "write requests served"},
+      {"bytes_read", static_cast<double>(c_.bytes_read), "bytes", "bytes read"},
+      {"bytes_written", static_cast<double>(c_.bytes_written), "bytes", "bytes written"},
+      {"row_hits", static_cast<double>(c_.row_hits), "count", "requests served from an open row"},
+      {"row_misses", static_cast<double>(c_.row_misses), "count", "requests that needed an ACT to a closed bank"},
+      {"row_conflicts", static_cast<double>(c_.row_conflicts), "count", "requests that needed PRE + ACT"},
+      {"activates", static_cast<double>(c_.activates), "count", "ACT commands"},
+      {"precharges", static_cast<double>(c_.precharges), "count", "PRE commands (incl. auto and before refresh)"},
+      {"refreshes", static_cast<double>(c_.refreshes), "count", "all-bank refreshes over all pseudo-channels"},
+      {"refresh_time", ps_to_seconds(c_.refresh_ps), "s", "pseudo-channel time blocked by refresh, summed"},
+      {"data_bus_busy", ps_to_seconds(c_.data_busy_ps), "s", "data-bus busy time summed over pseudo-channels"},
+      {"avg_latency", n > 0 ? c_.latency_ps_sum / n * 1e-12 : 0, "s", "arrival to last byte, mean per request"},
+      {"bus_utilization", span > 0 ? ps_to_seconds(c_.data_busy_ps) / (span * static_cast<double>(pcs_.size())) : 0,
+       "ratio", "data-bus busy time / (simulated time x pseudo-channels)"},
+  };
+  for (std::size_t i = 0; i < pcs_.size(); ++i)
+    s.push_back({"pc" + std::to_string(i) + ".busy_time", ps_to_seconds(pcs_[i].busy_ps), "s",
+                 "data-bus busy time of pseudo-channel " + std::to_string(i)});
+  return s;
+}
+
+}  // namespace tpusim::arch

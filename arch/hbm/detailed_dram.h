@@ -1,0 +1,143 @@
+// Detailed DRAM timing model of HBM (or DDR) stacks: every pseudo-channel
+// (PC) has its own controller with a request queue, an FR-FCFS scheduler and
+// per-bank state (open row, earliest ACT/PRE/column times); commands obey
+// tRCD, tRP, tRAS, tRC, tCCD_S/L, tRRD_S/L, tFAW, tWR, tWTR_S/L, tRTP, the
+// read-to-write bus gap tRTW, tCL/tCWL, the burst's data-bus occupancy, one
+// row and one column command per tCK, and all-bank refresh per PC (tRFC
+// every tREFI, PCs staggered evenly over tREFI). Event-driven: each PC
+// jumps from command to command; idle time costs nothing.
+// Scheduler (per PC): requests wait in a queue of queue_depth (later ones
+// wait in arrival order outside it). Among the banks' next commands the one
+// that can issue earliest wins; ties go to column commands (row hits) and
+// then to the oldest request. A bank serves the oldest row hit before
+// closing its row, but after kHitStreakCap column commands that bypass an
+// older request to another row it closes the row anyway (starvation cap).
+// Page policy "open" keeps rows open; "closed" auto-precharges after a
+// request when no queued request hits the same row.
+// Leaves out: per-bank refresh (REFpb) and refresh postponing, power-down,
+// rank/stack-ID switching, data-bus inversion, ECC, write data buffering
+// (writes complete when their data is on the bus), mode registers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "arch/hbm/address_mapping.h"
+#include "arch/hbm/dram_timing.h"
+#include "arch/hbm/hbm_model.h"
+
+namespace tpusim::arch {
+
+class DetailedDram : public HbmModel {
+ public:
+  static constexpr int kHitStreakCap = 32;
+
+  explicit DetailedDram(const HbmConfig& config);
+
+  std::uint64_t submit(const HbmTransfer& t, Ps arrival) override;
+  std::vector<HbmCompletion> run_until(Ps limit) override;
+  Ps next_event_time() const override;
+  StatList stats() const override;
+  double peak_bandwidth() const override { return peak_; }
+
+  // Single request (atom) API: one request of `bytes` (at most one interleave
+  // unit, not crossing it) at `addr`; its completion carries the returned id.
+  std::uint64_t submit_request(std::uint64_t addr, std::uint32_t bytes, bool write, Ps arrival);
+
+  const DramTiming& timing() const { return tm_; }
+  const AddressMapping& mapping() const { return map_; }
+
+  struct Counters {
+    std::uint64_t reads = 0, writes = 0, bytes_read = 0, bytes_written = 0;
+    std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;
+    std::uint64_t activates = 0, precharges = 0, refreshes = 0, column_cmds = 0;
+    Ps refresh_ps = 0;          // PC time blocked by refresh, summed over PCs
+    Ps data_busy_ps = 0;        // data-bus busy time summed over PCs
+    double latency_ps_sum = 0;  // arrival to last byte (+ controller latency)
+  };
+  const Counters& counters() const { return c_; }
+  Ps pc_busy_ps(std::uint32_t pc) const { return pcs_[pc].busy_ps; }
+
+ private:
+  struct Atom {
+    Ps arrival;
+    std::uint64_t row;
+    std::uint32_t transfer;  // index into transfers_
+    std::uint16_t bank;
+    std::uint16_t bursts;    // bursts left to issue
+    std::uint32_t bytes;     // bytes requested (for stats)
+    bool write;
+    std::uint8_t kind;       // 0 hit, 1 miss (needed ACT), 2 conflict (needed PRE)
+    std::uint64_t seq;       // arrival order for FCFS ties
+  };
+  struct Stream {  // atoms of one submission for one PC, arrival-ordered
+    std::vector<Atom> atoms;
+    std::size_t pos = 0;
+  };
+  struct Bank {
+    std::int64_t open = -1;
+    Ps act_ok = 0, pre_ok = 0, col_ok = 0;
+    int streak = 0;
+    std::deque<Atom> q;
+  };
+  struct Group {
+    Ps act_ok = 0, col_ok = 0, wr_end = -(1LL << 50);
+  };
+  struct Pc {
+    Ps now = 0;
+    Ps act_ok = 0, col_ok = 0, rowbus_ok = 0, colbus_ok = 0;
+    Ps bus_free = 0, rd_end = -(1LL << 50), wr_end = -(1LL << 50);
+    Ps faw[4] = {-(1LL << 50), -(1LL << 50), -(1LL << 50), -(1LL << 50)};
+    int faw_i = 0;
+    Ps ref_due = 0;
+    Ps next_time = kNever;
+    Ps busy_ps = 0;
+    int queued = 0;
+    std::vector<Bank> banks;
+    std::vector<Group> groups;
+    std::vector<Stream> streams;
+  };
+  struct Cand {
+    Ps t = kNever;
+    int bank = -1;
+    int kind = 0;  // 0 column, 1 activate, 2 precharge
+    std::size_t qi = 0;
+    std::uint64_t seq = 0;
+  };
+  struct TransferState {
+    std::uint64_t id;
+    std::uint64_t atoms_left;
+    Ps done = 0;
+  };
+
+  void run_pc(Pc& pc, Ps limit);
+  bool admit(Pc& pc);
+  Ps next_arrival(const Pc& pc) const;
+  Cand best(Pc& pc) const;
+  void issue(Pc& pc, const Cand& c);
+  void refresh(Pc& pc);
+  void skip_idle_refreshes(Pc& pc, Ps until);
+  void atom_done(Atom& a, Ps time);
+  void add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr, std::uint64_t bytes,
+                bool write, std::uint32_t tidx, Ps arrival);
+  void push_streams(std::vector<std::vector<Atom>>& per_pc);
+
+  HbmConfig cfg_;
+  DramTiming tm_;
+  AddressMapping map_;
+  double peak_;
+  bool closed_page_;
+  std::vector<Pc> pcs_;
+  std::vector<TransferState> transfers_;
+  std::vector<std::uint32_t> free_transfers_;
+  using Done = std::pair<Ps, std::uint64_t>;
+  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> done_;
+  std::uint64_t next_id_ = 1, next_seq_ = 0;
+  Ps limit_ = 0;
+  Counters c_;
+};
+
+}  // namespace tpusim::arch

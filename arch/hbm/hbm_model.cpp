@@ -1,0 +1,35 @@
+// See hbm_model.h.
+#include "arch/hbm/hbm_model.h"
+
+#include <string>
+
+#include "arch/common/errors.h"
+#include "arch/hbm/calibrated_hbm.h"
+#include "arch/hbm/detailed_dram.h"
+
+namespace tpusim::arch {
+
+Ps HbmModel::transfer(const HbmTransfer& t, Ps arrival) {
+  const std::uint64_t id = submit(t, arrival);
+  for (;;) {
+    const Ps next = next_event_time();
+    if (next == kNever) throw InternalError("HbmModel::transfer: model went idle before the transfer completed");
+    // Without later submissions nothing can overtake, so run far ahead in
+    // one call rather than event by event.
+    for (const HbmCompletion& c : run_until(std::max(next, kNever / 4)))
+      if (c.id == id) return c.time;
+  }
+}
+
+double hbm_peak_bandwidth(const HbmConfig& c) {
+  return static_cast<double>(c.stacks) * c.channels * c.pseudo_channels * c.bus_width_bits / 8.0 *
+         c.data_rate;
+}
+
+std::unique_ptr<HbmModel> make_hbm_model(const HbmConfig& config) {
+  if (config.model == "detailed") return std::make_unique<DetailedDram>(config);
+  if (config.model == "calibrated") return std::make_unique<CalibratedHbm>(config);
+  throw ConfigError("hbm.model must be 'detailed' or 'calibrated', got '" + config.model + "'");
+}
+
+}  // namespace tpusim::arch

@@ -1,0 +1,92 @@
+// Test helper: reads the shipped memory presets (configs/hbm/*.yaml) into
+// arch::HbmConfig without yaml-cpp (unit tests link tpusim_arch only), so
+// the tests exercise the very values that ship. Handles the presets' flat
+// `key: value  # comment` layout and the units they use; anything else
+// throws, so a preset that changes shape fails loudly here.
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "arch/common/chip_config.h"
+
+namespace tpusim::test {
+
+inline double hbm_parse_quantity(const std::string& v) {
+  std::istringstream in(v);
+  double x = 0;
+  std::string unit;
+  in >> x >> unit;
+  static const std::map<std::string, double> k{{"ns", 1e-9},    {"us", 1e-6},   {"ps", 1e-12},
+                                               {"KiB", 1024.0}, {"MiB", 1048576.0},
+                                               {"GT/s", 1e9},   {"MT/s", 1e6},  {"", 1.0}};
+  auto it = k.find(unit);
+  if (it == k.end()) throw std::runtime_error("unknown unit in '" + v + "'");
+  return x * it->second;
+}
+
+inline arch::HbmConfig load_hbm_preset(const std::string& file_stem, int stacks) {
+  const char* env = std::getenv("TPUSIM_SOURCE_DIR");
+  const std::string root = env ? env : TPUSIM_SOURCE_DIR;
+  std::ifstream f(root + "/configs/hbm/" + file_stem + ".yaml");
+  if (!f) throw std::runtime_error("cannot open preset " + file_stem);
+  std::map<std::string, std::string> kv;
+  std::string line;
+  while (std::getline(f, line)) {
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), val = line.substr(colon + 1);
+    auto trim = [](std::string s) {
+      const char* ws = " \t\"";
+      s.erase(0, s.find_first_not_of(ws));
+      auto e = s.find_last_not_of(ws);
+      s.erase(e == std::string::npos ? 0 : e + 1);
+      return s;
+    };
+    key = trim(key);
+    val = trim(val);
+    if (!val.empty()) kv[key] = val;
+  }
+  auto get = [&](const std::string& k) {
+    auto it = kv.find(k);
+    if (it == kv.end()) throw std::runtime_error("preset " + file_stem + " lacks " + k);
+    return it->second;
+  };
+  arch::HbmConfig c;
+  c.preset = get("preset");
+  c.model = get("model");
+  c.stacks = stacks;
+  c.channels = std::stoi(get("channels"));
+  c.pseudo_channels = std::stoi(get("pseudo_channels"));
+  c.bank_groups = std::stoi(get("bank_groups"));
+  c.banks_per_group = std::stoi(get("banks_per_group"));
+  c.row_bytes = static_cast<std::uint64_t>(hbm_parse_quantity(get("row_size")));
+  c.data_rate = hbm_parse_quantity(get("data_rate"));
+  c.bus_width_bits = std::stoi(get("bus_width_bits"));
+  c.burst_length = std::stoi(get("burst_length"));
+  c.address_mapping = get("address_mapping");
+  c.queue_depth = std::stoi(get("queue_depth"));
+  c.page_policy = get("page_policy");
+  arch::HbmTimings& t = c.t;
+  const std::pair<const char*, double arch::HbmTimings::*> fields[] = {
+      {"tCK", &arch::HbmTimings::tCK},       {"tCL", &arch::HbmTimings::tCL},
+      {"tCWL", &arch::HbmTimings::tCWL},     {"tRCD", &arch::HbmTimings::tRCD},
+      {"tRP", &arch::HbmTimings::tRP},       {"tRAS", &arch::HbmTimings::tRAS},
+      {"tRC", &arch::HbmTimings::tRC},       {"tCCD_S", &arch::HbmTimings::tCCD_S},
+      {"tCCD_L", &arch::HbmTimings::tCCD_L}, {"tRRD_S", &arch::HbmTimings::tRRD_S},
+      {"tRRD_L", &arch::HbmTimings::tRRD_L}, {"tFAW", &arch::HbmTimings::tFAW},
+      {"tWR", &arch::HbmTimings::tWR},       {"tWTR_S", &arch::HbmTimings::tWTR_S},
+      {"tWTR_L", &arch::HbmTimings::tWTR_L}, {"tRTP", &arch::HbmTimings::tRTP},
+      {"tRTW", &arch::HbmTimings::tRTW},     {"tRFC", &arch::HbmTimings::tRFC},
+      {"tREFI", &arch::HbmTimings::tREFI}};
+  for (const auto& [name, m] : fields) t.*m = hbm_parse_quantity(get(name));
+  return c;
+}
+
+}  // namespace tpusim::test
