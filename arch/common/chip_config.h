@@ -150,6 +150,9 @@ struct PublishedFigures {
   std::map<DType, double> peak_flops;   // FLOP/s (or OP/s) per dtype
   std::optional<double> hbm_bandwidth;  // bytes/s
   std::optional<double> ici_link_bandwidth;  // bytes/s one-way per link
+  // bytes/s, both directions of all links of a chip together (v7 publishes
+  // only this figure).
+  std::optional<double> ici_chip_bandwidth;
 };
 
 struct TpuConfig {

@@ -1,17 +1,169 @@
+// The subcommand registry, global options and exception-to-exit-code
+// mapping; see cli.h.
 #include "sim/cli/cli.h"
 
-#include <cstring>
+#include <iomanip>
 #include <iostream>
+#include <map>
+#include <sstream>
+
+#include "sim/config/config_error.h"
 
 namespace tpusim::sim {
 
-int cli_main(int argc, char* argv[]) {
-  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
-    std::cout << "tpusim " << TPUSIM_VERSION << "\n";
-    return 0;
+// One entry per file that registers commands; see cli.h.
+void register_config_commands();
+void register_list_command();
+
+namespace {
+
+void (*const kCommandModules[])() = {register_config_commands, register_list_command};
+
+struct Command {
+  std::string summary;
+  CommandFn fn;
+};
+
+std::map<std::string, Command>& registry() {
+  static std::map<std::string, Command> r;
+  return r;
+}
+
+void register_all() {
+  if (!registry().empty()) return;
+  for (auto* m : kCommandModules) m();
+}
+
+void print_help(std::ostream& os) {
+  os << "usage: tpusim [--config-path DIR]... <command> [<args>]\n\n"
+        "Cycle-level simulator of Google TPU chips.\n\n"
+        "Commands:\n";
+  for (const auto& [name, c] : registry())
+    os << "  " << std::left << std::setw(16) << name << c.summary << "\n";
+  os << "\nGlobal options:\n"
+        "  --config-path DIR  also search DIR for configs (repeatable; after the source\n"
+        "                     tree's configs/, before $TPUSIM_CONFIG_PATH)\n"
+        "  --help             this help; `tpusim <command> --help` for a command\n"
+        "  --version          print the version\n"
+        "\nExit codes: 0 ok, 2 usage or config error, 1 simulation or internal error.\n";
+}
+
+int dispatch(const std::vector<std::string>& args, CommandContext& ctx) {
+  // Longest registered name made of the leading words wins.
+  for (size_t n = std::min<size_t>(args.size(), 3); n >= 1; --n) {
+    std::string name;
+    for (size_t i = 0; i < n; ++i) name += (i ? " " : "") + args[i];
+    auto it = registry().find(name);
+    if (it != registry().end())
+      return it->second.fn(std::vector<std::string>(args.begin() + n, args.end()), ctx);
   }
-  std::cerr << "usage: tpusim --version\n";
-  return 2;
+  // A group word ("config") alone or with an unknown subcommand.
+  std::string group = args[0] + " ";
+  std::string list;
+  for (const auto& [name, c] : registry())
+    if (name.compare(0, group.size(), group) == 0) list += "\n  " + name + "  " + c.summary;
+  if (!list.empty()) {
+    std::string what = args.size() > 1 ? "unknown command '" + args[0] + " " + args[1] + "'"
+                                        : "'" + args[0] + "' needs a subcommand";
+    throw UsageError(what + "; one of:" + list);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, c] : registry()) names.push_back(name.substr(0, name.find(' ')));
+  std::string near = nearest_word(args[0], names);
+  throw UsageError("unknown command '" + args[0] + "'" +
+                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                   "; see 'tpusim --help'");
+}
+
+}  // namespace
+
+void register_command(const std::string& name, const std::string& summary, CommandFn fn) {
+  if (!registry().emplace(name, Command{summary, std::move(fn)}).second)
+    throw InternalError("command registered twice: " + name);
+}
+
+bool parse_command_args(const std::string& name, const std::string& usage,
+                        const std::vector<std::string>& args,
+                        boost::program_options::options_description& opts,
+                        const boost::program_options::positional_options_description& pos,
+                        boost::program_options::variables_map& vm, CommandContext& ctx) {
+  namespace po = boost::program_options;
+  po::options_description all("Options");
+  all.add(opts);
+  std::vector<std::string> extra_dirs;
+  all.add_options()("config-path", po::value<std::vector<std::string>>(&extra_dirs),
+                    "also search DIR for configs (repeatable)")("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      ctx.out << "usage: " << usage << "\n\n" << all << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(name + ": " + e.what() + "; see 'tpusim " + name + " --help'");
+  }
+  for (auto& d : extra_dirs) ctx.global.config_path.push_back(d);
+  return true;
+}
+
+int cli_main(int argc, char* argv[]) {
+  std::ostream& out = std::cout;
+  std::ostream& err = std::cerr;
+  try {
+    register_all();
+    GlobalOptions global;
+    std::vector<std::string> rest;
+    int i = 1;
+    for (; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h" || a == "help") {
+        print_help(out);
+        return 0;
+      }
+      if (a == "--version") {
+        out << "tpusim " << TPUSIM_VERSION << "\n";
+        return 0;
+      }
+      if (a == "--config-path") {
+        if (i + 1 >= argc) throw UsageError("--config-path needs a directory");
+        global.config_path.push_back(argv[++i]);
+      } else if (a.rfind("--config-path=", 0) == 0) {
+        global.config_path.push_back(a.substr(14));
+      } else if (!a.empty() && a[0] == '-') {
+        throw UsageError("unknown option '" + a + "'; see 'tpusim --help'");
+      } else {
+        break;
+      }
+    }
+    for (; i < argc; ++i) rest.emplace_back(argv[i]);
+    if (rest.empty()) {
+      print_help(err);
+      return 2;
+    }
+    CommandContext ctx{global, out, err};
+    return dispatch(rest, ctx);
+  } catch (const ConfigError& e) {
+    out.flush();
+    err << e.what() << "\n";
+    return 2;
+  } catch (const arch::ConfigError& e) {
+    // A user mistake found by a hardware model (no file position).
+    out.flush();
+    err << "tpusim: config error: " << e.what() << "\n";
+    return 2;
+  } catch (const UsageError& e) {
+    out.flush();
+    err << "tpusim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    out.flush();
+    err << "tpusim: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    err << "tpusim: internal error: unknown exception\n";
+    return 1;
+  }
 }
 
 }  // namespace tpusim::sim

@@ -1,0 +1,49 @@
+// Errors in the user's configuration: every problem found in a file (and its
+// extends chain, presets and --set overrides) as a list of diagnostics, each
+// with its position and what was expected. Internal bugs use InternalError.
+// Leaves out: warnings (there are none: unknown keys are errors too).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arch/common/errors.h"
+
+namespace tpusim::sim {
+
+struct Diagnostic {
+  std::string file;     // file path, or "--set key=value" for an override
+  int line = 0;         // 1-based; 0 = no position (override, missing key)
+  int column = 0;       // 1-based
+  std::string key;      // dotted path, e.g. "mxu.rows"; empty for the file
+  std::string expected;
+  std::string found;
+  std::string suggestion;  // nearest valid key or value; empty if none
+
+  // `file:line:col: key: expected X, found Y (did you mean 'Z'?)`
+  std::string render() const;
+};
+
+// Derives from arch::ConfigError so that one handler catches the user's
+// mistakes from both layers.
+class ConfigError : public arch::ConfigError {
+ public:
+  explicit ConfigError(std::vector<Diagnostic> diagnostics);
+  explicit ConfigError(Diagnostic d) : ConfigError(std::vector<Diagnostic>{std::move(d)}) {}
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// A bug in tpusim itself (a broken invariant), never the user's mistake.
+using InternalError = arch::InternalError;
+
+// Levenshtein distance, for "did you mean".
+int edit_distance(const std::string& a, const std::string& b);
+// The candidate nearest to `word` if it is close enough to be a plausible
+// typo (distance <= max(2, len/3)); empty otherwise.
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace tpusim::sim

@@ -1,0 +1,644 @@
+// Config resolution (files, extends, overrides, presets) and validation
+// against the schema; see config_loader.h.
+#include "sim/config/config_loader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "arch/common/derived.h"
+#include "sim/config/schema.h"
+#include "sim/config/units.h"
+
+namespace tpusim::sim {
+namespace fs = std::filesystem;
+namespace {
+
+// Where each dotted key of the merged document came from, so that a
+// diagnostic can name the file that wrote the offending value even after
+// extends and presets merged several files into one tree.
+struct Origin {
+  std::string file;
+  YAML::Mark key = YAML::Mark::null_mark();
+  YAML::Mark value = YAML::Mark::null_mark();
+  bool is_override = false;
+};
+using Origins = std::map<std::string, Origin>;
+
+struct Resolved {
+  YAML::Node root;
+  Origins origins;
+  std::string file;  // the top-level file
+  std::string name;  // its stem
+};
+
+std::string join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    default: return "an empty value";
+  }
+}
+
+Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key,
+                     std::string expected, std::string found) {
+  Diagnostic d;
+  d.file = file;
+  if (!m.is_null()) {
+    d.line = m.line + 1;
+    d.column = m.column + 1;
+  }
+  d.key = std::move(key);
+  d.expected = std::move(expected);
+  d.found = std::move(found);
+  return d;
+}
+
+YAML::Node parse_file(const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "", "a readable config file",
+                                "no such file"));
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(file_diag(file, e.mark, "", "valid YAML", "a syntax error: " + e.msg));
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "", "a readable config file",
+                                "a file that cannot be read"));
+  }
+  if (!root.IsMap())
+    throw ConfigError(file_diag(file, root.Mark(), "", "a map of config keys",
+                                root.IsNull() ? "an empty document" : describe(root)));
+  return root;
+}
+
+void record(const YAML::Node& map, const std::string& file, const std::string& prefix,
+            Origins& o, bool overwrite, bool is_override = false) {
+  for (const auto& kv : map) {
+    std::string path = join(prefix, kv.first.Scalar());
+    if (overwrite || !o.count(path))
+      o[path] = Origin{file, kv.first.Mark(), kv.second.Mark(), is_override};
+    if (kv.second.IsMap()) record(kv.second, file, path, o, overwrite, is_override);
+  }
+}
+
+// Maps merge key by key, recursively; anything else in `over` replaces
+// `base`; a null value in `over` deletes the key. Always builds new maps,
+// never mutates either input (yaml-cpp nodes share data on assignment).
+YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
+  if (!base.IsMap() || !over.IsMap()) return over;
+  YAML::Node r(YAML::NodeType::Map);
+  for (const auto& kv : base) r[kv.first.Scalar()] = kv.second;
+  for (const auto& kv : over) {
+    const std::string k = kv.first.Scalar();
+    // `key: ~` in a child removes an inherited value (e.g. a published
+    // figure the parent states but the child's chip lacks).
+    if (kv.second.IsNull()) {
+      r.remove(k);
+      continue;
+    }
+    if (base[k] && base[k].IsMap() && kv.second.IsMap())
+      r[k] = merge(base[k], kv.second);
+    else
+      r[k] = kv.second;
+  }
+  return r;
+}
+
+std::string stem_of(const std::string& file) { return fs::path(file).stem().string(); }
+
+std::string dir_of(const std::string& file) {
+  fs::path p = fs::path(file).parent_path();
+  return p.empty() ? "." : p.string();
+}
+
+std::string find_in(const std::string& name, const std::vector<std::string>& dirs) {
+  for (const std::string& d : dirs)
+    for (const char* ext : {".yaml", ".yml", ".json"}) {
+      fs::path p = fs::path(d) / (name + ext);
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) return p.string();
+    }
+  return "";
+}
+
+std::vector<std::string> names_in(const std::vector<std::string>& dirs) {
+  std::set<std::string> names;
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
+      auto ext = it->path().extension();
+      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml"))
+        names.insert(it->path().stem().string());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+std::string dirs_text(const std::vector<std::string>& dirs) {
+  std::string s;
+  for (const auto& d : dirs) s += (s.empty() ? "" : ", ") + d;
+  return s;
+}
+
+Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
+                      const ConfigSearchPath& path) {
+  std::string canon = fs::weakly_canonical(fs::path(file)).string();
+  if (std::find(chain.begin(), chain.end(), canon) != chain.end()) {
+    std::string cycle;
+    for (const auto& c : chain) cycle += stem_of(c) + " -> ";
+    cycle += stem_of(canon);
+    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "extends",
+                                "an extends chain without cycles", "the cycle " + cycle));
+  }
+  chain.push_back(canon);
+  YAML::Node root = parse_file(file);
+  Resolved r;
+  r.file = file;
+  r.name = stem_of(file);
+  YAML::Node own(YAML::NodeType::Map);
+  for (const auto& kv : root)
+    if (kv.first.Scalar() != "extends") own[kv.first.Scalar()] = kv.second;
+  YAML::Node ext = root["extends"];
+  if (!ext) {
+    r.root = own;
+    record(own, file, "", r.origins, true);
+    return r;
+  }
+  if (!ext.IsScalar() || ext.Scalar().empty())
+    throw ConfigError(file_diag(file, ext.Mark(), "extends",
+                                "the name or relative path of a config", describe(ext)));
+  const std::string target = ext.Scalar();
+  std::string base_file;
+  std::vector<std::string> dirs{dir_of(file)};
+  dirs.insert(dirs.end(), path.dirs.begin(), path.dirs.end());
+  if (looks_like_path(target)) {
+    fs::path t(target);
+    base_file = (t.is_absolute() ? t : fs::path(dir_of(file)) / t).string();
+    std::error_code ec;
+    if (!fs::is_regular_file(base_file, ec)) base_file.clear();
+  } else {
+    base_file = find_in(target, dirs);
+  }
+  if (base_file.empty()) {
+    std::string chain_text;
+    for (const auto& c : chain) chain_text += (chain_text.empty() ? "" : " -> ") + stem_of(c);
+    Diagnostic d = file_diag(file, ext.Mark(), "extends",
+                             "an existing config (searched " + dirs_text(dirs) + ")",
+                             "'" + target + "' (extends chain: " + chain_text + " -> " + target +
+                                 ")");
+    d.suggestion = nearest_word(target, names_in(dirs));
+    throw ConfigError(d);
+  }
+  Resolved base = resolve_file(base_file, chain, path);
+  r.root = merge(base.root, own);
+  r.origins = std::move(base.origins);
+  record(own, file, "", r.origins, true);
+  return r;
+}
+
+void apply_overrides(Resolved& r, const std::vector<std::string>& overrides) {
+  std::vector<Diagnostic> diags;
+  for (const std::string& s : overrides) {
+    const std::string where = "--set " + s;
+    size_t eq = s.find('=');
+    std::string key = eq == std::string::npos ? "" : s.substr(0, eq);
+    std::vector<std::string> segs;
+    std::stringstream ss(key);
+    for (std::string seg; std::getline(ss, seg, '.');) segs.push_back(seg);
+    bool bad_key = key.empty() || key.back() == '.' ||
+                   std::any_of(segs.begin(), segs.end(), [](auto& x) { return x.empty(); });
+    if (eq == std::string::npos || bad_key) {
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), "",
+                                "key=value with a dotted key, e.g. mxu.rows=256", "'" + s + "'"));
+      continue;
+    }
+    if (segs[0] == "extends") {
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key,
+                                "a config key (extends cannot be overridden)", "'extends'"));
+      continue;
+    }
+    YAML::Node value;
+    try {
+      value = YAML::Load(s.substr(eq + 1));
+    } catch (const YAML::ParserException& e) {
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key, "a YAML value",
+                                "a syntax error: " + e.msg));
+      continue;
+    }
+    if (value.IsNull()) {
+      diags.push_back(
+          file_diag(where, YAML::Mark::null_mark(), key, "a value after '='", "nothing"));
+      continue;
+    }
+    YAML::Node doc = value;
+    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+      YAML::Node m(YAML::NodeType::Map);
+      m[*it] = doc;
+      doc = m;
+    }
+    r.root = merge(r.root, doc);
+    Origin o{where, YAML::Mark::null_mark(), YAML::Mark::null_mark(), true};
+    r.origins[key] = o;
+    if (value.IsMap()) record(value, where, key, r.origins, true, true);
+  }
+  if (!diags.empty()) throw ConfigError(diags);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+void apply_preset(Resolved& r, const ConfigSearchPath& path) {
+  YAML::Node hbm = r.root["hbm"];
+  if (!hbm || !hbm.IsMap()) return;
+  YAML::Node preset = hbm["preset"];
+  if (!preset || !preset.IsScalar()) return;  // validation reports the type
+  std::vector<std::string> dirs;
+  for (const std::string& d : std::vector<std::string>{dir_of(r.file)})
+    dirs.push_back((fs::path(d) / "hbm").string());
+  for (const std::string& d : path.dirs) dirs.push_back((fs::path(d) / "hbm").string());
+  const std::string name = lower(preset.Scalar());
+  std::string file = find_in(name, dirs);
+  if (file.empty()) {
+    const Origin& o = r.origins["hbm.preset"];
+    Diagnostic d = file_diag(o.file, o.value, "hbm.preset",
+                             "a memory preset in hbm/ (searched " + dirs_text(dirs) + ")",
+                             "'" + preset.Scalar() + "'");
+    if (o.is_override) d.line = d.column = 0;
+    d.suggestion = nearest_word(name, names_in(dirs));
+    throw ConfigError(d);
+  }
+  YAML::Node doc = parse_file(file);
+  std::vector<Diagnostic> diags;
+  for (const auto& kv : doc)
+    if (kv.first.Scalar() != "hbm")
+      diags.push_back(file_diag(file, kv.first.Mark(), kv.first.Scalar(),
+                                "only an 'hbm:' section in a memory preset",
+                                "unknown key '" + kv.first.Scalar() + "'"));
+  YAML::Node ph = doc["hbm"];
+  if (!ph || !ph.IsMap())
+    diags.push_back(file_diag(file, doc.Mark(), "hbm", "an 'hbm:' map in a memory preset",
+                              ph ? describe(ph) : "no 'hbm:' key"));
+  if (!diags.empty()) throw ConfigError(diags);
+  YAML::Node root(YAML::NodeType::Map);
+  for (const auto& kv : r.root) root[kv.first.Scalar()] = kv.second;
+  root["hbm"] = merge(ph, hbm);
+  r.root = root;
+  record(ph, file, "hbm", r.origins, false);
+}
+
+Resolved resolve(const std::string& name_or_path, const std::vector<std::string>& overrides,
+                 const ConfigSearchPath& path) {
+  std::string file =
+      looks_like_path(name_or_path) ? name_or_path : find_config_file(name_or_path, path);
+  Resolved r = resolve_file(file, {}, path);
+  apply_overrides(r, overrides);
+  apply_preset(r, path);
+  return r;
+}
+
+// Schema validation of a resolved document: collects every diagnostic.
+class Validator {
+ public:
+  explicit Validator(const Resolved& r) : r_(r) {}
+
+  Diagnostic at(const std::string& path, bool key_pos, std::string expected, std::string found) {
+    std::string p = path;
+    while (!p.empty() && !r_.origins.count(p)) {
+      size_t dot = p.rfind('.');
+      p = dot == std::string::npos ? "" : p.substr(0, dot);
+    }
+    if (p.empty())
+      return file_diag(r_.file, YAML::Mark::null_mark(), path, std::move(expected),
+                       std::move(found));
+    const Origin& o = r_.origins.at(p);
+    // A missing key is reported at its section's key, an existing one at
+    // its value (or its key for unknown keys).
+    YAML::Mark m = (key_pos || p != path) ? o.key : o.value;
+    if (o.is_override) m = YAML::Mark::null_mark();
+    return file_diag(o.file, m, path, std::move(expected), std::move(found));
+  }
+
+  void error(const std::string& path, bool key_pos, std::string expected, std::string found,
+             std::string suggestion = "") {
+    Diagnostic d = at(path, key_pos, std::move(expected), std::move(found));
+    d.suggestion = std::move(suggestion);
+    diags.push_back(d);
+  }
+
+  void walk(const YAML::Node& map, const std::string& prefix) {
+    for (const auto& kv : map) {
+      const std::string key = kv.first.Scalar();
+      const std::string path = join(prefix, key);
+      // Written configs carry a derived: section; it is output only, so
+      // it is recomputed on every load rather than trusted.
+      if (prefix.empty() && key == "derived") continue;
+      if (const FieldSpec* f = find_field(path)) {
+        field(*f, kv.second, path);
+      } else if (is_section(path)) {
+        if (!kv.second.IsMap())
+          error(path, false, "a map of " + path + " keys (" + keys_of(path) + ")",
+                describe(kv.second));
+        else
+          walk(kv.second, path);
+      } else {
+        error(path, true,
+              "a key of " + (prefix.empty() ? std::string("the top level") : prefix) + " (" +
+                  keys_of(prefix) + ")",
+              "unknown key '" + key + "'", suggest(prefix, key));
+      }
+    }
+  }
+
+  std::map<std::string, FieldValue> values;
+  std::vector<Diagnostic> diags;
+
+ private:
+  static std::string keys_of(const std::string& section) {
+    std::string s;
+    for (const auto& k : section_children(section)) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
+
+  static std::string suggest(const std::string& prefix, const std::string& key) {
+    std::string s = nearest_word(key, section_children(prefix));
+    if (!s.empty()) return s;
+    // The key exists in another section: suggest its full path.
+    std::vector<std::string> all;
+    for (const FieldSpec& f : schema()) all.push_back(f.path);
+    for (const auto& sec : schema_sections()) all.push_back(sec);
+    for (const auto& p : all) {
+      size_t dot = p.rfind('.');
+      std::string last = dot == std::string::npos ? p : p.substr(dot + 1);
+      if (last == key) return p;
+    }
+    return "";
+  }
+
+  bool check_min(const FieldSpec& f, double v) {
+    return f.min_exclusive ? v > f.min : v >= f.min;
+  }
+
+  void field(const FieldSpec& f, const YAML::Node& n, const std::string& path) {
+    if (f.type == FieldType::dtype_map) {
+      dtype_map(f, n, path);
+      return;
+    }
+    if (!n.IsScalar()) {
+      error(path, false, f.expected(), describe(n));
+      return;
+    }
+    const std::string text = n.Scalar();
+    const std::string found = "'" + text + "'";
+    switch (f.type) {
+      case FieldType::integer: {
+        errno = 0;
+        char* end = nullptr;
+        long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || std::llabs(v) > (1LL << 53)) {
+          error(path, false, f.expected(), found);
+        } else if (!check_min(f, static_cast<double>(v))) {
+          error(path, false, f.expected(), found);
+        } else {
+          values[path] = static_cast<double>(v);
+        }
+        break;
+      }
+      case FieldType::real: {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || !check_min(f, v))
+          error(path, false, f.expected(), found);
+        else
+          values[path] = v;
+        break;
+      }
+      case FieldType::boolean: {
+        std::string l = lower(text);
+        if (l == "true" || l == "yes")
+          values[path] = true;
+        else if (l == "false" || l == "no")
+          values[path] = false;
+        else
+          error(path, false, f.expected(), found);
+        break;
+      }
+      case FieldType::string:
+      case FieldType::dtype: {
+        bool ok = f.choices.empty() ||
+                  std::find(f.choices.begin(), f.choices.end(), text) != f.choices.end();
+        if (f.type == FieldType::dtype) ok = arch::parse_dtype(text).has_value();
+        if (!ok)
+          error(path, false, f.expected(), found, nearest_word(text, f.choices));
+        else
+          values[path] = f.type == FieldType::dtype
+                             ? std::string(arch::dtype_name(*arch::parse_dtype(text)))
+                             : text;
+        break;
+      }
+      case FieldType::quantity: {
+        double v = 0;
+        try {
+          v = parse_quantity(text, f.unit);
+        } catch (const UnitError& e) {
+          error(path, false, e.expected(), e.found());
+          break;
+        }
+        std::string noun = unit_kind_description(f.unit);
+        if (!check_min(f, v)) {
+          error(path, false, noun + (f.min_exclusive ? ", greater than 0" : ", at least 0"),
+                found);
+        } else if (f.unit == UnitKind::size && std::floor(v) != v) {
+          error(path, false, "a whole number of bytes", found);
+        } else {
+          values[path] = v;
+        }
+        break;
+      }
+      case FieldType::dtype_map: break;
+    }
+  }
+
+  void dtype_map(const FieldSpec& f, const YAML::Node& n, const std::string& path) {
+    if (!n.IsMap() || n.size() == 0) {
+      error(path, false, f.expected(), n.IsMap() ? "an empty map" : describe(n));
+      return;
+    }
+    std::vector<std::string> names;
+    for (arch::DType t : arch::kAllDTypes) names.emplace_back(arch::dtype_name(t));
+    std::map<arch::DType, double> m;
+    bool ok = true;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.Scalar();
+      const std::string p = join(path, k);
+      auto t = arch::parse_dtype(k);
+      if (!t) {
+        error(p, true, "a dtype (one of " + keys_list(names) + ")", "unknown dtype '" + k + "'",
+              nearest_word(k, names));
+        ok = false;
+        continue;
+      }
+      char* end = nullptr;
+      const std::string text = kv.second.IsScalar() ? kv.second.Scalar() : "";
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0) {
+        error(p, false, "a number > 0", describe(kv.second));
+        ok = false;
+        continue;
+      }
+      m[*t] = v * f.scale;
+    }
+    if (ok) values[path] = m;
+  }
+
+  static std::string keys_list(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& k : v) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  }
+
+  const Resolved& r_;
+};
+
+bool valid_address_mapping(const std::string& s) {
+  std::vector<std::string> need{"Ro", "Ba", "Bg", "Ch", "Pc", "Co"};
+  if (s.size() != 12) return false;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < s.size(); i += 2) {
+    std::string tok = s.substr(i, 2);
+    if (std::find(need.begin(), need.end(), tok) == need.end() || !seen.insert(tok).second)
+      return false;
+  }
+  return true;
+}
+
+std::string fmt_num(double v) {
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+
+arch::TpuConfig build(const Resolved& r) {
+  Validator v(r);
+  v.walk(r.root, "");
+  arch::TpuConfig c;
+  for (const auto& sec : schema_sections())
+    if (is_presence_section(sec) && r.root[sec] && r.root[sec].IsMap())
+      find_field(sec + ".present")->set(c, FieldValue(true));
+  for (const FieldSpec& f : schema()) {
+    auto it = v.values.find(f.path);
+    if (it != v.values.end()) {
+      f.set(c, it->second);
+    } else if (f.required) {
+      size_t dot = f.path.rfind('.');
+      std::string sec = dot == std::string::npos ? "" : f.path.substr(0, dot);
+      // Invalid values were already reported; only truly absent keys here.
+      bool reported = false;
+      for (const auto& d : v.diags) reported |= d.key == f.path;
+      if (!reported) v.error(f.path, true, f.expected() + " (required)", "no value");
+    }
+  }
+  if (!v.values.count("chip.name")) c.chip.name = r.name;
+
+  auto mem_check = [&](const std::string& n, const arch::MemoryConfig& m) {
+    if (m.present && m.size_bytes == 0 && !v.values.count(n + ".size"))
+      v.error(n + ".size", true, "a size > 0 for a present " + n + " (required)", "no value");
+    else if (m.present && m.size_bytes == 0)
+      v.error(n + ".size", false, "a size > 0 for a present " + n, "'0 B'");
+  };
+  mem_check("vmem", c.vmem);
+  mem_check("smem", c.smem);
+  mem_check("cmem", c.cmem);
+  if (c.ici.ports > 0 && c.ici.link_bandwidth <= 0)
+    v.error("ici.link_bandwidth", !v.values.count("ici.link_bandwidth"),
+            "a bandwidth > 0 when ici.ports is " + std::to_string(c.ici.ports),
+            v.values.count("ici.link_bandwidth") ? "'0'" : "no value");
+  if (v.values.count("hbm.address_mapping") && !valid_address_mapping(c.hbm.address_mapping))
+    v.error("hbm.address_mapping", false,
+            "a permutation of the fields Ro Ba Bg Ch Pc Co, e.g. RoBaBgChPcCo",
+            "'" + c.hbm.address_mapping + "'");
+
+  // Derived figures are only meaningful for an otherwise valid config.
+  if (v.diags.empty()) {
+    for (const auto& m : arch::check_published(c)) {
+      bool peak = m.key.rfind("published.peak_tflops", 0) == 0;
+      double scale = peak ? 1e12 : 1e9;
+      const char* unit = peak ? " TFLOP/s" : " GB/s";
+      double pct = m.published > 0 ? 100.0 * (m.derived - m.published) / m.published : 0;
+      v.error(m.key, false,
+              "within 3% of the derived " + fmt_num(m.derived / scale) + unit + " (" + m.how + ")",
+              fmt_num(m.published / scale) + unit + " (" + fmt_num(pct) + "% off)");
+    }
+  }
+  if (!v.diags.empty()) throw ConfigError(v.diags);
+  return c;
+}
+
+}  // namespace
+
+ConfigSearchPath default_search_path(const std::vector<std::string>& extra_dirs) {
+  ConfigSearchPath p;
+  p.dirs.push_back((fs::path(TPUSIM_SOURCE_DIR) / "configs").string());
+  p.dirs.insert(p.dirs.end(), extra_dirs.begin(), extra_dirs.end());
+  if (const char* env = std::getenv("TPUSIM_CONFIG_PATH")) {
+    std::stringstream ss(env);
+    for (std::string d; std::getline(ss, d, ':');)
+      if (!d.empty()) p.dirs.push_back(d);
+  }
+  return p;
+}
+
+bool looks_like_path(const std::string& s) {
+  auto ends = [&](const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
+  std::error_code ec;
+  return s.find('/') != std::string::npos || ends(".yaml") || ends(".yml") || ends(".json") ||
+         fs::is_regular_file(s, ec);
+}
+
+std::string find_config_file(const std::string& name, const ConfigSearchPath& path) {
+  std::string f = find_in(name, path.dirs);
+  if (f.empty()) {
+    Diagnostic d = file_diag(name, YAML::Mark::null_mark(), "",
+                             "a config name on the search path (" + dirs_text(path.dirs) + ")",
+                             "no config named '" + name + "'");
+    d.suggestion = nearest_word(name, names_in(path.dirs));
+    throw ConfigError(d);
+  }
+  return f;
+}
+
+std::vector<std::pair<std::string, std::string>> list_configs(const ConfigSearchPath& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& n : names_in(path.dirs)) out.emplace_back(n, find_in(n, path.dirs));
+  return out;
+}
+
+YAML::Node resolve_config_yaml(const std::string& name_or_path,
+                               const std::vector<std::string>& overrides,
+                               const ConfigSearchPath& path) {
+  return resolve(name_or_path, overrides, path).root;
+}
+
+arch::TpuConfig load_tpu_config(const std::string& name_or_path,
+                                const std::vector<std::string>& overrides,
+                                const ConfigSearchPath& path) {
+  return build(resolve(name_or_path, overrides, path));
+}
+
+}  // namespace tpusim::sim

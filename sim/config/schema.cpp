@@ -1,0 +1,420 @@
+// The table of config keys; see schema.h. Meanings here are the reference
+// for docs/config.md (`tpusim config keys` prints them).
+#include "sim/config/schema.h"
+
+#include <cmath>
+#include <set>
+#include <type_traits>
+
+namespace tpusim::sim {
+namespace {
+
+using arch::DType;
+using arch::TpuConfig;
+
+// A generic lambda works on both `TpuConfig&` and `const TpuConfig&`.
+#define TPUSIM_FIELD(expr) [](auto& c) -> auto& { return expr; }
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Builder {
+  std::vector<FieldSpec> v;
+
+  template <class Acc>
+  FieldSpec& num(const std::string& path, FieldType type, Acc acc, double min, bool excl,
+                 const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = type;
+    f.min = min;
+    f.min_exclusive = excl;
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) {
+      using T = std::decay_t<decltype(acc(c))>;
+      acc(c) = static_cast<T>(std::get<double>(x));
+    };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(static_cast<double>(acc(c))); };
+    f.present = [](const TpuConfig&) { return true; };
+    v.push_back(f);
+    return v.back();
+  }
+  // Counts: integers >= min.
+  template <class Acc>
+  FieldSpec& integer(const std::string& path, Acc acc, double min, const std::string& doc) {
+    return num(path, FieldType::integer, acc, min, false, doc);
+  }
+  template <class Acc>
+  FieldSpec& real(const std::string& path, Acc acc, const std::string& doc) {
+    return num(path, FieldType::real, acc, 0, true, doc);
+  }
+  // Quantities are > 0 unless `allow_zero`.
+  template <class Acc>
+  FieldSpec& qty(const std::string& path, UnitKind unit, Acc acc, const std::string& doc,
+                 bool allow_zero = false) {
+    FieldSpec& f = num(path, FieldType::quantity, acc, 0, !allow_zero, doc);
+    f.unit = unit;
+    return f;
+  }
+  template <class Acc>
+  FieldSpec& opt_qty(const std::string& path, UnitKind unit, Acc acc, const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = FieldType::quantity;
+    f.unit = unit;
+    f.min = 0;
+    f.min_exclusive = true;
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) { acc(c) = std::get<double>(x); };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(acc(c).value_or(0.0)); };
+    f.present = [acc](const TpuConfig& c) { return acc(c).has_value(); };
+    v.push_back(f);
+    return v.back();
+  }
+  template <class Acc>
+  FieldSpec& boolean(const std::string& path, Acc acc, const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = FieldType::boolean;
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) { acc(c) = std::get<bool>(x); };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(static_cast<bool>(acc(c))); };
+    f.present = [](const TpuConfig&) { return true; };
+    v.push_back(f);
+    return v.back();
+  }
+  template <class Acc>
+  FieldSpec& str(const std::string& path, Acc acc, std::vector<std::string> choices,
+                 const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = FieldType::string;
+    f.choices = std::move(choices);
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) { acc(c) = std::get<std::string>(x); };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(std::string(acc(c))); };
+    f.present = [](const TpuConfig&) { return true; };
+    v.push_back(f);
+    return v.back();
+  }
+  template <class Acc>
+  FieldSpec& dtype(const std::string& path, Acc acc, const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = FieldType::dtype;
+    for (DType t : arch::kAllDTypes) f.choices.emplace_back(arch::dtype_name(t));
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) {
+      acc(c) = *arch::parse_dtype(std::get<std::string>(x));
+    };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(std::string(arch::dtype_name(acc(c)))); };
+    f.present = [](const TpuConfig&) { return true; };
+    v.push_back(f);
+    return v.back();
+  }
+  template <class Acc>
+  FieldSpec& dmap(const std::string& path, Acc acc, double scale, const std::string& doc) {
+    FieldSpec f;
+    f.path = path;
+    f.type = FieldType::dtype_map;
+    f.min = 0;
+    f.min_exclusive = true;
+    f.scale = scale;
+    f.doc = doc;
+    f.set = [acc](TpuConfig& c, const FieldValue& x) {
+      acc(c) = std::get<std::map<DType, double>>(x);
+    };
+    f.get = [acc](const TpuConfig& c) { return FieldValue(acc(c)); };
+    f.present = [](const TpuConfig&) { return true; };
+    v.push_back(f);
+    return v.back();
+  }
+};
+
+std::vector<FieldSpec> build() {
+  Builder b;
+  using U = UnitKind;
+  // chip
+  b.str("chip.name", TPUSIM_FIELD(c.chip.name), {},
+        "Config name; defaults to the file name without .yaml (not inherited through extends)");
+  b.str("chip.generation", TPUSIM_FIELD(c.chip.generation), {}, "TPU generation, e.g. v5e")
+      .required = true;
+  b.integer("chip.tensorcores", TPUSIM_FIELD(c.chip.tensorcores), 1, "TensorCores per chip");
+  b.boolean("chip.megacore", TPUSIM_FIELD(c.chip.megacore),
+            "Two TensorCores presented as one device (v4, v5p)");
+  b.qty("chip.clock", U::frequency, TPUSIM_FIELD(c.chip.clock_hz), "TensorCore clock")
+      .required = true;
+  // mxu
+  b.integer("mxu.count", TPUSIM_FIELD(c.mxu.count), 1, "MXUs per TensorCore");
+  b.integer("mxu.rows", TPUSIM_FIELD(c.mxu.rows), 1,
+            "Systolic array rows: contracting (K) extent of a weight tile");
+  b.integer("mxu.cols", TPUSIM_FIELD(c.mxu.cols), 1,
+            "Systolic array columns: output (N) extent of a weight tile");
+  b.integer("mxu.weight_load_cycles", TPUSIM_FIELD(c.mxu.weight_load_cycles), 0,
+            "Cycles to shift one weight tile in; 0 means `rows`");
+  b.boolean("mxu.weight_double_buffer", TPUSIM_FIELD(c.mxu.weight_double_buffer),
+            "The next weight tile loads while the current one streams");
+  b.dmap("mxu.throughput", TPUSIM_FIELD(c.mxu.throughput), 1,
+         "MACs per PE per cycle per dtype relative to bf16 = 1, e.g. {bf16: 1, int8: 2}; a dtype "
+         "absent from the map is unsupported; the map replaces the default as a whole");
+  b.dtype("mxu.accumulator", TPUSIM_FIELD(c.mxu.accumulator), "Accumulator dtype");
+  b.integer("mxu.input_latency", TPUSIM_FIELD(c.mxu.input_latency), 0,
+            "Cycles from issue until the first LHS row enters the array");
+  b.integer("mxu.output_latency", TPUSIM_FIELD(c.mxu.output_latency), 0,
+            "Cycles from the last PE to the result buffer");
+  // vpu
+  b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register");
+  b.integer("vpu.lanes", TPUSIM_FIELD(c.vpu.lanes), 1, "Lanes of a vector register");
+  b.integer("vpu.alus_per_lane", TPUSIM_FIELD(c.vpu.alus_per_lane), 1,
+            "Elementwise ops per lane per cycle");
+  b.integer("vpu.latency", TPUSIM_FIELD(c.vpu.latency), 1, "Pipeline latency, cycles");
+  b.real("vpu.transcendental_rate", TPUSIM_FIELD(c.vpu.transcendental_rate),
+         "Transcendental ops per lane per cycle");
+  b.integer("vpu.vregs", TPUSIM_FIELD(c.vpu.vregs), 1,
+            "Vector registers (sublanes x lanes x 32 bit) per TensorCore");
+  b.integer("vpu.vmem_loads_per_cycle", TPUSIM_FIELD(c.vpu.vmem_loads_per_cycle), 1,
+            "Vector register loads from VMEM per cycle");
+  b.integer("vpu.vmem_stores_per_cycle", TPUSIM_FIELD(c.vpu.vmem_stores_per_cycle), 1,
+            "Vector register stores to VMEM per cycle");
+  b.boolean("vpu.packed_narrow_alu", TPUSIM_FIELD(c.vpu.packed_narrow_alu),
+            "ALUs operate on packed sub-32-bit values (a bf16 vreg slot holds 2 values); false = "
+            "narrow values run one per slot at the f32 rate");
+  // xlu
+  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore");
+  b.integer("xlu.latency", TPUSIM_FIELD(c.xlu.latency), 1, "Cycles for one vreg through an XLU");
+  b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU");
+  // on-chip memories
+  auto mem = [&](const std::string& n, auto acc, const std::string& what) {
+    b.boolean(n + ".present", [acc](auto& c) -> auto& { return acc(c).present; },
+              "The " + what + " exists (a `" + n + ":` section switches an optional one on)");
+    b.qty(n + ".size", U::size, [acc](auto& c) -> auto& { return acc(c).size_bytes; },
+          "Capacity of the " + what + "; must be > 0 if present", true);
+    b.integer(n + ".ports", [acc](auto& c) -> auto& { return acc(c).ports; }, 1,
+              "Access ports of the " + what);
+    b.qty(n + ".bandwidth", U::bandwidth, [acc](auto& c) -> auto& { return acc(c).bandwidth; },
+          "Bandwidth of the " + what + ", all ports together", true);
+    b.integer(n + ".latency", [acc](auto& c) -> auto& { return acc(c).latency; }, 0,
+              "Access latency of the " + what + ", cycles");
+    b.qty(n + ".granule", U::size, [acc](auto& c) -> auto& { return acc(c).granule_bytes; },
+          "Allocation and access granule of the " + what + "; 0 = byte granular", true);
+  };
+  mem("vmem", TPUSIM_FIELD(c.vmem), "vector memory, per TensorCore");
+  mem("smem", TPUSIM_FIELD(c.smem), "scalar memory, per TensorCore");
+  mem("cmem", TPUSIM_FIELD(c.cmem), "common memory, per chip (optional)");
+  // dma
+  b.integer("dma.engines", TPUSIM_FIELD(c.dma.engines), 1, "DMA engines per chip");
+  b.integer("dma.issue_per_cycle", TPUSIM_FIELD(c.dma.issue_per_cycle), 1,
+            "DMA descriptors the scalar core issues per cycle");
+  b.integer("dma.max_outstanding", TPUSIM_FIELD(c.dma.max_outstanding), 1,
+            "Outstanding HBM requests per engine");
+  b.qty("dma.request_bytes", U::size, TPUSIM_FIELD(c.dma.request_bytes),
+        "Size of one HBM request (atom)");
+  b.integer("dma.setup_cycles", TPUSIM_FIELD(c.dma.setup_cycles), 0, "Fixed cycles per descriptor");
+  // hbm
+  b.str("hbm.preset", TPUSIM_FIELD(c.hbm.preset), {},
+        "Memory preset merged under this section from hbm/<lowercased preset>.yaml; the chip's "
+        "own keys win");
+  b.str("hbm.model", TPUSIM_FIELD(c.hbm.model), {"detailed", "calibrated"},
+        "Timing model: bank-level (detailed) or fitted latency/bandwidth (calibrated)");
+  b.integer("hbm.stacks", TPUSIM_FIELD(c.hbm.stacks), 1, "Stacks (or DIMM-like devices) per chip");
+  b.integer("hbm.channels", TPUSIM_FIELD(c.hbm.channels), 1, "Channels per stack");
+  b.integer("hbm.pseudo_channels", TPUSIM_FIELD(c.hbm.pseudo_channels), 1,
+            "Pseudo-channels per channel");
+  b.integer("hbm.bank_groups", TPUSIM_FIELD(c.hbm.bank_groups), 1, "Bank groups per pseudo-channel");
+  b.integer("hbm.banks_per_group", TPUSIM_FIELD(c.hbm.banks_per_group), 1, "Banks per bank group");
+  b.qty("hbm.row_size", U::size, TPUSIM_FIELD(c.hbm.row_bytes),
+        "Row (page) size per pseudo-channel");
+  b.qty("hbm.data_rate", U::transfer_rate, TPUSIM_FIELD(c.hbm.data_rate),
+        "Transfers per second per pin").required = true;
+  b.integer("hbm.bus_width_bits", TPUSIM_FIELD(c.hbm.bus_width_bits), 1,
+            "Data bus width per pseudo-channel, bits");
+  b.integer("hbm.burst_length", TPUSIM_FIELD(c.hbm.burst_length), 1, "Burst length, transfers");
+  b.qty("hbm.capacity", U::size, TPUSIM_FIELD(c.hbm.capacity_bytes), "Capacity per chip")
+      .required = true;
+  b.str("hbm.address_mapping", TPUSIM_FIELD(c.hbm.address_mapping), {},
+        "Address bit order, most to least significant, as a permutation of Ro Ba Bg Ch Pc Co");
+  b.integer("hbm.queue_depth", TPUSIM_FIELD(c.hbm.queue_depth), 1,
+            "Scheduler queue entries per pseudo-channel");
+  b.str("hbm.page_policy", TPUSIM_FIELD(c.hbm.page_policy), {"open", "closed"},
+        "Row buffer policy");
+  b.qty("hbm.controller_latency", U::time, TPUSIM_FIELD(c.hbm.controller_latency),
+        "Fixed controller front-end + PHY latency added to every access", true);
+  const char* timings[][2] = {
+      {"tCK", "Command clock period"},       {"tCL", "Read latency (CAS)"},
+      {"tCWL", "Write latency"},             {"tRCD", "Activate to read/write"},
+      {"tRP", "Precharge period"},           {"tRAS", "Activate to precharge"},
+      {"tRC", "Activate to activate, same bank"},
+      {"tCCD_S", "Column to column, different bank group"},
+      {"tCCD_L", "Column to column, same bank group"},
+      {"tRRD_S", "Activate to activate, different bank group"},
+      {"tRRD_L", "Activate to activate, same bank group"},
+      {"tFAW", "Four-activate window"},      {"tWR", "Write recovery"},
+      {"tWTR_S", "Write to read, different bank group"},
+      {"tWTR_L", "Write to read, same bank group"},
+      {"tRTP", "Read to precharge"},         {"tRTW", "Read to write bus turnaround"},
+      {"tRFC", "Refresh cycle time"},        {"tREFI", "Refresh interval"}};
+  const std::set<std::string> required_timings{"tCK", "tCL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI"};
+  for (auto& t : timings) {
+    std::string name = t[0];
+    // Pointer-to-member keeps one lambda for all nineteen timings.
+    double arch::HbmTimings::*m = nullptr;
+#define TPUSIM_T(x) if (name == #x) m = &arch::HbmTimings::x;
+    TPUSIM_T(tCK) TPUSIM_T(tCL) TPUSIM_T(tCWL) TPUSIM_T(tRCD) TPUSIM_T(tRP) TPUSIM_T(tRAS)
+    TPUSIM_T(tRC) TPUSIM_T(tCCD_S) TPUSIM_T(tCCD_L) TPUSIM_T(tRRD_S) TPUSIM_T(tRRD_L)
+    TPUSIM_T(tFAW) TPUSIM_T(tWR) TPUSIM_T(tWTR_S) TPUSIM_T(tWTR_L) TPUSIM_T(tRTP)
+    TPUSIM_T(tRTW) TPUSIM_T(tRFC) TPUSIM_T(tREFI)
+#undef TPUSIM_T
+    bool req = required_timings.count(name) > 0;
+    b.qty("hbm.timings." + name, U::time, [m](auto& c) -> auto& { return c.hbm.t.*m; },
+          std::string(t[1]) + (req ? "" : "; 0 = no constraint"), !req)
+        .required = req;
+  }
+  // ici
+  b.integer("ici.ports", TPUSIM_FIELD(c.ici.ports), 0, "ICI links per chip; 0 = no ICI");
+  b.qty("ici.link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.link_bandwidth),
+        "Bandwidth per link per direction; must be > 0 if ports > 0", true);
+  b.qty("ici.hop_latency", U::time, TPUSIM_FIELD(c.ici.hop_latency), "Latency per hop", true);
+  b.str("ici.topology", TPUSIM_FIELD(c.ici.topology), {"torus2d", "torus3d"}, "Slice topology");
+  b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound),
+        {"length16", "multiple_of_4", "always", "never"},
+        "Which axes get wraparound links: only length-16 axes (v5e, v6e), axes whose length is a "
+        "multiple of 4 (v4, v5p), always or never");
+  b.boolean("ici.twisted_torus", TPUSIM_FIELD(c.ici.twisted_torus),
+            "Twisted torus shapes are available");
+  b.integer("ici.max_chips", TPUSIM_FIELD(c.ici.max_chips), 1, "Largest slice, chips");
+  b.integer("ici.chips_per_host", TPUSIM_FIELD(c.ici.chips_per_host), 1, "Chips per host");
+  // chip-level links and blocks
+  b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.dcn_bandwidth),
+        "Data-centre network bandwidth per chip", true);
+  b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth),
+        "Host PCIe bandwidth per chip", true);
+  b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip");
+  // power (optional)
+  b.boolean("power.present", TPUSIM_FIELD(c.power.present),
+            "Power figures are given (a `power:` section switches this on)");
+  b.qty("power.tdp", U::power, TPUSIM_FIELD(c.power.tdp_w), "Thermal design power", true);
+  b.qty("power.idle", U::power, TPUSIM_FIELD(c.power.idle_w), "Idle power", true);
+  // published
+  b.dmap("published.peak_tflops", TPUSIM_FIELD(c.published.peak_flops), 1e12,
+         "Published peak TFLOP/s (TOP/s for integers) per dtype; checked against the derived "
+         "peak within 3%");
+  b.opt_qty("published.hbm_bandwidth", U::bandwidth, TPUSIM_FIELD(c.published.hbm_bandwidth),
+            "Published HBM bandwidth; checked against the derived one within 3%");
+  b.opt_qty("published.ici_link_bandwidth", U::bandwidth,
+            TPUSIM_FIELD(c.published.ici_link_bandwidth),
+            "Published ICI bandwidth per link per direction; checked against ici.link_bandwidth "
+            "within 3%");
+  b.opt_qty("published.ici_chip_bandwidth", U::bandwidth,
+            TPUSIM_FIELD(c.published.ici_chip_bandwidth),
+            "Published ICI bandwidth per chip, both directions of all links; checked against 2 x "
+            "ports x link_bandwidth within 3%");
+  return b.v;
+}
+
+}  // namespace
+
+std::string FieldSpec::expected() const {
+  auto bound = [&]() -> std::string {
+    if (min == -kInf) return "";
+    std::string n = format_scaled(min, 1, 1);
+    return (min_exclusive ? " > " : " >= ") + n;
+  };
+  switch (type) {
+    case FieldType::integer: return "an integer" + bound();
+    case FieldType::real: return "a number" + bound();
+    case FieldType::boolean: return "true or false";
+    case FieldType::string: {
+      if (choices.empty()) return "a string";
+      std::string s = "one of ";
+      for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+      return s;
+    }
+    case FieldType::quantity: return unit_kind_description(unit);
+    case FieldType::dtype: {
+      std::string s = "a dtype, one of ";
+      for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+      return s;
+    }
+    case FieldType::dtype_map: return "a map of dtype to number > 0, e.g. {bf16: 1, int8: 2}";
+  }
+  return "";
+}
+
+const std::vector<FieldSpec>& schema() {
+  static const std::vector<FieldSpec> s = build();
+  return s;
+}
+
+const FieldSpec* find_field(const std::string& path) {
+  static const std::map<std::string, const FieldSpec*> index = [] {
+    std::map<std::string, const FieldSpec*> m;
+    for (const FieldSpec& f : schema()) m[f.path] = &f;
+    return m;
+  }();
+  auto it = index.find(path);
+  return it == index.end() ? nullptr : it->second;
+}
+
+const std::vector<std::string>& schema_sections() {
+  static const std::vector<std::string> s = [] {
+    std::vector<std::string> out;
+    for (const FieldSpec& f : schema()) {
+      std::string p = f.path;
+      for (size_t dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1)) {
+        std::string sec = p.substr(0, dot);
+        bool seen = false;
+        for (auto& x : out) seen |= x == sec;
+        if (!seen) out.push_back(sec);
+      }
+    }
+    return out;
+  }();
+  return s;
+}
+
+bool is_section(const std::string& path) {
+  for (const auto& s : schema_sections())
+    if (s == path) return true;
+  return false;
+}
+
+std::vector<std::string> section_children(const std::string& section) {
+  std::vector<std::string> out;
+  std::string prefix = section.empty() ? "" : section + ".";
+  auto add = [&](const std::string& full) {
+    if (full.compare(0, prefix.size(), prefix) != 0) return;
+    std::string rest = full.substr(prefix.size());
+    if (rest.empty()) return;
+    rest = rest.substr(0, rest.find('.'));
+    for (auto& x : out)
+      if (x == rest) return;
+    out.push_back(rest);
+  };
+  for (const FieldSpec& f : schema()) add(f.path);
+  return out;
+}
+
+bool is_presence_section(const std::string& section) {
+  return section == "cmem" || section == "power";
+}
+
+std::string format_field(const FieldSpec& f, const FieldValue& v) {
+  switch (f.type) {
+    case FieldType::integer:
+    case FieldType::real: return format_scaled(std::get<double>(v), 1, 1);
+    case FieldType::boolean: return std::get<bool>(v) ? "true" : "false";
+    case FieldType::string:
+    case FieldType::dtype: return std::get<std::string>(v);
+    case FieldType::quantity: return format_quantity(std::get<double>(v), f.unit);
+    case FieldType::dtype_map: {
+      std::string s = "{";
+      for (const auto& [t, x] : std::get<std::map<arch::DType, double>>(v)) {
+        if (s.size() > 1) s += ", ";
+        s += std::string(arch::dtype_name(t)) + ": " + format_scaled(x, f.scale, 1);
+      }
+      return s + "}";
+    }
+  }
+  return "";
+}
+
+}  // namespace tpusim::sim
