@@ -37,7 +37,7 @@ void validate_xlu_config(const XluConfig& cfg) {
                       std::to_string(cfg.vregs_per_cycle));
 }
 
-XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluOp& op) {
+XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluArrayOp& op) {
   XluCost c;
   if (op.rows == 0 || op.cols == 0 || op.batch == 0) return c;
   // A vreg holds (sublanes x pack) rows of `lanes` columns.
@@ -79,7 +79,7 @@ std::uint64_t XluTimer::busy_until(int unit) const {
   return busy_until_[static_cast<std::size_t>(unit)];
 }
 
-XluIssue XluTimer::issue(const XluOp& op, std::uint64_t ready, int unit) {
+XluIssue XluTimer::issue(const XluArrayOp& op, std::uint64_t ready, int unit) {
   if (unit >= count() || unit < -1)
     throw InternalError("XluTimer::issue: unit " + std::to_string(unit) + " out of range [-1, " +
                         std::to_string(count()) + ")");

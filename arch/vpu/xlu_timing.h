@@ -32,7 +32,7 @@ enum class XluOpKind : std::uint8_t {
 
 const char* xlu_op_name(XluOpKind k);
 
-struct XluOp {
+struct XluArrayOp {
   XluOpKind kind = XluOpKind::transpose;
   std::uint64_t rows = 0;   // second-to-last dimension
   std::uint64_t cols = 0;   // last dimension
@@ -53,7 +53,7 @@ void validate_xlu_config(const XluConfig& cfg);
 
 // Stateless cost of one op on one unit; O(1). The tiling follows the VPU's
 // vreg shape: (sublanes x 32/bits, lanes) per vreg.
-XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluOp& op);
+XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluArrayOp& op);
 
 struct XluIssue {
   std::uint64_t start = 0;
@@ -70,7 +70,7 @@ class XluTimer {
   // unit = -1 picks the unit that frees first (lowest index on a tie); a
   // unit >= 0 must be < count (InternalError otherwise). Starts at
   // max(ready, that unit's busy-until).
-  XluIssue issue(const XluOp& op, std::uint64_t ready, int unit = -1);
+  XluIssue issue(const XluArrayOp& op, std::uint64_t ready, int unit = -1);
 
   std::uint64_t busy_until(int unit) const;
   int count() const { return static_cast<int>(busy_until_.size()); }

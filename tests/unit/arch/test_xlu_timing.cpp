@@ -21,9 +21,9 @@ XluConfig xlu() {
 }
 VpuConfig vpu() { return VpuConfig{}; }
 
-XluOp op(XluOpKind k, std::uint64_t rows, std::uint64_t cols, DType t = DType::f32,
+XluArrayOp op(XluOpKind k, std::uint64_t rows, std::uint64_t cols, DType t = DType::f32,
          std::uint64_t batch = 1) {
-  XluOp o;
+  XluArrayOp o;
   o.kind = k;
   o.rows = rows;
   o.cols = cols;
@@ -91,7 +91,7 @@ TEST(XluTimer, TwoUnitsRunInParallel) {
   // Two 1024-vreg transposes ready at 0 take both units at once; a third
   // waits for the first unit to free at 1024.
   XluTimer t(xlu(), vpu());
-  const XluOp tr = op(XluOpKind::transpose, 1024, 1024);
+  const XluArrayOp tr = op(XluOpKind::transpose, 1024, 1024);
   const XluIssue a = t.issue(tr, 0);
   const XluIssue b = t.issue(tr, 0);
   EXPECT_EQ(a.unit, 0);
@@ -117,7 +117,7 @@ TEST(XluTimer, FreeUnitIsPreferred) {
 TEST(XluTimer, BusyUntilIsTight) {
   // 100-vreg roll on unit 0 from 0: busy until 100.
   XluTimer t(xlu(), vpu());
-  const XluOp r = op(XluOpKind::roll, 800, 128);  // 100 vregs
+  const XluArrayOp r = op(XluOpKind::roll, 800, 128);  // 100 vregs
   t.issue(r, 0, 0);
   EXPECT_EQ(t.busy_until(0), 100u);
   XluTimer t1 = t;
