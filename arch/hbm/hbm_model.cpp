@@ -14,9 +14,9 @@ Ps HbmModel::transfer(const HbmTransfer& t, Ps arrival) {
   for (;;) {
     const Ps next = next_event_time();
     if (next == kNever) throw InternalError("HbmModel::transfer: model went idle before the transfer completed");
-    // Without later submissions nothing can overtake, so run far ahead in
-    // one call rather than event by event.
-    for (const HbmCompletion& c : run_until(std::max(next, kNever / 4)))
+    // Event by event, so the model stops exactly at the completion and later
+    // submissions may arrive any time after it.
+    for (const HbmCompletion& c : run_until(next))
       if (c.id == id) return c.time;
   }
 }

@@ -60,8 +60,8 @@ class HbmModel {
   // Peak bandwidth of the whole memory system, bytes/s.
   virtual double peak_bandwidth() const = 0;
 
-  // Convenience for a transfer that no later submission overtakes: submit,
-  // run until it completes, return its completion time.
+  // Convenience: submit, run event by event until it completes (other
+  // transfers' completions on the way are consumed), return its time.
   Ps transfer(const HbmTransfer& t, Ps arrival);
 };
 
