@@ -1,0 +1,368 @@
+// Closed-form model analytics (see analysis.h). ResNet, whose layer list
+// is easiest to state as the generator itself, is counted by walking its
+// generated batch-1 workload.
+#include "models/analysis.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "models/generators.h"
+#include "models/zoo.h"
+#include "workloads/ir/cost.h"
+
+namespace tpusim::models {
+
+namespace {
+
+using u64 = std::uint64_t;
+u64 U(std::int64_t x) { return static_cast<u64>(x); }
+
+u64 norm_params(const TransformerSpec& t, std::int64_t d) { return U(d) * (t.norm == NormKind::layernorm ? 2 : 1); }
+
+u64 attn_params(const TransformerSpec& t) {
+  const auto& a = t.attention;
+  const u64 h = U(t.hidden), H = U(a.heads);
+  if (a.kind == AttentionKind::mla) {
+    const u64 qk = U(a.qk_dim()), qr = U(a.q_lora_rank), kvr = U(a.kv_lora_rank);
+    u64 q = qr > 0 ? h * qr + qr + qr * H * qk : h * H * qk;
+    return q + h * (kvr + U(a.qk_rope_head_dim)) + kvr + kvr * H * U(a.qk_nope_head_dim + a.v_head_dim) +
+           H * U(a.v_head_dim) * h;
+  }
+  const u64 D = U(a.head_dim), KV = U(a.kv_heads);
+  u64 p = h * H * D + 2 * h * KV * D + H * D * h;
+  if (a.qkv_bias) p += H * D + 2 * KV * D;
+  if (a.out_bias) p += h;
+  if (a.sinks) p += H;
+  return p;
+}
+
+u64 ffn_params(const TransformerSpec& t, std::int64_t size, bool bias) {
+  const u64 h = U(t.hidden), F = U(size);
+  if (t.ffn.kind == FfnKind::swiglu) return 3 * h * F + (bias ? 2 * F + h : 0);
+  return 2 * h * F + (bias ? F + h : 0);
+}
+
+u64 expert_params(const TransformerSpec& t) { return ffn_params(t, t.moe.expert_ffn_size, t.moe.expert_bias); }
+
+ParamCounts transformer_params(const ModelSpec& m) {
+  const auto& t = m.transformer;
+  const u64 h = U(t.hidden);
+  ParamCounts c;
+  u64 lookup = 0, other = 0;
+  if (m.family == Family::vit) {
+    const u64 n = U(t.image_size / t.patch);
+    other += U(t.patch * t.patch * t.channels) * h + h;  // patch projection
+    lookup += h + (n * n + 1) * h;                      // class token, positions
+    other += norm_params(t, t.hidden);
+    if (t.classes > 0) other += h * U(t.classes) + U(t.classes);
+  } else {
+    const u64 tok = U(t.vocab) * h;
+    if (m.family == Family::decoder && t.tied_embeddings) other += tok;
+    else lookup += tok;
+    if (t.position == PositionKind::learned) lookup += U(t.max_context) * h;
+    if (m.family == Family::encoder) {
+      lookup += U(t.type_vocab) * h;
+      other += norm_params(t, t.hidden);  // embedding norm
+      if (t.pooler) other += h * h + h;
+    } else {
+      other += norm_params(t, t.hidden);  // final norm
+      if (!t.tied_embeddings) other += tok;
+      if (t.lm_head_bias) other += U(t.vocab);
+    }
+  }
+  u64 layers = 0, active_layers = 0, routed = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
+    u64 act = p;
+    if (t.is_moe_layer(i)) {
+      const auto& e = t.moe;
+      u64 shared = e.shared_experts > 0 ? ffn_params(t, e.shared_experts * e.expert_ffn_size, false) : 0;
+      u64 router = h * U(e.experts) + (e.router_bias ? U(e.experts) : 0);
+      u64 ex = expert_params(t);
+      p += router + shared + U(e.experts) * ex;
+      act += router + shared + U(e.top_k) * ex;
+      routed += U(e.experts) * ex;
+    } else {
+      u64 f = ffn_params(t, t.ffn.size, t.ffn.bias);
+      p += f;
+      act += f;
+    }
+    layers += p;
+    active_layers += act;
+  }
+  c.total = lookup + other + layers;
+  c.active = lookup + other + active_layers;
+  c.embedding = lookup;
+  c.routed_experts = routed;
+  return c;
+}
+
+ParamCounts dlrm_params(const DlrmSpec& d) {
+  ParamCounts c;
+  for (const auto& t : d.tables) c.embedding += U(t.rows * d.embedding_dim);
+  u64 mlp = 0;
+  std::int64_t in = d.dense_features;
+  for (auto s : d.bottom_mlp) mlp += U(in * s + s), in = s;
+  const std::int64_t F = static_cast<std::int64_t>(d.tables.size()) + 1, X = F * d.embedding_dim;
+  if (d.interaction == InteractionKind::dcn) {
+    mlp += U(d.cross_layers) * U(2 * X * d.low_rank + X);
+    in = X;
+  } else {
+    in = d.embedding_dim + F * F;
+  }
+  for (auto s : d.top_mlp) mlp += U(in * s + s), in = s;
+  c.total = c.active = c.embedding + mlp;
+  return c;
+}
+
+// Per-layer attention FLOPs for `pairs` (query, key) pairs per head.
+double attn_pair_flops(const AttentionSpec& a, double pairs, bool absorbed) {
+  double dq = static_cast<double>(a.qk_dim()), dv = static_cast<double>(a.v_dim());
+  if (absorbed) dq = dv = static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
+  return static_cast<double>(a.heads) * pairs * (2.0 * dq + 2.0 * dv + 5.0);
+}
+
+double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) {
+  const double s = static_cast<double>(S);
+  double pairs = causal ? s * (s + 1) / 2 : s * s;
+  return static_cast<double>(t.layers) * attn_pair_flops(t.attention, pairs, false);
+}
+
+double head_params(const ModelSpec& m) {
+  const auto& t = m.transformer;
+  return static_cast<double>(t.vocab) * static_cast<double>(t.hidden);
+}
+
+// Activation elements per token of one layer that a training step keeps
+// for backward (flash attention: no scores).
+double layer_act_elems(const TransformerSpec& t, std::int64_t layer) {
+  const auto& a = t.attention;
+  const double h = static_cast<double>(t.hidden);
+  double e = 6 * h;  // norm outputs, residual sums, projections' outputs
+  e += static_cast<double>(a.heads * (a.qk_dim() + a.v_dim()) + 2 * a.kv_heads * std::max(a.qk_dim(), a.v_dim()));
+  const double per_ffn = t.ffn.kind == FfnKind::swiglu ? 4 : 2;
+  if (t.is_moe_layer(layer)) {
+    const auto& m = t.moe;
+    e += static_cast<double>(m.experts) + static_cast<double>(m.top_k) * (per_ffn * m.expert_ffn_size + 2 * h);
+    e += per_ffn * static_cast<double>(m.shared_experts * m.expert_ffn_size);
+  } else {
+    e += per_ffn * static_cast<double>(t.ffn.size);
+  }
+  return e;
+}
+
+void require_decoder(const ModelSpec& m, const char* what) {
+  if (m.family != Family::decoder)
+    throw ModelError(ModelDiagnostic{m.file, 0, 0, what, "a decoder model", std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
+}
+
+}  // namespace
+
+ParamCounts count_params(const ModelSpec& m) {
+  switch (m.family) {
+    case Family::decoder:
+    case Family::encoder:
+    case Family::vit: return transformer_params(m);
+    case Family::dlrm: return dlrm_params(m.dlrm);
+    case Family::resnet: {
+      PhaseOptions o;
+      o.phase = Phase::infer;
+      ParamCounts c;
+      for (const auto& t : detail::generate_resnet(m, o).tensors)
+        if (t.kind == workloads::TensorKind::weight) c.total += U(t.num_elements());
+      c.active = c.total;
+      return c;
+    }
+  }
+  throw ModelInternalError("count_params: unknown family");
+}
+
+std::uint64_t kv_cache_bytes_per_token(const ModelSpec& m, DType kv) {
+  if (m.family != Family::decoder) return 0;
+  const auto& a = m.transformer.attention;
+  const u64 per_layer = a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim)
+                                                     : 2 * U(a.kv_heads * a.head_dim);
+  return arch::dtype_bytes(kv, per_layer * U(m.transformer.layers));
+}
+
+std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, std::int64_t tokens) {
+  if (m.family != Family::decoder) return 0;
+  const auto& t = m.transformer;
+  const auto& a = t.attention;
+  const u64 per_tok = a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim) : 2 * U(a.kv_heads * a.head_dim);
+  u64 elems = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i)
+    elems += per_tok * U(a.windowed(i) ? std::min(tokens, a.sliding_window) : tokens);
+  return arch::dtype_bytes(kv, elems * U(batch));
+}
+
+double attention_flops_per_token(const ModelSpec& m, std::int64_t context) {
+  require_decoder(m, "flops_per_token");
+  const auto& t = m.transformer;
+  double f = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    std::int64_t c = t.attention.windowed(i) ? std::min(context, t.attention.sliding_window) : context;
+    f += attn_pair_flops(t.attention, static_cast<double>(c), t.attention.kind == AttentionKind::mla);
+  }
+  return f;
+}
+
+double flops_per_token(const ModelSpec& m, std::int64_t context) {
+  return 2.0 * static_cast<double>(count_params(m).active_compute()) + attention_flops_per_token(m, context);
+}
+
+double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
+  const auto& t = m.transformer;
+  const double B = static_cast<double>(o.batch);
+  switch (m.family) {
+    case Family::decoder: {
+      const double ac = static_cast<double>(count_params(m).active_compute()), S = static_cast<double>(o.seq_len);
+      if (o.phase == Phase::decode) return B * flops_per_token(m, o.context);
+      // Norm/bias parameters are multiplied elementwise, not in matmuls;
+      // they are < 0.01% of any zoo model and ignored here.
+      const double head = 2.0 * head_params(m);
+      if (o.phase == Phase::prefill)
+        return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
+      const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
+      return 3.0 * fwd + (o.recompute ? fwd - B * S * head : 0.0);
+    }
+    case Family::encoder:
+    case Family::vit: {
+      const std::int64_t S = m.family == Family::vit
+                                 ? [&] { std::int64_t n = (o.image_size > 0 ? o.image_size : t.image_size) / t.patch; return n * n + 1; }()
+                                 : o.seq_len;
+      const double s = static_cast<double>(S), h = static_cast<double>(t.hidden);
+      double layer = static_cast<double>(count_params(m).active_compute());
+      double f = 0;
+      // Per-token matmuls of the layers; pooler/classifier run once per sample.
+      if (m.family == Family::vit) {
+        const double head = t.classes > 0 ? h * static_cast<double>(t.classes) : 0;
+        const double patch = static_cast<double>(t.patch * t.patch * t.channels) * h;
+        f = 2.0 * (layer - head - patch - h * (t.norm == NormKind::layernorm ? 2 : 1)) * s + 2.0 * patch * (s - 1) + 2.0 * head;
+        f += prefill_attention(t, S, false);
+        if (o.phase == Phase::train) f *= 3.0;  // patch projection has no input gradient: slight overcount
+        return B * f;
+      }
+      const double pool = t.pooler ? h * h : 0;
+      f = 2.0 * (layer - pool) * s + prefill_attention(t, S, false);
+      if (o.phase == Phase::train) return B * 3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab));
+      return B * (f + 2.0 * pool);
+    }
+    case Family::resnet:
+    case Family::dlrm: return flops_per_sample(m, o) * B;
+  }
+  return 0;
+}
+
+double flops_per_sample(const ModelSpec& m, const PhaseOptions& o) {
+  PhaseOptions one = o;
+  one.batch = 1;
+  switch (m.family) {
+    case Family::decoder: one.phase = Phase::prefill; return phase_matmul_flops(m, one);
+    case Family::encoder:
+    case Family::vit: one.phase = Phase::infer; return phase_matmul_flops(m, one);
+    case Family::resnet:
+    case Family::dlrm: {
+      one.phase = Phase::infer;
+      workloads::Workload w = m.family == Family::resnet ? detail::generate_resnet(m, one) : detail::generate_dlrm(m, one);
+      double f = 0;
+      for (const auto& op : w.ops)
+        if (op.kind == workloads::OpKind::matmul || op.kind == workloads::OpKind::conv2d)
+          f += static_cast<double>(workloads::op_cost(w, op).flops);
+      return f;
+    }
+  }
+  return 0;
+}
+
+std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
+  const u64 n = count_params(m).total;
+  std::vector<WeightBytes> out;
+  for (DType d : arch::kAllDTypes) out.push_back({d, arch::dtype_bytes(d, n)});
+  return out;
+}
+
+MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
+  check_options(m, o);
+  MemoryFootprint f;
+  const u64 params = count_params(m).total;
+  f.weights = arch::dtype_bytes(o.weight_dtype, params);
+  const auto& t = m.transformer;
+  const double ab = arch::dtype_bits(o.activation_dtype) / 8.0;
+  const double B = static_cast<double>(o.batch);
+  double act = 0;
+  if (m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit) {
+    const bool dec = m.family == Family::decoder;
+    std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len;
+    if (m.family == Family::vit) {
+      std::int64_t n = (o.image_size > 0 ? o.image_size : t.image_size) / t.patch;
+      S = n * n + 1;
+    }
+    const double tokens = B * static_cast<double>(S);
+    double max_layer = 0, sum_layers = 0;
+    for (std::int64_t i = 0; i < t.layers; ++i) {
+      double e = layer_act_elems(t, i);
+      max_layer = std::max(max_layer, e);
+      sum_layers += e;
+    }
+    const double logits_cols = dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
+    if (o.phase == Phase::train) {
+      const double kept = o.recompute ? static_cast<double>(t.layers) * static_cast<double>(t.hidden) + max_layer : sum_layers;
+      act = tokens * (kept + 2 * logits_cols) * ab;  // logits and their gradient
+    } else {
+      const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
+      act = tokens * max_layer * ab + out_rows * logits_cols * ab;
+    }
+    if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, o.batch, o.context + 1);
+    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, o.batch, o.seq_len);
+  } else if (m.family == Family::resnet) {
+    // Largest single layer output, twice (input and output live together).
+    PhaseOptions one = o;
+    workloads::Workload w = detail::generate_resnet(m, one);
+    u64 biggest = 0;
+    for (const auto& x : w.tensors)
+      if (x.kind == workloads::TensorKind::activation || x.kind == workloads::TensorKind::input) biggest = std::max(biggest, x.bytes());
+    act = 2.0 * static_cast<double>(biggest);
+  } else {
+    const auto& d = m.dlrm;
+    double widest = static_cast<double>((d.tables.size() + 1) * U(d.embedding_dim));
+    for (auto s : d.top_mlp) widest = std::max(widest, static_cast<double>(s));
+    act = 3.0 * B * widest * ab;
+  }
+  f.activations = static_cast<u64>(std::ceil(act));
+  if (o.phase == Phase::train) {
+    f.gradients = arch::dtype_bytes(o.weight_dtype, params);
+    f.optimizer = params * 12;  // f32 master weights, Adam m and v
+  }
+  return f;
+}
+
+FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes) {
+  if (hbm_bytes == 0) throw ModelError(ModelDiagnostic{"", 0, 0, "hbm", "a capacity > 0 bytes", "0", ""});
+  FitReport r;
+  r.footprint = memory_footprint(m, o);
+  r.needed_bytes = r.footprint.total();
+  r.available_bytes = hbm_bytes;
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  r.needed_gib = static_cast<double>(r.needed_bytes) / gib;
+  r.available_gib = static_cast<double>(hbm_bytes) / gib;
+  r.fits = r.needed_bytes <= hbm_bytes;
+  r.min_chips = static_cast<std::int64_t>((r.needed_bytes + hbm_bytes - 1) / hbm_bytes);
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(2);
+  const auto& f = r.footprint;
+  s << m.name << " " << phase_name(o.phase) << " needs " << r.needed_gib << " GiB (weights "
+    << f.weights / gib << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
+  if (o.phase == Phase::train) s << ", gradients " << f.gradients / gib << ", optimizer " << f.optimizer / gib;
+  s << " GiB)";
+  if (r.fits)
+    s << " and fits in " << r.available_gib << " GiB of HBM";
+  else
+    s << " but one chip has " << r.available_gib << " GiB of HBM: does not fit; at least " << r.min_chips
+      << " chips with weights, state and activations sharded evenly";
+  r.message = s.str();
+  return r;
+}
+
+}  // namespace tpusim::models

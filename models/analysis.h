@@ -1,0 +1,90 @@
+// Closed-form analytics of a model: parameter counts (total and active per
+// token for mixture-of-experts), FLOPs per token or per sample, KV-cache
+// bytes, weight bytes per dtype, the memory footprint of a phase and a fit
+// check against a chip's HBM capacity.
+// Models (docs/models.md has the formulas):
+//  - FLOPs: 2 per multiply-accumulate; attention adds 2*(d_qk + d_v) + 5
+//    FLOPs per unmasked (query, key) pair and head (the IR's cost rule).
+//  - memory: weights at the weight dtype; KV cache at the KV dtype; an
+//    estimate of activations (flash attention, no L^2 scores); training adds
+//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param).
+// Leaves out: framework overheads, fragmentation, collective buffers; the
+// chip count assumes every term shards evenly across chips.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.h"
+
+namespace tpusim::models {
+
+struct ParamCounts {
+  std::uint64_t total = 0;
+  // Per token (per sample): total minus the routed experts a token does not
+  // select. Includes the input embedding tables (Mixtral's convention).
+  std::uint64_t active = 0;
+  // Parameters only looked up, never multiplied: token/position/type
+  // tables not shared with the output head, DLRM tables, ViT's class token
+  // and position table.
+  std::uint64_t embedding = 0;
+  std::uint64_t routed_experts = 0;  // all routed experts' parameters
+  // Parameters a token multiplies (gpt-oss's active convention); FLOPs per
+  // token are about 2x this plus attention.
+  std::uint64_t active_compute() const { return active - embedding; }
+};
+ParamCounts count_params(const ModelSpec& m);
+
+// Decoders: bytes one token adds to the KV cache over all layers (K and V
+// per KV head, or MLA's latent + rope key). 0 for other families.
+std::uint64_t kv_cache_bytes_per_token(const ModelSpec& m, DType kv);
+// Bytes of a cache holding `tokens` tokens for each of `batch` sequences;
+// sliding-window layers keep at most their window.
+std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, std::int64_t tokens);
+
+// Decoders: forward FLOPs of one decode step of one sequence whose cache
+// holds `context` tokens: 2 * active_compute + attention over the context.
+double flops_per_token(const ModelSpec& m, std::int64_t context);
+// Attention part of flops_per_token.
+double attention_flops_per_token(const ModelSpec& m, std::int64_t context);
+// Forward FLOPs per sample for an inference pass at o's sequence/image size
+// (encoders, ViT, ResNet, DLRM; decoders: per sequence of a prefill).
+double flops_per_sample(const ModelSpec& m, const PhaseOptions& o);
+// Matmul + attention FLOPs of a whole phase (every op of these kinds the
+// generated workload holds): decode, prefill (logits of the last position),
+// train (forward with all logits, 2x backward, + one forward of the layers
+// when recomputing) and infer.
+double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o);
+
+struct WeightBytes {
+  DType dtype;
+  std::uint64_t bytes;
+};
+// Weight bytes of the whole model for every dtype arch::DType lists.
+std::vector<WeightBytes> weight_bytes(const ModelSpec& m);
+
+struct MemoryFootprint {
+  std::uint64_t weights = 0;
+  std::uint64_t kv_cache = 0;
+  std::uint64_t activations = 0;
+  std::uint64_t gradients = 0;
+  std::uint64_t optimizer = 0;
+  std::uint64_t total() const { return weights + kv_cache + activations + gradients + optimizer; }
+};
+MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o);
+
+struct FitReport {
+  bool fits = false;
+  std::uint64_t needed_bytes = 0;
+  std::uint64_t available_bytes = 0;
+  double needed_gib = 0;
+  double available_gib = 0;
+  std::int64_t min_chips = 0;  // smallest chip count with even sharding
+  MemoryFootprint footprint;
+  std::string message;
+};
+// Throws ModelError for hbm_bytes == 0 or options the model does not take.
+FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes);
+
+}  // namespace tpusim::models

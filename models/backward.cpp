@@ -1,0 +1,299 @@
+// Training tail of a generated workload: loss gradient, reverse-mode
+// backward of the recorded forward ops, optional per-layer recomputation,
+// and an Adam update with f32 master weights.
+// Models: per forward matmul an activation-gradient and a weight-gradient
+// matmul (the transposed einsums, so 2x the forward matmul FLOPs);
+// attention backward as two fused attention ops over the forward q/k/v
+// (2x the forward attention FLOPs: one for dQ/dK, one for dV; GQA key/value
+// gradients summed over each head group); elementwise, norm and softmax
+// gradients as elementwise/norm/reduce ops over the same shapes; layout
+// gradients as the inverse layout op; gradients of gathers and slices as a
+// gather with an inverse-index input (the IR has no scatter-add: the cost is
+// the dense gradient write, as frameworks with dense embedding gradients
+// do). Adam: m, v and the master weight in f32, unfused elementwise ops.
+// Leaves out: the -onehot(label) term of the loss gradient (one element per
+// row), FlashAttention's extra score recomputation in backward, a
+// dependency of the backward attention ops on the output gradient (their
+// operands are q/k/v), gradient clipping, weight decay, conv2d backward.
+#include <map>
+#include <set>
+
+#include "models/generators.h"
+
+namespace tpusim::models::detail {
+
+using namespace workloads;
+
+namespace {
+
+class Backward {
+ public:
+  Backward(WorkloadBuilder& b, const PhaseOptions& o) : b_(b), o_(o) {}
+
+  void run(const TensorRef& logits) {
+    fwd_ = b_.peek().ops;  // copy: the builder grows while we read
+    for (const auto& t : b_.peek().tensors)
+      if (t.kind == TensorKind::weight) {
+        rg_.insert(t.name);
+        weights_.push_back(t.name);
+      }
+    for (const auto& op : fwd_) {
+      bool any = false;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        any = any || (differentiable(op, i) && rg_.count(op.inputs[i]));
+      if (any)
+        for (const auto& out : op.outputs) rg_.insert(out);
+    }
+    contrib_[logits.name].push_back(b_.softmax("loss.grad", logits));
+    int current_layer = -1;
+    for (std::size_t r = fwd_.size(); r-- > 0;) {
+      const Op& op = fwd_[r];
+      int layer = layer_of(op.name);
+      if (o_.recompute && layer >= 0 && layer != current_layer) recompute(layer);
+      current_layer = layer;
+      if (!contrib_.count(op.outputs[0])) continue;
+      TensorRef dy = grad(op.outputs[0]);
+      backward_op(op, dy);
+    }
+    optimizer();
+  }
+
+ private:
+  WorkloadBuilder& b_;
+  const PhaseOptions& o_;
+  std::vector<Op> fwd_;
+  std::set<std::string> rg_;
+  std::vector<std::string> weights_;
+  std::map<std::string, std::vector<TensorRef>> contrib_;
+  std::map<std::string, std::string> rename_;  // forward tensor -> recomputed copy
+
+  static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
+
+  static int layer_of(const std::string& n) {
+    if (n.rfind("layers.", 0) != 0) return -1;
+    std::size_t dot = n.find('.', 7);
+    return std::stoi(n.substr(7, dot - 7));
+  }
+
+  TensorRef fwd(const std::string& name) const {
+    auto it = rename_.find(name);
+    return b_.ref(it == rename_.end() ? name : it->second);
+  }
+
+  // Re-emits layer `layer`'s forward ops so that its backward reads fresh
+  // activations instead of ones kept from the forward pass.
+  void recompute(int layer) {
+    const std::string pre = "layers." + std::to_string(layer) + ".";
+    auto rn = [&](const std::string& n) { return pre + "recompute." + n.substr(pre.size()); };
+    for (const Op& op : fwd_) {
+      if (layer_of(op.name) != layer) continue;
+      Op c = op;
+      c.name = rn(op.name);
+      for (auto& in : c.inputs) {
+        auto it = rename_.find(in);
+        if (it != rename_.end()) in = it->second;
+      }
+      for (auto& out : c.outputs) {
+        std::string n = rn(out);
+        rename_[out] = n;
+        out = n;
+      }
+      b_.add_op(c);
+    }
+  }
+
+  // Reduces or broadcasts g to `shape` (numpy broadcasting in reverse).
+  TensorRef fit(const std::string& n, TensorRef g, const Shape& shape) {
+    if (g.shape == shape) return g;
+    const std::size_t lead = g.shape.size() > shape.size() ? g.shape.size() - shape.size() : 0;
+    std::vector<std::int64_t> axes;
+    for (std::size_t i = 0; i < g.shape.size(); ++i)
+      if (i < lead || (shape[i - lead] == 1 && g.shape[i] != 1)) axes.push_back(static_cast<std::int64_t>(i));
+    if (!axes.empty()) g = b_.reduce(n + ".reduce", g, ReduceKind::sum, axes, true);
+    if (g.shape.size() != shape.size()) {
+      Shape s(shape.size(), 1);
+      for (std::size_t i = 0; i < shape.size(); ++i) s[i] = g.shape[lead + i];
+      g = b_.reshape(n + ".rank", g, s);
+    }
+    if (g.shape != shape) {  // size-1 dims of g that shape has wider
+      Shape z(shape.size(), 1);
+      for (std::size_t i = 0; i < shape.size(); ++i)
+        if (g.shape[i] == 1) z[i] = shape[i];
+      g = b_.add(n + ".expand", g, b_.input(n + ".zeros", z, g.dtype));
+    }
+    return g;
+  }
+
+  TensorRef grad(const std::string& name) {
+    auto& cs = contrib_.at(name);
+    const Shape& shape = b_.ref(name).shape;
+    TensorRef g = fit(name + ".grad_fit0", cs[0], shape);
+    for (std::size_t i = 1; i < cs.size(); ++i)
+      g = b_.add(name + ".grad_sum" + std::to_string(i), g, fit(name + ".grad_fit" + std::to_string(i), cs[i], shape));
+    cs = {g};
+    return g;
+  }
+
+  void give(const Op& op, std::size_t i, const TensorRef& g) {
+    if (differentiable(op, i) && rg_.count(op.inputs[i])) contrib_[op.inputs[i]].push_back(g);
+  }
+  bool wants(const Op& op, std::size_t i) const { return differentiable(op, i) && rg_.count(op.inputs[i]); }
+
+  void backward_op(const Op& op, const TensorRef& dy) {
+    const std::string& n = op.name;
+    const DType ad = o_.activation_dtype;
+    auto in = [&](std::size_t i) { return fwd(op.inputs[i]); };
+    switch (op.kind) {
+      case OpKind::matmul: {
+        const std::string& eq = op.as<MatmulAttrs>().equation;
+        std::size_t comma = eq.find(','), arrow = eq.find("->");
+        std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
+        if (wants(op, 0)) give(op, 0, b_.matmul(n + ".grad_lhs", dy, in(1), out + "," + r + "->" + l, ad));
+        if (wants(op, 1)) give(op, 1, b_.matmul(n + ".grad_rhs", in(0), dy, l + "," + out + "->" + r, ad));
+        return;
+      }
+      case OpKind::attention: {
+        bool causal = op.as<AttentionAttrs>().causal;
+        TensorRef q = in(0), k = in(1), v = in(2);
+        TensorRef dq = b_.attention(n + ".grad_q", q, k, k, causal);
+        TensorRef dv = b_.attention(n + ".grad_kv", q, k, v, causal);
+        const std::int64_t H = q.dim(2), KV = k.dim(2);
+        auto group_sum = [&](const std::string& nn, const TensorRef& x) {
+          if (H == KV) return x;
+          TensorRef r = b_.reshape(nn + ".groups", x, {x.dim(0), x.dim(1), KV, H / KV, x.dim(3)});
+          return b_.reduce(nn, r, ReduceKind::sum, {3});
+        };
+        give(op, 0, dq);
+        if (wants(op, 1)) give(op, 1, group_sum(n + ".grad_k", dq));
+        if (wants(op, 2)) give(op, 2, group_sum(n + ".grad_v", dv));
+        return;
+      }
+      case OpKind::elementwise: {
+        const auto& a = op.as<ElementwiseAttrs>();
+        const std::size_t arity = op.inputs.size();
+        for (std::size_t i = 0; i < arity; ++i) {
+          if (!wants(op, i)) continue;
+          const std::string gn = n + ".grad_" + std::to_string(i);
+          TensorRef g;
+          if (a.kind == EwKind::cast) g = b_.cast(gn, dy, in(i).dtype);
+          else if (a.kind == EwKind::add) g = dy;
+          else if (a.kind == EwKind::sub) g = i == 0 ? dy : b_.elementwise(gn, EwKind::neg, {dy});
+          else if (arity == 1)  // f'(x) recomputed as f(x): same transcendental count
+            g = b_.mul(gn, dy, b_.elementwise(gn + "_deriv", a.kind, {in(0)}));
+          else {
+            TensorRef other = in(arity == 2 ? 1 - i : (i + 1) % arity);
+            g = other.dtype == dy.dtype ? b_.mul(gn, dy, other) : dy;
+          }
+          give(op, i, fit(gn + "_fit", g, in(i).shape));
+        }
+        return;
+      }
+      case OpKind::rms_norm:
+      case OpKind::layer_norm: {
+        TensorRef x = in(0);
+        std::optional<TensorRef> scale;
+        if (op.inputs.size() > 1) scale = in(1);
+        TensorRef xn = op.kind == OpKind::rms_norm ? b_.rms_norm(n + ".grad_norm", dy, scale)
+                                                  : b_.layer_norm(n + ".grad_norm", dy, scale);
+        if (wants(op, 0)) give(op, 0, b_.mul(n + ".grad_x", xn, x));
+        std::vector<std::int64_t> rows;
+        for (int i = 0; i + 1 < dy.rank(); ++i) rows.push_back(i);
+        if (op.inputs.size() > 1 && wants(op, 1))
+          give(op, 1, b_.reduce(n + ".grad_scale", b_.mul(n + ".grad_scale_prod", dy, fwd(op.outputs[0])),
+                                ReduceKind::sum, rows));
+        if (op.inputs.size() > 2 && wants(op, 2)) give(op, 2, b_.reduce(n + ".grad_bias", dy, ReduceKind::sum, rows));
+        return;
+      }
+      case OpKind::softmax: {
+        TensorRef y = fwd(op.outputs[0]);
+        TensorRef p = b_.mul(n + ".grad_prod", dy, y);
+        TensorRef s = b_.reduce(n + ".grad_rowsum", p, ReduceKind::sum, {op.as<SoftmaxAttrs>().axis}, true);
+        give(op, 0, b_.mul(n + ".grad_x", y, b_.elementwise(n + ".grad_centered", EwKind::sub, {dy, s})));
+        return;
+      }
+      case OpKind::reduce: {
+        const auto& a = op.as<ReduceAttrs>();
+        Shape ks = in(0).shape;
+        for (auto ax : a.axes) ks[static_cast<std::size_t>(ax < 0 ? ax + static_cast<std::int64_t>(ks.size()) : ax)] = 1;
+        give(op, 0, a.keep_dims ? dy : b_.reshape(n + ".grad_keepdims", dy, ks));
+        return;
+      }
+      case OpKind::gather:
+      case OpKind::slice: {
+        // dy flattened to the looked-up rows, gathered back by an
+        // inverse-index input with one entry per row of the source.
+        TensorRef x = in(0);
+        Shape rows = op.kind == OpKind::gather ? Shape{x.dim(0)} : x.shape;
+        Shape flat;
+        if (op.kind == OpKind::gather) {
+          flat = {workloads::num_elements(b_.ref(op.inputs[1]).shape)};
+          flat.insert(flat.end(), x.shape.begin() + 1, x.shape.end());
+        } else {
+          flat = {workloads::num_elements(dy.shape)};
+        }
+        TensorRef df = b_.reshape(n + ".grad_flat", dy, flat);
+        TensorRef idx = b_.input(n + ".grad_index", rows, DType::f32);
+        give(op, 0, b_.gather(n + ".grad_x", df, idx));
+        return;
+      }
+      case OpKind::reshape: give(op, 0, b_.reshape(n + ".grad_x", dy, in(0).shape)); return;
+      case OpKind::transpose: {
+        const auto& p = op.as<TransposeAttrs>().perm;
+        std::vector<std::int64_t> inv(p.size());
+        for (std::size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<std::int64_t>(i);
+        give(op, 0, b_.transpose(n + ".grad_x", dy, inv));
+        return;
+      }
+      case OpKind::concat: {
+        std::int64_t ax = op.as<ConcatAttrs>().axis;
+        if (ax < 0) ax += dy.rank();
+        std::int64_t off = 0;
+        for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+          TensorRef x = in(i);
+          std::vector<std::int64_t> s(dy.rank(), 0), l(dy.shape.begin(), dy.shape.end());
+          s[ax] = off;
+          l[ax] = off + x.dim(static_cast<int>(ax));
+          off = l[ax];
+          if (wants(op, i)) give(op, i, b_.slice(n + ".grad_" + std::to_string(i), dy, s, l));
+        }
+        return;
+      }
+      default:
+        throw ModelInternalError("training: no backward rule for op '" + n + "' of kind " +
+                                 std::string(op_kind_name(op.kind)));
+    }
+  }
+
+  void optimizer() {
+    const DType f32 = DType::f32;
+    TensorRef b1 = b_.input("optimizer.beta1", {}, f32), b1c = b_.input("optimizer.one_minus_beta1", {}, f32);
+    TensorRef b2 = b_.input("optimizer.beta2", {}, f32), b2c = b_.input("optimizer.one_minus_beta2", {}, f32);
+    TensorRef eps = b_.input("optimizer.epsilon", {}, f32), lr = b_.input("optimizer.learning_rate", {}, f32);
+    for (const auto& w : weights_) {
+      if (!contrib_.count(w)) continue;
+      TensorRef g = grad(w), wt = b_.ref(w);
+      const std::string p = "optimizer." + w;
+      TensorRef master = b_.weight(p + ".master", wt.shape, f32);
+      TensorRef m = b_.weight(p + ".m", wt.shape, f32), v = b_.weight(p + ".v", wt.shape, f32);
+      TensorRef g32 = g.dtype == f32 ? g : b_.cast(p + ".g32", g, f32);
+      TensorRef m_new = b_.add(p + ".m_new", b_.mul(p + ".m_decay", m, b1), b_.mul(p + ".m_grad", g32, b1c));
+      TensorRef g2 = b_.elementwise(p + ".g_sq", EwKind::square, {g32});
+      TensorRef v_new = b_.add(p + ".v_new", b_.mul(p + ".v_decay", v, b2), b_.mul(p + ".v_grad", g2, b2c));
+      TensorRef den = b_.add(p + ".denom", b_.elementwise(p + ".v_sqrt", EwKind::sqrt, {v_new}), eps);
+      TensorRef step = b_.mul(p + ".step", b_.elementwise(p + ".update", EwKind::div, {m_new, den}), lr);
+      TensorRef w_new = b_.elementwise(p + ".master_new", EwKind::sub, {master, step});
+      b_.mark_output(m_new);
+      b_.mark_output(v_new);
+      b_.mark_output(w_new);
+      if (wt.dtype != f32) b_.cast(p + ".weight_new", w_new, wt.dtype);
+    }
+  }
+};
+
+}  // namespace
+
+void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o) {
+  Backward(b, o).run(logits);
+}
+
+}  // namespace tpusim::models::detail

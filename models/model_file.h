@@ -1,0 +1,26 @@
+// Model files: reads models/zoo/<name>.yaml into a ModelSpec.
+// Models: one schema per family; unknown keys, wrong types, out-of-range or
+// inconsistent values are errors that name file:line:column, the dotted
+// key, what was expected and what was found, with the nearest valid key
+// suggested for a misspelt one. All problems of a file are collected before
+// ModelError is thrown.
+// Leaves out: inheritance between model files (each file is complete).
+#pragma once
+
+#include <string>
+
+#include "models/model_spec.h"
+
+namespace tpusim::models {
+
+// Reads and checks one model file; throws ModelError.
+ModelSpec read_model_file(const std::string& path);
+// Same, from YAML text (file is only used in messages).
+ModelSpec parse_model_text(const std::string& text, const std::string& file);
+
+// Levenshtein distance and the nearest plausible candidate ("" if none
+// within max(2, len/3) edits), for "did you mean".
+int edit_distance(const std::string& a, const std::string& b);
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace tpusim::models

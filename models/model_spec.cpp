@@ -1,0 +1,107 @@
+// Names, errors and option checks of ModelSpec (see model_spec.h).
+#include "models/model_spec.h"
+
+#include <sstream>
+
+namespace tpusim::models {
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::decoder: return "decoder";
+    case Family::encoder: return "encoder";
+    case Family::vit: return "vit";
+    case Family::resnet: return "resnet";
+    case Family::dlrm: return "dlrm";
+  }
+  return "?";
+}
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::prefill: return "prefill";
+    case Phase::decode: return "decode";
+    case Phase::train: return "train";
+    case Phase::infer: return "infer";
+  }
+  return "?";
+}
+
+bool parse_phase(const std::string& s, Phase* out) {
+  for (Phase p : {Phase::prefill, Phase::decode, Phase::train, Phase::infer})
+    if (s == phase_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
+
+std::vector<Phase> supported_phases(Family f) {
+  switch (f) {
+    case Family::decoder: return {Phase::prefill, Phase::decode, Phase::train};
+    case Family::encoder:
+    case Family::vit: return {Phase::infer, Phase::train};
+    case Family::resnet:
+    case Family::dlrm: return {Phase::infer};
+  }
+  return {};
+}
+
+std::string ModelDiagnostic::render() const {
+  std::ostringstream s;
+  if (!file.empty()) {
+    s << file;
+    if (line > 0) s << ":" << line << ":" << column;
+    s << ": ";
+  }
+  if (!key.empty()) s << key << ": ";
+  if (!expected.empty()) {
+    s << "expected " << expected;
+    if (!found.empty()) s << ", found " << found;
+  } else {
+    s << found;
+  }
+  if (!suggestion.empty()) s << " (did you mean '" << suggestion << "'?)";
+  return s.str();
+}
+
+static std::string join(const std::vector<ModelDiagnostic>& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "\n" : "") + d[i].render();
+  return s;
+}
+
+ModelError::ModelError(std::vector<ModelDiagnostic> d) : std::runtime_error(join(d)), diags_(std::move(d)) {}
+
+void check_options(const ModelSpec& m, const PhaseOptions& o) {
+  std::vector<ModelDiagnostic> errs;
+  auto bad = [&](const std::string& key, const std::string& expected, const std::string& found) {
+    errs.push_back({m.name, 0, 0, key, expected, found, ""});
+  };
+  bool ok = false;
+  std::string list;
+  for (Phase p : supported_phases(m.family)) {
+    ok = ok || p == o.phase;
+    list += std::string(list.empty() ? "" : ", ") + phase_name(p);
+  }
+  if (!ok)
+    bad("phase", "one of " + list + " for a " + family_name(m.family) + " model", phase_name(o.phase));
+  if (o.batch < 1) bad("batch", "a batch >= 1", std::to_string(o.batch));
+  const bool seq = m.family == Family::decoder || m.family == Family::encoder;
+  if (seq && o.phase != Phase::decode && o.seq_len < 1) bad("seq_len", "a length >= 1", std::to_string(o.seq_len));
+  if (m.family == Family::decoder && o.phase == Phase::decode && o.context < 1)
+    bad("context", "a context >= 1 token", std::to_string(o.context));
+  const auto& t = m.transformer;
+  if (seq && t.max_context > 0) {
+    if (o.phase == Phase::decode && o.context + 1 > t.max_context)
+      bad("context", "context + 1 new token <= max_context " + std::to_string(t.max_context),
+          std::to_string(o.context));
+    if (o.phase != Phase::decode && o.seq_len > t.max_context)
+      bad("seq_len", "<= max_context " + std::to_string(t.max_context), std::to_string(o.seq_len));
+  }
+  if (o.image_size < 0) bad("image_size", "a size >= 0 (0: the model's own)", std::to_string(o.image_size));
+  if (m.family == Family::vit && o.image_size > 0 && o.image_size % t.patch != 0)
+    bad("image_size", "a multiple of the patch size " + std::to_string(t.patch), std::to_string(o.image_size));
+  if (!errs.empty()) throw ModelError(std::move(errs));
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,192 @@
+// ModelSpec: the parameters of a reference neural network, as read from a
+// model file (models/zoo/<name>.yaml), and the options of one phase
+// (prefill, decode, train, infer) to generate a workload for.
+// Models: decoder transformers (dense or mixture-of-experts, MHA/GQA/MQA or
+// DeepSeek's multi-head latent attention), BERT-style encoders, ViT,
+// ResNet (bottleneck blocks) and DLRM (embedding tables, MLPs, dot or DCNv2
+// interaction). Leaves out: tokenizers, numerics, anything that does not
+// change shapes, FLOPs or bytes.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arch/common/dtype.h"
+
+namespace tpusim::models {
+
+using arch::DType;
+
+enum class Family { decoder, encoder, vit, resnet, dlrm };
+enum class FfnKind { swiglu, gelu, relu };
+enum class NormKind { rmsnorm, layernorm };
+enum class PositionKind { rotary, learned, none };
+enum class AttentionKind { mha, mla };  // mha covers GQA/MQA via kv_heads
+enum class RouterKind { softmax, sigmoid };
+enum class InteractionKind { dot, dcn };
+enum class Phase { prefill, decode, train, infer };
+
+const char* family_name(Family f);
+const char* phase_name(Phase p);
+// Parses "prefill", "decode", "train", "infer"; false if unknown.
+bool parse_phase(const std::string& s, Phase* out);
+
+struct AttentionSpec {
+  AttentionKind kind = AttentionKind::mha;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;   // == heads: MHA; 1: MQA; otherwise GQA
+  std::int64_t head_dim = 0;   // q/k/v head dim (mha)
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool sinks = false;                  // gpt-oss: one learned logit per head
+  std::int64_t sliding_window = 0;     // 0 = none
+  std::int64_t sliding_window_every = 0;  // layer i uses the window if i % every == 0
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  std::int64_t q_lora_rank = 0;        // 0 = q projected directly
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+
+  std::int64_t qk_dim() const {
+    return kind == AttentionKind::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim;
+  }
+  std::int64_t v_dim() const { return kind == AttentionKind::mla ? v_head_dim : head_dim; }
+  bool windowed(std::int64_t layer) const {
+    return sliding_window > 0 && sliding_window_every > 0 && layer % sliding_window_every == 0;
+  }
+};
+
+struct FfnSpec {
+  FfnKind kind = FfnKind::swiglu;
+  std::int64_t size = 0;  // intermediate size
+  bool bias = false;
+};
+
+struct MoeSpec {
+  bool enabled = false;
+  std::int64_t experts = 0;          // routed experts
+  std::int64_t top_k = 0;
+  std::int64_t shared_experts = 0;   // always-on experts of expert_ffn_size each
+  std::int64_t expert_ffn_size = 0;
+  std::int64_t dense_layers_first = 0;  // leading layers with a dense FFN (ffn.size)
+  RouterKind router = RouterKind::softmax;
+  bool router_bias = false;          // DeepSeek-V3's e_score_correction_bias, gpt-oss's router bias
+  bool expert_bias = false;
+};
+
+// Decoder, encoder and ViT share the transformer body.
+struct TransformerSpec {
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t vocab = 0;            // decoder/encoder
+  std::int64_t max_context = 0;
+  NormKind norm = NormKind::rmsnorm;
+  bool norm_bias() const { return norm == NormKind::layernorm; }
+  PositionKind position = PositionKind::rotary;
+  std::int64_t rotary_dim = 0;       // 0 = whole head
+  bool tied_embeddings = false;
+  bool lm_head_bias = false;
+  bool parallel_block = false;       // GPT-J: attention and FFN read the same norm
+  AttentionSpec attention;
+  FfnSpec ffn;
+  MoeSpec moe;
+  // encoder (BERT)
+  std::int64_t type_vocab = 0;
+  bool pooler = false;
+  // vit
+  std::int64_t patch = 0;
+  std::int64_t image_size = 0;
+  std::int64_t channels = 3;
+  std::int64_t classes = 0;
+
+  bool is_moe_layer(std::int64_t layer) const { return moe.enabled && layer >= moe.dense_layers_first; }
+};
+
+struct ResNetSpec {
+  std::vector<std::int64_t> blocks;  // bottleneck blocks per stage
+  std::vector<std::int64_t> widths;  // bottleneck width per stage
+  std::int64_t expansion = 4;
+  std::int64_t stem_width = 64;
+  std::int64_t image_size = 224;
+  std::int64_t channels = 3;
+  std::int64_t classes = 1000;
+};
+
+struct EmbeddingTable {
+  std::int64_t rows = 0;
+  std::int64_t multi_hot = 1;  // lookups pooled (summed) per sample
+};
+
+struct DlrmSpec {
+  std::int64_t dense_features = 0;
+  std::int64_t embedding_dim = 0;
+  std::vector<EmbeddingTable> tables;
+  std::vector<std::int64_t> bottom_mlp;
+  std::vector<std::int64_t> top_mlp;
+  InteractionKind interaction = InteractionKind::dot;
+  std::int64_t cross_layers = 0;   // dcn
+  std::int64_t low_rank = 0;       // dcn
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string file;  // where it was read from ("" when built in code)
+  Family family = Family::decoder;
+  TransformerSpec transformer;  // decoder, encoder, vit
+  ResNetSpec resnet;
+  DlrmSpec dlrm;
+};
+
+struct PhaseOptions {
+  Phase phase = Phase::decode;
+  std::int64_t batch = 1;
+  std::int64_t seq_len = 2048;   // prefill, train, encoder infer
+  std::int64_t context = 2048;   // decode: tokens already in the KV cache
+  std::int64_t image_size = 0;   // vit/resnet infer; 0 = the model's own
+  DType weight_dtype = DType::bf16;
+  DType activation_dtype = DType::bf16;
+  DType kv_dtype = DType::bf16;
+  bool recompute = false;        // train: recompute each layer's forward in backward
+};
+
+// Phases a family supports (decoder: prefill, decode, train; encoder and
+// vit: infer, train; resnet and dlrm: infer).
+std::vector<Phase> supported_phases(Family f);
+
+// A problem in a model file or in the options a user asked for.
+struct ModelDiagnostic {
+  std::string file;
+  int line = 0;    // 1-based; 0 = no position
+  int column = 0;
+  std::string key;  // dotted path
+  std::string expected;
+  std::string found;
+  std::string suggestion;
+  // "file:line:col: key: expected X, found Y (did you mean 'Z'?)"
+  std::string render() const;
+};
+
+class ModelError : public std::runtime_error {
+ public:
+  explicit ModelError(std::vector<ModelDiagnostic> d);
+  explicit ModelError(ModelDiagnostic d) : ModelError(std::vector<ModelDiagnostic>{std::move(d)}) {}
+  const std::vector<ModelDiagnostic>& diagnostics() const { return diags_; }
+
+ private:
+  std::vector<ModelDiagnostic> diags_;
+};
+
+// A bug in the model code (an invariant broke), never the user's mistake.
+class ModelInternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// Checks that the options make sense for the model (phase supported,
+// positive sizes, context within max_context); throws ModelError.
+void check_options(const ModelSpec& m, const PhaseOptions& o);
+
+}  // namespace tpusim::models

@@ -1,0 +1,389 @@
+// Transformer generators: decoder LLMs (prefill, decode, train), BERT-style
+// encoders and ViT (infer, train), producing workload IR op by op, every
+// layer spelled out (layers.<i>.attn.q_proj, ...).
+// Models: token/position/type embeddings as gathers, RMSNorm/LayerNorm,
+// rotary embedding as elementwise multiplies by cos/sin tables, MHA/GQA/MQA
+// and DeepSeek MLA (decode with the projection-absorbed form over the latent
+// cache), dense FFNs (SwiGLU, GELU, ReLU) and mixture-of-experts layers with
+// a router, top-k gates, token dispatch/combine gathers and grouped expert
+// matmuls over the experts a step touches, shared experts, residuals.
+// Decode reads the KV cache of `context` tokens (a window-sized cache for
+// sliding-window layers) and writes the new token's K/V as outputs.
+// Leaves out (the IR has no op for them): top-k selection and the expert
+// sort (stood in for by slices/reshapes of the router output, which carry
+// the dependency but not the VPU work), sliding windows in prefill/train
+// (attention is full causal there, an overcount), attention sinks' compute,
+// the new token attending to itself in decode (it sees the `context`
+// cached keys), rotate-half of rotary (layout), partial rotary (applied to
+// the whole head).
+#include <algorithm>
+#include <cmath>
+
+#include "models/generators.h"
+
+namespace tpusim::models::detail {
+
+using workloads::DType;
+using workloads::Shape;
+using workloads::Workload;
+
+MoeRouting moe_routing(std::int64_t tokens, std::int64_t experts, std::int64_t top_k) {
+  MoeRouting r;
+  r.slots = tokens * top_k;
+  double expected = static_cast<double>(experts) *
+                    (1.0 - std::pow(1.0 - static_cast<double>(top_k) / static_cast<double>(experts),
+                                    static_cast<double>(tokens)));
+  r.touched = std::llround(expected);
+  r.touched = std::max(r.touched, top_k);
+  r.touched = std::min({r.touched, experts, r.slots});
+  r.cap = (r.slots + r.touched - 1) / r.touched;
+  r.group0 = r.slots - r.touched * (r.cap - 1);
+  r.group1 = r.touched - r.group0;
+  return r;
+}
+
+namespace {
+
+std::string L(std::int64_t i) { return "layers." + std::to_string(i) + "."; }
+
+class TransformerGen {
+ public:
+  TransformerGen(WorkloadBuilder& b, const ModelSpec& m, const PhaseOptions& o)
+      : b_(b), m_(m), t_(m.transformer), o_(o), wd_(o.weight_dtype), ad_(o.activation_dtype),
+        kd_(o.kv_dtype) {}
+
+  Workload run() {
+    switch (m_.family) {
+      case Family::decoder: return decoder();
+      case Family::encoder: return encoder();
+      default: return vit();
+    }
+  }
+
+ private:
+  WorkloadBuilder& b_;
+  const ModelSpec& m_;
+  const TransformerSpec& t_;
+  const PhaseOptions& o_;
+  DType wd_, ad_, kd_;
+  std::int64_t B_ = 1, S_ = 1;  // batch, query tokens per sequence
+  bool decode_ = false;
+
+  TensorRef weight(const std::string& n, Shape s) { return b_.weight(n, std::move(s), wd_); }
+  // Biases, learned positions and class tokens are added to activations,
+  // so they are kept in the activation dtype (no cast op needed).
+  TensorRef act_weight(const std::string& n, Shape s) { return b_.weight(n, std::move(s), ad_); }
+
+  TensorRef linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias) {
+    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
+    return y;
+  }
+  TensorRef norm(const std::string& n, const TensorRef& x) {
+    std::int64_t d = x.dim(-1);
+    if (t_.norm == NormKind::rmsnorm) return b_.rms_norm(n, x, weight(n + ".scale", {d}));
+    return b_.layer_norm(n, x, weight(n + ".scale", {d}), act_weight(n + ".bias", {d}));
+  }
+  TensorRef rms(const std::string& n, const TensorRef& x) {
+    return b_.rms_norm(n, x, weight(n + ".scale", {x.dim(-1)}));
+  }
+  TensorRef dequant(const std::string& n, const TensorRef& x) {
+    return x.dtype == ad_ ? x : b_.cast(n, x, ad_);
+  }
+  // x [B, S, heads, d] times cos/sin tables [S, 1, d] (shared inputs).
+  TensorRef rope(const std::string& n, const TensorRef& x) {
+    std::int64_t d = x.dim(-1);
+    std::string cn = "rope.cos." + std::to_string(d), sn = "rope.sin." + std::to_string(d);
+    if (!b_.peek().find_tensor(cn)) {
+      b_.input(cn, {S_, 1, d}, ad_);
+      b_.input(sn, {S_, 1, d}, ad_);
+    }
+    TensorRef c = b_.mul(n + "_cos", x, b_.ref(cn));
+    TensorRef s = b_.mul(n + "_sin", x, b_.ref(sn));
+    return b_.add(n, c, s);
+  }
+  // Writes a freshly computed K/V (or latent) as the cache append.
+  void append_to_cache(const std::string& n, const TensorRef& x) {
+    if (x.dtype != kd_) b_.cast(n, x, kd_);  // unconsumed: becomes an output
+    else b_.mark_output(x);
+  }
+
+  TensorRef embed_tokens() {
+    TensorRef tok = b_.input("tokens", {B_, S_}, DType::f32);
+    TensorRef x = b_.gather("embed", weight("embed.weight", {t_.vocab, t_.hidden}), tok);
+    x = dequant("embed.dequant", x);
+    if (t_.position == PositionKind::learned) {
+      TensorRef pos = b_.input("positions", {S_}, DType::f32);
+      TensorRef p = b_.gather("pos_embed", act_weight("pos_embed.weight", {t_.max_context, t_.hidden}), pos);
+      x = b_.add("pos_add", x, p);
+    }
+    if (m_.family == Family::encoder && t_.type_vocab > 0) {
+      TensorRef ty = b_.input("token_types", {B_, S_}, DType::f32);
+      TensorRef p = b_.gather("type_embed", act_weight("type_embed.weight", {t_.type_vocab, t_.hidden}), ty);
+      x = b_.add("type_add", x, p);
+    }
+    return x;
+  }
+
+  TensorRef attention_mha(const std::string& p, std::int64_t layer, const TensorRef& xn, bool causal) {
+    const auto& a = t_.attention;
+    const std::int64_t H = a.heads, KV = a.kv_heads, D = a.head_dim;
+    TensorRef q = linear(p + "attn.q_proj", xn, t_.hidden, H * D, a.qkv_bias);
+    TensorRef k = linear(p + "attn.k_proj", xn, t_.hidden, KV * D, a.qkv_bias);
+    TensorRef v = linear(p + "attn.v_proj", xn, t_.hidden, KV * D, a.qkv_bias);
+    q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, D});
+    k = b_.reshape(p + "attn.k_heads", k, {B_, S_, KV, D});
+    v = b_.reshape(p + "attn.v_heads", v, {B_, S_, KV, D});
+    if (t_.position == PositionKind::rotary) {
+      q = rope(p + "attn.q_rope", q);
+      k = rope(p + "attn.k_rope", k);
+    }
+    TensorRef o;
+    if (decode_) {
+      std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
+      TensorRef kc = b_.kv_cache(p + "attn.k_cache", {B_, ctx, KV, D}, kd_);
+      TensorRef vc = b_.kv_cache(p + "attn.v_cache", {B_, ctx, KV, D}, kd_);
+      o = b_.attention(p + "attn.core", q, kc, vc, false);
+      append_to_cache(p + "attn.k_append", k);
+      append_to_cache(p + "attn.v_append", v);
+    } else {
+      o = b_.attention(p + "attn.core", q, k, v, causal);
+      if (o_.phase == Phase::prefill) {
+        append_to_cache(p + "attn.k_append", k);
+        append_to_cache(p + "attn.v_append", v);
+      }
+    }
+    o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
+    return linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
+  }
+
+  TensorRef attention_mla(const std::string& p, const TensorRef& xn) {
+    const auto& a = t_.attention;
+    const std::int64_t H = a.heads, nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim,
+                       qk = a.qk_dim(), vd = a.v_head_dim, kvr = a.kv_lora_rank;
+    TensorRef q;
+    if (a.q_lora_rank > 0) {
+      q = linear(p + "attn.q_a_proj", xn, t_.hidden, a.q_lora_rank, false);
+      q = rms(p + "attn.q_a_norm", q);
+      q = linear(p + "attn.q_b_proj", q, a.q_lora_rank, H * qk, false);
+    } else {
+      q = linear(p + "attn.q_proj", xn, t_.hidden, H * qk, false);
+    }
+    q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, qk});
+    TensorRef q_nope = b_.slice(p + "attn.q_nope", q, {0, 0, 0, 0}, {B_, S_, H, nope});
+    TensorRef q_pe = b_.slice(p + "attn.q_pe", q, {0, 0, 0, nope}, {B_, S_, H, qk});
+    q_pe = rope(p + "attn.q_rope", q_pe);
+    TensorRef kva = linear(p + "attn.kv_a_proj", xn, t_.hidden, kvr + rp, false);
+    TensorRef ckv = b_.slice(p + "attn.c_kv", kva, {0, 0, 0}, {B_, S_, kvr});
+    ckv = rms(p + "attn.kv_a_norm", ckv);
+    TensorRef kpe = b_.slice(p + "attn.k_pe", kva, {0, 0, kvr}, {B_, S_, kvr + rp});
+    kpe = b_.reshape(p + "attn.k_pe_heads", kpe, {B_, S_, 1, rp});
+    kpe = rope(p + "attn.k_rope", kpe);
+    // kv_b_proj [kvr, H * (nope + v)] kept as its two halves, which is the
+    // form decode absorbs into the query and the output.
+    TensorRef wk = weight(p + "attn.wk_b.weight", {kvr, H, nope});
+    TensorRef wv = weight(p + "attn.wv_b.weight", {kvr, H, vd});
+    TensorRef o;
+    if (decode_) {
+      // Latent cache [B, ctx, 1, kvr + rope]: normalised c_kv and the
+      // roped key part, one head shared by all query heads (MQA-like).
+      TensorRef lat_new = b_.concat(p + "attn.latent",
+                                    {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
+      append_to_cache(p + "attn.latent_append", lat_new);
+      TensorRef cache = b_.kv_cache(p + "attn.latent_cache", {B_, o_.context, 1, kvr + rp}, kd_);
+      TensorRef q_lat = b_.matmul(p + "attn.wk_b", q_nope, wk, "bshd,chd->bshc", ad_);
+      TensorRef qa = b_.concat(p + "attn.q_absorbed", {q_lat, q_pe}, 3);
+      // The latent serves as both key and value (read once, as FlashMLA
+      // does); the rope columns of the value output are dropped after.
+      TensorRef ol = b_.attention(p + "attn.core", qa, cache, cache, false);
+      ol = b_.slice(p + "attn.o_latent", ol, {0, 0, 0, 0}, {B_, S_, H, kvr});
+      o = b_.matmul(p + "attn.wv_b", ol, wv, "bshc,chd->bshd", ad_);
+    } else {
+      TensorRef k_nope = b_.matmul(p + "attn.wk_b", ckv, wk, "bsc,chd->bshd", ad_);
+      TensorRef v = b_.matmul(p + "attn.wv_b", ckv, wv, "bsc,chd->bshd", ad_);
+      TensorRef ones = b_.input(p + "attn.head_ones", {1, 1, H, 1}, ad_);
+      TensorRef kpe_h = b_.mul(p + "attn.k_pe_expand", kpe, ones);
+      TensorRef qf = b_.concat(p + "attn.q_full", {q_nope, q_pe}, 3);
+      TensorRef kf = b_.concat(p + "attn.k_full", {k_nope, kpe_h}, 3);
+      o = b_.attention(p + "attn.core", qf, kf, v, true);
+      if (o_.phase == Phase::prefill) {
+        TensorRef lat = b_.concat(p + "attn.latent",
+                                  {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
+        append_to_cache(p + "attn.latent_append", lat);
+      }
+    }
+    o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * vd});
+    return linear(p + "attn.o_proj", o, H * vd, t_.hidden, false);
+  }
+
+  TensorRef ffn(const std::string& n, const TensorRef& x, std::int64_t size, bool bias) {
+    const std::int64_t h = t_.hidden;
+    if (t_.ffn.kind == FfnKind::swiglu) {
+      TensorRef g = linear(n + ".gate_proj", x, h, size, bias);
+      TensorRef u = linear(n + ".up_proj", x, h, size, bias);
+      TensorRef a = b_.elementwise(n + ".act", workloads::EwKind::silu, {g});
+      TensorRef m = b_.mul(n + ".gated", a, u);
+      return linear(n + ".down_proj", m, size, h, bias);
+    }
+    TensorRef f = linear(n + ".fc1", x, h, size, bias);
+    f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu, {f});
+    return linear(n + ".fc2", f, size, h, bias);
+  }
+
+  // One group of experts: n experts, each with `cap` token slots.
+  TensorRef expert_group(const std::string& n, const TensorRef& xf, const TensorRef& idx_src,
+                         std::int64_t offset, std::int64_t ne, std::int64_t cap) {
+    const auto& e = t_.moe;
+    const std::int64_t h = t_.hidden, F = e.expert_ffn_size;
+    TensorRef idx = b_.slice(n + ".index", idx_src, {offset}, {offset + ne * cap});
+    idx = b_.reshape(n + ".index_grid", idx, {ne, cap});
+    TensorRef xe = b_.gather(n + ".dispatch", xf, idx);  // [ne, cap, h]
+    auto mm = [&](const std::string& w, const TensorRef& x, std::int64_t in, std::int64_t out) {
+      TensorRef y = b_.matmul(n + "." + w, x, weight(n + "." + w + ".weight", {ne, in, out}), "ecx,exy->ecy", ad_);
+      if (e.expert_bias) y = b_.add(n + "." + w + ".bias_add", y, act_weight(n + "." + w + ".bias", {ne, 1, out}));
+      return y;
+    };
+    TensorRef y;
+    if (t_.ffn.kind == FfnKind::swiglu) {
+      TensorRef g = mm("gate_proj", xe, h, F), u = mm("up_proj", xe, h, F);
+      TensorRef a = b_.elementwise(n + ".act", workloads::EwKind::silu, {g});
+      y = mm("down_proj", b_.mul(n + ".gated", a, u), F, h);
+    } else {
+      TensorRef f = mm("fc1", xe, h, F);
+      f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu, {f});
+      y = mm("fc2", f, F, h);
+    }
+    return b_.reshape(n + ".rows", y, {ne * cap, h});
+  }
+
+  TensorRef moe(const std::string& p, const TensorRef& xn) {
+    const auto& e = t_.moe;
+    const std::int64_t h = t_.hidden, T = B_ * S_, k = e.top_k;
+    TensorRef xf = b_.reshape(p + "mlp.tokens", xn, {T, h});
+    TensorRef logits = linear(p + "mlp.router", xf, h, e.experts, e.router_bias);
+    TensorRef probs = e.router == RouterKind::softmax
+                          ? b_.softmax(p + "mlp.router_probs", logits)
+                          : b_.elementwise(p + "mlp.router_probs", workloads::EwKind::sigmoid, {logits});
+    // Stand-in for top-k: the IR has no top_k op (see file comment).
+    TensorRef topk = b_.slice(p + "mlp.topk", probs, {0, 0}, {T, k});
+    TensorRef flat = b_.reshape(p + "mlp.route_flat", probs, {T * e.experts});
+    MoeRouting r = moe_routing(T, e.experts, k);
+    std::vector<TensorRef> parts;
+    parts.push_back(expert_group(p + "mlp.experts.g0", xf, flat, 0, r.group0, r.cap));
+    if (r.group1 > 0 && r.cap > 1)
+      parts.push_back(expert_group(p + "mlp.experts.g1", xf, flat, r.group0 * r.cap, r.group1, r.cap - 1));
+    TensorRef rows = parts.size() == 1 ? parts[0] : b_.concat(p + "mlp.expert_rows", parts, 0);
+    TensorRef picked = b_.gather(p + "mlp.combine", rows, topk);  // [T, k, h]
+    TensorRef gates = b_.reshape(p + "mlp.gates", topk, {T, k, 1});
+    TensorRef y = b_.reduce(p + "mlp.weighted_sum", b_.mul(p + "mlp.gate_mul", picked, gates),
+                            workloads::ReduceKind::sum, {1});
+    if (e.shared_experts > 0)
+      y = b_.add(p + "mlp.shared_add", y, ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false));
+    return b_.reshape(p + "mlp.out", y, {B_, S_, h});
+  }
+
+  TensorRef decoder_layer(std::int64_t i, TensorRef x) {
+    const std::string p = L(i);
+    TensorRef xn = norm(p + "attn_norm", x);
+    TensorRef a = t_.attention.kind == AttentionKind::mla ? attention_mla(p, xn) : attention_mha(p, i, xn, true);
+    if (t_.parallel_block) {
+      TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias);
+      return b_.add(p + "residual", b_.add(p + "attn_residual", x, a), f);
+    }
+    x = b_.add(p + "attn_residual", x, a);
+    TensorRef xn2 = norm(p + "mlp_norm", x);
+    TensorRef f = t_.is_moe_layer(i) ? moe(p, xn2) : ffn(p + "mlp", xn2, t_.ffn.size, t_.ffn.bias);
+    return b_.add(p + "mlp_residual", x, f);
+  }
+
+  TensorRef lm_head(const TensorRef& x) {
+    TensorRef logits;
+    if (t_.tied_embeddings)
+      logits = b_.matmul("lm_head", x, b_.ref("embed.weight"), "bsh,vh->bsv", ad_);
+    else
+      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, t_.vocab}), "", ad_);
+    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {t_.vocab}));
+    return logits;
+  }
+
+  Workload decoder() {
+    B_ = o_.batch;
+    decode_ = o_.phase == Phase::decode;
+    S_ = decode_ ? 1 : o_.seq_len;
+    TensorRef x = embed_tokens();
+    for (std::int64_t i = 0; i < t_.layers; ++i) x = decoder_layer(i, x);
+    x = norm("final_norm", x);
+    if (o_.phase == Phase::prefill && S_ > 1)  // serving needs only the last position's logits
+      x = b_.slice("last_token", x, {0, S_ - 1, 0}, {B_, S_, t_.hidden});
+    TensorRef logits = lm_head(x);
+    if (o_.phase == Phase::train) append_training(b_, logits, o_);
+    return b_.build();
+  }
+
+  TensorRef encoder_layer(std::int64_t i, TensorRef x) {
+    const std::string p = L(i);
+    TensorRef a = attention_mha(p, i, x, false);
+    x = norm(p + "attn_norm", b_.add(p + "attn_residual", x, a));
+    TensorRef f = ffn(p + "mlp", x, t_.ffn.size, t_.ffn.bias);
+    return norm(p + "mlp_norm", b_.add(p + "mlp_residual", x, f));
+  }
+
+  Workload encoder() {
+    B_ = o_.batch;
+    S_ = o_.seq_len;
+    TensorRef x = norm("embed_norm", embed_tokens());
+    for (std::int64_t i = 0; i < t_.layers; ++i) x = encoder_layer(i, x);
+    if (o_.phase == Phase::train) {
+      // Masked-LM logits through the tied word embedding (the MLM head's
+      // extra transform layer is left out).
+      TensorRef logits = b_.matmul("mlm_head", x, b_.ref("embed.weight"), "bsh,vh->bsv", ad_);
+      append_training(b_, logits, o_);
+    } else if (t_.pooler) {
+      TensorRef cls = b_.reshape("pooler.cls", b_.slice("pooler.cls_token", x, {0, 0, 0}, {B_, 1, t_.hidden}), {B_, t_.hidden});
+      TensorRef y = linear("pooler.dense", cls, t_.hidden, t_.hidden, true);
+      b_.elementwise("pooler.act", workloads::EwKind::tanh, {y});
+    }
+    return b_.build();
+  }
+
+  Workload vit() {
+    B_ = o_.batch;
+    const std::int64_t img = o_.image_size > 0 ? o_.image_size : t_.image_size, P = t_.patch,
+                       n = img / P, C = t_.channels, h = t_.hidden;
+    S_ = n * n + 1;
+    TensorRef im = b_.input("image", {B_, img, img, C}, ad_);
+    TensorRef pt = b_.reshape("patches.split", im, {B_, n, P, n, P, C});
+    pt = b_.transpose("patches.order", pt, {0, 1, 3, 2, 4, 5});
+    pt = b_.reshape("patches.flat", pt, {B_, n * n, P * P * C});
+    TensorRef x = linear("patch_embed", pt, P * P * C, h, true);
+    TensorRef zeros = b_.input("cls_zeros", {B_, 1, 1}, ad_);
+    TensorRef cls = b_.add("cls_expand", act_weight("cls_token", {1, 1, h}), zeros);
+    x = b_.concat("cls_concat", {cls, x}, 1);
+    // Position table at this run's patch grid (interpolated when the image
+    // size differs from the model's).
+    x = b_.add("pos_add", x, act_weight("pos_embed.weight", {S_, h}));
+    for (std::int64_t i = 0; i < t_.layers; ++i) {
+      const std::string p = L(i);
+      TensorRef a = attention_mha(p, i, norm(p + "attn_norm", x), false);
+      x = b_.add(p + "attn_residual", x, a);
+      TensorRef f = ffn(p + "mlp", norm(p + "mlp_norm", x), t_.ffn.size, t_.ffn.bias);
+      x = b_.add(p + "mlp_residual", x, f);
+    }
+    x = norm("final_norm", x);
+    TensorRef c = b_.reshape("head.cls", b_.slice("head.cls_token", x, {0, 0, 0}, {B_, 1, h}), {B_, h});
+    if (t_.classes > 0) {
+      TensorRef logits = linear("head", c, h, t_.classes, true);
+      if (o_.phase == Phase::train) append_training(b_, logits, o_);
+    }
+    return b_.build();
+  }
+};
+
+}  // namespace
+
+Workload generate_transformer(const ModelSpec& m, const PhaseOptions& o) {
+  WorkloadBuilder b(m.name + "." + phase_name(o.phase));
+  return TransformerGen(b, m, o).run();
+}
+
+}  // namespace tpusim::models::detail

@@ -1,0 +1,58 @@
+// Zoo directory access and the generate() dispatcher (see zoo.h).
+#include "models/zoo.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "models/generators.h"
+
+namespace tpusim::models {
+
+namespace fs = std::filesystem;
+
+std::string default_zoo_dir() { return std::string(TPUSIM_SOURCE_DIR) + "/models/zoo"; }
+
+std::vector<std::string> list_models(const std::string& zoo_dir) {
+  std::error_code ec;
+  std::vector<std::string> names;
+  fs::directory_iterator it(zoo_dir, ec);
+  if (ec) throw ModelError(ModelDiagnostic{zoo_dir, 0, 0, "", "a readable model directory", ec.message(), ""});
+  for (const auto& e : it)
+    if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
+  if (is_path) return read_model_file(name_or_path);
+  const std::string path = zoo_dir + "/" + name_or_path + ".yaml";
+  if (!fs::exists(path)) {
+    std::vector<std::string> names;
+    try {
+      names = list_models(zoo_dir);
+    } catch (const ModelError&) {
+    }
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw ModelError(ModelDiagnostic{zoo_dir, 0, 0, "model", "a model of the zoo (" + list + ")",
+                                     "'" + name_or_path + "'", nearest_word(name_or_path, names)});
+  }
+  return read_model_file(path);
+}
+
+workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
+  check_options(m, o);
+  switch (m.family) {
+    case Family::decoder:
+    case Family::encoder:
+    case Family::vit: return detail::generate_transformer(m, o);
+    case Family::resnet: return detail::generate_resnet(m, o);
+    case Family::dlrm: return detail::generate_dlrm(m, o);
+  }
+  throw ModelInternalError("generate: unknown family");
+}
+
+}  // namespace tpusim::models

@@ -1,0 +1,171 @@
+// Every zoo model generates a valid workload in every phase it supports
+// (small sizes), and the workload's matmul + attention FLOPs equal the
+// closed-form count of analysis.h (within the stated tolerance).
+#include <gtest/gtest.h>
+
+#include "models/zoo.h"
+#include "workloads/ir/cost.h"
+
+using namespace tpusim::models;
+using namespace tpusim::workloads;
+
+namespace {
+
+double mm_attn_flops(const Workload& w) {
+  double f = 0;
+  for (const auto& op : w.ops)
+    if (op.kind == OpKind::matmul || op.kind == OpKind::attention || op.kind == OpKind::conv2d)
+      f += static_cast<double>(op_cost(w, op).flops);
+  return f;
+}
+
+PhaseOptions small(Phase p) {
+  PhaseOptions o;
+  o.phase = p;
+  o.batch = 2;
+  o.seq_len = 16;
+  o.context = 32;
+  return o;
+}
+
+}  // namespace
+
+class EveryModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryModel, GeneratesValidWorkloadsInEverySupportedPhase) {
+  ModelSpec m = load_model(GetParam());
+  bool big = m.family == Family::decoder && count_params(m).total > 100e9;
+  for (Phase p : supported_phases(m.family)) {
+    if (p == Phase::train && big) continue;  // covered by smaller models; keeps the test fast
+    PhaseOptions o = small(p);
+    Workload w = generate(m, o);
+    EXPECT_NO_THROW(w.validate());
+    EXPECT_EQ(w.name, m.name + "." + phase_name(p));
+    double want = phase_matmul_flops(m, o), got = mm_attn_flops(w);
+    // Closed form ignores norm/bias parameters' share (< 0.1%).
+    EXPECT_NEAR(got / want, 1.0, 0.01) << phase_name(p) << ": workload " << got << " vs formula " << want;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, EveryModel,
+                         ::testing::ValuesIn(list_models()),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (auto& c : s)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+TEST(Generate, ZooListsTheSeventeenNamedModels) {
+  auto names = list_models();
+  for (const char* n : {"gpt3-175b", "gpt-j-6b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b",
+                        "llama3-70b", "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b",
+                        "bert-base", "bert-large", "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(Generate, DecodeReadsContextAndAppendsOneToken) {
+  ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o;
+  o.phase = Phase::decode;
+  o.batch = 4;
+  o.context = 1000;
+  Workload w = generate(m, o);
+  const Tensor* kc = w.find_tensor("layers.31.attn.k_cache");
+  ASSERT_NE(kc, nullptr);
+  EXPECT_EQ(kc->kind, TensorKind::kv_cache);
+  EXPECT_EQ(kc->shape, (Shape{4, 1000, 8, 128}));
+  const Op* att = w.find_op("layers.31.attn.core");
+  ASSERT_NE(att, nullptr);
+  EXPECT_EQ(att->kind, OpKind::attention);
+  EXPECT_EQ(w.find_tensor(att->inputs[0])->shape[1], 1);  // q_len 1
+  // The appended K: one token per sequence, written as an output.
+  const Tensor* app = w.find_tensor("layers.31.attn.k_rope");
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(app->kind, TensorKind::output);
+  EXPECT_EQ(app->shape, (Shape{4, 1, 8, 128}));
+  // Cache bytes read by all layers = batch x context x kv bytes per token.
+  std::uint64_t cache = 0;
+  for (const auto& t : w.tensors)
+    if (t.kind == TensorKind::kv_cache) cache += t.bytes();
+  EXPECT_EQ(cache, 4u * 1000u * kv_cache_bytes_per_token(m, DType::bf16));
+  ASSERT_NE(w.find_op("layers.0.attn.q_proj"), nullptr);
+}
+
+TEST(Generate, DtypeOptionsReachTheTensors) {
+  ModelSpec m = load_model("llama2-7b");
+  PhaseOptions o = small(Phase::decode);
+  o.weight_dtype = DType::int8;
+  o.kv_dtype = DType::fp8_e4m3;
+  Workload w = generate(m, o);
+  EXPECT_EQ(w.find_tensor("layers.0.attn.q_proj.weight")->dtype, DType::int8);
+  EXPECT_EQ(w.find_tensor("layers.0.attn.k_cache")->dtype, DType::fp8_e4m3);
+  EXPECT_EQ(w.find_tensor("layers.0.attn.q_proj")->dtype, DType::bf16);
+}
+
+TEST(Generate, MoeDecodeTouchesOnlyRoutedExperts) {
+  // Mixtral, batch 1: 1 token x top-2 = 2 slots, 2 experts touched (of 8);
+  // expert weights in the workload are those two experts' only.
+  ModelSpec m = load_model("mixtral-8x7b");
+  PhaseOptions o = small(Phase::decode);
+  o.batch = 1;
+  Workload w = generate(m, o);
+  const Tensor* g = w.find_tensor("layers.0.mlp.experts.g0.gate_proj.weight");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->shape, (Shape{2, 4096, 14336}));
+  EXPECT_EQ(w.find_tensor("layers.0.mlp.experts.g1.gate_proj.weight"), nullptr);
+}
+
+TEST(Generate, MlaDecodeReadsLatentCache) {
+  ModelSpec m = load_model("deepseek-v3");
+  PhaseOptions o = small(Phase::decode);
+  Workload w = generate(m, o);
+  const Tensor* c = w.find_tensor("layers.60.attn.latent_cache");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->shape, (Shape{2, 32, 1, 576}));
+  // First 3 layers dense, the rest MoE.
+  EXPECT_NE(w.find_op("layers.2.mlp.down_proj"), nullptr);
+  EXPECT_NE(w.find_op("layers.3.mlp.router"), nullptr);
+}
+
+TEST(Generate, TrainHasBackwardMatmulsAtTwiceForwardAndAdamState) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 2;  // small copy of the same shapes
+  PhaseOptions o = small(Phase::train);
+  Workload w = generate(m, o);
+  const Op* q = w.find_op("layers.1.attn.q_proj");
+  const Op* dx = w.find_op("layers.1.attn.q_proj.grad_lhs");
+  const Op* dw = w.find_op("layers.1.attn.q_proj.grad_rhs");
+  ASSERT_TRUE(q && dx && dw);
+  EXPECT_EQ(op_cost(w, *dx).flops + op_cost(w, *dw).flops, 2 * op_cost(w, *q).flops);
+  const Tensor* master = w.find_tensor("optimizer.layers.1.attn.q_proj.weight.master");
+  ASSERT_NE(master, nullptr);
+  EXPECT_EQ(master->dtype, DType::f32);
+  EXPECT_EQ(w.find_tensor(dw->outputs[0])->shape, (Shape{4096, 4096}));
+  // Recompute adds one forward of the layers.
+  PhaseOptions r = o;
+  r.recompute = true;
+  Workload wr = generate(m, r);
+  EXPECT_NE(wr.find_op("layers.1.recompute.attn.q_proj"), nullptr);
+  EXPECT_NEAR(mm_attn_flops(wr) / phase_matmul_flops(m, r), 1.0, 0.01);
+}
+
+TEST(Generate, RejectsBadOptions) {
+  ModelSpec m = load_model("resnet50");
+  PhaseOptions o = small(Phase::decode);
+  try {
+    generate(m, o);
+    FAIL() << "expected ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("phase: expected one of infer for a resnet model, found decode"),
+              std::string::npos)
+        << e.what();
+  }
+  ModelSpec l = load_model("llama2-7b");
+  PhaseOptions d = small(Phase::decode);
+  d.context = 4096;  // + 1 new token > max_context 4096
+  EXPECT_THROW(generate(l, d), ModelError);
+  d.context = 4095;
+  d.batch = 1;
+  EXPECT_NO_THROW(kv_cache_bytes(l, DType::bf16, 1, 4096));
+}
