@@ -110,8 +110,9 @@ std::string dot_general_equation(int lhs_rank, int rhs_rank, const std::vector<i
 }
 
 std::string default_matmul_equation(int lhs_rank, int rhs_rank) {
-  if (lhs_rank >= 1 && rhs_rank == 2) {
-    std::string lead = std::string(kLabelPool.substr(0, lhs_rank - 1));
+  if (lhs_rank == 1 && rhs_rank == 2) return "k,kn->n";
+  if (lhs_rank >= 2 && rhs_rank == 2) {
+    std::string lead = std::string(kLabelPool.substr(0, lhs_rank - 2)) + "m";
     return lead + "k,kn->" + lead + "n";
   }
   if (lhs_rank == rhs_rank && lhs_rank >= 3) {

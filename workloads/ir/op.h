@@ -55,8 +55,9 @@ std::string dot_general_equation(int lhs_rank, int rhs_rank, const std::vector<i
                                  const std::vector<int>& rhs_batch,
                                  const std::vector<int>& lhs_contracting,
                                  const std::vector<int>& rhs_contracting);
-// Equation for "x @ w" style defaults: lhs [..., k] and rhs [k, n] (rank 2)
-// gives "...k,kn->...n"; equal-rank (>=3) operands give batched matmul over
+// Equation for "x @ w" style defaults: lhs [..., m, k] and rhs [k, n] gives
+// "mk,kn->mn" (rank 2), "amk,kn->amn" (rank 3), "k,kn->n" (rank 1);
+// equal-rank (>=3) operands give batched matmul over
 // all leading dims. Throws WorkloadError when neither form applies.
 std::string default_matmul_equation(int lhs_rank, int rhs_rank);
 

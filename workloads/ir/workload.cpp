@@ -117,6 +117,8 @@ std::vector<std::size_t> Workload::topo_order() const {
   }
   std::vector<std::size_t> cyc(path.begin() + pos[cur], path.end());
   std::reverse(cyc.begin(), cyc.end());  // producer -> consumer order
+  // Start at the op listed first, so the message points at the earliest line.
+  std::rotate(cyc.begin(), std::min_element(cyc.begin(), cyc.end()), cyc.end());
   std::string chain;
   for (auto i : cyc) chain += "'" + ops[i].name + "' -> ";
   chain += "'" + ops[cyc.front()].name + "'";

@@ -28,6 +28,7 @@ struct MeshAxis {
 class Workload {
  public:
   std::string name;
+  std::string description;  // free text, kept through files
   int version = kWorkloadFormatVersion;
   std::vector<MeshAxis> mesh;
   std::vector<Tensor> tensors;
@@ -63,8 +64,8 @@ class Workload {
 
   // Equality of the IR (ignores source locations).
   bool operator==(const Workload& o) const {
-    return name == o.name && version == o.version && mesh == o.mesh && tensors == o.tensors &&
-           ops == o.ops;
+    return name == o.name && description == o.description && version == o.version &&
+           mesh == o.mesh && tensors == o.tensors && ops == o.ops;
   }
   bool operator!=(const Workload& o) const { return !(*this == o); }
 };

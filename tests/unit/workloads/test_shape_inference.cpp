@@ -32,7 +32,11 @@ TEST(ShapeInference, MatmulRank3TimesRank2UsesLastDim) {
   WorkloadBuilder b("t");
   auto x = b.input("x", {2, 7, 64}, DType::bf16);
   auto w = b.weight("w", {64, 32}, DType::bf16);
-  EXPECT_EQ(default_matmul_equation(3, 2), "abk,kn->abn");
+  EXPECT_EQ(default_matmul_equation(3, 2), "amk,kn->amn");
+  EXPECT_EQ(default_matmul_equation(2, 2), "mk,kn->mn");
+  EXPECT_EQ(default_matmul_equation(1, 2), "k,kn->n");
+  EXPECT_EQ(default_matmul_equation(4, 4), "abmk,abkn->abmn");
+  EXPECT_THROW(default_matmul_equation(3, 4), WorkloadError);
   EXPECT_EQ(b.matmul("p", x, w).shape, (Shape{2, 7, 32}));
 }
 

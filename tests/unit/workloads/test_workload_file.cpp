@@ -1,0 +1,271 @@
+// The YAML/JSON workload format: reading the shipped examples, round trips
+// for every op kind, and a table of malformed files with their messages.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "workloads/io/workload_file.h"
+#include "workloads/ir/builder.h"
+#include "workloads/ir/cost.h"
+
+using namespace tpusim::workloads;
+using tpusim::arch::DType;
+
+namespace {
+
+std::string source_dir() {
+  const char* s = std::getenv("TPUSIM_SOURCE_DIR");
+  return s ? s : TPUSIM_SOURCE_DIR;
+}
+
+// One workload that uses every op kind (and every optional attribute).
+Workload every_op_kind() {
+  WorkloadBuilder b("every_op");
+  b.mesh_axis("data", 2);
+  b.mesh_axis("model", 4);
+  auto x = b.input("x", {2, 16, 64}, DType::bf16);
+  auto w = b.weight("w", {64, 64}, DType::bf16, MemSpace::vmem);
+  auto ids = b.input("ids", {2, 16}, DType::f32);
+  auto table = b.weight("table", {100, 64}, DType::bf16, MemSpace::cmem);
+  auto gamma = b.weight("gamma", {64}, DType::bf16);
+  auto beta = b.weight("beta", {64}, DType::bf16);
+  auto emb = b.gather("embed", table, ids);
+  auto h = b.add("sum", x, emb);
+  auto ln = b.layer_norm("ln", h, gamma, beta, -1, 1e-5);
+  auto rn = b.rms_norm("rn", ln, gamma, -1, 1e-6);
+  auto p = b.matmul("proj", rn, w, "", DType::f32);
+  auto pc = b.cast("pc", p, DType::bf16);
+  auto q = b.reshape("q", pc, {2, 16, 4, 16});
+  auto kv = b.kv_cache("kv", {2, 32, 2, 16}, DType::bf16);
+  auto att = b.attention("attn", q, kv, kv, true, 0.25);
+  auto att2 = b.reshape("att2", att, {2, 16, 64});
+  auto tr = b.transpose("tr", att2, {0, 2, 1});
+  auto bm = b.matmul("bmm", att2, tr, "bmk,bkn->bmn");
+  auto sm = b.softmax("sm", bm, -1);
+  auto r = b.reduce("red", sm, ReduceKind::mean, {1}, true);
+  auto cond = b.input("cond", {16}, DType::int8);
+  auto sel = b.elementwise("sel", "select", {cond, sm, r});
+  auto cl = b.elementwise("clamp", EwKind::clamp, {sel, r, r});
+  auto cat = b.concat("cat", {cl, sm}, 1);
+  auto sl = b.slice("sl", cat, {0, 0, 0}, {2, 32, 16}, {1, 2, 1});
+  auto img = b.input("img", {1, 32, 32, 8}, DType::int8);
+  auto flt = b.weight("flt", {3, 3, 2, 16}, DType::int8);
+  Conv2dAttrs ca;
+  ca.stride_h = 2;
+  ca.stride_w = 1;
+  ca.dilation_h = 1;
+  ca.dilation_w = 2;
+  ca.padding = PaddingMode::explicit_pads;
+  ca.pad_top = 1;
+  ca.pad_bottom = 0;
+  ca.pad_left = 2;
+  ca.pad_right = 2;
+  ca.groups = 4;
+  ca.out_dtype = DType::f32;
+  b.conv2d("conv", img, flt, ca);
+  Conv2dAttrs same;
+  same.padding = PaddingMode::same;
+  auto flt2 = b.weight("flt2", {1, 1, 8, 8}, DType::int8);
+  b.conv2d("conv_same", img, flt2, same);
+  auto ag = b.all_gather("ag", sl, {"model"}, 1);
+  auto rs = b.reduce_scatter("rs", ag, {"data", "model"}, 1, ReduceKind::max);
+  auto ar = b.all_reduce("ar", rs, {"data"}, ReduceKind::min);
+  auto a2a = b.all_to_all("a2a", ar, {"data"}, 0, 2);
+  auto cp = b.collective_permute("cp", a2a, {"model"}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+  auto bc = b.broadcast("bc", cp, {"model", "data"}, 5);
+  b.mark_output(bc);
+  auto dg = b.matmul("dg", x, x, dot_general_equation(3, 3, {0}, {0}, {2}, {2}));
+  b.elementwise("gelu", "gelu", {dg});
+  Workload wl = b.build();
+  wl.description = "covers every op kind";
+  return wl;
+}
+
+std::string error_of(const std::string& text, const std::string& file = "bad.yaml") {
+  try {
+    read_workload_string(text, file);
+  } catch (const WorkloadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kHeader = "tpusim_workload: 1\nname: t\n";
+
+}  // namespace
+
+TEST(WorkloadFile, EveryOpKindIsCovered) {
+  Workload wl = every_op_kind();
+  for (OpKind k : kAllOpKinds) {
+    bool found = false;
+    for (const auto& op : wl.ops) found = found || op.kind == k;
+    EXPECT_TRUE(found) << op_kind_name(k);
+  }
+}
+
+TEST(WorkloadFile, YamlRoundTripEveryOpKind) {
+  Workload wl = every_op_kind();
+  std::string text = workload_to_yaml(wl);
+  Workload back = read_workload_string(text, "rt.yaml");
+  EXPECT_EQ(back, wl) << text;
+  for (std::size_t i = 0; i < wl.ops.size(); ++i) EXPECT_EQ(back.ops[i], wl.ops[i]) << wl.ops[i].name;
+  for (std::size_t i = 0; i < wl.tensors.size(); ++i)
+    EXPECT_EQ(back.tensors[i], wl.tensors[i]) << wl.tensors[i].name;
+  EXPECT_EQ(workload_to_yaml(back), text);  // writing is deterministic
+}
+
+TEST(WorkloadFile, JsonRoundTripEveryOpKind) {
+  Workload wl = every_op_kind();
+  std::string text = workload_to_json(wl);
+  EXPECT_EQ(text.front(), '{');
+  Workload back = read_workload_string(text, "rt.json");
+  EXPECT_EQ(back, wl) << text;
+}
+
+TEST(WorkloadFile, RoundTripThroughFilesByExtension) {
+  Workload wl = every_op_kind();
+  auto dir = std::filesystem::temp_directory_path() / ("tpusim_wl_rt_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"w.yaml", "w.json"}) {
+    std::string path = (dir / name).string();
+    write_workload_file(wl, path);
+    Workload back = read_workload_file(path);
+    EXPECT_EQ(back, wl) << name;
+    EXPECT_EQ(back.loc.file, path);
+  }
+  std::ifstream j((dir / "w.json").string());
+  EXPECT_EQ(j.get(), '{');
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WorkloadFile, ReadsShippedMlpExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/mlp.yaml");
+  EXPECT_EQ(wl.name, "mlp");
+  ASSERT_EQ(wl.ops.size(), 7u);
+  const Tensor* y = wl.find_tensor("y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(y->shape, (Shape{8, 4096}));
+  EXPECT_EQ(y->kind, TensorKind::output);
+  EXPECT_EQ(wl.find_tensor("gate")->kind, TensorKind::activation);
+  EXPECT_EQ(wl.find_op("act")->as<ElementwiseAttrs>().kind, EwKind::silu);
+  EXPECT_EQ(wl.find_op("gate")->as<MatmulAttrs>().equation, "mk,kn->mn");  // default for rank 2 x rank 2
+  EXPECT_EQ(wl.find_op("gate")->loc.line, 15);
+  // Three matmuls: 2 * 8 * 4096 * 14336 * 3 FLOPs.
+  OpCost c = workload_cost(wl);
+  EXPECT_EQ(c.macs, 3ull * 8 * 4096 * 14336);
+}
+
+TEST(WorkloadFile, ReadsShippedJsonExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/attention_gqa.json");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  EXPECT_TRUE(wl.ops[0].as<AttentionAttrs>().causal);
+  EXPECT_EQ(wl.find_tensor("attn")->shape, (Shape{1, 2048, 32, 128}));
+}
+
+TEST(WorkloadFile, MatmulFromDotGeneralDims) {
+  std::string text = std::string(kHeader) +
+                     "tensors:\n"
+                     "  - {name: a, shape: [4, 16, 8], dtype: f32}\n"
+                     "  - {name: b, shape: [4, 16, 32], dtype: f32}\n"
+                     "ops:\n"
+                     "  - {name: mm, op: matmul, inputs: [a, b], lhs_batch: [0], rhs_batch: [0],\n"
+                     "     lhs_contracting: [1], rhs_contracting: [1]}\n";
+  Workload wl = read_workload_string(text);
+  EXPECT_EQ(wl.find_tensor("mm")->shape, (Shape{4, 8, 32}));
+}
+
+TEST(WorkloadFile, DeclaredOutputShapeIsChecked) {
+  std::string text = std::string(kHeader) +
+                     "tensors:\n"
+                     "  - {name: a, shape: [4, 8], dtype: f32}\n"
+                     "  - {name: b, shape: [8, 2], dtype: f32, kind: weight}\n"
+                     "  - {name: c, shape: [4, 3], kind: output}\n"
+                     "ops:\n"
+                     "  - {name: mm, op: matmul, inputs: [a, b], output: c}\n";
+  std::string msg = error_of(text);
+  EXPECT_NE(msg.find("bad.yaml:8:5"), std::string::npos) << msg;  // the op line
+  EXPECT_NE(msg.find("op 'mm'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("inferred [4, 2]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("declared [4, 3] at bad.yaml:6:5"), std::string::npos) << msg;
+}
+
+// Each malformed file: the message must carry the file:line:column, the key
+// path or op name, and what was expected/found.
+TEST(WorkloadFile, MalformedFiles) {
+  const std::string t2 =
+      "tensors:\n"                                           // line 3
+      "  - {name: x, shape: [8, 16], dtype: bf16}\n"         // line 4
+      "  - {name: w, shape: [16, 4], dtype: bf16, kind: weight}\n";  // line 5
+  struct Case {
+    std::string name, text;
+    std::vector<std::string> parts;
+  };
+  std::vector<Case> cases = {
+      {"syntax", "tpusim_workload: 1\nname: [unclosed\n", {"bad.yaml:", "YAML syntax error"}},
+      {"not a map", "- 1\n- 2\n", {"bad.yaml:1:1", "expected a map", "found a list"}},
+      {"missing version", "name: t\nops: []\n", {"tpusim_workload", "missing key"}},
+      {"wrong version", "tpusim_workload: 2\nname: t\nops: []\n",
+       {"bad.yaml:1:18", "expected format version 1, found 2"}},
+      {"unknown top key", std::string(kHeader) + "opz: []\nops: []\n",
+       {"bad.yaml:3:1", "unknown key 'opz'", "did you mean 'ops'?"}},
+      {"unknown dtype", std::string(kHeader) + "tensors:\n  - {name: x, shape: [2], dtype: bf61}\nops: []\n",
+       {"bad.yaml:4:34", "tensors[0].dtype (tensor 'x')", "unknown dtype 'bf61'", "did you mean 'bf16'?"}},
+      {"bad shape value", std::string(kHeader) + "tensors:\n  - {name: x, shape: [2, two], dtype: f32}\nops: []\n",
+       {"bad.yaml:4:26", "tensors[0].shape[1] (tensor 'x')", "expected an integer, found 'two'"}},
+      {"missing shape", std::string(kHeader) + "tensors:\n  - {name: x, dtype: f32}\nops: []\n",
+       {"bad.yaml:4:5", "tensors[0].shape (tensor 'x')", "need a shape"}},
+      {"unknown op key", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equaton: \"mk,kn->mn\"}\n",
+       {"bad.yaml:7:44", "ops[0].equaton (op 'mm')", "unknown key 'equaton'", "did you mean 'equation'?"}},
+      {"unknown op kind", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmull, inputs: [x, w]}\n",
+       {"bad.yaml:7:20", "ops[0].op (op 'mm')", "unknown op kind 'matmull'", "did you mean 'matmul'?"}},
+      {"unknown tensor", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, ww]}\n",
+       {"bad.yaml:7:5", "op 'mm' (matmul)", "unknown tensor 'ww' referenced as input 1", "did you mean 'w'?"}},
+      {"shape mismatch", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [w, x]}\n",
+       {"bad.yaml:7:5", "op 'mm' (matmul)", "lhs shape [16, 4]", "rhs shape [8, 16]"}},
+      {"operand count", std::string(kHeader) + t2 + "ops:\n  - {name: e, op: exp, inputs: [x, w]}\n",
+       {"bad.yaml:7:5", "op 'e' (elementwise)", "expected 1 inputs, found 2"}},
+      {"produced twice", std::string(kHeader) + t2 +
+           "ops:\n  - {name: a, op: exp, inputs: [x], output: y}\n  - {name: b, op: neg, inputs: [x], output: y}\n",
+       {"bad.yaml:8:5", "op 'b' (elementwise)", "tensor 'y' produced twice", "op 'a' at bad.yaml:7:5"}},
+      {"cycle", std::string(kHeader) + t2 +
+           "ops:\n  - {name: a, op: add, inputs: [x, q], output: p}\n  - {name: b, op: exp, inputs: [p], output: q}\n",
+       {"bad.yaml:7:5", "dependency cycle", "'a'", "'b'"}},
+      {"bad integer", std::string(kHeader) + t2 + "ops:\n  - {name: s, op: softmax, inputs: [x], axis: last}\n",
+       {"bad.yaml:7:47", "ops[0].axis (op 's')", "expected an integer, found 'last'"}},
+      {"bad padding", std::string(kHeader) + t2 + "ops:\n  - {name: c, op: conv2d, inputs: [x, w], padding: [1, 2]}\n",
+       {"bad.yaml:7:52", "ops[0].padding (op 'c')", "[top, bottom, left, right], found 2 values"}},
+      {"bad equation", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equation: \"mk,kn\"}\n",
+       {"bad.yaml:7:54", "ops[0].equation (op 'mm')", "found no '->'"}},
+      {"unknown mesh axis", std::string(kHeader) + "mesh: {data: 2}\n" + t2 +
+           "ops:\n  - {name: ar, op: all_reduce, inputs: [x], mesh_axes: [model]}\n",
+       {"bad.yaml:8:5", "op 'ar' (all_reduce)", "unknown mesh axis 'model' (declared: data)"}},
+      {"missing fn", std::string(kHeader) + t2 + "ops:\n  - {name: r, op: reduce, inputs: [x], axes: [1]}\n",
+       {"bad.yaml:7:5", "ops[0].fn (op 'r')", "missing key"}},
+      {"ops not a list", std::string(kHeader) + "ops: {a: 1}\n", {"bad.yaml:3:6", "ops", "expected a list of ops, found a map"}},
+  };
+  for (const auto& c : cases) {
+    std::string msg = error_of(c.text);
+    EXPECT_FALSE(msg.empty()) << c.name << ": no error";
+    for (const auto& p : c.parts) EXPECT_NE(msg.find(p), std::string::npos) << c.name << ": '" << p << "' not in:\n" << msg;
+  }
+}
+
+TEST(WorkloadFile, AllErrorsAreReportedTogether) {
+  std::string text = std::string(kHeader) +
+                     "tensors:\n"
+                     "  - {name: x, shape: [2], dtype: f64}\n"
+                     "  - {name: y, shape: [2], dtype: f32, knd: input}\n"
+                     "ops: []\n";
+  try {
+    read_workload_string(text);
+    FAIL() << "expected an error";
+  } catch (const WorkloadError& e) {
+    EXPECT_EQ(e.diagnostics().size(), 2u) << e.what();
+  }
+}
+
+TEST(WorkloadFile, MissingFileIsAnError) {
+  EXPECT_THROW(read_workload_file("/nonexistent/w.yaml"), WorkloadError);
+}
