@@ -14,10 +14,11 @@ namespace tpusim::sim {
 // One entry per file that registers commands; see cli.h.
 void register_config_commands();
 void register_list_command();
+void register_model_commands();
 
 namespace {
 
-void (*const kCommandModules[])() = {register_config_commands, register_list_command};
+void (*const kCommandModules[])() = {register_config_commands, register_list_command, register_model_commands};
 
 struct Command {
   std::string summary;
