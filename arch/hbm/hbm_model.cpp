@@ -21,11 +21,6 @@ Ps HbmModel::transfer(const HbmTransfer& t, Ps arrival) {
   }
 }
 
-double hbm_peak_bandwidth(const HbmConfig& c) {
-  return static_cast<double>(c.stacks) * c.channels * c.pseudo_channels * c.bus_width_bits / 8.0 *
-         c.data_rate;
-}
-
 std::unique_ptr<HbmModel> make_hbm_model(const HbmConfig& config) {
   if (config.model == "detailed") return std::make_unique<DetailedDram>(config);
   if (config.model == "calibrated") return std::make_unique<CalibratedHbm>(config);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arch/common/chip_config.h"
+#include "arch/common/derived.h"
 #include "arch/common/stats.h"
 
 namespace tpusim::arch {
@@ -68,7 +69,7 @@ class HbmModel {
 // Detailed or calibrated, as config.model says.
 std::unique_ptr<HbmModel> make_hbm_model(const HbmConfig& config);
 
-// Bytes per second of all stacks at the configured data rate.
-double hbm_peak_bandwidth(const HbmConfig& c);
+// hbm_peak_bandwidth(const HbmConfig&): bytes per second of all stacks at
+// the configured data rate, defined once in arch/common/derived.h.
 
 }  // namespace tpusim::arch
