@@ -1,0 +1,137 @@
+// Bad model files produce errors naming file:line:col, the key, what was
+// expected and what was found; fit-check numbers against hand arithmetic.
+#include <gtest/gtest.h>
+
+#include "models/zoo.h"
+
+using namespace tpusim::models;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_text(text, "m.yaml");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* kGood =
+    "name: tiny\n"
+    "family: decoder\n"
+    "hidden: 64\n"
+    "layers: 2\n"
+    "vocab: 100\n"
+    "max_context: 128\n"
+    "norm: rmsnorm\n"
+    "position: rotary\n"
+    "attention: {heads: 4, kv_heads: 2, head_dim: 16}\n"
+    "ffn: {kind: swiglu, size: 128}\n";
+
+}  // namespace
+
+TEST(ModelFile, GoodFileParses) {
+  ModelSpec m = parse_model_text(kGood, "m.yaml");
+  EXPECT_EQ(m.name, "tiny");
+  EXPECT_EQ(m.transformer.attention.kv_heads, 2);
+  // 2 layers x (attn 64*64 + 2*64*32 + 64*64 + ffn 3*64*128 + norms 2*64)
+  // + embed 100*64 + lm_head 64*100 + final norm 64.
+  std::uint64_t layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64;
+  EXPECT_EQ(count_params(m).total, 2 * layer + 2 * 100 * 64 + 64);
+}
+
+TEST(ModelFile, UnknownKeySuggestsNearest) {
+  std::string e = error_of(std::string(kGood) + "hiden_size: 3\nmax_contxt: 5\n");
+  EXPECT_NE(e.find("m.yaml:11:1: hiden_size: expected a known key, found unknown key 'hiden_size'"), std::string::npos) << e;
+  EXPECT_NE(e.find("m.yaml:12:1: max_contxt: expected a known key, found unknown key 'max_contxt' (did you mean 'max_context'?)"),
+            std::string::npos) << e;
+}
+
+TEST(ModelFile, NestedUnknownKeyHasDottedPath) {
+  std::string t = kGood;
+  t.replace(t.find("kv_heads"), 8, "kv_head");
+  std::string e = error_of(t);
+  EXPECT_NE(e.find("attention.kv_head: expected a known key, found unknown key 'kv_head' (did you mean 'kv_heads'?)"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("m.yaml:9:"), std::string::npos) << e;
+}
+
+TEST(ModelFile, WrongTypesAndValues) {
+  std::string t = kGood;
+  t.replace(t.find("hidden: 64"), 10, "hidden: big");
+  EXPECT_NE(error_of(t).find("m.yaml:3:9: hidden: expected an integer >= 1, found 'big'"), std::string::npos) << error_of(t);
+  t = kGood;
+  t.replace(t.find("swiglu"), 6, "swiglo");
+  EXPECT_NE(error_of(t).find("ffn.kind: expected one of swiglu|gelu|relu, found 'swiglo' (did you mean 'swiglu'?)"),
+            std::string::npos) << error_of(t);
+  t = kGood;
+  t.replace(t.find("layers: 2"), 9, "layers: 0");
+  EXPECT_NE(error_of(t).find("m.yaml:4:9: layers: expected an integer >= 1, found 0"), std::string::npos) << error_of(t);
+}
+
+TEST(ModelFile, MissingKeysAndInconsistentValues) {
+  std::string t = kGood;
+  t.erase(t.find("vocab: 100\n"), 11);
+  EXPECT_NE(error_of(t).find("vocab: expected an integer >= 1, found no such key"), std::string::npos) << error_of(t);
+  t = kGood;
+  t.replace(t.find("kv_heads: 2"), 11, "kv_heads: 3");
+  EXPECT_NE(error_of(t).find("attention.kv_heads: expected a divisor of heads 4, found 3"), std::string::npos) << error_of(t);
+  std::string moe = std::string(kGood) + "moe: {experts: 4, top_k: 8, expert_ffn_size: 32}\n";
+  EXPECT_NE(error_of(moe).find("moe.top_k: expected <= experts 4, found 8"), std::string::npos) << error_of(moe);
+}
+
+TEST(ModelFile, AllErrorsCollected) {
+  std::string e = error_of("name: x\nfamily: decoder\nhidden: -1\nlayers: q\n");
+  EXPECT_NE(e.find("hidden"), std::string::npos);
+  EXPECT_NE(e.find("layers"), std::string::npos);
+  EXPECT_NE(e.find("attention: expected a map"), std::string::npos) << e;
+}
+
+TEST(ModelFile, SyntaxErrorAndUnknownModel) {
+  EXPECT_NE(error_of("name: [x\n").find("m.yaml:"), std::string::npos);
+  try {
+    load_model("llama3-9b");
+    FAIL();
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("found 'llama3-9b' (did you mean 'llama3-8b'?)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FitCheck, Llama3_70bBf16DoesNotFitOneV5e) {
+  ModelSpec m = load_model("llama3-70b");
+  PhaseOptions o;
+  o.phase = Phase::decode;
+  o.batch = 1;
+  o.context = 1023;
+  const std::uint64_t v5e = 16ull << 30;  // 16 GiB HBM (tpu-specs.md: 16 GB)
+  FitReport r = check_fit(m, o, v5e);
+  EXPECT_FALSE(r.fits);
+  // Weights: 70.55e9 params x 2 bytes = 141.1 GB.
+  EXPECT_NEAR(static_cast<double>(r.footprint.weights), 141.1e9, 0.2e9);
+  // KV cache: 1024 tokens x 327,680 B.
+  EXPECT_EQ(r.footprint.kv_cache, 1024u * 327680u);
+  // 141.1 GB / 17.18 GB = 8.2 -> 9 chips (activations at batch 1 are < 1 GB).
+  EXPECT_EQ(r.min_chips, 9);
+  EXPECT_EQ(r.min_chips, static_cast<std::int64_t>((r.needed_bytes + v5e - 1) / v5e));
+  EXPECT_NEAR(r.available_gib, 16.0, 1e-9);
+  EXPECT_NE(r.message.find("does not fit; at least 9 chips"), std::string::npos) << r.message;
+}
+
+TEST(FitCheck, TrainingAddsGradientsAndAdamState) {
+  ModelSpec m = load_model("llama2-7b");
+  PhaseOptions o;
+  o.phase = Phase::train;
+  o.batch = 1;
+  o.seq_len = 1024;
+  MemoryFootprint f = memory_footprint(m, o);
+  const std::uint64_t n = count_params(m).total;
+  EXPECT_EQ(f.gradients, 2 * n);
+  EXPECT_EQ(f.optimizer, 12 * n);  // f32 master + m + v
+  o.recompute = true;
+  EXPECT_LT(memory_footprint(m, o).activations, f.activations);
+  FitReport r = check_fit(m, o, 95ull << 30);  // v5p: 95 GiB usable
+  EXPECT_FALSE(r.fits);                        // 16 B/param x 6.74e9 = 108 GB alone
+  EXPECT_EQ(r.min_chips, 2);
+  EXPECT_TRUE(check_fit(load_model("resnet50"), PhaseOptions{Phase::infer}, 16ull << 30).fits);
+}
