@@ -1,0 +1,126 @@
+// Closed-form run and operator figures; see metrics.h and docs/results.md.
+#include "sim/results/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "arch/common/derived.h"
+#include "arch/common/errors.h"
+
+namespace tpusim::sim {
+
+namespace {
+
+double mxu_throughput(const arch::TpuConfig& c, arch::DType t) {
+  auto it = c.mxu.throughput.find(t);
+  return it == c.mxu.throughput.end() ? 0.0 : it->second;
+}
+
+// Whole-chip MXU MACs per TensorCore cycle at a dtype's throughput.
+double chip_macs_per_cycle(const arch::TpuConfig& c, arch::DType t) {
+  return static_cast<double>(c.chip.tensorcores) * c.mxu.count * c.mxu.rows * c.mxu.cols *
+         mxu_throughput(c, t);
+}
+
+std::optional<double> ratio(double num, double den) {
+  if (!(den > 0)) return std::nullopt;
+  return num / den;
+}
+
+}  // namespace
+
+std::string classify_bound(std::uint64_t cycles, double roofline_cycles, double mxu_bound_cycles,
+                           double memory_bound_cycles, double clock_hz) {
+  const double c = static_cast<double>(cycles);
+  if (c > kLatencyBoundFactor * roofline_cycles &&
+      roofline_cycles < kLatencyBoundMaxRoofline * clock_hz)
+    return "latency";
+  if (mxu_bound_cycles > 0 && mxu_bound_cycles >= memory_bound_cycles) return "compute";
+  return "memory";
+}
+
+RunMetrics compute_metrics(const RunReport& r) {
+  if (!r.config) throw arch::InternalError("RunReport without a config");
+  const arch::TpuConfig& cfg = *r.config;
+  const arch::Program& prog = r.lowered.program;
+  const std::vector<OpPlan>& plans = r.lowered.ops;
+  if (!(r.sim.clock_hz > 0))
+    throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
+  if (r.sim.records.size() != prog.instrs.size())
+    throw arch::InternalError("RunReport: " + std::to_string(r.sim.records.size()) +
+                              " instruction records for " + std::to_string(prog.instrs.size()) +
+                              " instructions");
+
+  RunMetrics m;
+  m.total_cycles = r.sim.end_cycle;
+  m.clock_hz = r.sim.clock_hz;
+  m.seconds = static_cast<double>(m.total_cycles) / m.clock_hz;
+  m.peak_macs_per_cycle = chip_macs_per_cycle(cfg, arch::DType::bf16);
+  m.hbm_peak_bandwidth = arch::hbm_peak_bandwidth(cfg.hbm);
+  const double hbm_bytes_per_cycle = m.hbm_peak_bandwidth / m.clock_hz;
+
+  m.ops.resize(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    m.ops[i].index = i;
+    m.ops[i].fused = plans[i].fused_into >= 0;
+    if (plans[i].fused_into >= static_cast<int>(plans.size()))
+      throw arch::InternalError("RunReport: op '" + plans[i].name + "' fused into op index " +
+                                std::to_string(plans[i].fused_into) + " of " +
+                                std::to_string(plans.size()));
+  }
+
+  for (std::size_t id = 0; id < prog.instrs.size(); ++id) {
+    const arch::Instr& in = prog.instrs[id];
+    const arch::InstrRecord& rec = r.sim.records[id];
+    if (in.op >= plans.size())
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " +
+                                std::to_string(in.op) + " of " + std::to_string(plans.size()));
+    OpMetrics& om = m.ops[in.op];
+    if (!om.has_instrs) {
+      om.has_instrs = true;
+      om.start_cycle = rec.start;
+      om.end_cycle = rec.finish;
+    } else {
+      om.start_cycle = std::min(om.start_cycle, rec.start);
+      om.end_cycle = std::max(om.end_cycle, rec.finish);
+    }
+    if (const auto* d = std::get_if<arch::DmaWork>(&in.work))
+      if (d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm) m.hbm_bytes += d->bytes();
+  }
+
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const OpPlan& p = plans[i];
+    OpMetrics& om = m.ops[i];
+    m.total_flops += p.flops;
+    m.total_macs += p.macs;
+    m.vmem_peak_bytes = std::max(m.vmem_peak_bytes, p.vmem_peak);
+    om.roofline_cycles = static_cast<std::uint64_t>(std::ceil(std::max(0.0, p.roofline_cycles)));
+    // The op's own dtype sets the MXU rate (int8 runs faster than bf16 on
+    // some generations); a dtype the MXU lacks falls back to bf16.
+    auto t = arch::parse_dtype(p.dtype);
+    double peak = t ? chip_macs_per_cycle(cfg, *t) : 0.0;
+    if (!(peak > 0)) peak = m.peak_macs_per_cycle;
+    om.mxu_bound_cycles = peak > 0 ? static_cast<double>(p.macs) / peak : 0.0;
+    om.memory_bound_cycles =
+        hbm_bytes_per_cycle > 0 ? static_cast<double>(p.hbm_bytes) / hbm_bytes_per_cycle : 0.0;
+    if (p.padded_macs > 0)
+      om.padding_waste_pct =
+          100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));
+    if (om.fused || !om.has_instrs) continue;
+    om.cycles = om.end_cycle - om.start_cycle;
+    om.bound = classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles,
+                              om.memory_bound_cycles, m.clock_hz);
+    om.mxu_utilization =
+        ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * m.peak_macs_per_cycle);
+  }
+
+  m.achieved_tflops = ratio(static_cast<double>(m.total_flops) / 1e12, m.seconds);
+  m.mxu_utilization = ratio(static_cast<double>(m.total_macs),
+                            static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
+  m.hbm_bandwidth = ratio(static_cast<double>(m.hbm_bytes), m.seconds);
+  if (m.hbm_bandwidth) m.hbm_bandwidth_utilization = ratio(*m.hbm_bandwidth, m.hbm_peak_bandwidth);
+  return m;
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,26 @@
+// The Chrome trace-event view of a run (chrome://tracing, ui.perfetto.dev):
+// one complete event ("ph":"X") per instruction on a track per hardware
+// unit (tc0.mxu0, tc0.vpu, tc0.xlu1, dma2, ...), plus metadata events that
+// name the process (the chip) and the tracks and fix their order.
+// Timestamps are microseconds, with 6 decimals (picoseconds) so single
+// cycles of a GHz clock stay distinct.
+// Leaves out: flow arrows for dependencies, counters, multiple chips.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "sim/results/run_report.h"
+
+namespace tpusim::sim {
+
+// The track an instruction ran on: "tc<core>.mxu<i>", "tc<core>.vpu",
+// "tc<core>.xlu<i>" or "dma<i>" (DMA engines belong to the chip), where i
+// is the engine the simulation chose (InstrRecord::unit_index).
+std::string track_name(const arch::Instr& in, const arch::InstrRecord& rec);
+
+// Writes the whole trace as one JSON object {"traceEvents":[...],...}.
+// Throws arch::InternalError on an inconsistent report (see compute_metrics).
+void write_chrome_trace(const RunReport& r, std::ostream& os);
+
+}  // namespace tpusim::sim
