@@ -21,7 +21,7 @@ build: configure
 
 # Runs the default simulation and prints its result.
 run: build
-	$(BUILD)/sim/tpusim config show v5e
+	$(BUILD)/sim/tpusim run --arch v5e --gemm 4096,4096,4096 --out results/default
 
 # The whole test suite, then the unit tests again under ASan + UBSan.
 test: build

@@ -95,7 +95,11 @@ void ChipModule::sequencer(int c) {
                                                           static_cast<std::size_t>(cfg_.dma.engines));
       rec.unit_index = static_cast<std::int16_t>(engine);
       rec.start = issue;
-      dma_.start(std::get<DmaWork>(in.work), engine, [this, id] { complete(id, now_cycles()); });
+      if (tracing_) note(issue, signal_of(c, UnitKind::dma), +1);
+      dma_.start(std::get<DmaWork>(in.work), engine, [this, id, c] {
+        complete(id, now_cycles());
+        if (tracing_) note(now_cycles(), signal_of(c, UnitKind::dma), -1);
+      });
       continue;
     }
     std::vector<std::unique_ptr<UnitTiming>>* units = nullptr;
@@ -115,8 +119,49 @@ void ChipModule::sequencer(int c) {
     rec.unit_index = static_cast<std::int16_t>(u);
     rec.start = iv.start;
     pending_.emplace(iv.finish, id);
+    if (tracing_) {
+      note(iv.start, signal_of(c, in.unit), +1);
+      note(iv.finish, signal_of(c, in.unit), -1);
+    }
     wake_completer_.notify(at_cycle(pending_.top().first));
   }
+}
+
+void ChipModule::trace(sc_core::sc_trace_file* tf) {
+  tracing_ = true;
+  auto add = [&](const std::string& n) {
+    signals_.push_back(std::make_unique<sc_core::sc_signal<int>>(n.c_str()));
+    sc_core::sc_trace(tf, *signals_.back(), n);
+  };
+  add("dma_in_flight");
+  for (std::size_t c = 0; c < cores_.size(); ++c) {
+    const std::string tc = "tc" + std::to_string(c);
+    add(tc + "_mxu_in_flight");
+    add(tc + "_vpu_in_flight");
+    add(tc + "_xlu_in_flight");
+  }
+  levels_.assign(signals_.size(), 0);
+  sc_core::sc_spawn_options opt;
+  opt.spawn_method();
+  opt.dont_initialize();
+  opt.set_sensitivity(&wake_tracer_);
+  sc_core::sc_spawn([this] { tracer(); }, "tracer", &opt);
+}
+
+void ChipModule::note(std::uint64_t cycle, int signal, int delta) {
+  activity_.push({cycle, signal, delta});
+  wake_tracer_.notify(at_cycle(activity_.top().cycle));
+}
+
+void ChipModule::tracer() {
+  const std::uint64_t now = now_cycles();
+  while (!activity_.empty() && activity_.top().cycle <= now) {
+    const Activity a = activity_.top();
+    activity_.pop();
+    levels_[static_cast<std::size_t>(a.signal)] += a.delta;
+    signals_[static_cast<std::size_t>(a.signal)]->write(levels_[static_cast<std::size_t>(a.signal)]);
+  }
+  if (!activity_.empty()) wake_tracer_.notify(at_cycle(activity_.top().cycle));
 }
 
 std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {

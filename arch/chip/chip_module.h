@@ -51,6 +51,12 @@ class ChipModule : public sc_core::sc_module {
 
   double clock_hz() const { return clock_hz_; }
 
+  // Records the main activity signals in a VCD file: per TensorCore the
+  // number of MXU, VPU and XLU instructions in flight, the chip's DMA
+  // copies in flight and the count of completed instructions. Call before
+  // sc_start; costs an event per change, so meant for short runs.
+  void trace(sc_core::sc_trace_file* tf);
+
  private:
   struct Core {
     std::vector<std::unique_ptr<UnitTiming>> mxu, vpu, xlu;
@@ -80,6 +86,29 @@ class ChipModule : public sc_core::sc_module {
   using Pending = std::pair<std::uint64_t, InstrId>;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
   sc_core::sc_event wake_completer_;
+
+  // VCD tracing (only when trace() was called).
+  struct Activity {
+    std::uint64_t cycle;
+    int signal;
+    int delta;
+    bool operator>(const Activity& o) const {
+      // Ends before starts at the same cycle, so levels never overshoot.
+      if (cycle != o.cycle) return cycle > o.cycle;
+      if (delta != o.delta) return delta > o.delta;
+      return signal > o.signal;
+    }
+  };
+  void note(std::uint64_t cycle, int signal, int delta);
+  void tracer();
+  std::vector<std::unique_ptr<sc_core::sc_signal<int>>> signals_;
+  std::vector<int> levels_;
+  std::priority_queue<Activity, std::vector<Activity>, std::greater<Activity>> activity_;
+  sc_core::sc_event wake_tracer_;
+  bool tracing_ = false;
+  int signal_of(int core, UnitKind k) const {
+    return k == UnitKind::dma ? 0 : 1 + core * 3 + (k == UnitKind::mxu ? 0 : k == UnitKind::vpu ? 1 : 2);
+  }
 };
 
 }  // namespace tpusim::arch

@@ -15,10 +15,12 @@ namespace tpusim::sim {
 void register_config_commands();
 void register_list_command();
 void register_model_commands();
+void register_run_command();
 
 namespace {
 
-void (*const kCommandModules[])() = {register_config_commands, register_list_command, register_model_commands};
+void (*const kCommandModules[])() = {register_config_commands, register_list_command, register_model_commands,
+                                         register_run_command};
 
 struct Command {
   std::string summary;
@@ -31,7 +33,9 @@ std::map<std::string, Command>& registry() {
 }
 
 void register_all() {
-  if (!registry().empty()) return;
+  static bool done = false;
+  if (done) return;
+  done = true;
   for (auto* m : kCommandModules) m();
 }
 

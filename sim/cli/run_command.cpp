@@ -1,0 +1,106 @@
+// `tpusim run`: one simulation of a workload (a file or a built-in
+// micro-workload) on one chip, results written to --out and summarised on
+// stdout.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "sim/cli/cli.h"
+#include "sim/run/run.h"
+#include "sim/results/results_writer.h"
+#include "workloads/builtin.h"
+#include "workloads/io/scalesim_csv.h"
+#include "workloads/io/workload_file.h"
+#include "models/zoo.h"
+
+namespace tpusim::sim {
+
+namespace po = boost::program_options;
+
+namespace {
+
+int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
+  po::options_description opts("run options");
+  opts.add_options()
+      ("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")
+      ("workload", po::value<std::string>(), "workload file (YAML/JSON, or SCALE-Sim CSV)")
+      ("gemm", po::value<std::string>(), "built-in matmul M,K,N")
+      ("conv", po::value<std::string>(), "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")
+      ("attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")
+      ("model", po::value<std::string>(), "a model of the zoo (tpusim model list)")
+      ("phase", po::value<std::string>()->default_value("decode"), "model phase: prefill, decode, train, infer")
+      ("batch", po::value<std::int64_t>()->default_value(1), "model batch")
+      ("seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")
+      ("context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")
+      ("image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")
+      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")
+      ("out", po::value<std::string>()->default_value("results/run"), "output directory")
+      ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
+      ("vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")
+      ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
+      ("top", po::value<int>()->default_value(10), "operators shown in the stdout table");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_command_args("run", "tpusim run --arch <name|file> (--workload FILE | --gemm M,K,N | "
+                                 "--conv ... | --attention ...) [options]",
+                          args, opts, pos, vm, ctx))
+    return 0;
+  const int sources = static_cast<int>(vm.count("workload") + vm.count("gemm") + vm.count("conv") +
+                                       vm.count("attention") + vm.count("model"));
+  if (sources != 1)
+    throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
+  const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
+  if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
+
+  const std::string arch_name = vm["arch"].as<std::string>();
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  const arch::TpuConfig cfg = load_tpu_config(arch_name, sets, ctx.global.search_path());
+
+  workloads::Workload wl;
+  if (vm.count("workload")) {
+    const std::string f = vm["workload"].as<std::string>();
+    const bool csv = f.size() > 4 && f.compare(f.size() - 4, 4, ".csv") == 0;
+    wl = csv ? workloads::read_scalesim_csv(f) : workloads::read_workload_file(f);
+  } else if (vm.count("model")) {
+    const models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
+    models::PhaseOptions po;
+    if (!models::parse_phase(vm["phase"].as<std::string>(), &po.phase))
+      throw UsageError("run: unknown --phase '" + vm["phase"].as<std::string>() + "'");
+    po.batch = vm["batch"].as<std::int64_t>();
+    po.seq_len = vm["seq"].as<std::int64_t>();
+    po.context = vm["context"].as<std::int64_t>();
+    po.image_size = vm["image"].as<std::int64_t>();
+    po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
+    const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
+    if (!fit.fits) throw UsageError("run: " + fit.message);
+    wl = models::generate(spec, po);
+  } else if (vm.count("gemm")) {
+    wl = workloads::builtin::parse_gemm(vm["gemm"].as<std::string>(), *dtype);
+  } else if (vm.count("conv")) {
+    wl = workloads::builtin::parse_conv(vm["conv"].as<std::string>(), *dtype);
+  } else {
+    wl = workloads::builtin::parse_attention(vm["attention"].as<std::string>(), *dtype);
+  }
+
+  RunOptions ro;
+  ro.lowering.fusion = !vm["no-fusion"].as<bool>();
+  if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();
+  const RunReport r = run_workload(arch_name, cfg, wl, ro);
+  WriteOptions wo;
+  wo.trace = vm["trace"].as<bool>();
+  const std::string out = vm["out"].as<std::string>();
+  write_results(r, out, wo);
+  print_summary(r, ctx.out, vm["top"].as<int>());
+  ctx.out << "results: " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_run_command() {
+  register_command("run", "Simulate a workload on one chip and write CSV results", run_cmd);
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,60 @@
+// Lowering: each workload operator becomes a tiled, software-pipelined
+// program for the TensorCores (see pipeline.h): block sizes chosen by a
+// search under VMEM capacity with double-buffered inputs, HBM<->VMEM DMA,
+// MXU passes padded to the array shape, VPU/XLU work, elementwise
+// consumers fused into their producer's epilogue as XLA would (unless
+// fusion is off), work split across the TensorCores of megacore chips.
+// Leaves out: collectives (a single chip cannot run them; the multi-chip
+// model will), CMEM placement, cross-operator VMEM residency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arch/chip/isa.h"
+#include "arch/common/chip_config.h"
+#include "workloads/ir/workload.h"
+
+namespace tpusim::sim {
+
+struct LoweringOptions {
+  bool fusion = true;
+  bool megacore_split = true;         // split each operator over the TensorCores
+  double vmem_budget_fraction = 0.75;  // of VMEM per core that blocks may use
+};
+
+// What the lowering decided and knows about one workload operator.
+struct OpPlan {
+  std::string name;
+  std::string kind;
+  std::string shapes;  // "in0 x in1 -> out"
+  std::string dtype;
+  std::string blocking;  // chosen block sizes, human readable
+  std::uint64_t flops = 0;
+  std::uint64_t macs = 0;            // useful multiply-accumulates
+  std::uint64_t padded_macs = 0;     // MAC slots issued on the MXUs, padding included
+  std::uint64_t hbm_bytes = 0;       // minimum HBM traffic of the fused group it anchors
+  std::uint64_t dma_bytes = 0;       // HBM traffic the program actually moves
+  std::uint64_t vmem_peak = 0;       // bytes per core
+  double roofline_cycles = 0;        // max(FLOPs / peak, bytes / HBM bandwidth)
+  int fused_into = -1;               // anchor op index when fused, else -1
+  std::vector<std::uint32_t> fused;  // ops fused into this one
+};
+
+struct LoweredWorkload {
+  arch::Program program;
+  std::vector<OpPlan> ops;  // indexed like Workload::ops
+};
+
+// Throws ConfigError-like sim::LoweringError for workloads the chip cannot
+// run (collectives on one chip, unsupported dtype, blocks that fit nowhere).
+LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
+                      const LoweringOptions& opt = {});
+
+class LoweringError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tpusim::sim

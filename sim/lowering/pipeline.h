@@ -1,0 +1,57 @@
+// The software pipeline every lowered operator uses: a sequence of steps,
+// each loading its operand blocks from HBM into VMEM (DMA), computing on
+// them (MXU/VPU/XLU) and, when an output block is complete, running the
+// epilogue and storing it (DMA). Operand and output buffers are double
+// buffered: a load into a buffer waits for the compute that last read it,
+// an output block's epilogue waits for the store that last used its buffer.
+// Instruction order per TensorCore is the one that keeps the blocking,
+// in-order sequencer from stalling the compute units:
+//   L0 L1 C0 | C1 S0 L2 | C2 S1 L3 | ...
+// Leaves out: more than two buffers (a deeper pipeline); cross-operator
+// VMEM sharing (each operator's buffers are counted on their own).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "arch/chip/isa.h"
+
+namespace tpusim::sim {
+
+// An instruction inside a step; `after` lists earlier compute instructions
+// of the same step (by position) it waits for.
+struct StepInstr {
+  arch::Instr instr;
+  std::vector<int> after;
+};
+
+struct Step {
+  int core = 0;
+  std::vector<arch::Instr> loads;  // DMA into VMEM; empty when the blocks are resident
+  std::vector<StepInstr> compute;
+  // Epilogue and store of the output block this step completes (empty when
+  // the block still accumulates). Each waits for the whole step's compute
+  // and for the previous instruction of the epilogue.
+  std::vector<arch::Instr> epilogue;
+};
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(arch::Program& p) : p_(p) {}
+
+  arch::InstrId add(arch::Instr in);
+
+  // Emits the steps of one operator. `op` is its index for reports; `deps`
+  // are instructions (of producers) its first instruction on each core
+  // must wait for. Returns the ids of the instructions whose completion
+  // means the operator is done (its stores, or its last compute).
+  std::vector<arch::InstrId> emit_op(std::uint32_t op, const std::vector<Step>& steps,
+                                     const std::vector<arch::InstrId>& deps);
+
+  arch::Program& program() { return p_; }
+
+ private:
+  arch::Program& p_;
+};
+
+}  // namespace tpusim::sim
