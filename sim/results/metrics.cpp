@@ -76,6 +76,9 @@ RunMetrics compute_metrics(const RunReport& r) {
     if (in.op >= plans.size())
       throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " +
                                 std::to_string(in.op) + " of " + std::to_string(plans.size()));
+    if (rec.finish < rec.start)
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) +
+                                " finishes before it starts");
     OpMetrics& om = m.ops[in.op];
     if (!om.has_instrs) {
       om.has_instrs = true;

@@ -58,7 +58,7 @@ struct RunMetrics {
 
 // Throws arch::InternalError when the report is inconsistent (no config,
 // clock <= 0, records not matching the program, an instruction naming an
-// op that does not exist): those are bugs in the code that built it.
+// op that does not exist or finishing before it starts): those are bugs in the code that built it.
 RunMetrics compute_metrics(const RunReport& r);
 
 // The bound rule (docs/results.md): `latency` if cycles > 4 x roofline and

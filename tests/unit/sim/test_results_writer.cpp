@@ -629,6 +629,28 @@ TEST(ResultsWriter, TraceIsValidJsonWithNamedTracks) {
   fs::remove_all(d);
 }
 
+TEST(ResultsWriter, TraceTracksOfASecondTensorCore) {
+  Fixture f;
+  // Move the softmax's VPU and XLU work to TensorCore 1: its units get their
+  // own tracks, after core 0's and before the chip's DMA engines.
+  f.r.lowered.program.instrs[6].core = 1;
+  f.r.lowered.program.instrs[7].core = 1;
+  std::ostringstream os;
+  write_chrome_trace(f.r, os);
+  const Json root = JsonParser(os.str()).parse();
+  std::map<int, std::string> names;
+  for (const Json& e : root["traceEvents"].a)
+    if (e["ph"].s == "M" && e["name"].s == "thread_name")
+      names[static_cast<int>(e["tid"].n)] = e["args"]["name"].s;
+  std::vector<std::string> got;
+  for (const auto& [tid, name] : names) got.push_back(name);
+  const std::vector<std::string> want = {"tc0.mxu0", "tc0.mxu1", "tc0.vpu", "tc1.vpu", "tc1.xlu1",
+                                         "dma0",     "dma1",     "dma2",    "dma3"};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(track_name(f.r.lowered.program.instrs[7], f.r.sim.records[7]), "tc1.xlu1");
+  EXPECT_EQ(track_name(f.r.lowered.program.instrs[0], f.r.sim.records[0]), "dma0");
+}
+
 TEST(ResultsWriter, TwoWritesAreByteIdenticalExceptWallTime) {
   Fixture f;
   const fs::path a = fresh_dir("det_a");
@@ -722,6 +744,18 @@ TEST(ResultsWriter, InconsistentReportsAreInternalErrors) {
   {
     Fixture f;
     f.r.lowered.program.instrs[0].op = 9;
+    EXPECT_THROW(compute_metrics(f.r), arch::InternalError);
+  }
+  {
+    Fixture f;
+    f.r.sim.records[2].finish = f.r.sim.records[2].start - 1;
+    EXPECT_THROW(compute_metrics(f.r), arch::InternalError);
+    std::ostringstream os;
+    EXPECT_THROW(write_chrome_trace(f.r, os), arch::InternalError);
+  }
+  {
+    Fixture f;
+    f.r.lowered.ops[1].fused_into = 4;  // there are 4 ops: 0..3
     EXPECT_THROW(compute_metrics(f.r), arch::InternalError);
   }
   {
