@@ -86,6 +86,7 @@ YAML::Node parse_file(const std::string& file) {
 void record(const YAML::Node& map, const std::string& file, const std::string& prefix,
             Origins& o, bool overwrite, bool is_override = false) {
   for (const auto& kv : map) {
+    if (prefix.empty() && kv.first.Scalar() == "extends") continue;
     std::string path = join(prefix, kv.first.Scalar());
     if (overwrite || !o.count(path))
       o[path] = Origin{file, kv.first.Mark(), kv.second.Mark(), is_override};
@@ -173,7 +174,7 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
   YAML::Node ext = root["extends"];
   if (!ext) {
     r.root = own;
-    record(own, file, "", r.origins, true);
+    record(root, file, "", r.origins, true);  // `own` has fresh, unmarked keys
     return r;
   }
   if (!ext.IsScalar() || ext.Scalar().empty())
@@ -204,7 +205,7 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
   Resolved base = resolve_file(base_file, chain, path);
   r.root = merge(base.root, own);
   r.origins = std::move(base.origins);
-  record(own, file, "", r.origins, true);
+  record(root, file, "", r.origins, true);
   return r;
 }
 
@@ -237,7 +238,8 @@ void apply_overrides(Resolved& r, const std::vector<std::string>& overrides) {
                                 "a syntax error: " + e.msg));
       continue;
     }
-    if (value.IsNull()) {
+    // `key=~` removes the key, as `key: ~` does in a file; `key=` is a slip.
+    if (s.find_first_not_of(" \t", eq + 1) == std::string::npos) {
       diags.push_back(
           file_diag(where, YAML::Mark::null_mark(), key, "a value after '='", "nothing"));
       continue;
@@ -584,7 +586,16 @@ arch::TpuConfig build(const Resolved& r) {
               fmt_num(m.published / scale) + unit + " (" + fmt_num(pct) + "% off)");
     }
   }
-  if (!v.diags.empty()) throw ConfigError(v.diags);
+  if (!v.diags.empty()) {
+    // Reading order: by file, then position; keyless (missing) ones last.
+    std::stable_sort(v.diags.begin(), v.diags.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      auto rank = [](const Diagnostic& d) { return d.line == 0 ? 1 << 30 : d.line; };
+      if (a.file != b.file) return a.file < b.file;
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      return a.column < b.column;
+    });
+    throw ConfigError(v.diags);
+  }
   return c;
 }
 
