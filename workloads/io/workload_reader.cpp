@@ -5,9 +5,12 @@
 // validated.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -612,18 +615,27 @@ class Reader {
     std::set<std::string> consumed;
     for (const auto& p : ops) consumed.insert(p.op.inputs.begin(), p.op.inputs.end());
 
+    // Kahn's algorithm over tensor names; among ready ops the lowest index
+    // goes first so tensors are created in a deterministic order.
     std::vector<bool> done(ops.size(), false);
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (done[i]) continue;
+    std::vector<std::size_t> missing(ops.size(), 0);
+    std::unordered_map<std::string, std::vector<std::size_t>> waiting;
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      std::set<std::string> distinct(ops[i].op.inputs.begin(), ops[i].op.inputs.end());
+      for (const auto& in : distinct)
+        if (!known.count(in)) {
+          ++missing[i];
+          waiting[in].push_back(i);
+        }
+      if (missing[i] == 0) ready.push(i);
+    }
+    while (!ready.empty()) {
+      std::size_t i = ready.top();
+      ready.pop();
+      {
         Op& op = ops[i].op;
-        bool ready = true;
-        for (const auto& in : op.inputs) ready = ready && known.count(in);
-        if (!ready) continue;
         done[i] = true;
-        progress = true;
         std::vector<TensorType> in_types;
         for (const auto& in : op.inputs) {
           const Tensor& t = tensors[index.at(in)].t;
@@ -652,7 +664,9 @@ class Reader {
             if (!p.has_dtype) p.t.dtype = outs[k].dtype;
             p.has_shape = p.has_dtype = true;
           }
-          known.insert(name);
+          if (known.insert(name).second)
+            for (auto w : waiting[name])
+              if (--missing[w] == 0) ready.push(w);
         }
       }
     }

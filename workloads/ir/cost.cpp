@@ -33,15 +33,31 @@ using u64 = std::uint64_t;
 u64 U(std::int64_t v) { return static_cast<u64>(v); }
 }  // namespace
 
+namespace {
+template <class Find>
+OpCost cost_impl(Find find, const Op& op);
+}  // namespace
+
+// One op: a linear scan is cheaper than building an index.
 OpCost op_cost(const Workload& wl, const Op& op) {
+  return cost_impl([&](const std::string& n) { return wl.find_tensor(n); }, op);
+}
+
+OpCost op_cost(const TensorIndex& index, const Op& op) {
+  return cost_impl([&](const std::string& n) { return index.find(n); }, op);
+}
+
+namespace {
+template <class Find>
+OpCost cost_impl(Find find, const Op& op) {
   std::vector<const Tensor*> in, out;
   for (const auto& n : op.inputs) {
-    const Tensor* t = wl.find_tensor(n);
+    const Tensor* t = find(n);
     if (!t) throw WorkloadError(op.loc, "op '" + op.name + "'", "unknown tensor '" + n + "'");
     in.push_back(t);
   }
   for (const auto& n : op.outputs) {
-    const Tensor* t = wl.find_tensor(n);
+    const Tensor* t = find(n);
     if (!t) throw WorkloadError(op.loc, "op '" + op.name + "'", "unknown tensor '" + n + "'");
     out.push_back(t);
   }
@@ -125,10 +141,12 @@ OpCost op_cost(const Workload& wl, const Op& op) {
   }
   return c;
 }
+}  // namespace
 
 OpCost workload_cost(const Workload& wl) {
   OpCost total;
-  for (const auto& op : wl.ops) total += op_cost(wl, op);
+  TensorIndex index(wl);
+  for (const auto& op : wl.ops) total += op_cost(index, op);
   return total;
 }
 

@@ -24,6 +24,7 @@
 namespace tpusim::workloads {
 
 class Workload;
+class TensorIndex;
 
 struct OpCost {
   std::uint64_t flops = 0;
@@ -41,6 +42,8 @@ std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, boo
 
 // Cost of one op; its tensors must exist in wl (throws WorkloadError otherwise).
 OpCost op_cost(const Workload& wl, const Op& op);
+// Same with an index, for loops over many ops.
+OpCost op_cost(const TensorIndex& tensors, const Op& op);
 // Sum over all ops.
 OpCost workload_cost(const Workload& wl);
 

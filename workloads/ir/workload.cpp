@@ -27,6 +27,16 @@ const Op* Workload::find_op(const std::string& n) const {
   return nullptr;
 }
 
+TensorIndex::TensorIndex(const Workload& wl) {
+  map_.reserve(wl.tensors.size());
+  for (const auto& t : wl.tensors) map_.emplace(t.name, &t);
+}
+
+const Tensor* TensorIndex::find(const std::string& name) const {
+  auto it = map_.find(name);
+  return it == map_.end() ? nullptr : it->second;
+}
+
 std::optional<std::int64_t> Workload::mesh_axis_size(const std::string& axis) const {
   for (const auto& m : mesh)
     if (m.name == axis) return m.size;

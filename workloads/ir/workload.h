@@ -70,4 +70,15 @@ class Workload {
   bool operator!=(const Workload& o) const { return !(*this == o); }
 };
 
+// O(1) name -> tensor lookup for hot loops (Workload::find_tensor scans).
+// Points into the workload: rebuild it after tensors are added or moved.
+class TensorIndex {
+ public:
+  explicit TensorIndex(const Workload& wl);
+  const Tensor* find(const std::string& name) const;
+
+ private:
+  std::unordered_map<std::string, const Tensor*> map_;
+};
+
 }  // namespace tpusim::workloads

@@ -176,6 +176,27 @@ TEST(WorkloadFile, MatmulFromDotGeneralDims) {
   EXPECT_EQ(wl.find_tensor("mm")->shape, (Shape{4, 8, 32}));
 }
 
+TEST(WorkloadFile, OpsMayBeListedInAnyOrder) {
+  // Consumers before producers: the reader infers h1 before h2 before y.
+  std::string text = std::string(kHeader) +
+                     "tensors:\n"
+                     "  - {name: x, shape: [4, 8], dtype: f32}\n"
+                     "  - {name: w, shape: [8, 3], dtype: f32, kind: weight}\n"
+                     "ops:\n"
+                     "  - {name: y, op: exp, inputs: [h2]}\n"
+                     "  - {name: h2, op: relu, inputs: [h1]}\n"
+                     "  - {name: h1, op: matmul, inputs: [x, w]}\n";
+  Workload wl = read_workload_string(text);
+  EXPECT_EQ(wl.find_tensor("y")->shape, (Shape{4, 3}));
+  EXPECT_EQ(wl.find_tensor("y")->kind, TensorKind::output);
+  EXPECT_EQ(wl.find_tensor("h1")->kind, TensorKind::activation);
+  EXPECT_EQ(wl.topo_order(), (std::vector<std::size_t>{2, 1, 0}));
+  // Indexed and scanning cost lookups agree.
+  TensorIndex index(wl);
+  EXPECT_EQ(op_cost(index, wl.ops[2]).flops, op_cost(wl, wl.ops[2]).flops);
+  EXPECT_EQ(op_cost(wl, wl.ops[2]).flops, 2u * 4 * 8 * 3);
+}
+
 TEST(WorkloadFile, DeclaredOutputShapeIsChecked) {
   std::string text = std::string(kHeader) +
                      "tensors:\n"
