@@ -31,10 +31,22 @@ std::string slurp(const std::string& f) {
   return ss.str();
 }
 
+// $TPUSIM_BINARY, or else the build tree's sim/tpusim next to tests/: the
+// shared tpusim_test_dir() passes two variables in one ENVIRONMENT property
+// and POST_BUILD discovery splits them, so CTest sets only the first.
+std::string binary() {
+  if (const char* b = std::getenv("TPUSIM_BINARY")) return b;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  auto guess = self.parent_path().parent_path() / "sim" / "tpusim";
+  if (ec || !std::filesystem::exists(guess))
+    throw std::runtime_error("TPUSIM_BINARY is not set and " + guess.string() + " is missing");
+  return guess.string();
+}
+
 // Runs `tpusim <args>` (args already shell-quoted where needed).
 Result tpusim(const std::string& args, const std::string& env = "") {
-  const char* bin = std::getenv("TPUSIM_BINARY");
-  if (!bin) throw std::runtime_error("TPUSIM_BINARY is not set");
+  const std::string bin = binary();
   TempDir d;
   std::string out = d.path() + "/out", err = d.path() + "/err";
   std::string cmd = env + " '" + bin + "' " + args + " >" + out + " 2>" + err;
