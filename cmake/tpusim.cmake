@@ -22,7 +22,10 @@ endfunction()
 
 # tpusim_test_dir(DIR LINKS ... [SCMAIN]): one executable per test_*.cpp in
 # DIR, each test case discovered by CTest and run in its own process (so a
-# SystemC test elaborates once per process). SCMAIN links the test main that
+# SystemC test elaborates once per process). Tests find the source tree
+# through the TPUSIM_SOURCE_DIR compile definition and the executable
+# through the TPUSIM_BINARY environment variable (one variable: a list
+# would be split by the discovery script). SCMAIN links the test main that
 # runs GoogleTest from sc_main (for tests that link the SystemC kernel).
 function(tpusim_test_dir dir)
   cmake_parse_arguments(A "SCMAIN" "PREFIX;TIMEOUT" "LINKS" ${ARGN})
@@ -42,6 +45,6 @@ function(tpusim_test_dir dir)
     endif()
     gtest_discover_tests(${exe} DISCOVERY_TIMEOUT 60
       PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS ${A_PREFIX}
-      ENVIRONMENT "TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR};TPUSIM_BINARY=$<TARGET_FILE:tpusim>")
+      ENVIRONMENT "TPUSIM_BINARY=$<TARGET_FILE:tpusim>")
   endforeach()
 endfunction()
