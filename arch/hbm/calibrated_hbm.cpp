@@ -69,15 +69,8 @@ Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
   const std::uint64_t u = units_of(t);
   if (u == 0) return 0;
   const std::uint64_t unit_bytes = t.contiguous() ? 1 : std::max<std::uint64_t>(t.row_bytes, 1);
-  const std::uint64_t lin = pow2_floor(std::max<std::uint64_t>(kLinearBytes / unit_bytes, 1));
-  if (u <= lin) {
-    const std::uint64_t lo = pow2_floor(u);
-    const Ps tlo = sample(t, lo);
-    if (u == lo) return tlo;
-    const Ps thi = sample(t, 2 * lo);
-    return tlo + static_cast<Ps>(std::llround(static_cast<double>(thi - tlo) *
-                                              static_cast<double>(u - lo) / static_cast<double>(lo)));
-  }
+  const std::uint64_t lin = pow2_floor(std::max<std::uint64_t>(kExactBytes / unit_bytes, 1));
+  if (u <= lin) return sample(t, u);
   const Ps t1 = sample(t, lin);
   const Ps t4 = sample(t, 4 * lin);
   const double slope = static_cast<double>(t4 - t1) / static_cast<double>(3 * lin);
@@ -99,17 +92,19 @@ double CalibratedHbm::contention(const HbmTransfer& t, int k) {
   auto it = contention_.find(key);
   if (it != contention_.end()) return it->second;
   const std::uint64_t unit_bytes = t.contiguous() ? 1 : std::max<std::uint64_t>(t.row_bytes, 1);
-  const std::uint64_t u = pow2_floor(std::max<std::uint64_t>(kLinearBytes / unit_bytes, 1));
+  const std::uint64_t u = pow2_floor(std::max<std::uint64_t>(kExactBytes / unit_bytes, 1));
   const HbmTransfer s = shape(t, u);
   DetailedDram d(cfg_);
   ++detailed_runs_;
-  // Streams 1 GiB apart (a multiple of every preset's full interleave span),
-  // so they walk the same banks in step: the worst case for row conflicts,
-  // and the case of concurrent DMAs over similarly laid-out tensors.
+  // Streams 1 GiB + 160 KiB apart: 160 KiB is 5 interleave units per
+  // pseudo-channel of a 2-stack memory, so the streams walk different banks
+  // (shifts 0, 5, 10, ... mod 16) and share the bus without row conflicts,
+  // as tensors at unrelated addresses do. Streams aligned to the same bank
+  // conflict and FR-FCFS serves them nearly one after the other: not modelled.
   std::vector<std::uint64_t> ids;
   for (int i = 0; i < k; ++i) {
     HbmTransfer x = s;
-    x.base = static_cast<std::uint64_t>(i) << 30;
+    x.base = static_cast<std::uint64_t>(i) * ((1ull << 30) + (160ull << 10));
     ids.push_back(d.submit(x, 0));
   }
   Ps last = 0;
@@ -138,7 +133,8 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   const Ps alone = alone_time(t);
   a.tail = std::min(atom_latency(t), alone);
   a.remaining = static_cast<double>(alone - a.tail);
-  for (int k = 1; k <= kMaxStreams; ++k) a.c_scale[k] = k * contention(t, k);
+  a.shape = t;
+  a.c_scale[1] = 1.0;  // the others are measured when that many run at once
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) +
@@ -154,8 +150,15 @@ double CalibratedHbm::speed(const Active& a) const {
   return 1.0 / scale;
 }
 
+void CalibratedHbm::ensure_scales() {
+  const int k = std::min<int>(static_cast<int>(active_.size()), kMaxStreams);
+  for (Active& a : active_)
+    if (k > 0 && a.c_scale[k] == 0) a.c_scale[k] = k * contention(a.shape, k);
+}
+
 void CalibratedHbm::advance(Ps to) {
   for (;;) {
+    ensure_scales();
     // Next arrival.
     Ps next_arr = kNever;
     for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);

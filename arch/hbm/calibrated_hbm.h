@@ -4,10 +4,12 @@
 //  - pattern class = read/write, atom size, and contiguous or strided
 //    (row_bytes, stride); size is counted in units (bytes if contiguous,
 //    rows if strided);
-//  - up to kLinearUnits-sized transfers: detailed runs at power-of-two sizes
-//    2^k and 2^(k+1) bracketing the size, interpolated linearly in size;
-//  - above: the time at the largest bracket plus the steady-state time per
-//    unit, the slope between two long runs (8 and 32 MiB worth), which
+//  - up to kExactBytes: a detailed run of exactly that size (cached per
+//    size; a small transfer's time depends on which refreshes it meets, which
+//    no interpolation captures within 2%). Workloads repeat a few tile sizes,
+//    so this stays a handful of short runs;
+//  - above: the time at kExactBytes plus the steady-state time per unit,
+//    the slope between two long runs (kExactBytes and 4x that), which
 //    averages refresh.
 // Concurrent transfers share bandwidth by processor sharing: a transfer
 // needs S = T_alone - L of service (L = unloaded one-atom latency, paid
@@ -18,7 +20,8 @@
 // the completion below by the last atom's arrival + L.
 // Every calibration run starts at t = 0 on an idle, refresh-phase-0 memory,
 // so a small transfer's time is the one it has at that refresh phase.
-// Leaves out: channel locality of small concurrent transfers (two 4 KiB
+// Leaves out: streams aligned to hit the same banks at the same time (row
+// conflicts make FR-FCFS serve them almost one after another), channel locality of small concurrent transfers (two 4 KiB
 // transfers on disjoint channels still share), read/write mixes between
 // concurrent transfers (each uses its own class), address alignment.
 #pragma once
@@ -33,7 +36,7 @@ namespace tpusim::arch {
 
 class CalibratedHbm : public HbmModel {
  public:
-  static constexpr std::uint64_t kLinearBytes = 8ull << 20;  // interpolate below, extrapolate above
+  static constexpr std::uint64_t kExactBytes = 8ull << 20;  // measured exactly below, extrapolated above
   static constexpr int kMaxStreams = 8;
 
   explicit CalibratedHbm(const HbmConfig& config);
@@ -57,7 +60,8 @@ class CalibratedHbm : public HbmModel {
   struct Active {
     std::uint64_t id;
     double remaining;  // service ps left
-    double c_scale[kMaxStreams + 1];
+    HbmTransfer shape;  // for its class's contention factors
+    double c_scale[kMaxStreams + 1];  // k * c(k); 0 = not yet measured
     Ps tail;           // latency paid after service
     Ps floor;          // issue-rate bound on completion
   };
@@ -72,6 +76,7 @@ class CalibratedHbm : public HbmModel {
   Ps measure(const HbmTransfer& t, std::uint64_t units);
   Ps sample(const HbmTransfer& t, std::uint64_t units);
   void advance(Ps to);
+  void ensure_scales();
   double speed(const Active& a) const;
 
   HbmConfig cfg_;

@@ -40,7 +40,7 @@ void DetailedDram::add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_
   a.bytes = static_cast<std::uint32_t>(bytes);
   a.write = write;
   a.kind = 0;
-  a.seq = next_seq_++;
+  a.seq = 0;
   per_pc[d.pc].push_back(a);
 }
 
@@ -55,7 +55,7 @@ void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
     // admission step merges streams by arrival time.
     Stream* tgt = nullptr;
     for (Stream& s : pc.streams)
-      if (s.pos == s.atoms.size() || s.atoms.back().arrival <= v.front().arrival) {
+      if (s.pos == s.atoms.size() || s.atoms.back().arrival < v.front().arrival) {
         tgt = &s;
         break;
       }
@@ -139,23 +139,38 @@ Ps DetailedDram::next_arrival(const Pc& pc) const {
 
 bool DetailedDram::admit(Pc& pc) {
   bool any = false;
+  const std::size_t ns = pc.streams.size();
   while (pc.queued < cfg_.queue_depth) {
+    // Earliest arrival first; streams that arrived together (concurrent
+    // transfers) take turns, as interleaved requests from several engines.
     Stream* src = nullptr;
-    for (Stream& s : pc.streams)
+    std::size_t src_i = 0;
+    for (std::size_t k = 0; k < ns; ++k) {
+      const std::size_t i = (pc.rr + 1 + k) % ns;
+      Stream& s = pc.streams[i];
       if (s.pos < s.atoms.size() && s.atoms[s.pos].arrival <= pc.now &&
-          (!src || s.atoms[s.pos].seq < src->atoms[src->pos].seq))
+          (!src || s.atoms[s.pos].arrival < src->atoms[src->pos].arrival)) {
         src = &s;
+        src_i = i;
+      }
+    }
     if (!src) break;
+    pc.rr = src_i;
     Atom& a = src->atoms[src->pos++];
+    a.seq = next_seq_++;  // age = admission order, for FCFS ties
     pc.banks[a.bank].q.push_back(a);
     ++pc.queued;
     any = true;
   }
   // Drop exhausted streams so that the scans above stay short.
-  if (pc.streams.size() > 1)
-    pc.streams.erase(std::remove_if(pc.streams.begin(), pc.streams.end(),
-                                    [](const Stream& s) { return s.pos == s.atoms.size(); }),
-                     pc.streams.end());
+  if (pc.streams.size() > 1) {
+    auto end = std::remove_if(pc.streams.begin(), pc.streams.end(),
+                              [](const Stream& s) { return s.pos == s.atoms.size(); });
+    if (end != pc.streams.end()) {
+      pc.streams.erase(end, pc.streams.end());
+      pc.rr = pc.streams.empty() ? 0 : pc.rr % pc.streams.size();
+    }
+  }
   return any;
 }
 

@@ -71,7 +71,7 @@ class DetailedDram : public HbmModel {
     std::uint32_t bytes;     // bytes requested (for stats)
     bool write;
     std::uint8_t kind;       // 0 hit, 1 miss (needed ACT), 2 conflict (needed PRE)
-    std::uint64_t seq;       // arrival order for FCFS ties
+    std::uint64_t seq;       // admission order, for FCFS ties
   };
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
     std::vector<Atom> atoms;
@@ -96,6 +96,7 @@ class DetailedDram : public HbmModel {
     Ps next_time = kNever;
     Ps busy_ps = 0;
     int queued = 0;
+    std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
     std::vector<Group> groups;
     std::vector<Stream> streams;
