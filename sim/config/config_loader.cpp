@@ -583,7 +583,8 @@ arch::TpuConfig build(const Resolved& r) {
       double pct = m.published > 0 ? 100.0 * (m.derived - m.published) / m.published : 0;
       v.error(m.key, false,
               "within 3% of the derived " + fmt_num(m.derived / scale) + unit + " (" + m.how + ")",
-              fmt_num(m.published / scale) + unit + " (" + fmt_num(pct) + "% off)");
+              fmt_num(m.published / scale) + unit + " (derived is " + fmt_num(std::fabs(pct)) +
+                  (pct < 0 ? "% below)" : "% above)"));
     }
   }
   if (!v.diags.empty()) {
