@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -410,8 +411,14 @@ class Validator {
         errno = 0;
         char* end = nullptr;
         long long v = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno == ERANGE || std::llabs(v) > (1LL << 53)) {
+        // Every integer key lands in an `int`.
+        if (text.empty() || *end != '\0') {
           error(path, false, f.expected(), found);
+        } else if (errno == ERANGE || v > std::numeric_limits<int>::max() ||
+                   v < std::numeric_limits<int>::min()) {
+          error(path, false,
+                f.expected() + " and <= " + std::to_string(std::numeric_limits<int>::max()),
+                found);
         } else if (!check_min(f, static_cast<double>(v))) {
           error(path, false, f.expected(), found);
         } else {
@@ -465,6 +472,8 @@ class Validator {
                 found);
         } else if (f.unit == UnitKind::size && std::floor(v) != v) {
           error(path, false, "a whole number of bytes", found);
+        } else if (f.unit == UnitKind::size && v > 9007199254740992.0) {
+          error(path, false, "a size of at most 8 PiB (2^53 bytes)", found);
         } else {
           values[path] = v;
         }
