@@ -73,7 +73,7 @@ struct MemoryConfig {
 
 struct DmaConfig {
   int engines = 4;              // per chip
-  int issue_per_cycle = 1;      // descriptors the scalar core issues per cycle
+  int issue_per_cycle = 1;      // HBM requests one engine issues per (TensorCore) cycle
   int max_outstanding = 64;     // outstanding HBM requests per engine
   std::uint64_t request_bytes = 64;  // size of one HBM request (atom)
   int setup_cycles = 0;          // fixed cost per descriptor

@@ -1,0 +1,101 @@
+// See dma_module.h.
+#include "arch/dma/dma_module.h"
+
+#include <memory>
+#include <string>
+
+#include "arch/common/errors.h"
+#include "arch/common/time.h"
+
+namespace tpusim::arch {
+
+DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config,
+                     double clock_hz, HbmModule& hbm)
+    : sc_core::sc_module(name), hbm_(hbm) {
+  if (dma.engines <= 0) throw ConfigError("dma.engines must be positive");
+  for (int i = 0; i < dma.engines; ++i) engines_.emplace_back(dma, hbm_config, clock_hz);
+  SC_HAS_PROCESS(DmaModule);
+  SC_THREAD(timers);
+}
+
+void DmaModule::at(Ps t, std::function<void()> fn) {
+  timers_.push({t, timer_seq_++, std::move(fn)});
+  timer_wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void DmaModule::timers() {
+  for (;;) {
+    const Ps now = HbmModule::now_ps();
+    while (!timers_.empty() && timers_.top().at <= now) {
+      auto fn = timers_.top().fn;
+      timers_.pop();
+      fn();
+    }
+    if (timers_.empty())
+      sc_core::wait(timer_wake_);
+    else
+      sc_core::wait(cycles_to_time(static_cast<Cycles>(timers_.top().at - now), 1e12), timer_wake_);
+  }
+}
+
+void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> on_done) {
+  if (engine >= static_cast<int>(engines_.size()))
+    throw InternalError("DmaModule::start: engine " + std::to_string(engine) + " of " +
+                        std::to_string(engines_.size()));
+  if (engine < 0) {
+    engine = static_cast<int>(next_engine_);
+    next_engine_ = (next_engine_ + 1) % engines_.size();
+  }
+  const Ps now = HbmModule::now_ps();
+  DmaPlan p = engines_[static_cast<std::size_t>(engine)].plan(d, now);
+  ++descriptors_;
+  bytes_ += d.bytes();
+  requests_ += p.requests;
+  // Completion: all HBM transfers done, and never before the last request
+  // has been issued (on-chip copies take the issue time only).
+  struct Join {
+    std::size_t left;
+    Ps done;
+    std::function<void()> fn;
+  };
+  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1, p.issue_end, std::move(on_done)});
+  auto finish = [this, j, now](Ps t) {
+    j->done = std::max(j->done, t);
+    if (--j->left == 0) {
+      ++completed_;
+      latency_sum_ += static_cast<double>(j->done - now);
+      at(j->done, j->fn);  // j->done >= now: runs at that exact time
+    }
+  };
+  for (auto& [t, arrival] : p.hbm) {
+    hbm_bytes_ += t.bytes();
+    hbm_.submit(t, arrival, finish);
+  }
+  finish(p.issue_end);
+}
+
+void DmaModule::start(const DmaDescriptor& d, sc_core::sc_event& done, int engine) {
+  start(d, engine, [&done] { done.notify(sc_core::SC_ZERO_TIME); });
+}
+
+void DmaModule::start(const DmaWork& work, int engine, std::function<void()> on_done) {
+  start(DmaDescriptor::from_work(work), engine, std::move(on_done));
+}
+
+StatList DmaModule::stats() const {
+  return {
+      {"descriptors", static_cast<double>(descriptors_), "count", "descriptors started"},
+      {"completed", static_cast<double>(completed_), "count", "descriptors completed"},
+      {"bytes", static_cast<double>(bytes_), "bytes", "bytes copied"},
+      {"hbm_bytes", static_cast<double>(hbm_bytes_), "bytes", "bytes moved to or from HBM"},
+      {"requests", static_cast<double>(requests_), "count", "memory requests issued"},
+      {"avg_latency", completed_ ? latency_sum_ / completed_ * 1e-12 : 0, "s",
+       "start to completion, mean per descriptor"},
+  };
+}
+
+std::vector<std::pair<std::string, StatList>> DmaModule::block_stats() const {
+  return {{"dma", stats()}, {"hbm", hbm_.stats()}};
+}
+
+}  // namespace tpusim::arch
