@@ -36,6 +36,14 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
       if (d >= id)
         throw std::invalid_argument("instruction " + std::to_string(id) +
                                     " waits for a later instruction " + std::to_string(d));
+    const int have = in.unit == UnitKind::mxu   ? cfg.mxu.count
+                     : in.unit == UnitKind::xlu ? cfg.xlu.count
+                     : in.unit == UnitKind::dma ? cfg.dma.engines
+                                                : 1;
+    if (have <= 0 || in.index >= have)
+      throw std::invalid_argument("instruction " + std::to_string(id) + " needs " +
+                                  unit_kind_name(in.unit) + " " + std::to_string(std::max<int>(0, in.index)) +
+                                  " but the chip has " + std::to_string(std::max(0, have)));
     cores_[in.core].instrs.push_back(id);
   }
   for (int c = 0; c < ncores; ++c)

@@ -43,6 +43,7 @@ struct ChipFigures {
   int cores = 1;
   int mxus = 1;
   int rows = 128, cols = 128;
+  int xlus = 2;
   double hbm_bytes_per_cycle = 1;
   std::uint64_t vmem_budget = 0;
   const arch::TpuConfig* cfg = nullptr;
@@ -64,6 +65,7 @@ ChipFigures figures(const arch::TpuConfig& cfg, const LoweringOptions& opt) {
   f.mxus = std::max(1, cfg.mxu.count);
   f.rows = cfg.mxu.rows;
   f.cols = cfg.mxu.cols;
+  f.xlus = cfg.xlu.count;
   const auto& h = cfg.hbm;
   const double hbm_bw = static_cast<double>(h.stacks) * h.channels * h.pseudo_channels *
                         h.bus_width_bits / 8.0 * h.data_rate;
@@ -126,7 +128,10 @@ Instr vpu(std::uint64_t elements, DType t, double alu, double trans, int inputs,
   return in;
 }
 
-Instr xlu(XluOp op, std::uint64_t elements, DType t) {
+// Cross-lane work on an XLU; a chip without XLUs (TPUv1) does it on the
+// VPU as one extra ALU pass over the elements.
+Instr xlu(const ChipFigures& f, XluOp op, std::uint64_t elements, DType t) {
+  if (f.xlus == 0) return vpu(elements, t, 1, 0, 1, 1);
   Instr in;
   in.unit = UnitKind::xlu;
   in.work = XluWork{op, elements, t};
@@ -616,7 +621,7 @@ std::vector<Step> Lowerer::lower_rows(std::size_t i, const Epilogue& ep, OpPlan&
         s.loads.push_back(load(addr(op.inputs[k]), std::max<std::uint64_t>(1, tensor(op.inputs[k]).bytes())));
     s.compute.push_back({vpu(e1 - e0, x.dtype, std::max(1.0, alu), trans, 1, 1), {}});
     for (int r = 0; r < reductions; ++r)
-      s.compute.push_back({xlu(XluOp::reduce, e1 - e0, x.dtype), {static_cast<int>(s.compute.size()) - 1}});
+      s.compute.push_back({xlu(f_, XluOp::reduce, e1 - e0, x.dtype), {static_cast<int>(s.compute.size()) - 1}});
     add_extra_loads(s, ep, o0, o1 - o0, out_elems, c == 0);
     add_epilogue(s, ep, std::max<std::uint64_t>(1, o1 - o0), std::max<std::uint64_t>(1, o1 - o0), 1,
                  std::max<std::uint64_t>(1, o1 - o0), o0, out.dtype, 0, 0, 1);
@@ -678,7 +683,7 @@ std::vector<Step> Lowerer::lower_attention(std::size_t i, const Epilogue& ep, Op
           const std::uint64_t scores = static_cast<std::uint64_t>(rn * cn);
           s.compute.push_back({mxu(rn, D, cn, t, 0), {}});
           s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), {0}});
-          s.compute.push_back({xlu(XluOp::reduce, 2 * scores, DType::f32), {1}});
+          s.compute.push_back({xlu(f_, XluOp::reduce, 2 * scores, DType::f32), {1}});
           s.compute.push_back({mxu(rn, cn, Dv, t, f_.mxus > 1 ? 1 : 0), {2}});
           plan.padded_macs += static_cast<std::uint64_t>(rn * round_up(D, f_.rows) * round_up(cn, f_.cols) +
                                                          rn * round_up(cn, f_.rows) * round_up(Dv, f_.cols));
@@ -774,7 +779,7 @@ std::vector<Step> Lowerer::lower_copy(std::size_t i, const Epilogue& ep, OpPlan&
       }
     }
     if (op.kind == OpKind::transpose)
-      s.compute.push_back({xlu(XluOp::transpose, e1 - e0, out.dtype), {}});
+      s.compute.push_back({xlu(f_, XluOp::transpose, e1 - e0, out.dtype), {}});
     else
       s.compute.push_back({vpu(e1 - e0, out.dtype, 1, 0, 1, 0), {}});
     add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
@@ -874,6 +879,11 @@ LoweredWorkload Lowerer::run() {
       for (const Instr& e : s.epilogue)
         if (e.unit == UnitKind::dma) plan.dma_bytes += std::get<DmaWork>(e.work).bytes();
     }
+    // The IR's minimum assumes every input byte is read once; an operator
+    // that legitimately reads a subset (slice, strided 1x1 convolution)
+    // has the smaller figure as its lower bound.
+    if (plan.dma_bytes < bytes) bytes = plan.dma_bytes;
+    plan.hbm_bytes = bytes;
     // Roofline over the whole chip: MXU peak for matmul-like FLOPs, HBM for
     // bytes (vector work is bounded by memory in this bound).
     const double peak = f_.peak_macs(op.kind == OpKind::conv2d || op.kind == OpKind::matmul ||
