@@ -45,6 +45,7 @@ class ChipModule : public sc_core::sc_module {
   // True once every instruction has completed; false after sc_start means
   // the program deadlocked (a dependency that never completes).
   bool all_done() const { return completed_ == program_.instrs.size(); }
+  std::size_t completed() const { return completed_; }
   // Per-unit statistics with their block paths ("tc0.mxu1", ...), the
   // sequencers' own, and the DMA backend's.
   std::vector<std::pair<std::string, StatList>> block_stats() const;

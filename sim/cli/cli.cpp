@@ -2,6 +2,10 @@
 // mapping; see cli.h.
 #include "sim/cli/cli.h"
 
+#include "models/model_spec.h"
+#include "sim/lowering/lowering.h"
+#include "workloads/ir/errors.h"
+
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -160,6 +164,20 @@ int cli_main(int argc, char* argv[]) {
   } catch (const UsageError& e) {
     out.flush();
     err << "tpusim: " << e.what() << "\n";
+    return 2;
+  } catch (const workloads::WorkloadError& e) {
+    // A workload file's or generator's mistake: file:line:col: op: message.
+    out.flush();
+    err << "tpusim: workload error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const models::ModelError& e) {
+    out.flush();
+    err << "tpusim: model error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const LoweringError& e) {
+    // The workload cannot run on this chip (dtype, capacity, collectives).
+    out.flush();
+    err << "tpusim: cannot map the workload onto the chip: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     out.flush();

@@ -38,6 +38,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("out", po::value<std::string>()->default_value("results/run"), "output directory")
       ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
       ("vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")
+      ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
       ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
       ("top", po::value<int>()->default_value(10), "operators shown in the stdout table");
   po::positional_options_description pos;
@@ -86,6 +87,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
   RunOptions ro;
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();
+  ro.sim.progress = !vm["quiet"].as<bool>();
   if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();
   const RunReport r = run_workload(arch_name, cfg, wl, ro);
   WriteOptions wo;

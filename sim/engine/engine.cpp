@@ -2,6 +2,7 @@
 #include "sim/engine/engine.h"
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 #include <systemc>
@@ -30,7 +31,31 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     vcd->set_time_unit(1, sc_core::SC_PS);
     chip->trace(vcd);
   }
-  sc_core::sc_start();
+  if (!opt.progress) {
+    sc_core::sc_start();
+  } else {
+    // Run in slices of simulated time so that wall time can be watched;
+    // a slice grows while it costs little wall time.
+    using clock = std::chrono::steady_clock;
+    double slice_us = 1.0;
+    auto last_report = t0;
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);  // initialization: processes become runnable
+    while (sc_core::sc_pending_activity()) {
+      const auto s0 = clock::now();
+      sc_core::sc_start(sc_core::sc_time(slice_us, sc_core::SC_US));
+      const auto now = clock::now();
+      if (std::chrono::duration<double>(now - s0).count() < 0.05 && slice_us < 1e4) slice_us *= 2;
+      if (std::chrono::duration<double>(now - t0).count() > 2.0 &&
+          std::chrono::duration<double>(now - last_report).count() > 1.0) {
+        last_report = now;
+        const std::size_t total = program.instrs.size();
+        std::fprintf(stderr, "tpusim: %.1f s: simulated %.3f us, %zu of %zu instructions done (%.0f%%)\n",
+                     std::chrono::duration<double>(now - t0).count(),
+                     sc_core::sc_time_stamp().to_seconds() * 1e6, chip->completed(), total,
+                     total ? 100.0 * static_cast<double>(chip->completed()) / static_cast<double>(total) : 100.0);
+      }
+    }
+  }
   if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
   if (!chip->all_done())
     throw EngineError("the program stopped before every instruction completed (a wait that never "

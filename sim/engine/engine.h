@@ -19,6 +19,9 @@ namespace tpusim::sim {
 
 struct SimOptions {
   std::string vcd_path;  // empty: no VCD
+  // Report progress on stderr once a run has taken more than two seconds
+  // of wall time (instructions completed, simulated time), once a second.
+  bool progress = false;
 };
 
 struct SimResult {
