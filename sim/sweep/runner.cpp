@@ -1,0 +1,358 @@
+// Child-process execution of sweep points, crash-safe row appends and the
+// progress display; see runner.h.
+#include "sim/sweep/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "sim/results/format.h"
+#include "sim/sweep/results_table.h"
+
+namespace tpusim::sim::sweep {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The child's stderr as one line: lines joined with " | ", at most 1000
+// characters (the start holds the error; later lines are usually context).
+std::string stderr_line(const std::string& text) {
+  std::string out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) continue;
+    out += (out.empty() ? "" : " | ") + line;
+  }
+  if (out.size() > 1000) out = out.substr(0, 997) + "...";
+  return out;
+}
+
+std::string duration_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+class Progress {
+ public:
+  Progress(std::ostream* os, bool tty, std::size_t total, std::size_t already)
+      : os_(os), tty_(tty), total_(total), done_(already), start_(Clock::now()), last_(start_) {}
+
+  void finished(bool ok) {
+    ++done_;
+    ++session_;
+    failed_ += ok ? 0 : 1;
+    show(false);
+  }
+  void tick() { show(false); }
+  void end() { show(true); }
+
+ private:
+  void show(bool final) {
+    if (!os_) return;
+    const double now = since(start_);
+    const double gap = since(last_);
+    if (!final && gap < (tty_ ? 0.2 : 5.0)) return;
+    last_ = Clock::now();
+    const double rate = now > 0 ? static_cast<double>(session_) / now : 0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : NAN;
+    char stats[160];
+    std::snprintf(stats, sizeof stats, "%zu/%zu points, %zu failed, %.2f points/s, ETA %s", done_, total_, failed_,
+                  rate, done_ == total_ ? "0:00" : duration_text(eta).c_str());
+    if (tty_) {
+      constexpr int kWidth = 30;
+      const int fill = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
+      *os_ << "\r[" << std::string(fill, '#') << std::string(kWidth - fill, '.') << "] " << stats << "\x1b[K";
+      if (final) *os_ << "\n";
+    } else {
+      *os_ << "sweep: " << stats << "\n";
+    }
+    os_->flush();
+  }
+
+  std::ostream* os_;
+  bool tty_;
+  std::size_t total_, done_, session_ = 0, failed_ = 0;
+  Clock::time_point start_, last_;
+};
+
+struct Running {
+  const PreparedPoint* pp = nullptr;
+  pid_t pid = -1;
+  Clock::time_point start;
+  bool timed_out = false;
+  std::string dir;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find the tpusim executable (/proc/self/exe): " + ec.message());
+  return p.string();
+}
+
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& dir) {
+  // Everything the child touches is built before fork(): after it only
+  // async-signal-safe calls are allowed.
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    // A child must not outlive a killed sweep: it would write into a run
+    // folder that the resumed sweep reuses.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o >= 0) ::dup2(o, 1);
+    if (e >= 0) ::dup2(e, 2);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execv(argv[0], argv.data());
+    const char msg[] = "tpusim sweep: cannot execute the tpusim binary\n";
+    ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    ::_exit(127);
+  }
+  return pid;
+}
+
+std::vector<std::string> base_row(const SweepSpec& spec, const PreparedPoint& pp) {
+  std::vector<std::string> row = {pp.point->id, pp.config_hash};
+  for (const auto& a : spec.axes) {
+    const SweptValue* v = pp.point->find(a);
+    row.push_back(v ? v->text : "");
+  }
+  return row;
+}
+
+// The full row of a point: status and message, then the metrics of its
+// summary.csv (when ok) and the derived columns.
+std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::string>& header,
+                                  const PreparedPoint& pp, const std::string& status, const std::string& message,
+                                  const std::map<std::string, std::string>& metrics) {
+  std::vector<std::string> row = base_row(spec, pp);
+  row.push_back(status);
+  row.push_back(message);
+  for (std::size_t i = row.size(); i < header.size() - spec.derived.size(); ++i) {
+    auto it = metrics.find(header[i]);
+    row.push_back(it == metrics.end() ? "" : it->second);
+  }
+  for (const auto& d : spec.derived) {
+    std::string cell;
+    if (status == "ok") {
+      try {
+        const Value v = d.expr.eval(
+            [&](const std::string& n) { return lookup_point_value(spec, *pp.point, n, &metrics); });
+        cell = v.is_number ? format_real(v.number) : v.text;
+      } catch (const ExprError&) {
+        // A type mismatch for this point (e.g. a string metric): empty cell.
+      }
+    }
+    row.push_back(cell);
+  }
+  return row;
+}
+
+std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::string>& header, const Running& r,
+                                int status, bool* ok) {
+  std::map<std::string, std::string> metrics;
+  std::string message;
+  const std::string err = stderr_line(slurp(r.dir + "/stderr.txt"));
+  if (r.timed_out) {
+    message = "timeout: killed after the point timeout";
+  } else if (WIFSIGNALED(status)) {
+    message = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    if (!err.empty()) message += ": " + err;
+  } else if (WEXITSTATUS(status) != 0) {
+    message = "exit " + std::to_string(WEXITSTATUS(status)) + ": " + err;
+  } else {
+    const auto rows = parse_csv(slurp(r.dir + "/summary.csv"));
+    if (rows.size() < 2 || rows[0].size() != rows[1].size()) {
+      message = "the run exited 0 but wrote no readable summary.csv";
+    } else {
+      for (std::size_t i = 0; i < rows[0].size(); ++i) metrics[rows[0][i]] = rows[1][i];
+      // The child resolved the config itself; the digest must agree with
+      // the one computed up front, or the row would describe another chip.
+      if (metrics["config_hash"] != r.pp->config_hash)
+        message = "config hash mismatch: the sweep resolved " + r.pp->config_hash + ", the run wrote " +
+                  metrics["config_hash"];
+    }
+  }
+  *ok = message.empty();
+  if (!*ok) metrics.clear();
+  return make_row(spec, header, *r.pp, *ok ? "ok" : "error", message, metrics);
+}
+
+}  // namespace
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  try {
+    if (slash != std::string::npos) {
+      std::size_t a = 0, b = 0;
+      const int i = std::stoi(text.substr(0, slash), &a);
+      const int n = std::stoi(text.substr(slash + 1), &b);
+      if (a == slash && b == text.size() - slash - 1 && n >= 1 && i >= 0 && i < n) return {i, n};
+    }
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--shard expects I/N with 0 <= I < N (e.g. 0/4), found '" + text + "'");
+}
+
+SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint>& points,
+                          const SweepRunOptions& opt) {
+  const auto t0 = Clock::now();
+  SweepRunSummary sum;
+  fs::create_directories(opt.out_dir);
+  const std::vector<std::string> header = results_header(spec);
+  const std::string path = (fs::path(opt.out_dir) / "results.csv").string();
+  std::set<std::string> done;
+  if (fs::exists(path)) {
+    if (!opt.resume) {
+      Diagnostic d;
+      d.file = path;
+      d.expected = "a new output directory, or --resume to continue this sweep";
+      d.found = "an existing results.csv";
+      throw ConfigError(d);
+    }
+    ResultsFile existing = read_results(path, &header);
+    sum.dropped = existing.dropped;
+    // A torn last line (a crash in the middle of a write) must go before
+    // anything is appended after it.
+    if (existing.dropped) write_results_atomically(path, header, existing.rows);
+    for (const auto& r : existing.rows) done.insert(r[0]);
+  }
+
+  std::vector<const PreparedPoint*> todo;
+  for (const auto& pp : points) {
+    if (!in_shard(*pp.point, opt.shard_index, opt.shard_count)) continue;
+    ++sum.shard_points;
+    if (done.count(pp.point->id))
+      ++sum.already_done;
+    else
+      todo.push_back(&pp);
+  }
+
+  ResultsAppender out(path, header);
+  Progress progress(opt.quiet ? nullptr : opt.progress, opt.progress_tty, sum.shard_points, sum.already_done);
+  auto record = [&](const std::vector<std::string>& row, bool ok) {
+    out.append(row);
+    (ok ? sum.ok : sum.failed) += 1;
+    progress.finished(ok);
+  };
+
+  std::vector<const PreparedPoint*> runnable;
+  for (const PreparedPoint* pp : todo) {
+    if (!pp->error.empty())
+      record(make_row(spec, header, *pp, "error", pp->error, {}), false);
+    else
+      runnable.push_back(pp);
+  }
+
+  const std::string exe = opt.executable.empty() ? self_exe() : opt.executable;
+  int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  if (jobs < 1) jobs = 1;
+  std::vector<Running> running;
+  std::size_t next = 0;
+  while (next < runnable.size() || !running.empty()) {
+    while (static_cast<int>(running.size()) < jobs && next < runnable.size()) {
+      const PreparedPoint* pp = runnable[next++];
+      Running r;
+      r.pp = pp;
+      r.dir = (fs::path(opt.out_dir) / "runs" / pp->point->id).string();
+      fs::remove_all(r.dir);  // a folder left by a killed sweep
+      fs::create_directories(r.dir);
+      std::vector<std::string> args;
+      for (const auto& d : opt.config_path) args.insert(args.end(), {"--config-path", d});
+      args.insert(args.end(), pp->run_args.begin(), pp->run_args.end());
+      args.insert(args.end(), {"--out", r.dir});
+      r.start = Clock::now();
+      r.pid = spawn(exe, args, r.dir);
+      ++sum.ran;
+      running.push_back(std::move(r));
+    }
+    bool reaped = false;
+    for (std::size_t i = 0; i < running.size();) {
+      Running& r = running[i];
+      int status = 0;
+      const pid_t w = ::waitpid(r.pid, &status, WNOHANG);
+      if (w == r.pid) {
+        sum.child_seconds += since(r.start);
+        bool ok = false;
+        const std::vector<std::string> row = finish(spec, header, r, status, &ok);
+        record(row, ok);
+        if (!opt.keep_runs) fs::remove_all(r.dir);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+        reaped = true;
+        continue;
+      }
+      if (opt.point_timeout > 0 && !r.timed_out && since(r.start) > opt.point_timeout) {
+        ::kill(r.pid, SIGKILL);
+        r.timed_out = true;
+      }
+      ++i;
+    }
+    if (!reaped) {
+      progress.tick();
+      // Children take tens of milliseconds at least; 1 ms polling costs
+      // nothing measurable and keeps the per-point latency low.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  progress.end();
+
+  // Every point of the shard has a row: put them in spec order.
+  ResultsFile final_rows = read_results(path, &header);
+  std::set<std::string> have;
+  for (const auto& r : final_rows.rows) have.insert(r[0]);
+  bool complete = true;
+  for (const auto& pp : points)
+    if (in_shard(*pp.point, opt.shard_index, opt.shard_count) && !have.count(pp.point->id)) complete = false;
+  if (complete) {
+    sort_rows(spec, final_rows.rows);
+    write_results_atomically(path, header, final_rows.rows);
+  }
+  std::error_code ec;
+  if (!opt.keep_runs) fs::remove(fs::path(opt.out_dir) / "runs", ec);  // only if empty
+  sum.wall_seconds = since(t0);
+  return sum;
+}
+
+}  // namespace tpusim::sim::sweep
