@@ -1,0 +1,181 @@
+// Collectives over named mesh axes of a slice, executed on the ICI network
+// model as their real messages (ring steps, direct sends), so time comes
+// from the network (contention, hop latency), not from a formula.
+//
+// A collective is planned into a DAG of messages and local joins
+// (plan_collective); IciSimulator sends each message when its predecessors
+// have arrived, on one shared Network, so concurrent collectives contend.
+//
+// Sizes (CollectiveRequest::bytes), per chip, the larger side:
+//   all_gather          bytes = gathered output; each chip's input is bytes/N
+//   reduce_scatter      bytes = input; each chip's output is bytes/N
+//   all_reduce          bytes = the buffer reduced
+//   all_to_all          bytes = each chip's buffer; bytes/N goes to each peer
+//                       (the scaling book's V for all-to-all is N x bytes)
+//   collective_permute  bytes = the buffer each chip sends
+//   broadcast           bytes = the buffer, from the root to every chip
+// N = product of the lengths of the slice axes the named mesh axes map to.
+// Shards are rounded up to whole bytes.
+//
+// Algorithms (docs/ici.md):
+// - Ring stage on one axis, bidirectional: on a wrapping axis of length n
+//   each shard travels ceil((n-1)/2) hops one way and the rest the other
+//   way (the scaling book's bidirectional ring: |X|/2 hops, V/W time); on
+//   an axis without wraparound each shard travels to both ends of the line
+//   (n-1 steps, about twice as long). Reduce-scatter is the mirror: the
+//   partial sum for chip j is accumulated along the chain toward j.
+// - Over k > 1 axes the data is split in k parts that run concurrently,
+//   part p visiting the axes rotated by p (part 0: x,y; part 1: y,x), so
+//   every axis's links carry a part in the big stage: about k times faster
+//   than one axis. all_reduce = reduce_scatter over the rotated order then
+//   all_gather in reverse. A stage starts at a chip when the previous
+//   stage's messages to that chip have arrived.
+// - all_to_all and collective_permute: direct messages, dimension-order
+//   routed. broadcast: the buffer cut into pieces pipelined from the root
+//   axis by axis; on a wrapping axis even pieces go + and odd pieces go -.
+// Reduction arithmetic is not timed here: reduce_bytes_per_chip tells the
+// engine how many bytes each chip adds (one element-wise add per received
+// partial shard), to charge on the VPU.
+//
+// Leaves out: reduction compute time and its overlap, in-network
+// reduction, hierarchical/DCN collectives, mesh axes that split one
+// physical axis, non-uniform shard sizes, per-collective launch overhead.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arch/common/stats.h"
+#include "arch/ici/network.h"
+#include "arch/ici/topology.h"
+
+namespace tpusim::arch::ici {
+
+enum class CollectiveKind { all_gather, reduce_scatter, all_reduce, all_to_all, collective_permute, broadcast };
+const char* to_string(CollectiveKind k);
+CollectiveKind parse_collective_kind(const std::string& s);  // ConfigError when unknown
+
+// Named mesh axes, each mapped to one or more slice axes (0 = x, 1 = y,
+// 2 = z). A slice axis belongs to at most one mesh axis; slice axes not
+// named by any mesh axis are simply never collective axes.
+class Mesh {
+ public:
+  Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes);
+  // "x", "y" (and "z") mapped to slice axes 0, 1 (and 2).
+  static Mesh physical(const Slice& slice);
+  // Slice axes of the named mesh axes, in the order named. ConfigError for
+  // an unknown or repeated name.
+  std::vector<int> slice_axes(const std::vector<std::string>& names) const;
+  const std::vector<std::pair<std::string, std::vector<int>>>& axes() const { return axes_; }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<int>>> axes_;
+};
+
+struct CollectiveRequest {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  std::uint64_t bytes = 0;
+  std::vector<std::string> axes;  // mesh axis names
+  int root = 0;                   // broadcast: root's rank in its group
+  // collective_permute: (source rank, destination rank) pairs within each
+  // group; empty = every rank sends to rank + 1 (cyclic).
+  std::vector<std::pair<int, int>> pairs;
+  std::string label;  // free text, copied to the result
+};
+
+// One node of a planned collective: a message src -> dst, or (src == dst,
+// bytes == 0) a local join that completes when its predecessors have.
+struct PlanNode {
+  int src = 0;
+  int dst = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t reduce_bytes = 0;  // added at dst on arrival
+  std::uint32_t deps = 0;          // predecessors
+  std::vector<std::uint32_t> succ;
+};
+
+struct CollectivePlan {
+  std::string algorithm;  // e.g. "all_reduce: 2-way split over x,y; ring_bidir(x) ring_bidir(y)"
+  int group_size = 1;     // N
+  std::vector<PlanNode> nodes;
+  std::uint64_t messages() const;
+};
+
+CollectivePlan plan_collective(const Slice& slice, const Mesh& mesh, const CollectiveRequest& req);
+
+struct CollectiveResult {
+  std::uint64_t id = 0;
+  std::string label;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  std::string algorithm;
+  std::uint64_t bytes = 0;
+  int group_size = 1;
+  Ps start = 0;
+  Ps end = 0;
+  std::uint64_t messages = 0;
+  std::vector<std::uint64_t> sent_per_chip;          // bytes injected by each chip
+  std::vector<std::uint64_t> received_per_chip;      // bytes delivered to each chip
+  std::vector<std::uint64_t> reduce_bytes_per_chip;  // VPU work: bytes added on each chip
+  std::vector<std::uint64_t> bytes_per_link;         // by link id, every link of the route
+  double seconds() const { return static_cast<double>(end - start) * 1e-12; }
+  // bytes / seconds: the rate at which the collective's buffer was served.
+  double achieved_bandwidth() const;
+  std::uint64_t total_sent() const;
+  std::uint64_t total_received() const;
+  std::uint64_t total_reduce_bytes() const;
+};
+
+// Runs collectives on one network; usable standalone (run_until /
+// run_all) or driven by a SystemC module (IciModule).
+class IciSimulator {
+ public:
+  IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOptions& options = {});
+  ~IciSimulator();
+  IciSimulator(const IciSimulator&) = delete;
+  IciSimulator& operator=(const IciSimulator&) = delete;
+
+  // Plans and schedules a collective starting at `at` >= now(). Returns its
+  // id (0, 1, ...). Throws ConfigError for a request that does not fit.
+  std::uint64_t start(const CollectiveRequest& req, Ps at);
+  // Processes everything up to and including time t; returns the
+  // collectives that completed (in completion order). now() becomes t.
+  std::vector<CollectiveResult> run_until(Ps t);
+  // Runs until nothing is pending.
+  std::vector<CollectiveResult> run_all();
+  Ps next_event_time() const;  // kNeverPs when idle
+  Ps now() const { return now_; }
+  bool idle() const { return active_ == 0 && pending_.empty(); }
+
+  const Slice& slice() const { return slice_; }
+  const Mesh& mesh() const { return mesh_; }
+  Network& network() { return *net_; }
+  const Network& network() const { return *net_; }
+  // Per-link statistics over [0, now()] plus totals ("ici." prefix).
+  StatList stats() const;
+
+ private:
+  struct Active;
+  void activate(std::size_t index, Ps t, std::vector<CollectiveResult>& done);
+  void complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
+  void release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
+
+  Slice slice_;
+  Mesh mesh_;
+  std::unique_ptr<Network> net_;
+  Ps now_ = 0;
+  std::vector<std::unique_ptr<Active>> colls_;
+  std::vector<std::size_t> pending_;  // collectives not yet started, by start time
+  std::vector<std::pair<std::size_t, std::uint32_t>> msg_owner_;  // network msg id -> (coll, node)
+  std::uint64_t active_ = 0;
+  std::uint64_t completed_ = 0;
+};
+
+// One collective alone on an idle slice, started at time 0.
+CollectiveResult run_collective(const Slice& slice, const Mesh& mesh, const CollectiveRequest& req,
+                                const NetworkOptions& options = {});
+
+}  // namespace tpusim::arch::ici

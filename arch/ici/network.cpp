@@ -1,0 +1,325 @@
+// See network.h.
+#include "arch/ici/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <queue>
+
+#include "arch/common/errors.h"
+
+namespace tpusim::arch::ici {
+
+const char* to_string(Fidelity f) { return f == Fidelity::packet ? "packet" : "aggregated"; }
+
+Fidelity parse_fidelity(const std::string& s) {
+  if (s == "aggregated") return Fidelity::aggregated;
+  if (s == "packet") return Fidelity::packet;
+  throw ConfigError("ICI fidelity '" + s + "': expected aggregated or packet");
+}
+
+Network::Network(const Slice& slice, const NetworkOptions& options)
+    : slice_(slice),
+      options_(options),
+      links_(static_cast<std::size_t>(slice.num_links())),
+      chip_sent_(static_cast<std::size_t>(slice.num_chips()), 0),
+      chip_recv_(static_cast<std::size_t>(slice.num_chips()), 0) {
+  if (options.packet_bytes == 0) throw ConfigError("ICI packet size must be positive");
+  ps_per_byte_ = 1e12 / slice.config().link_bandwidth;
+  hop_ps_ = static_cast<Ps>(std::llround(slice.config().hop_latency * 1e12));
+}
+
+Ps Network::tx_ps(std::uint64_t bytes) const {
+  return static_cast<Ps>(std::llround(static_cast<double>(bytes) * ps_per_byte_));
+}
+
+std::uint64_t Network::packet_size(const Msg& m, std::uint64_t index) const {
+  const std::uint64_t p = options_.packet_bytes;
+  return index + 1 < m.packets ? p : m.bytes - p * (m.packets - 1);
+}
+
+Ps Network::message_tx(const Msg& m) const {
+  return static_cast<Ps>(m.packets - 1) * tx_ps(options_.packet_bytes) + tx_ps(packet_size(m, m.packets - 1));
+}
+
+std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at) {
+  return send(src, dst, bytes, at, slice_.route(src, dst));
+}
+
+std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, std::vector<int> route) {
+  if (bytes == 0 || src == dst || route.empty())
+    throw InternalError("Network::send: a message needs bytes and two different chips");
+  if (at < now_) throw InternalError("Network::send: send time in the past");
+  Msg m;
+  m.src = src;
+  m.dst = dst;
+  m.bytes = bytes;
+  m.route = std::move(route);
+  m.packets = (bytes + options_.packet_bytes - 1) / options_.packet_bytes;
+  msgs_.push_back(std::move(m));
+  chip_sent_[static_cast<std::size_t>(src)] += bytes;
+  ++in_flight_;
+  const std::uint64_t id = next_id_++;
+  on_send(id, at);
+  return id;
+}
+
+void Network::delivered(std::uint64_t id, Ps t, std::vector<Delivery>& out) {
+  Msg& m = msgs_[static_cast<std::size_t>(id)];
+  chip_recv_[static_cast<std::size_t>(m.dst)] += m.bytes;
+  --in_flight_;
+  std::vector<int>().swap(m.route);
+  out.push_back(Delivery{id, t});
+}
+
+StatList Network::stats(Ps elapsed) const {
+  StatList s;
+  const double el = static_cast<double>(elapsed) * 1e-12;
+  for (int l = 0; l < slice_.num_links(); ++l) {
+    const Link& k = slice_.link(l);
+    std::string name = "link.";
+    const std::vector<int> x = slice_.coords(k.src);
+    for (std::size_t a = 0; a < x.size(); ++a) name += (a ? "-" : "") + std::to_string(x[a]);
+    name += std::string(".") + (k.dir > 0 ? "+" : "-") + "xyz"[k.axis];
+    const LinkStats& st = links_[static_cast<std::size_t>(l)];
+    const double busy = static_cast<double>(st.busy) * 1e-12;
+    s.push_back({name + ".bytes_sent", static_cast<double>(st.bytes_sent), "bytes", "bytes that entered this directed link"});
+    s.push_back({name + ".bytes_received", static_cast<double>(st.bytes_received), "bytes", "bytes that reached the far chip"});
+    s.push_back({name + ".messages", static_cast<double>(st.messages), "count", "messages routed over this link"});
+    s.push_back({name + ".busy", busy, "s", "time spent transmitting"});
+    s.push_back({name + ".utilization", el > 0 ? busy / el : 0.0, "ratio", "busy time over the elapsed time"});
+  }
+  return s;
+}
+
+namespace {
+
+// ---------------------------------------------------------------- aggregated
+// Whole messages hop by hop: a message's head reaches link j of its route
+// (tx of its first packet + hop latency after it started on link j-1) and
+// joins that link's FIFO; the link serves whole messages one at a time,
+// each occupying it until max(start + tx(message), end on link j-1 + hop
+// latency + tx(last packet)). Events: head arrivals, link frees, deliveries.
+class AggregatedNetwork final : public Network {
+ public:
+  AggregatedNetwork(const Slice& s, const NetworkOptions& o)
+      : Network(s, o), queues_(static_cast<std::size_t>(s.num_links())) {}
+
+  Ps next_event_time() const override { return heap_.empty() ? kNeverPs : heap_.top().t; }
+
+  void advance_to(Ps t, std::vector<Delivery>& out) override {
+    while (!heap_.empty() && heap_.top().t <= t) {
+      const Ev e = heap_.top();
+      heap_.pop();
+      ++events_;
+      now_ = e.t;
+      switch (e.kind) {
+        case Kind::arrive: arrive(e.msg, e.hop, e.t); break;
+        case Kind::free: free_link(static_cast<int>(e.msg), e.t); break;
+        case Kind::deliver: {
+          const Msg& m = msgs_[static_cast<std::size_t>(e.msg)];
+          for (int l : m.route) links_[static_cast<std::size_t>(l)].bytes_received += m.bytes;
+          delivered(e.msg, e.t, out);
+          break;
+        }
+      }
+    }
+    now_ = std::max(now_, t);
+  }
+
+ protected:
+  void on_send(std::uint64_t id, Ps at) override {
+    prev_end_.push_back(0);
+    if (at <= now_) arrive(id, 0, now_);
+    else push(Ev{at, 0, id, 0, Kind::arrive});
+  }
+
+ private:
+  enum class Kind : std::uint8_t { arrive, free, deliver };
+  struct Ev {
+    Ps t;
+    std::uint64_t seq;
+    std::uint64_t msg;  // free: link id
+    std::uint32_t hop;
+    Kind kind;
+    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  struct Queue {
+    std::deque<std::pair<std::uint64_t, std::uint32_t>> waiting;  // (msg, hop)
+    bool busy = false;
+  };
+
+  void push(Ev e) {
+    e.seq = seq_++;
+    heap_.push(e);
+  }
+
+  void arrive(std::uint64_t id, std::uint32_t hop, Ps t) {
+    const int link = msgs_[static_cast<std::size_t>(id)].route[hop];
+    Queue& q = queues_[static_cast<std::size_t>(link)];
+    if (q.busy) q.waiting.push_back({id, hop});
+    else begin(link, id, hop, t);
+  }
+
+  void begin(int link, std::uint64_t id, std::uint32_t hop, Ps t) {
+    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+    const Ps whole = message_tx(m);
+    Ps end = t + whole;
+    Ps& prev = prev_end_[static_cast<std::size_t>(id)];
+    if (hop > 0) end = std::max(end, prev + hop_ps_ + tx_ps(packet_size(m, m.packets - 1)));
+    prev = end;
+    queues_[static_cast<std::size_t>(link)].busy = true;
+    LinkStats& st = links_[static_cast<std::size_t>(link)];
+    st.bytes_sent += m.bytes;
+    st.messages += 1;
+    st.busy += whole;
+    push(Ev{end, 0, static_cast<std::uint64_t>(link), 0, Kind::free});
+    if (hop + 1 == m.route.size()) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
+    else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, hop + 1, Kind::arrive});
+  }
+
+  void free_link(int link, Ps t) {
+    Queue& q = queues_[static_cast<std::size_t>(link)];
+    q.busy = false;
+    if (q.waiting.empty()) return;
+    const auto [id, hop] = q.waiting.front();
+    q.waiting.pop_front();
+    begin(link, id, hop, t);
+  }
+
+  std::vector<Queue> queues_;
+  std::vector<Ps> prev_end_;  // per message: end on the previous hop
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
+  std::uint64_t seq_ = 0;
+};
+
+// -------------------------------------------------------------------- packet
+class PacketNetwork final : public Network {
+ public:
+  PacketNetwork(const Slice& s, const NetworkOptions& o)
+      : Network(s, o), queues_(static_cast<std::size_t>(s.num_links())), full_tx_(tx_ps(o.packet_bytes)) {}
+
+  Ps next_event_time() const override { return heap_.empty() ? kNeverPs : heap_.top().t; }
+
+  void advance_to(Ps t, std::vector<Delivery>& out) override {
+    while (!heap_.empty() && heap_.top().t <= t) {
+      const Ev e = heap_.top();
+      heap_.pop();
+      ++events_;
+      now_ = e.t;
+      switch (e.kind) {
+        case Kind::finish: finish(e.a, e.t, out); break;
+        case Kind::arrive: arrive(e.msg, e.a, e.b, e.hop, e.t); break;
+        case Kind::deliver: delivered(e.msg, e.t, out); break;
+      }
+    }
+    now_ = std::max(now_, t);
+  }
+
+ protected:
+  void on_send(std::uint64_t id, Ps at) override {
+    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+    for (int l : m.route) links_[static_cast<std::size_t>(l)].messages += 1;
+    const std::uint32_t count = static_cast<std::uint32_t>(m.packets);
+    if (at <= now_) arrive(id, 0, count, 0, now_);
+    else push(Ev{at, 0, id, 0, count, 0, Kind::arrive});
+  }
+
+ private:
+  enum class Kind : std::uint8_t { finish, arrive, deliver };
+  struct Ev {
+    Ps t;
+    std::uint64_t seq;
+    std::uint64_t msg;
+    std::uint32_t a;    // finish: link; arrive: first packet
+    std::uint32_t b;    // arrive: packet count
+    std::uint32_t hop;  // arrive: hop index along the route
+    Kind kind;
+    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  // Consecutive packets of one message waiting at one link.
+  struct Run {
+    std::uint64_t msg;
+    std::uint32_t first;
+    std::uint32_t count;
+    std::uint32_t hop;
+  };
+  struct Queue {
+    std::deque<Run> runs;
+    bool busy = false;
+  };
+
+  void push(Ev e) {
+    e.seq = seq_++;
+    heap_.push(e);
+  }
+
+  Ps packet_tx(const Msg& m, std::uint32_t index) const {
+    return index + 1 < m.packets ? full_tx_ : tx_ps(packet_size(m, index));
+  }
+
+  void arrive(std::uint64_t id, std::uint32_t first, std::uint32_t count, std::uint32_t hop, Ps t) {
+    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+    const int link = m.route[hop];
+    Queue& q = queues_[static_cast<std::size_t>(link)];
+    if (!q.runs.empty()) {
+      Run& tail = q.runs.back();
+      if (tail.msg == id && tail.hop == hop && tail.first + tail.count == first) {
+        tail.count += count;
+        return;  // the link is busy: it is serving this queue
+      }
+    }
+    q.runs.push_back(Run{id, first, count, hop});
+    if (!q.busy) start(link, t);
+  }
+
+  void start(int link, Ps t) {
+    Queue& q = queues_[static_cast<std::size_t>(link)];
+    const Run& r = q.runs.front();
+    const Msg& m = msgs_[static_cast<std::size_t>(r.msg)];
+    q.busy = true;
+    push(Ev{t + packet_tx(m, r.first), 0, 0, static_cast<std::uint32_t>(link), 0, 0, Kind::finish});
+  }
+
+  void finish(std::uint32_t link, Ps t, std::vector<Delivery>& out) {
+    Queue& q = queues_[link];
+    Run& r = q.runs.front();
+    const std::uint64_t id = r.msg;
+    const std::uint32_t pkt = r.first;
+    const std::uint32_t hop = r.hop;
+    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+    const std::uint64_t size = packet_size(m, pkt);
+    LinkStats& st = links_[link];
+    st.bytes_sent += size;
+    st.bytes_received += size;
+    st.packets += 1;
+    st.busy += packet_tx(m, pkt);
+    ++packets_;
+    ++r.first;
+    if (--r.count == 0) q.runs.pop_front();
+    q.busy = false;
+    if (hop + 1 == m.route.size()) {
+      // Intermediate packets at the destination need no event: only the
+      // last one completes the message.
+      if (pkt + 1 == m.packets) push(Ev{t + hop_ps_, 0, id, 0, 0, 0, Kind::deliver});
+    } else {
+      push(Ev{t + hop_ps_, 0, id, pkt, 1, hop + 1, Kind::arrive});
+    }
+    if (!q.runs.empty()) start(static_cast<int>(link), t);
+    (void)out;
+  }
+
+  std::vector<Queue> queues_;
+  Ps full_tx_;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Network> make_network(const Slice& slice, const NetworkOptions& options) {
+  if (options.fidelity == Fidelity::packet) return std::make_unique<PacketNetwork>(slice, options);
+  return std::make_unique<AggregatedNetwork>(slice, options);
+}
+
+}  // namespace tpusim::arch::ici
