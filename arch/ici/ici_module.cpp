@@ -1,0 +1,54 @@
+// See ici_module.h.
+#include "arch/ici/ici_module.h"
+
+#include <algorithm>
+
+#include "arch/common/errors.h"
+
+namespace tpusim::arch::ici {
+
+Ps IciModule::now_ps() { return static_cast<Ps>(sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value()); }
+
+IciModule::IciModule(sc_core::sc_module_name name, const Slice& slice, const Mesh& mesh, const NetworkOptions& options)
+    : sc_core::sc_module(name), sim_(slice, mesh, options) {
+  if (sc_core::sc_get_time_resolution() > sc_core::sc_time(1, sc_core::SC_PS))
+    throw InternalError("IciModule needs a SystemC time resolution of 1 ps or finer");
+  SC_HAS_PROCESS(IciModule);
+  SC_THREAD(run);
+}
+
+std::uint64_t IciModule::start_collective(const CollectiveRequest& req, std::function<void()> on_done) {
+  return start_collective_with_result(req, [cb = std::move(on_done)](const CollectiveResult&) {
+    if (cb) cb();
+  });
+}
+
+std::uint64_t IciModule::start_collective_with_result(const CollectiveRequest& req, ResultCallback on_done) {
+  const std::uint64_t id = sim_.start(req, now_ps());
+  waiting_.emplace(id, std::move(on_done));
+  // Before sc_start the thread's first pass picks the request up anyway.
+  if (sc_core::sc_is_running()) wake_.notify(sc_core::SC_ZERO_TIME);
+  return id;
+}
+
+void IciModule::run() {
+  for (;;) {
+    const Ps now = now_ps();
+    for (const CollectiveResult& r : sim_.run_until(now)) {
+      auto it = waiting_.find(r.id);
+      if (it == waiting_.end()) continue;
+      ResultCallback cb = std::move(it->second);
+      waiting_.erase(it);
+      if (cb) cb(r);
+    }
+    const Ps next = sim_.next_event_time();
+    if (next == kNeverPs) {
+      sc_core::wait(wake_);
+    } else {
+      const Ps dt = std::max<Ps>(next - now, 1);
+      sc_core::wait(sc_core::sc_time(static_cast<double>(dt), sc_core::SC_PS), wake_);
+    }
+  }
+}
+
+}  // namespace tpusim::arch::ici

@@ -1,0 +1,52 @@
+// SystemC shell around the ICI collective simulator of one slice. Clients
+// (e.g. a ChipModule's sequencer) start a collective and get a callback at
+// its exact completion time; one thread advances the plain-C++ simulator
+// to the current time and sleeps until its next event or a new request, so
+// no clock is ticked and collectives overlap freely with other modules'
+// work and with each other (they contend on the shared links).
+// Leaves out: TLM sockets (callers hold a reference), charging the
+// reduction arithmetic (the result's reduce_bytes_per_chip is for the
+// caller's VPU model), per-chip views of a slice-wide collective.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+
+#include <systemc>
+
+#include "arch/common/stats.h"
+#include "arch/ici/collectives.h"
+
+namespace tpusim::arch::ici {
+
+class IciModule : public sc_core::sc_module {
+ public:
+  using ResultCallback = std::function<void(const CollectiveResult&)>;
+
+  IciModule(sc_core::sc_module_name name, const Slice& slice, const Mesh& mesh,
+            const NetworkOptions& options = {});
+
+  // Starts the collective at the current simulation time and returns at
+  // once (its id); on_done runs in this module's thread at the completion
+  // time. Throws ConfigError for a request that does not fit the slice.
+  std::uint64_t start_collective(const CollectiveRequest& req, std::function<void()> on_done);
+  std::uint64_t start_collective_with_result(const CollectiveRequest& req, ResultCallback on_done);
+
+  IciSimulator& simulator() { return sim_; }
+  const IciSimulator& simulator() const { return sim_; }
+  // Per-link statistics (bytes each way, messages, busy time, utilization
+  // over [0, now]) and totals; see IciSimulator::stats.
+  StatList stats() const { return sim_.stats(); }
+
+  static Ps now_ps();
+
+ private:
+  void run();
+
+  IciSimulator sim_;
+  std::unordered_map<std::uint64_t, ResultCallback> waiting_;
+  sc_core::sc_event wake_;
+};
+
+}  // namespace tpusim::arch::ici
