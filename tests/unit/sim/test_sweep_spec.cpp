@@ -1,0 +1,333 @@
+// Sweep specs without running anything: the expression language, point
+// counts of grid/zip/points/filters, stable ids, shard partitions, a table
+// of malformed specs (each message names file:line:column and the key),
+// results.csv reading (torn last line), merge duplicates and gaps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "sim/sweep/results_table.h"
+#include "sim/sweep/sweep_spec.h"
+
+namespace tpusim::sim::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TmpDir {
+  fs::path p;
+  TmpDir() {
+    p = fs::temp_directory_path() / ("tpusim_sweep_spec_" + std::to_string(::getpid()) + "_" +
+                                     std::to_string(counter()++));
+    fs::create_directories(p);
+  }
+  ~TmpDir() {
+    std::error_code ec;
+    fs::remove_all(p, ec);
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+double eval_num(const std::string& text, const std::map<std::string, Value>& env = {}) {
+  const Value v = Expr::parse(text).eval([&](const std::string& n) -> std::optional<Value> {
+    auto it = env.find(n);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  });
+  EXPECT_TRUE(v.is_number) << text;
+  return v.number;
+}
+
+TEST(SweepExpr, ArithmeticPrecedenceAndLogic) {
+  EXPECT_EQ(eval_num("1 + 2 * 3"), 7);
+  EXPECT_EQ(eval_num("(1 + 2) * 3"), 9);
+  EXPECT_EQ(eval_num("-2 * -3"), 6);
+  EXPECT_EQ(eval_num("7 % 4"), 3);
+  EXPECT_EQ(eval_num("1 < 2 and 3 >= 3"), 1);
+  EXPECT_EQ(eval_num("not 1 < 2 or 0"), 0);
+  EXPECT_EQ(eval_num("max(1, 5, 3) - min(4, 2)"), 3);
+  EXPECT_EQ(eval_num("log2(256)"), 8);
+  EXPECT_TRUE(std::isnan(eval_num("1 / 0")));
+  std::map<std::string, Value> env = {{"arch.mxu.rows", Value::num(256)},
+                                      {"model.batch", Value::num(8)},
+                                      {"model.context", Value::num(4096)},
+                                      {"workload.dtype", Value::str("int8")}};
+  // The example of the brief: 256 <= 256 and 8 * 4096 = 32768 < 100000.
+  EXPECT_EQ(eval_num("arch.mxu.rows <= 256 and model.batch * model.context < 100000", env), 1);
+  EXPECT_EQ(eval_num("workload.dtype == 'int8'", env), 1);
+  EXPECT_EQ(eval_num("workload.dtype != \"int8\"", env), 0);
+  // Names are recorded with their columns for up-front checks.
+  const Expr e = Expr::parse("a.b + c");
+  ASSERT_EQ(e.names().size(), 2u);
+  EXPECT_EQ(e.names()[0], (std::pair<std::string, int>{"a.b", 1}));
+  EXPECT_EQ(e.names()[1], (std::pair<std::string, int>{"c", 7}));
+}
+
+TEST(SweepExpr, ParseErrorsCarryTheColumn) {
+  struct Case {
+    const char* text;
+    int column;
+    const char* part;
+  } cases[] = {
+      {"1 +", 4, "ends where a value"},
+      {"a = 1", 3, "'=='"},
+      {"(1 + 2", 7, "expected ')'"},
+      {"a && b", 3, "'and'"},
+      {"foo(1)", 1, "unknown function"},
+      {"1 < 2 < 3", 7, "do not chain"},
+      {"'abc", 1, "unterminated"},
+      {"2x", 2, "directly followed"},
+      {"", 1, "empty"},
+      {"1 2", 3, "after a complete expression"},
+  };
+  for (const auto& c : cases) {
+    try {
+      Expr::parse(c.text);
+      ADD_FAILURE() << "no error for '" << c.text << "'";
+    } catch (const ExprError& e) {
+      EXPECT_EQ(e.column(), c.column) << c.text << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.part), std::string::npos) << c.text << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(Expr::parse("'a' + 1").eval([](const std::string&) { return std::nullopt; }), ExprError);
+  EXPECT_THROW(Expr::parse("'a' < 1").eval([](const std::string&) { return std::nullopt; }), ExprError);
+  EXPECT_THROW(Expr::parse("x").eval([](const std::string&) { return std::nullopt; }), ExprError);
+}
+
+TEST(SweepSpec, GridZipPointsAndFilterCounts) {
+  // grid 3 x 2 = 6, times a zip of 4 = 24; plus 2 explicit points = 26.
+  const SweepSpec s = parse_sweep_spec(R"(
+base: {arch: v5e, model: llama3-8b, phase: decode}
+axes:
+  grid:
+    arch.mxu.rows: [64, 128, 256]
+    workload.dtype: [bf16, int8]
+  zip:
+    model.batch: [1, 2, 4, 8]
+    model.context: [512, 1024, 2048, 4096]
+  points:
+    - {arch.mxu.rows: 32, model.batch: 1}
+    - {arch.mxu.rows: 512, model.batch: 1}
+)", "mem.yaml");
+  EXPECT_EQ(s.expanded, 26u);
+  EXPECT_EQ(s.points.size(), 26u);
+  EXPECT_EQ(s.axes, (std::vector<std::string>{"arch.mxu.rows", "workload.dtype", "model.batch", "model.context"}));
+  // Zip pairs values position by position: batch 4 always with context 2048.
+  for (const auto& p : s.points)
+    if (p.find("model.context") && p.find("model.batch")->text == "4") {
+      EXPECT_EQ(p.find("model.context")->text, "2048");
+    }
+
+  // Filter: rows <= 256 keeps 24 of the product and the 32-row point (25);
+  // batch x context < 5000 keeps zip pairs (1,512), (2,1024) (512, 2048 <
+  // 5000; 4 x 2048 = 8192 and 8 x 4096 fail), and the explicit point
+  // reads the base context 2048 (run default) x batch 1: 3 x 2 x 2 + 1 = 13.
+  const SweepSpec f = parse_sweep_spec(R"(
+base: {arch: v5e, model: llama3-8b}
+axes:
+  grid: {arch.mxu.rows: [64, 128, 256], workload.dtype: [bf16, int8]}
+  zip: {model.batch: [1, 2, 4, 8], model.context: [512, 1024, 2048, 4096]}
+  points: [{arch.mxu.rows: 32, model.batch: 1}, {arch.mxu.rows: 512, model.batch: 1}]
+filters:
+  - arch.mxu.rows <= 256 and model.batch * model.context < 5000
+)", "mem.yaml");
+  EXPECT_EQ(f.expanded, 26u);
+  EXPECT_EQ(f.points.size(), 13u);
+  for (std::size_t i = 0; i < f.points.size(); ++i) EXPECT_EQ(f.points[i].index, i);
+
+  // Two zip groups multiply: 2 x 3 = 6; no axes at all = the base run.
+  EXPECT_EQ(parse_sweep_spec("base: {gemm: '8,8,8'}\naxes:\n  zip:\n    - {arch.mxu.rows: [8, 16]}\n"
+                             "    - {arch.mxu.cols: [8, 16, 32], arch.mxu.count: [1, 2, 3]}\n",
+                             "m.yaml")
+                .points.size(),
+            6u);
+  EXPECT_EQ(parse_sweep_spec("base: {gemm: '8,8,8'}\n", "m.yaml").points.size(), 1u);
+}
+
+TEST(SweepSpec, PointIdsAreStableAndDependOnlyOnValues) {
+  const SweepSpec a = parse_sweep_spec(
+      "base: {gemm: '8,8,8'}\naxes:\n  grid: {arch.mxu.rows: [8, 16], workload.dtype: [bf16, int8]}\n", "a.yaml");
+  // The same points listed in another order and with another base.
+  const SweepSpec b = parse_sweep_spec(
+      "base: {gemm: '16,16,16'}\naxes:\n  grid: {workload.dtype: [int8, bf16], arch.mxu.rows: [16, 8]}\n", "b.yaml");
+  std::set<std::string> ia, ib;
+  for (const auto& p : a.points) ia.insert(p.id);
+  for (const auto& p : b.points) ib.insert(p.id);
+  EXPECT_EQ(ia.size(), 4u);
+  EXPECT_EQ(ia, ib);
+  for (const auto& id : ia) {
+    EXPECT_EQ(id.size(), 13u);
+    EXPECT_EQ(id[0], 'p');
+  }
+}
+
+TEST(SweepSpec, ShardsAreDisjointAndCompleteForOneToSevenShards) {
+  const SweepSpec s = parse_sweep_spec(
+      "base: {gemm: '8,8,8'}\naxes:\n  grid: {arch.mxu.rows: [8, 16, 32, 64, 128], arch.mxu.cols: [8, 16, 32, 64]}\n",
+      "s.yaml");
+  ASSERT_EQ(s.points.size(), 20u);
+  for (int n = 1; n <= 7; ++n) {
+    std::map<std::string, int> owner;
+    std::size_t smallest = SIZE_MAX, largest = 0;
+    for (int i = 0; i < n; ++i) {
+      std::size_t count = 0;
+      for (const auto& p : s.points)
+        if (in_shard(p, i, n)) {
+          EXPECT_EQ(owner.count(p.id), 0u) << "point " << p.id << " in two shards of " << n;
+          owner[p.id] = i;
+          ++count;
+        }
+      smallest = std::min(smallest, count);
+      largest = std::max(largest, count);
+    }
+    EXPECT_EQ(owner.size(), s.points.size()) << n << " shards";
+    EXPECT_LE(largest - smallest, 1u) << n << " shards";
+  }
+}
+
+// Each malformed spec must fail with a message holding its file:line:col
+// and the key (and, where there is one, the suggestion).
+TEST(SweepSpec, MalformedSpecsNameFileLineColumnAndKey) {
+  struct Case {
+    const char* text;
+    std::vector<std::string> parts;
+  } cases[] = {
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rowz: [1, 2]\n",
+       {"bad.yaml:4:5:", "axes.grid.arch.mxu.rowz", "did you mean 'arch.mxu.rows'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    mxu.rows: [1, 2]\n", {"bad.yaml:4:5:", "did you mean 'arch.mxu.rows'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.bacth: [1, 2]\n",
+       {"bad.yaml:4:5:", "model.bacth", "did you mean 'model.batch'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  zip:\n    arch.mxu.rows: [1, 2]\n    arch.mxu.cols: [1, 2, 3]\n",
+       {"bad.yaml:5:20:", "axes.zip.arch.mxu.cols", "2 values", "3 values"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: 128\n",
+       {"bad.yaml:4:20:", "axes.grid.arch.mxu.rows", "non-empty list"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  gird:\n    arch.mxu.rows: [1]\n", {"bad.yaml:3:3:", "axes.gird", "'grid'"}},
+      {"base: {gemm: '8,8,8'}\naxis: {}\n", {"bad.yaml:2:1:", "axis", "did you mean 'axes'"}},
+      {"base: {gemm: '8,8,8', batchh: 2}\n", {"bad.yaml:1:23:", "base.batchh", "did you mean 'batch'"}},
+      {"base: {gemm: '8,8,8', model: llama3-8b}\n", {"bad.yaml:1:7:", "base", "at most one"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.batch: [1, 0]\n",
+       {"bad.yaml:4:22:", "axes.grid.model.batch", "integer >= 1", "'0'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    workload.dtype: [bf16, bf17]\n",
+       {"bad.yaml:4:28:", "workload.dtype", "'bf17'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: [8]\nfilters:\n  - arch.mxu.rows <= \n",
+       {"bad.yaml:6:21:", "filters", "ends where a value"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: [8]\nfilters:\n  - \"arch.mxu.row < 9\"\n",
+       {"bad.yaml:6:6:", "filters", "unknown name 'arch.mxu.row'", "did you mean 'arch.mxu.rows'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: [8]\nderived:\n  x: achieved_tflop / 2\n",
+       {"bad.yaml:6:6:", "derived.x", "unknown name 'achieved_tflop'", "did you mean 'achieved_tflops'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: [8]\nderived:\n  status: 1\n",
+       {"bad.yaml:6:11:", "derived.status", "already a column"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  points:\n    - {arch.mxu.rows: 8}\n    - {arch.mxu.rows: 8}\n",
+       {"bad.yaml:5:23:", "distinct points"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid: {workload.gemm: ['1,1,1']}\n  points: [{model.name: llama3-8b, "
+       "workload.conv: '1,1,1,1,1,1,1,1,0'}]\n",
+       {"bad.yaml:4:", "one workload source"}},
+      {"base: {gemm: '8,8,8'}\naxes: [1, 2\n", {"bad.yaml:3:1:", "valid YAML"}},
+      {"base: {gemm: '8,8,8', set: {mxu.rowz: 3}}\n", {"bad.yaml:1:29:", "base.set.arch.mxu.rowz"}},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    ++i;
+    try {
+      parse_sweep_spec(c.text, "bad.yaml");
+      ADD_FAILURE() << "case " << i << " parsed:\n" << c.text;
+    } catch (const ConfigError& e) {
+      const std::string msg = e.what();
+      for (const auto& part : c.parts)
+        EXPECT_NE(msg.find(part), std::string::npos) << "case " << i << ": '" << part << "' not in: " << msg;
+    }
+  }
+}
+
+TEST(SweepSpec, EveryPointResolvedUpFrontInvalidOnesMarked) {
+  const SweepSpec s = parse_sweep_spec(
+      "base: {arch: v5e, gemm: '128,128,128', set: {published.peak_tflops: '~'}}\n"
+      "axes:\n  grid:\n    arch.mxu.rows: [128, 0, 256]\n",
+      "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 3u);
+  EXPECT_TRUE(pts[0].error.empty()) << pts[0].error;
+  EXPECT_NE(pts[1].error.find("mxu.rows"), std::string::npos) << pts[1].error;
+  EXPECT_TRUE(pts[2].error.empty()) << pts[2].error;
+  // Different chips, different digests; the run arguments carry the set.
+  EXPECT_NE(pts[0].config_hash, pts[2].config_hash);
+  EXPECT_EQ(pts[0].config_hash.size(), 16u);
+  const auto& a = pts[2].run_args;
+  EXPECT_NE(std::find(a.begin(), a.end(), "mxu.rows=256"), a.end());
+  EXPECT_NE(std::find(a.begin(), a.end(), "--gemm"), a.end());
+  // A base broken for every point is a spec error, not N error rows.
+  const SweepSpec bad = parse_sweep_spec("base: {arch: no-such-chip, gemm: '8,8,8'}\n", "bad.yaml");
+  EXPECT_THROW(prepare_points(bad, default_search_path()), ConfigError);
+}
+
+TEST(SweepResults, TornLastLineIsDropped) {
+  TmpDir d;
+  const std::string path = (d.p / "results.csv").string();
+  const std::vector<std::string> header = {"point", "x"};
+  {
+    ResultsAppender a(path, header);
+    a.append({"p1", "1,5"});
+    a.append({"p2", "a \"q\""});
+  }
+  { std::ofstream(path, std::ios::app) << "p3,\"unfinished"; }
+  ResultsFile f = read_results(path, &header);
+  EXPECT_EQ(f.dropped, 1u);
+  ASSERT_EQ(f.rows.size(), 2u);
+  EXPECT_EQ(f.rows[0], (std::vector<std::string>{"p1", "1,5"}));
+  EXPECT_EQ(f.rows[1], (std::vector<std::string>{"p2", "a \"q\""}));
+  // Reopening an existing file does not write the header again.
+  write_results_atomically(path, header, f.rows);
+  { ResultsAppender again(path, header); again.append({"p3", "3"}); }
+  ResultsFile g = read_results(path, &header);
+  EXPECT_EQ(g.dropped, 0u);
+  EXPECT_EQ(g.rows.size(), 3u);
+  const std::vector<std::string> other = {"point", "y"};
+  EXPECT_THROW(read_results(path, &other), ConfigError);
+}
+
+TEST(SweepResults, MergeRefusesDuplicatesAndReportsGaps) {
+  TmpDir d;
+  const SweepSpec s = parse_sweep_spec(
+      "base: {gemm: '8,8,8'}\naxes:\n  grid: {arch.mxu.rows: [8, 16, 32, 64]}\n", (d.p / "m.yaml").string());
+  const auto header = results_header(s);
+  auto row = [&](const SweepPoint& p) {
+    std::vector<std::string> r(header.size());
+    r[0] = p.id;
+    r[2] = p.values[0].text;
+    r[3] = "ok";
+    return r;
+  };
+  fs::create_directories(d.p / "a");
+  fs::create_directories(d.p / "b");
+  write_results_atomically((d.p / "a/results.csv").string(), header, {row(s.points[2]), row(s.points[0])});
+  write_results_atomically((d.p / "b/results.csv").string(), header, {row(s.points[1])});
+  // Gap: point 3 is in neither input.
+  MergeReport r = merge_results(s, {(d.p / "a").string(), (d.p / "b").string()}, (d.p / "out").string());
+  EXPECT_TRUE(r.duplicates.empty());
+  EXPECT_EQ(r.merged, 3u);
+  EXPECT_EQ(r.missing, std::vector<std::string>{s.points[3].id});
+  ResultsFile m = read_results((d.p / "out/results.csv").string(), &header);
+  ASSERT_EQ(m.rows.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(m.rows[i][0], s.points[i].id);  // spec order
+  // Duplicate: point 1 in b and c; nothing is written.
+  fs::create_directories(d.p / "c");
+  write_results_atomically((d.p / "c/results.csv").string(), header, {row(s.points[1]), row(s.points[3])});
+  MergeReport dup =
+      merge_results(s, {(d.p / "a").string(), (d.p / "b").string(), (d.p / "c").string()}, (d.p / "out2").string());
+  ASSERT_EQ(dup.duplicates.size(), 1u);
+  EXPECT_NE(dup.duplicates[0].find(s.points[1].id), std::string::npos);
+  EXPECT_FALSE(fs::exists(d.p / "out2/results.csv"));
+  // Status over the same folders: b + c complete... a, b under one parent.
+  StatusReport st = sweep_status(s, (d.p / "out").string());
+  EXPECT_EQ(st.ok, 3u);
+  EXPECT_EQ(st.missing.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tpusim::sim::sweep
