@@ -125,6 +125,7 @@ class Network {
   std::uint64_t packets_ = 0;
 };
 
+// The network keeps a reference to `slice`, which must outlive it.
 std::unique_ptr<Network> make_network(const Slice& slice, const NetworkOptions& options);
 
 }  // namespace tpusim::arch::ici
