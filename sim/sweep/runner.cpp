@@ -121,7 +121,7 @@ std::string self_exe() {
   return p.string();
 }
 
-pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& dir) {
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& dir, bool keep_stdout) {
   // Everything the child touches is built before fork(): after it only
   // async-signal-safe calls are allowed.
   std::vector<std::string> all = {exe};
@@ -129,7 +129,9 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  // stdout (the human summary) is only worth a file when the run folder
+  // is kept; each file costs a create and an unlink on a slow filesystem.
+  const std::string out = keep_stdout ? dir + "/stdout.txt" : "/dev/null", err = dir + "/stderr.txt";
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -138,7 +140,7 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
     // folder that the resumed sweep reuses.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // /dev/null ignores the flags
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (o >= 0) ::dup2(o, 1);
     if (e >= 0) ::dup2(e, 2);
@@ -304,7 +306,7 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
       args.insert(args.end(), pp->run_args.begin(), pp->run_args.end());
       args.insert(args.end(), {"--out", r.dir});
       r.start = Clock::now();
-      r.pid = spawn(exe, args, r.dir);
+      r.pid = spawn(exe, args, r.dir, opt.keep_runs);
       ++sum.ran;
       running.push_back(std::move(r));
     }

@@ -615,7 +615,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     const std::string dtype_text = params.count("workload.dtype") ? params["workload.dtype"] : "bf16";
     const auto dtype = arch::parse_dtype(dtype_text);
     std::vector<std::string>& a = pp.run_args;
-    a = {"run", "--arch", arch_name};
+    // --quiet: a child's stderr is kept for its error message only.
+    a = {"run", "--quiet", "--arch", arch_name};
     try {
       if (params.count("model.name")) {
         const std::string model = looks_like_path(params["model.name"]) ? resolve_path(spec.dir, params["model.name"])
