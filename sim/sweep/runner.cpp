@@ -114,11 +114,13 @@ struct Running {
   std::string dir;
 };
 
+// The running binary itself: in the forked child /proc/self/exe is still
+// the parent's inode, so a rebuild of tpusim during a sweep does not mix
+// two versions in one results.csv.
 std::string self_exe() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find the tpusim executable (/proc/self/exe): " + ec.message());
-  return p.string();
+  if (::access("/proc/self/exe", X_OK) != 0)
+    throw std::runtime_error(std::string("cannot execute /proc/self/exe: ") + std::strerror(errno));
+  return "/proc/self/exe";
 }
 
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& dir, bool keep_stdout) {
@@ -139,6 +141,9 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
     // A child must not outlive a killed sweep: it would write into a run
     // folder that the resumed sweep reuses.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the sweep blocks SIGCHLD; the run must not inherit that
     if (::getppid() != parent) ::_exit(126);
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // /dev/null ignores the flags
     const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -291,6 +296,18 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
   const std::string exe = opt.executable.empty() ? self_exe() : opt.executable;
   int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::thread::hardware_concurrency());
   if (jobs < 1) jobs = 1;
+  // SIGCHLD stays blocked so that sigtimedwait() sleeps until a child
+  // ends (or the next timeout/progress check) instead of polling; a child
+  // that ends between waitpid() and sigtimedwait() leaves the signal
+  // pending, so no exit is missed.
+  sigset_t chld, old_mask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, &old_mask);
+  struct MaskGuard {
+    sigset_t m;
+    ~MaskGuard() { ::sigprocmask(SIG_SETMASK, &m, nullptr); }
+  } guard{old_mask};
   std::vector<Running> running;
   std::size_t next = 0;
   while (next < runnable.size() || !running.empty()) {
@@ -333,9 +350,8 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
     }
     if (!reaped) {
       progress.tick();
-      // Children take tens of milliseconds at least; 1 ms polling costs
-      // nothing measurable and keeps the per-point latency low.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const timespec wait = {0, 100 * 1000 * 1000};  // timeouts and progress are checked at least every 100 ms
+      ::sigtimedwait(&chld, nullptr, &wait);
     }
   }
   progress.end();
