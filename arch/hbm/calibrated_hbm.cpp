@@ -164,9 +164,17 @@ void CalibratedHbm::advance(Ps to) {
     for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
     // Next service completion at current shares.
     double next_fin = 1e300;
-    for (const Active& a : active_) next_fin = std::min(next_fin, now_ + a.remaining / speed(a));
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      const double f = now_ + active_[i].remaining / speed(active_[i]);
+      if (f < next_fin) {
+        next_fin = f;
+        first = i;
+      }
+    }
     const double step_to =
         std::min({static_cast<double>(to), static_cast<double>(next_arr), next_fin});
+    const bool finishing = !active_.empty() && step_to >= next_fin;
     if (step_to > now_) {
       if (!active_.empty()) busy_ps_ += step_to - now_;
       std::vector<double> sp;
@@ -174,10 +182,13 @@ void CalibratedHbm::advance(Ps to) {
       for (std::size_t i = 0; i < active_.size(); ++i) active_[i].remaining -= (step_to - now_) * sp[i];
       now_ = step_to;
     }
+    // The earliest finisher is done by construction (at large now_ a tiny
+    // remainder may not move now_ at all in floating point); others within
+    // a rounding residue finish with it.
+    if (finishing) active_[first].remaining = 0;
     bool changed = false;
-    // Finished services (a tolerance absorbs floating-point residue).
     for (std::size_t i = 0; i < active_.size();) {
-      if (active_[i].remaining <= 1e-6) {
+      if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6));
         done_.push_back({std::max(fin + active_[i].tail, active_[i].floor), active_[i].id});
         std::push_heap(done_.begin(), done_.end(), std::greater<Done>());

@@ -51,17 +51,24 @@ void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
     Pc& pc = pcs_[i];
     pc.next_time = std::min(pc.next_time, std::max(pc.now, v.front().arrival));
     // Appending keeps one stream per PC in the common case (submissions in
-    // arrival order); an overlapping submission gets its own stream and the
-    // admission step merges streams by arrival time.
+    // arrival order). A transfer that arrives together with another gets its
+    // own stream so admission alternates between them; one-atom submissions
+    // (the request API) share a stream in submission order.
+    const bool single = v.size() == 1;
     Stream* tgt = nullptr;
-    for (Stream& s : pc.streams)
-      if (s.pos == s.atoms.size() || s.atoms.back().arrival < v.front().arrival) {
+    for (Stream& s : pc.streams) {
+      const bool empty = s.pos == s.atoms.size();
+      const Ps last = empty ? kNever : s.atoms.back().arrival;
+      if ((empty && s.singles == single) ||
+          (!empty && (single ? s.singles && last <= v.front().arrival : !s.singles && last < v.front().arrival))) {
         tgt = &s;
         break;
       }
+    }
     if (!tgt) {
       pc.streams.emplace_back();
       tgt = &pc.streams.back();
+      tgt->singles = single;
     }
     if (tgt->pos == tgt->atoms.size()) {
       tgt->atoms.clear();

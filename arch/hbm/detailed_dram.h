@@ -76,6 +76,7 @@ class DetailedDram : public HbmModel {
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
     std::vector<Atom> atoms;
     std::size_t pos = 0;
+    bool singles = false;  // holds one-atom submissions, in submission order
   };
   struct Bank {
     std::int64_t open = -1;
