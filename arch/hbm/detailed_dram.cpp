@@ -48,6 +48,10 @@ void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
   for (std::size_t i = 0; i < per_pc.size(); ++i) {
     std::vector<Atom>& v = per_pc[i];
     if (v.empty()) continue;
+    struct Clear {
+      std::vector<Atom>& v;
+      ~Clear() { v.clear(); }
+    } clear_after{v};
     Pc& pc = pcs_[i];
     pc.next_time = std::min(pc.next_time, std::max(pc.now, v.front().arrival));
     // Appending keeps one stream per PC in the common case (submissions in
@@ -95,7 +99,10 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
     transfers_.push_back({});
   }
   transfers_[tidx] = {id, 0, arrival};
-  std::vector<std::vector<Atom>> per_pc(pcs_.size());
+  // Scratch reused across submissions: the request API submits one atom at
+  // a time, and 32+ fresh vectors per request dominated its cost.
+  std::vector<std::vector<Atom>>& per_pc = scratch_;
+  if (per_pc.size() != pcs_.size()) per_pc.resize(pcs_.size());
   const std::uint64_t unit = map_.interleave_bytes();
   const std::uint64_t rows = t.row_bytes == 0 ? 0 : std::max<std::uint64_t>(t.rows, 1);
   const std::uint64_t stride = t.contiguous() ? t.row_bytes : t.stride;

@@ -133,6 +133,7 @@ class DetailedDram : public HbmModel {
   double peak_;
   bool closed_page_;
   std::vector<Pc> pcs_;
+  std::vector<std::vector<Atom>> scratch_;  // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   using Done = std::pair<Ps, std::uint64_t>;
