@@ -86,9 +86,9 @@ class Progress {
     last_ = Clock::now();
     const double rate = now > 0 ? static_cast<double>(session_) / now : 0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : NAN;
-    char stats[160];
-    std::snprintf(stats, sizeof stats, "%zu/%zu points, %zu failed, %.2f points/s, ETA %s", done_, total_, failed_,
-                  rate, done_ == total_ ? "0:00" : duration_text(eta).c_str());
+    char stats[200];
+    std::snprintf(stats, sizeof stats, "%zu/%zu points, %zu failed, %.2f points/s, elapsed %s, ETA %s", done_, total_,
+                  failed_, rate, duration_text(now).c_str(), done_ == total_ ? "0:00" : duration_text(eta).c_str());
     if (tty_) {
       constexpr int kWidth = 30;
       const int fill = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
