@@ -116,6 +116,12 @@ struct HbmConfig {
   int burst_length = 4;
   std::uint64_t capacity_bytes = 0;
   std::string address_mapping = "RoBaBgChPcCo";  // most to least significant
+  // Address hashing as memory controllers do it (permutation-based
+  // interleaving): the pseudo-channel is rotated by a hash of the address
+  // bits above one full sweep of all pseudo-channels, and the bank by the
+  // row, so strided streams spread over every channel and bank while a
+  // sequential stream still visits each pseudo-channel once per sweep.
+  bool address_hash = true;
   int queue_depth = 64;      // scheduler queue per pseudo-channel
   std::string page_policy = "open";
   // Fixed front-end + PHY latency added to every access (YAML key

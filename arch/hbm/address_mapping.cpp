@@ -11,6 +11,7 @@ AddressMapping::AddressMapping(const HbmConfig& c) {
   if (c.stacks <= 0 || c.channels <= 0 || c.pseudo_channels <= 0 || c.bank_groups <= 0 ||
       c.banks_per_group <= 0)
     throw ConfigError("hbm: stacks, channels, pseudo_channels, bank_groups and banks_per_group must be positive");
+  hash_ = c.address_hash;
   burst_bytes_ = static_cast<std::uint64_t>(c.bus_width_bits / 8) * c.burst_length;
   if (burst_bytes_ == 0 || c.row_bytes == 0 || c.row_bytes % burst_bytes_ != 0)
     throw ConfigError("hbm.row_size must be a positive multiple of one burst (" +
@@ -89,6 +90,12 @@ DramCoord AddressMapping::decode(std::uint64_t addr) const {
   }
   d.pc = static_cast<std::uint32_t>(ch * pcs_per_ch_ + pc);
   d.bank = static_cast<std::uint32_t>(bg * banks_per_group_ + ba);
+  if (hash_) {
+    const std::uint64_t sweep = addr / (interleave_ * pcs_total_);
+    const std::uint64_t h = (sweep * 0x9E3779B97F4A7C15ull) >> 32;
+    d.pc = static_cast<std::uint32_t>((d.pc + h % pcs_total_) % pcs_total_);
+    d.bank = static_cast<std::uint32_t>((d.bank + d.row % banks_) % banks_);
+  }
   return d;
 }
 

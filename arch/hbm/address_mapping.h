@@ -8,7 +8,13 @@
 // one pseudo-channel, bank and row before the next field moves) is
 // burst_bytes x columns-per-row when Co is the least significant field
 // (1 KiB for the HBM presets), and one burst otherwise.
-// Leaves out: XOR bank hashing, rank bits (one rank), stack as its own field.
+// With hbm.address_hash (the default) the decoded pseudo-channel is rotated
+// by a multiplicative hash of the address above one sweep of all
+// pseudo-channels (interleave x pseudo-channels bytes), and the bank by the
+// row: each rotation is a bijection within its sweep or row, so sequential
+// streams keep their spread, while strided streams (a block of a larger
+// matrix) no longer land on a few channels. Off: the plain field mapping.
+// Leaves out: rank bits (one rank), stack as its own field.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +51,7 @@ class AddressMapping {
   std::vector<Field> low_to_high_;
   std::uint64_t burst_bytes_ = 0, interleave_ = 0;
   std::uint32_t pcs_total_ = 0, banks_ = 0, banks_per_group_ = 0, pcs_per_ch_ = 0;
+  bool hash_ = false;
 };
 
 }  // namespace tpusim::arch

@@ -232,6 +232,8 @@ std::vector<FieldSpec> build() {
       .required = true;
   b.str("hbm.address_mapping", TPUSIM_FIELD(c.hbm.address_mapping), {},
         "Address bit order, most to least significant, as a permutation of Ro Ba Bg Ch Pc Co");
+  b.boolean("hbm.address_hash", TPUSIM_FIELD(c.hbm.address_hash),
+            "Rotate pseudo-channel and bank by a hash of the higher address bits");
   b.integer("hbm.queue_depth", TPUSIM_FIELD(c.hbm.queue_depth), 1,
             "Scheduler queue entries per pseudo-channel");
   b.str("hbm.page_policy", TPUSIM_FIELD(c.hbm.page_policy), {"open", "closed"},

@@ -19,6 +19,9 @@ namespace {
 arch::HbmConfig hbm2e_no_refresh() {
   arch::HbmConfig c = test::load_hbm_preset("hbm2e", 1);
   c.t.tREFI = 0;  // closed-form tests look at one command sequence at a time
+  // They place requests on chosen banks and pseudo-channels through the
+  // plain field mapping (addr_of), so the controller's address hash is off.
+  c.address_hash = false;
   return c;
 }
 
@@ -136,6 +139,7 @@ TEST(HbmDetailed, FourActivateWindowLimitsTheFifthActivate) {
 // tREFI): the same read there is not delayed.
 TEST(HbmDetailed, RefreshBlocksThePseudoChannel) {
   arch::HbmConfig c = test::load_hbm_preset("hbm2e", 1);
+  c.address_hash = false;  // addr_of places requests through the plain mapping
   arch::DetailedDram d(c);
   const auto& t = d.timing();
   const Ps due = t.REFI / 16;
