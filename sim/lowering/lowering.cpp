@@ -45,6 +45,10 @@ struct ChipFigures {
   int rows = 128, cols = 128;
   int xlus = 2;
   double hbm_bytes_per_cycle = 1;
+  // Cycles a pipeline step costs beyond its traffic and compute: about one
+  // unloaded HBM access (controller latency plus a row miss) and the issue
+  // of its instructions.
+  double block_overhead = 200;
   std::uint64_t vmem_budget = 0;
   const arch::TpuConfig* cfg = nullptr;
 
@@ -70,6 +74,7 @@ ChipFigures figures(const arch::TpuConfig& cfg, const LoweringOptions& opt) {
   const double hbm_bw = static_cast<double>(h.stacks) * h.channels * h.pseudo_channels *
                         h.bus_width_bits / 8.0 * h.data_rate;
   f.hbm_bytes_per_cycle = hbm_bw / cfg.chip.clock_hz;
+  f.block_overhead = (h.controller_latency + h.t.tRCD + h.t.tCL) * cfg.chip.clock_hz + 16;
   f.vmem_budget = static_cast<std::uint64_t>(static_cast<double>(cfg.vmem.size_bytes) *
                                              opt.vmem_budget_fraction);
   return f;
@@ -156,7 +161,7 @@ struct Epilogue {
 class Lowerer {
  public:
   Lowerer(const Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt)
-      : wl_(wl), cfg_(cfg), opt_(opt), f_(figures(cfg, opt)), pb_(out_.program) {}
+      : wl_(wl), cfg_(cfg), opt_(opt), f_(figures(cfg, opt)), pb_(out_.program, cfg.dma.engines) {}
 
   LoweredWorkload run();
 
@@ -368,7 +373,7 @@ std::vector<Step> Lowerer::gemm_steps(const GemmShape& g, const Epilogue& ep, Op
         const double last = static_cast<double>(m * n) * ob / 8.0 / f_.hbm_bytes_per_cycle +
                             static_cast<double>(R + C);
         const double t = std::max(compute, traffic / f_.hbm_bytes_per_cycle) + first + last +
-                         blocks * 16.0;  // issue and per-block pipeline overheads
+                         blocks * f_.block_overhead;  // per-block DMA latency and issue
         if (t < best) {
           best = t;
           bm = m;

@@ -13,6 +13,40 @@ InstrId ProgramBuilder::add(Instr in) {
   return static_cast<InstrId>(p_.instrs.size() - 1);
 }
 
+std::vector<Instr> ProgramBuilder::split(const Instr& in) const {
+  const auto& w = std::get<arch::DmaWork>(in.work);
+  if (engines_ <= 1 || w.bytes() < split_bytes_) return {in};
+  std::vector<Instr> out;
+  if (w.rows >= 2) {
+    const std::uint64_t n = std::min<std::uint64_t>(static_cast<std::uint64_t>(engines_), w.rows);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t r0 = w.rows * i / n, r1 = w.rows * (i + 1) / n;
+      Instr piece = in;
+      auto& pw = std::get<arch::DmaWork>(piece.work);
+      pw.rows = r1 - r0;
+      pw.src_addr = w.src_addr + r0 * w.src_stride;
+      pw.dst_addr = w.dst_addr + r0 * w.dst_stride;
+      piece.index = -1;
+      out.push_back(std::move(piece));
+    }
+  } else {
+    const std::uint64_t n = static_cast<std::uint64_t>(engines_);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t b0 = w.row_bytes * i / n, b1 = w.row_bytes * (i + 1) / n;
+      if (b1 == b0) continue;
+      Instr piece = in;
+      auto& pw = std::get<arch::DmaWork>(piece.work);
+      pw.row_bytes = b1 - b0;
+      pw.src_stride = pw.dst_stride = pw.row_bytes;
+      pw.src_addr = w.src_addr + b0;
+      pw.dst_addr = w.dst_addr + b0;
+      piece.index = -1;
+      out.push_back(std::move(piece));
+    }
+  }
+  return out;
+}
+
 namespace {
 
 struct Emitted {
@@ -23,6 +57,17 @@ struct Emitted {
 
 void append(std::vector<InstrId>& to, const std::vector<InstrId>& from) {
   to.insert(to.end(), from.begin(), from.end());
+}
+
+// The last epilogue instruction and the pieces split from the same store
+// (they share its waits).
+std::vector<InstrId> last_group(const std::vector<InstrId>& epi, const arch::Program& p) {
+  std::vector<InstrId> out{epi.back()};
+  for (std::size_t k = epi.size() - 1; k-- > 0;) {
+    if (p.instrs[epi[k]].deps != p.instrs[epi.back()].deps) break;
+    out.push_back(epi[k]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,13 +111,13 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       const long w = wait_step();
       if (w >= 0) wait = em[static_cast<std::size_t>(w)].compute;
       load_steps.push_back(i);
-      for (const Instr& l : s.loads) {
-        Instr in = l;
-        in.op = op;
-        in.core = static_cast<std::uint16_t>(core);
-        in.deps = with_entry(wait);
-        em[i].loads.push_back(add(std::move(in)));
-      }
+      for (const Instr& l : s.loads)
+        for (Instr in : split(l)) {
+          in.op = op;
+          in.core = static_cast<std::uint16_t>(core);
+          in.deps = with_entry(wait);
+          em[i].loads.push_back(add(std::move(in)));
+        }
     };
     // Emits the loads of steps before `upto` whose buffer is free once the
     // compute of step `free_after` has been issued (force: regardless).
@@ -101,7 +146,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       std::vector<InstrId> out_wait;
       if (store_steps.size() >= 2) {
         const Emitted& old = em[static_cast<std::size_t>(store_steps[store_steps.size() - 2])];
-        if (!old.epilogue.empty()) out_wait.push_back(old.epilogue.back());
+        if (!old.epilogue.empty()) append(out_wait, last_group(old.epilogue, p_));
       }
       for (std::size_t k = 0; k < s.compute.size(); ++k) {
         Instr in = s.compute[k].instr;
@@ -121,12 +166,17 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       store_steps.push_back(static_cast<long>(i));
       std::vector<InstrId> wait = em[i].compute;
       for (const Instr& e : s.epilogue) {
-        Instr in = e;
-        in.op = op;
-        in.core = static_cast<std::uint16_t>(core);
-        in.deps = with_entry(wait);
-        em[i].epilogue.push_back(add(std::move(in)));
-        wait = {em[i].epilogue.back()};
+        // A store split over engines: its pieces run together, and what
+        // follows waits for all of them.
+        std::vector<InstrId> ids;
+        for (Instr in : e.unit == arch::UnitKind::dma ? split(e) : std::vector<Instr>{e}) {
+          in.op = op;
+          in.core = static_cast<std::uint16_t>(core);
+          in.deps = with_entry(wait);
+          ids.push_back(add(std::move(in)));
+          em[i].epilogue.push_back(ids.back());
+        }
+        wait = ids;
       }
     };
 
@@ -140,7 +190,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       emit_loads_until(n, static_cast<long>(i), false);
     }
     for (std::size_t i = 0; i < n; ++i)
-      if (!em[i].epilogue.empty()) done.push_back(em[i].epilogue.back());
+      if (!em[i].epilogue.empty()) append(done, last_group(em[i].epilogue, p_));
     if (n > 0 && list[n - 1]->epilogue.empty()) append(done, em[n - 1].compute);
   }
   std::sort(done.begin(), done.end());

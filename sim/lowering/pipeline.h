@@ -37,7 +37,13 @@ struct Step {
 
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(arch::Program& p) : p_(p) {}
+  // Copies of at least `split_bytes` are split by rows (or bytes) over up
+  // to `dma_engines` descriptors, so that one block load keeps several DMA
+  // engines and more of HBM busy at once, as the hardware's many
+  // outstanding requests do.
+  explicit ProgramBuilder(arch::Program& p, int dma_engines = 1,
+                          std::uint64_t split_bytes = 256 * 1024)
+      : p_(p), engines_(dma_engines), split_bytes_(split_bytes) {}
 
   arch::InstrId add(arch::Instr in);
 
@@ -51,7 +57,11 @@ class ProgramBuilder {
   arch::Program& program() { return p_; }
 
  private:
+  std::vector<arch::Instr> split(const arch::Instr& dma) const;
+
   arch::Program& p_;
+  int engines_;
+  std::uint64_t split_bytes_;
 };
 
 }  // namespace tpusim::sim
