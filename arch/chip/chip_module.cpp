@@ -10,8 +10,8 @@
 namespace tpusim::arch {
 
 ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
-                       const UnitFactory& make_unit, DmaBackend& dma)
-    : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma),
+                       const UnitFactory& make_unit, DmaBackend& dma, CollectiveBackend* ici)
+    : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma), ici_(ici),
       clock_hz_(cfg.chip.clock_hz) {
   if (clock_hz_ <= 0) throw std::invalid_argument("ChipModule: chip.clock_hz must be positive");
   const int ncores = cfg.chip.tensorcores;
@@ -39,6 +39,7 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
     const int have = in.unit == UnitKind::mxu   ? cfg.mxu.count
                      : in.unit == UnitKind::xlu ? cfg.xlu.count
                      : in.unit == UnitKind::dma ? cfg.dma.engines
+                     : in.unit == UnitKind::ici ? (ici ? 1 : 0)
                                                 : 1;
     if (have <= 0 || in.index >= have)
       throw std::invalid_argument("instruction " + std::to_string(id) + " needs " +
@@ -110,6 +111,16 @@ void ChipModule::sequencer(int c) {
       });
       continue;
     }
+    if (in.unit == UnitKind::ici) {
+      if (issue > now) sc_core::wait(at_cycle(issue));
+      rec.start = issue;
+      if (tracing_) note(issue, signal_of(c, UnitKind::ici), +1);
+      ici_->start(std::get<IciWork>(in.work), id, [this, id, c] {
+        complete(id, now_cycles());
+        if (tracing_) note(now_cycles(), signal_of(c, UnitKind::ici), -1);
+      });
+      continue;
+    }
     std::vector<std::unique_ptr<UnitTiming>>* units = nullptr;
     std::size_t* rr = nullptr;
     std::size_t fixed = 0;
@@ -117,7 +128,8 @@ void ChipModule::sequencer(int c) {
       case UnitKind::mxu: units = &core.mxu; rr = &core.next_mxu; break;
       case UnitKind::xlu: units = &core.xlu; rr = &core.next_xlu; break;
       case UnitKind::vpu: units = &core.vpu; rr = &fixed; break;
-      case UnitKind::dma: break;
+      case UnitKind::dma:
+      case UnitKind::ici: break;
     }
     std::size_t u = in.index >= 0 ? static_cast<std::size_t>(in.index) : (*rr)++ % units->size();
     if (u >= units->size())
@@ -191,6 +203,8 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
     add("xlu", core.xlu);
   }
   for (auto& b : dma_.block_stats()) out.push_back(b);
+  if (ici_)
+    for (auto& b : ici_->block_stats()) out.push_back(b);
   return out;
 }
 

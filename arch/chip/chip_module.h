@@ -24,6 +24,7 @@
 
 #include <systemc>
 
+#include "arch/chip/collective_backend.h"
 #include "arch/chip/dma_backend.h"
 #include "arch/chip/isa.h"
 #include "arch/chip/unit_timing.h"
@@ -36,8 +37,10 @@ using UnitFactory =
 
 class ChipModule : public sc_core::sc_module {
  public:
+  // `ici` may be null for a single chip; a program with collectives then
+  // fails at elaboration.
   ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
-             const UnitFactory& make_unit, DmaBackend& dma);
+             const UnitFactory& make_unit, DmaBackend& dma, CollectiveBackend* ici = nullptr);
 
   const std::vector<InstrRecord>& records() const { return records_; }
   // Cycle at which the last instruction finished (0 for an empty program).
@@ -75,6 +78,7 @@ class ChipModule : public sc_core::sc_module {
   const TpuConfig& cfg_;
   const Program& program_;
   DmaBackend& dma_;
+  CollectiveBackend* ici_;
   double clock_hz_;
   std::vector<Core> cores_;
   std::vector<InstrRecord> records_;
@@ -108,7 +112,10 @@ class ChipModule : public sc_core::sc_module {
   sc_core::sc_event wake_tracer_;
   bool tracing_ = false;
   int signal_of(int core, UnitKind k) const {
-    return k == UnitKind::dma ? 0 : 1 + core * 3 + (k == UnitKind::mxu ? 0 : k == UnitKind::vpu ? 1 : 2);
+    // The chip-wide DMA and ICI activity share signal 0 (copies in flight).
+    return k == UnitKind::dma || k == UnitKind::ici
+               ? 0
+               : 1 + core * 3 + (k == UnitKind::mxu ? 0 : k == UnitKind::vpu ? 1 : 2);
   }
 };
 

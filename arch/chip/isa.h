@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -18,7 +19,7 @@
 
 namespace tpusim::arch {
 
-enum class UnitKind : std::uint8_t { dma, mxu, vpu, xlu };
+enum class UnitKind : std::uint8_t { dma, mxu, vpu, xlu, ici };
 
 inline const char* unit_kind_name(UnitKind k) {
   switch (k) {
@@ -26,6 +27,7 @@ inline const char* unit_kind_name(UnitKind k) {
     case UnitKind::mxu: return "mxu";
     case UnitKind::vpu: return "vpu";
     case UnitKind::xlu: return "xlu";
+    case UnitKind::ici: return "ici";
   }
   return "?";
 }
@@ -84,6 +86,18 @@ struct DmaWork {
   std::uint64_t bytes() const { return row_bytes * rows; }
 };
 
+// A collective over named mesh axes of the slice, executed by the ICI
+// network with every chip taking part (SPMD). `bytes` is per chip, on the
+// larger side of the collective (all_gather output, reduce_scatter input,
+// all_reduce and all_to_all buffer). `kind` is an arch::ici::CollectiveKind.
+struct IciWork {
+  std::uint8_t kind = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::string> axes;
+  int root = 0;
+  std::vector<std::pair<int, int>> pairs;
+};
+
 using InstrId = std::uint32_t;
 
 struct Instr {
@@ -92,7 +106,7 @@ struct Instr {
   std::int16_t index = -1;  // which MXU/XLU/DMA engine; -1 = next in turn
   std::uint32_t op = 0;     // workload operator it belongs to (for reports)
   std::vector<InstrId> deps;  // earlier instructions that must complete first
-  std::variant<MxuWork, VpuWork, XluWork, DmaWork> work;
+  std::variant<MxuWork, VpuWork, XluWork, DmaWork, IciWork> work;
 };
 
 // A lowered workload: instructions in issue order (each core issues its own

@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "sim/cli/cli.h"
+#include "arch/ici/topology.h"
+#include "sim/engine/slice_setup.h"
 #include "sim/run/run.h"
 #include "sim/results/results_writer.h"
 #include "workloads/builtin.h"
@@ -38,6 +40,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("out", po::value<std::string>()->default_value("results/run"), "output directory")
       ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
       ("vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")
+      ("slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")
+      ("mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")
+      ("twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")
       ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
       ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
       ("top", po::value<int>()->default_value(10), "operators shown in the stdout table");
@@ -86,6 +91,20 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
 
   RunOptions ro;
+  if (vm.count("mesh") && !vm.count("slice")) throw UsageError("run: --mesh needs --slice");
+  if (vm.count("slice")) {
+    ro.sim.slice = vm["slice"].as<std::string>();
+    ro.sim.twisted = vm["twisted"].as<bool>();
+    const arch::ici::Slice slice(cfg.ici, ro.sim.slice, ro.sim.twisted);  // arch::ConfigError
+    if (vm.count("mesh")) {
+      try {
+        ro.sim.mesh = parse_mesh(vm["mesh"].as<std::string>());
+        map_mesh(slice, ro.sim.mesh);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("run: ") + e.what());
+      }
+    }
+  }
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();
   ro.sim.progress = !vm["quiet"].as<bool>();
   if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();

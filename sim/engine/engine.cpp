@@ -8,6 +8,7 @@
 #include <systemc>
 
 #include "arch/chip/chip_module.h"
+#include "sim/engine/ici_backend.h"
 #include "sim/engine/memory_system.h"
 #include "sim/engine/unit_adapters.h"
 
@@ -21,8 +22,10 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   const auto t0 = std::chrono::steady_clock::now();
 
   auto memory = make_memory_system(cfg);
+  std::unique_ptr<IciBackend> ici;
+  if (!opt.slice.empty()) ici = std::make_unique<IciBackend>(cfg, opt.slice, opt.mesh, opt.twisted);
   const arch::UnitFactory units = make_unit_factory(cfg);
-  auto chip = std::make_unique<arch::ChipModule>("chip", cfg, program, units, *memory);
+  auto chip = std::make_unique<arch::ChipModule>("chip", cfg, program, units, *memory, ici.get());
   sc_core::sc_trace_file* vcd = nullptr;
   if (!opt.vcd_path.empty()) {
     std::string base = opt.vcd_path;
@@ -66,6 +69,10 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   r.end_cycle = chip->end_cycle();
   r.clock_hz = chip->clock_hz();
   r.block_stats = chip->block_stats();
+  if (ici) {
+    r.collectives = ici->records();
+    r.chips = ici->chips();
+  }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -17,8 +17,27 @@
 
 namespace tpusim::sim {
 
+// One collective as the ICI network executed it.
+struct CollectiveRecord {
+  arch::InstrId instr = 0;
+  std::string algorithm;
+  std::uint64_t bytes = 0;  // per chip, as requested
+  int group_size = 1;
+  double seconds = 0;
+  double achieved_bandwidth = 0;  // bytes / seconds
+  std::uint64_t bytes_sent = 0, bytes_received = 0;  // whole slice (conservation)
+};
+
 struct SimOptions {
   std::string vcd_path;  // empty: no VCD
+  // Multi-chip: the slice shape ("4x4", "4x4x4"; empty = one chip), the
+  // mesh axes over it (empty = physical x, y, z) and the twisted torus.
+  // Every chip runs the same SPMD program; the compute of one chip is
+  // simulated and stands for all (see docs/architecture.md), while every
+  // chip's ICI traffic is simulated.
+  std::string slice;
+  std::vector<std::pair<std::string, std::int64_t>> mesh;
+  bool twisted = false;
   // Report progress on stderr once a run has taken more than two seconds
   // of wall time (instructions completed, simulated time), once a second.
   bool progress = false;
@@ -31,6 +50,8 @@ struct SimResult {
   // Statistics of every block, by block path ("tc0.mxu0", "hbm", ...).
   std::vector<std::pair<std::string, arch::StatList>> block_stats;
   double wall_seconds = 0;  // host time spent in elaboration and simulation
+  std::vector<CollectiveRecord> collectives;  // in completion order
+  int chips = 1;
 };
 
 class EngineError : public std::runtime_error {

@@ -78,7 +78,8 @@ arch::UnitFactory make_unit_factory(const arch::TpuConfig& cfg) {
       case arch::UnitKind::mxu: return std::make_unique<MxuUnit>(cfg.mxu);
       case arch::UnitKind::vpu: return std::make_unique<VpuUnit>(cfg.vpu);
       case arch::UnitKind::xlu: return std::make_unique<XluUnit>(cfg.xlu, cfg.vpu);
-      case arch::UnitKind::dma: break;
+      case arch::UnitKind::dma:
+      case arch::UnitKind::ici: break;
     }
     return nullptr;
   };

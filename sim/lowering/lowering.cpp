@@ -181,6 +181,7 @@ class Lowerer {
   std::vector<Step> lower_conv(std::size_t i, const Epilogue& ep, OpPlan& plan);
   std::vector<Step> lower_gather(std::size_t i, const Epilogue& ep, OpPlan& plan);
   std::vector<Step> lower_copy(std::size_t i, const Epilogue& ep, OpPlan& plan);
+  std::vector<Step> lower_collective(std::size_t i, OpPlan& plan);
 
   // Matmul-shaped block loop shared by matmul and convolution.
   struct GemmShape {
@@ -203,6 +204,7 @@ class Lowerer {
   std::unordered_map<std::string, std::uint64_t> addrs_;
   std::unordered_map<std::string, std::vector<InstrId>> ready_;  // tensor -> instrs writing it
   std::vector<int> fused_into_;
+  double collective_bound_cycles_ = 0;  // set by lower_collective for its op
   std::vector<std::vector<std::size_t>> chain_;  // anchor -> fused ops in order
 };
 
@@ -797,6 +799,57 @@ std::vector<Step> Lowerer::lower_copy(std::size_t i, const Epilogue& ep, OpPlan&
   return steps;
 }
 
+// A collective is one ICI instruction: every chip takes part and the
+// network model times it on the whole slice. Its lower bound: a chip
+// cannot receive its share of the data faster than all of its links
+// together deliver it.
+std::vector<Step> Lowerer::lower_collective(std::size_t i, OpPlan& plan) {
+  const Op& op = wl_.ops[i];
+  const auto& a = op.as<workloads::CollectiveAttrs>();
+  std::int64_t group = 1;
+  for (const std::string& axis : a.mesh_axes) {
+    const auto want = wl_.mesh_axis_size(axis);
+    std::int64_t have = -1;
+    for (const auto& [name, size] : opt_.mesh)
+      if (name == axis) have = size;
+    if (have < 0)
+      throw LoweringError("operator '" + op.name + "' runs over mesh axis '" + axis +
+                          "', which the run's --mesh does not name");
+    if (want && *want != have)
+      throw LoweringError("operator '" + op.name + "': mesh axis '" + axis + "' has size " +
+                          std::to_string(*want) + " in the workload but " + std::to_string(have) +
+                          " in --mesh");
+    group *= have;
+  }
+  const Tensor& in = tensor(op.inputs[0]);
+  const Tensor& out = tensor(op.outputs[0]);
+  arch::IciWork w;
+  const auto kind_name = std::string(workloads::op_kind_name(op.kind));
+  static const char* kinds[] = {"all_gather", "reduce_scatter", "all_reduce",
+                                "all_to_all", "collective_permute", "broadcast"};
+  for (std::uint8_t k = 0; k < 6; ++k)
+    if (kind_name == kinds[k]) w.kind = k;
+  w.bytes = std::max(in.bytes(), out.bytes());
+  w.axes = a.mesh_axes;
+  w.root = static_cast<int>(a.root);
+  for (const auto& [s, d] : a.pairs) w.pairs.emplace_back(static_cast<int>(s), static_cast<int>(d));
+  const double n = static_cast<double>(group);
+  const double v = static_cast<double>(w.bytes);
+  double received = v * (n - 1) / n;
+  if (op.kind == OpKind::all_reduce) received *= 2;
+  if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) received = group > 1 ? v : 0;
+  const double links_bw = static_cast<double>(cfg_.ici.ports) * cfg_.ici.link_bandwidth;
+  collective_bound_cycles_ = links_bw > 0 ? received / links_bw * cfg_.chip.clock_hz : 0;
+  Instr ici;
+  ici.unit = UnitKind::ici;
+  ici.work = w;
+  Step s;
+  s.core = 0;
+  s.compute.push_back({ici, {}});
+  plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
+  return {s};
+}
+
 LoweredWorkload Lowerer::run() {
   out_.program.cores = f_.cores;
   // HBM placement: every tensor gets its own 4 KiB-aligned range.
@@ -828,9 +881,10 @@ LoweredWorkload Lowerer::run() {
     plan.flops = cost.flops;
     plan.macs = cost.macs;
     out_.program.op_names.push_back(op.name);
-    if (workloads::is_collective(op.kind))
+    if (workloads::is_collective(op.kind) && !opt_.multi_chip)
       throw LoweringError("operator '" + op.name + "' is a " + plan.kind +
-                          ", a collective: it needs a multi-chip slice, and this run simulates one chip");
+                          ", a collective: it needs a multi-chip slice (--slice), and this run "
+                          "simulates one chip");
     if (fused_into_[i] >= 0) {
       plan.fused_into = fused_into_[i];
       // Its result is produced by the anchor's stores.
@@ -850,6 +904,12 @@ LoweredWorkload Lowerer::run() {
       case OpKind::layer_norm:
       case OpKind::rms_norm: steps = lower_rows(i, ep, plan); break;
       case OpKind::attention: steps = lower_attention(i, ep, plan); break;
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_reduce:
+      case OpKind::all_to_all:
+      case OpKind::collective_permute:
+      case OpKind::broadcast: steps = lower_collective(i, plan); break;
       case OpKind::gather: steps = lower_gather(i, ep, plan); break;
       case OpKind::transpose:
       case OpKind::reshape:
@@ -898,6 +958,10 @@ LoweredWorkload Lowerer::run() {
     const double t_math = peak > 0 ? static_cast<double>(plan.macs) / peak : 0;
     const double t_mem = static_cast<double>(bytes) / f_.hbm_bytes_per_cycle;
     plan.roofline_cycles = std::max(t_math, t_mem);
+    if (workloads::is_collective(op.kind)) {
+      plan.hbm_bytes = 0;
+      plan.roofline_cycles = collective_bound_cycles_;
+    }
     (void)group_flops;
     const std::vector<InstrId> done = pb_.emit_op(static_cast<std::uint32_t>(i), steps, deps);
     ready_[op.outputs[0]] = done;

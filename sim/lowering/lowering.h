@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arch/chip/isa.h"
@@ -22,6 +23,11 @@ struct LoweringOptions {
   bool fusion = true;
   bool megacore_split = true;         // split each operator over the TensorCores
   double vmem_budget_fraction = 0.75;  // of VMEM per core that blocks may use
+  // Multi-chip runs: the mesh axes of the slice (name, size). Collectives
+  // are lowered to ICI instructions only when this is set, and each one's
+  // axes must be mesh axes whose sizes match the workload's mesh.
+  bool multi_chip = false;
+  std::vector<std::pair<std::string, std::int64_t>> mesh;
 };
 
 // What the lowering decided and knows about one workload operator.

@@ -112,8 +112,12 @@ RunMetrics compute_metrics(const RunReport& r) {
           100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));
     if (om.fused || !om.has_instrs) continue;
     om.cycles = om.end_cycle - om.start_cycle;
-    om.bound = classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles,
-                              om.memory_bound_cycles, m.clock_hz);
+    // Collectives are bound by the inter-chip network, whatever their time.
+    om.bound = p.kind.find("all_") == 0 || p.kind == "reduce_scatter" ||
+                       p.kind == "collective_permute" || p.kind == "broadcast"
+                   ? "ici"
+                   : classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles,
+                                    om.memory_bound_cycles, m.clock_hz);
     om.mxu_utilization =
         ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * m.peak_macs_per_cycle);
   }

@@ -67,11 +67,27 @@ void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os
                  r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash});
 }
 
+namespace {
+std::string ici_axes(const RunReport& r, const CollectiveRecord& c) {
+  const auto& w = std::get<arch::IciWork>(r.lowered.program.instrs.at(c.instr).work);
+  std::string out;
+  for (const auto& a : w.axes) out += (out.empty() ? "" : "+") + a;
+  return out;
+}
+}  // namespace
+
 void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
   write_row(os, {"index", "name", "kind", "shapes", "dtype", "flops", "hbm_bytes", "dma_bytes",
                  "start_cycle", "end_cycle", "cycles", "roofline_cycles", "bound",
-                 "mxu_utilization", "padding_waste_pct", "vmem_peak", "blocking", "fused_into"});
+                 "mxu_utilization", "padding_waste_pct", "vmem_peak", "blocking", "fused_into",
+                 "ici_algorithm", "ici_axes", "ici_bytes", "ici_bandwidth"});
   const auto& plans = r.lowered.ops;
+  // Collectives as the ICI network ran them, by operator.
+  std::vector<const CollectiveRecord*> coll(plans.size(), nullptr);
+  for (const CollectiveRecord& c : r.sim.collectives) {
+    const std::uint32_t op = r.lowered.program.instrs.at(c.instr).op;
+    if (op < coll.size()) coll[op] = &c;
+  }
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const OpPlan& p = plans[i];
     const OpMetrics& om = m.ops[i];
@@ -84,7 +100,10 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
                    om.fused ? "" : u64(om.roofline_cycles), om.bound,
                    format_real(om.mxu_utilization), format_real(om.padding_waste_pct),
                    u64(p.vmem_peak), p.blocking,
-                   om.fused ? plans[static_cast<std::size_t>(p.fused_into)].name : ""});
+                   om.fused ? plans[static_cast<std::size_t>(p.fused_into)].name : "",
+                   coll[i] ? coll[i]->algorithm : "", coll[i] ? ici_axes(r, *coll[i]) : "",
+                   coll[i] ? u64(coll[i]->bytes) : "",
+                   coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : ""});
   }
 }
 

@@ -23,8 +23,9 @@ TrackKey track_key(const arch::Instr& in, const arch::InstrRecord& rec) {
     case arch::UnitKind::vpu: return {0, in.core, 1, 0};
     case arch::UnitKind::xlu: return {0, in.core, 2, rec.unit_index};
     case arch::UnitKind::dma: return {1, 0, 0, rec.unit_index};
+    case arch::UnitKind::ici: return {2, 0, 0, 0};
   }
-  return {2, 0, 0, 0};
+  return {3, 0, 0, 0};
 }
 
 struct ArgWriter {
@@ -52,6 +53,12 @@ struct ArgWriter {
        << arch::mem_space_name(w.dst) << "\",\"bytes\":" << w.bytes() << ",\"rows\":" << w.rows
        << ",\"row_bytes\":" << w.row_bytes;
   }
+  void operator()(const arch::IciWork& w) const {
+    std::string axes;
+    for (const auto& a : w.axes) axes += (axes.empty() ? "" : ",") + a;
+    os << ",\"collective\":" << static_cast<int>(w.kind) << ",\"bytes\":" << w.bytes
+       << ",\"axes\":" << json_string(axes);
+  }
 };
 
 }  // namespace
@@ -63,6 +70,7 @@ std::string track_name(const arch::Instr& in, const arch::InstrRecord& rec) {
     case arch::UnitKind::vpu: return tc + "vpu";
     case arch::UnitKind::xlu: return tc + "xlu" + std::to_string(rec.unit_index);
     case arch::UnitKind::dma: return "dma" + std::to_string(rec.unit_index);
+    case arch::UnitKind::ici: return "ici";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 #include "sim/run/run.h"
 
+#include "arch/ici/topology.h"
 #include "sim/config/config_writer.h"
 #include "sim/results/results_writer.h"
 
@@ -15,7 +16,18 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
   r.version = TPUSIM_VERSION;
   r.config_yaml = write_config(cfg);
   r.config_hash = config_hash(r.config_yaml);
-  r.lowered = lower(wl, cfg, opt.lowering);
+  LoweringOptions lo = opt.lowering;
+  if (!opt.sim.slice.empty()) {
+    lo.multi_chip = true;
+    lo.mesh = opt.sim.mesh;
+    if (lo.mesh.empty()) {
+      // Physical axes: x, y (, z) with the slice's dimensions.
+      const arch::ici::Slice slice(cfg.ici, opt.sim.slice, opt.sim.twisted);
+      const char* names[] = {"x", "y", "z"};
+      for (int d = 0; d < slice.rank(); ++d) lo.mesh.emplace_back(names[d], slice.dims()[static_cast<std::size_t>(d)]);
+    }
+  }
+  r.lowered = lower(wl, cfg, lo);
   r.sim = simulate(cfg, r.lowered.program, opt.sim);
   return r;
 }

@@ -52,7 +52,7 @@ arch::TpuConfig test_chip() {
   return c;
 }
 
-arch::Instr instr(UnitKind u, std::uint32_t op, std::variant<MxuWork, VpuWork, XluWork, DmaWork> w,
+arch::Instr instr(UnitKind u, std::uint32_t op, decltype(arch::Instr::work) w,
                   std::uint16_t core = 0) {
   arch::Instr in;
   in.unit = u;

@@ -1,0 +1,31 @@
+// A multi-chip run's slice and device mesh: the slice shape (e.g. "4x4x4")
+// checked against the generation's topology rules, and named mesh axes
+// ("fsdp=16,tensor=4") mapped onto slice dimensions.
+// Mapping rule: mesh axes are taken in the order given, each over the next
+// consecutive slice dimensions whose lengths multiply to its size (so on
+// 4x4x4, fsdp=16 takes x and y, tensor=4 takes z). A size that does not
+// land on whole dimensions is an error; slice dimensions left over belong
+// to no mesh axis. Without --mesh, the axes are the physical x, y (, z).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arch/common/chip_config.h"
+#include "arch/ici/collectives.h"
+#include "arch/ici/topology.h"
+
+namespace tpusim::sim {
+
+using MeshAxes = std::vector<std::pair<std::string, std::int64_t>>;
+
+// "fsdp=16,tensor=4" -> {{"fsdp",16},{"tensor",4}}; throws UsageError-like
+// std::invalid_argument naming the bad part.
+MeshAxes parse_mesh(const std::string& text);
+
+// Maps the named axes onto the slice's dimensions (rule above).
+arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const MeshAxes& axes);
+
+}  // namespace tpusim::sim
