@@ -11,6 +11,14 @@
 // gather with an inverse-index input (the IR has no scatter-add: the cost is
 // the dense gradient write, as frameworks with dense embedding gradients
 // do). Adam: m, v and the master weight in f32, unfused elementwise ops.
+// Sharded programs: all_gather's gradient is a reduce_scatter (FSDP weight
+// gradients land on the shard), reduce_scatter's an all_gather, all_reduce's
+// the identity (Megatron's "g"), all_to_all's the reverse all_to_all; FSDP
+// weights are gathered again for the activation-gradient matmuls (ZeRO-3
+// frees them after forward; with recompute the re-emitted forward gathers
+// them); TrainingCollectives adds Megatron's "f" all_reduces and the
+// data-parallel weight-gradient all_reduce, emitted as soon as a weight's
+// gradient is complete so that it can overlap the rest of backward.
 // Leaves out: the -onehot(label) term of the loss gradient (one element per
 // row), FlashAttention's extra score recomputation in backward, a
 // dependency of the backward attention ops on the output gradient (their
@@ -28,7 +36,7 @@ namespace {
 
 class Backward {
  public:
-  Backward(WorkloadBuilder& b, const PhaseOptions& o) : b_(b), o_(o) {}
+  Backward(WorkloadBuilder& b, const PhaseOptions& o, const TrainingCollectives& tc) : b_(b), o_(o), tc_(tc) {}
 
   void run(const TensorRef& logits) {
     fwd_ = b_.peek().ops;  // copy: the builder grows while we read
@@ -37,6 +45,11 @@ class Backward {
         rg_.insert(t.name);
         weights_.push_back(t.name);
       }
+    for (std::size_t i = 0; i < fwd_.size(); ++i) {
+      for (const auto& out : fwd_[i].outputs) producer_[out] = i;
+      for (const auto& in : fwd_[i].inputs)
+        if (!first_use_.count(in)) first_use_[in] = i;
+    }
     for (const auto& op : fwd_) {
       bool any = false;
       for (std::size_t i = 0; i < op.inputs.size(); ++i)
@@ -51,9 +64,12 @@ class Backward {
       int layer = layer_of(op.name);
       if (o_.recompute && layer >= 0 && layer != current_layer) recompute(layer);
       current_layer = layer;
-      if (!contrib_.count(op.outputs[0])) continue;
-      TensorRef dy = grad(op.outputs[0]);
-      backward_op(op, dy);
+      if (contrib_.count(op.outputs[0])) backward_op(op, grad(op.outputs[0]));
+      for (const auto& in : op.inputs) {
+        auto it = tc_.weight_grad_all_reduce.find(in);
+        if (it == tc_.weight_grad_all_reduce.end() || first_use_.at(in) != r || !contrib_.count(in)) continue;
+        contrib_[in] = {b_.all_reduce(in + ".grad_all_reduce", grad(in), it->second)};
+      }
     }
     optimizer();
   }
@@ -61,6 +77,10 @@ class Backward {
  private:
   WorkloadBuilder& b_;
   const PhaseOptions& o_;
+  const TrainingCollectives& tc_;
+  std::map<std::string, std::size_t> producer_, first_use_;  // forward op index per tensor
+  std::set<std::string> synced_;        // activations whose gradient was all_reduced
+  std::map<std::string, TensorRef> regathered_;  // FSDP weight -> gathered again for backward
   std::vector<Op> fwd_;
   std::set<std::string> rg_;
   std::vector<std::string> weights_;
@@ -130,7 +150,10 @@ class Backward {
     TensorRef g = fit(name + ".grad_fit0", cs[0], shape);
     for (std::size_t i = 1; i < cs.size(); ++i)
       g = b_.add(name + ".grad_sum" + std::to_string(i), g, fit(name + ".grad_fit" + std::to_string(i), cs[i], shape));
-    cs = {g};
+    auto sync = tc_.activation_grad_all_reduce.find(name);
+    if (sync != tc_.activation_grad_all_reduce.end() && synced_.insert(name).second)
+      g = b_.all_reduce(name + ".grad_all_reduce", g, sync->second);
+    contrib_.at(name) = {g};
     return g;
   }
 
@@ -148,7 +171,7 @@ class Backward {
         const std::string& eq = op.as<MatmulAttrs>().equation;
         std::size_t comma = eq.find(','), arrow = eq.find("->");
         std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
-        if (wants(op, 0)) give(op, 0, b_.matmul(n + ".grad_lhs", dy, in(1), out + "," + r + "->" + l, ad));
+        if (wants(op, 0)) give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad));
         if (wants(op, 1)) give(op, 1, b_.matmul(n + ".grad_rhs", in(0), dy, l + "," + out + "->" + r, ad));
         return;
       }
@@ -258,10 +281,43 @@ class Backward {
         }
         return;
       }
+      case OpKind::all_gather: {
+        const auto& a = op.as<CollectiveAttrs>();
+        give(op, 0, b_.reduce_scatter(n + ".grad_x", dy, a.mesh_axes, a.dim));
+        return;
+      }
+      case OpKind::reduce_scatter: {
+        const auto& a = op.as<CollectiveAttrs>();
+        give(op, 0, b_.all_gather(n + ".grad_x", dy, a.mesh_axes, a.dim));
+        return;
+      }
+      case OpKind::all_reduce: give(op, 0, dy); return;
+      case OpKind::all_to_all: {
+        const auto& a = op.as<CollectiveAttrs>();
+        give(op, 0, b_.all_to_all(n + ".grad_x", dy, a.mesh_axes, a.concat_dim, a.split_dim));
+        return;
+      }
       default:
         throw ModelInternalError("training: no backward rule for op '" + n + "' of kind " +
                                  std::string(op_kind_name(op.kind)));
     }
+  }
+
+  // The rhs of an activation-gradient matmul: an FSDP weight gathered
+  // again (once per weight) unless recompute already re-gathered it.
+  TensorRef regather(const std::string& name) {
+    auto p = producer_.find(name);
+    if (o_.recompute || p == producer_.end()) return fwd(name);
+    const Op& g = fwd_[p->second];
+    if (g.kind != OpKind::all_gather || b_.ref(g.inputs[0]).shape.empty() ||
+        b_.peek().find_tensor(g.inputs[0])->kind != TensorKind::weight)
+      return fwd(name);
+    auto it = regathered_.find(name);
+    if (it != regathered_.end()) return it->second;
+    const auto& a = g.as<CollectiveAttrs>();
+    TensorRef w = b_.all_gather(g.name + "_bwd", b_.ref(g.inputs[0]), a.mesh_axes, a.dim);
+    regathered_[name] = w;
+    return w;
   }
 
   void optimizer() {
@@ -292,8 +348,9 @@ class Backward {
 
 }  // namespace
 
-void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o) {
-  Backward(b, o).run(logits);
+void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o,
+                     const TrainingCollectives& tc) {
+  Backward(b, o, tc).run(logits);
 }
 
 }  // namespace tpusim::models::detail

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "models/model_spec.h"
 #include "workloads/ir/builder.h"
@@ -30,6 +32,12 @@ struct MoeRouting {
   std::int64_t group1 = 0;
 };
 MoeRouting moe_routing(std::int64_t tokens, std::int64_t experts, std::int64_t top_k);
+// Expert parallelism over `ep` chips, each holding experts / ep experts and
+// dispatching tokens * top_k slots: after the all-to-all a chip serves the
+// same number of slots (uniform routing), over its share of the experts the
+// whole group's tokens touch (ceil(touched(tokens * ep) / ep), within
+// [1, min(experts / ep, slots)]). ep == 1 is moe_routing(tokens, ...).
+MoeRouting moe_routing_local(std::int64_t tokens, std::int64_t experts, std::int64_t top_k, std::int64_t ep);
 
 // Family generators; the options were checked by the caller.
 workloads::Workload generate_transformer(const ModelSpec& m, const PhaseOptions& o);
@@ -41,6 +49,20 @@ workloads::Workload generate_dlrm(const ModelSpec& m, const PhaseOptions& o);
 // recorded so far (activation-gradient and weight-gradient matmuls, ...),
 // optionally each layer's forward recomputed before its backward, and an
 // Adam update with f32 master weights for every weight with a gradient.
-void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o);
+//
+// Sharded programs (o.mesh) pass the collectives backward needs beyond the
+// transposed forward collectives (all_gather <-> reduce_scatter, all_reduce
+// -> identity, all_to_all -> reverse all_to_all, FSDP weights re-gathered
+// for the activation-gradient matmuls unless recomputing):
+struct TrainingCollectives {
+  // weight -> mesh axes its gradient is all_reduced over once complete
+  // (data parallel replicas of that weight).
+  std::map<std::string, std::vector<std::string>> weight_grad_all_reduce;
+  // activation -> mesh axes its gradient is all_reduced over (Megatron's
+  // "f": the input of column-parallel matmuls gets partial gradients).
+  std::map<std::string, std::vector<std::string>> activation_grad_all_reduce;
+};
+void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o,
+                     const TrainingCollectives& tc = {});
 
 }  // namespace tpusim::models::detail

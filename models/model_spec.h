@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "arch/common/dtype.h"
+#include "models/mesh_spec.h"
 
 namespace tpusim::models {
 
@@ -150,6 +151,10 @@ struct PhaseOptions {
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
   bool recompute = false;        // train: recompute each layer's forward in backward
+  // Device mesh the workload is sharded over (models/sharding.h); empty =
+  // one chip, the unsharded program. generate() then emits the per-chip
+  // program: batch is the global batch, split over data x fsdp x expert.
+  MeshSpec mesh = {};
 };
 
 // Phases a family supports (decoder: prefill, decode, train; encoder and

@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "models/generators.h"
+#include "models/sharding.h"
 
 namespace tpusim::models::detail {
 
@@ -42,6 +43,18 @@ MoeRouting moe_routing(std::int64_t tokens, std::int64_t experts, std::int64_t t
   return r;
 }
 
+MoeRouting moe_routing_local(std::int64_t tokens, std::int64_t experts, std::int64_t top_k, std::int64_t ep) {
+  if (ep == 1) return moe_routing(tokens, experts, top_k);
+  const MoeRouting g = moe_routing(tokens * ep, experts, top_k);
+  MoeRouting r;
+  r.slots = tokens * top_k;
+  r.touched = std::max<std::int64_t>(1, std::min({(g.touched + ep - 1) / ep, experts / ep, r.slots}));
+  r.cap = (r.slots + r.touched - 1) / r.touched;
+  r.group0 = r.slots - r.touched * (r.cap - 1);
+  r.group1 = r.touched - r.group0;
+  return r;
+}
+
 namespace {
 
 std::string L(std::int64_t i) { return "layers." + std::to_string(i) + "."; }
@@ -50,7 +63,13 @@ class TransformerGen {
  public:
   TransformerGen(WorkloadBuilder& b, const ModelSpec& m, const PhaseOptions& o)
       : b_(b), m_(m), t_(m.transformer), o_(o), wd_(o.weight_dtype), ad_(o.activation_dtype),
-        kd_(o.kv_dtype) {}
+        kd_(o.kv_dtype), tp_(o.mesh.size("tensor")), fs_(o.mesh.size("fsdp")), ep_(o.mesh.size("expert")) {
+    for (const auto& a : o.mesh.axes) {
+      b_.mesh_axis(a.first, a.second);
+      if (a.second > 1 && (a.first == "data" || a.first == "fsdp" || a.first == "expert"))
+        batch_axes_.push_back(a.first);
+    }
+  }
 
   Workload run() {
     switch (m_.family) {
@@ -66,16 +85,62 @@ class TransformerGen {
   const TransformerSpec& t_;
   const PhaseOptions& o_;
   DType wd_, ad_, kd_;
-  std::int64_t B_ = 1, S_ = 1;  // batch, query tokens per sequence
+  std::int64_t B_ = 1, S_ = 1;  // batch (per chip), query tokens per sequence
   bool decode_ = false;
+  // Mesh sizes (1 = axis absent) and the axes splitting the batch.
+  std::int64_t tp_ = 1, fs_ = 1, ep_ = 1;
+  std::vector<std::string> batch_axes_;
+  TrainingCollectives tc_;
+  TensorRef embed_;  // the token table as the lookups and a tied head read it
 
-  TensorRef weight(const std::string& n, Shape s) { return b_.weight(n, std::move(s), wd_); }
+  // A weight as one chip holds it: shape `s` is already split over tensor
+  // (callers divide); fsdp stores a 1/fsdp shard along dim 0 (dim 1 for
+  // expert weights, whose dim 0 counts experts), or along the last dim
+  // when that one does not divide, and returns it all_gathered. Records
+  // the data-parallel replicas its gradient is all_reduced over.
+  TensorRef sharded_weight(const std::string& n, Shape s, DType dt, bool expert) {
+    std::vector<std::string> sync;
+    for (const auto& ax : batch_axes_)
+      if (ax != "fsdp" && !(expert && ax == "expert")) sync.push_back(ax);
+    if (!sync.empty()) tc_.weight_grad_all_reduce[n] = sync;
+    if (fs_ == 1 || s.empty()) return b_.weight(n, std::move(s), dt);
+    const std::size_t pref = expert && s.size() > 1 ? 1 : 0;
+    std::size_t d = s[pref] % fs_ == 0 ? pref : s.size() - 1;
+    if (s[d] % fs_ != 0) {
+      std::string shape;
+      for (auto x : s) shape += (shape.empty() ? "" : ", ") + std::to_string(x);
+      throw ModelError(ModelDiagnostic{m_.name, 0, 0, n,
+                                       "dim " + std::to_string(pref) + " or the last dim a multiple of fsdp=" +
+                                           std::to_string(fs_) + " (mesh " + o_.mesh.str() + ")",
+                                       "per-chip shape [" + shape + "] in model '" + m_.name + "'", ""});
+    }
+    s[d] /= fs_;
+    TensorRef w = b_.weight(n, std::move(s), dt);
+    return b_.all_gather(n + ".all_gather", w, {"fsdp"}, static_cast<std::int64_t>(d));
+  }
+  TensorRef weight(const std::string& n, Shape s) { return sharded_weight(n, std::move(s), wd_, false); }
   // Biases, learned positions and class tokens are added to activations,
   // so they are kept in the activation dtype (no cast op needed).
-  TensorRef act_weight(const std::string& n, Shape s) { return b_.weight(n, std::move(s), ad_); }
+  TensorRef act_weight(const std::string& n, Shape s) { return sharded_weight(n, std::move(s), ad_, false); }
+  // Megatron's "f": x feeds column-parallel matmuls, so each tensor rank
+  // gets a partial gradient of x that backward all_reduces.
+  void tp_grad_sync(const TensorRef& x) {
+    if (tp_ > 1) tc_.activation_grad_all_reduce[x.name] = {"tensor"};
+  }
 
+  // Column-parallel (out already divided by tensor) or replicated.
   TensorRef linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias) {
     TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
+    return y;
+  }
+  // Row-parallel: `in` is this chip's share; the partial sums are
+  // all_reduced over tensor (Megatron's "g") before the replicated bias,
+  // unless the caller reduces a sum of several (reduce = false).
+  TensorRef row_linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias,
+                       bool reduce = true) {
+    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    if (reduce && tp_ > 1) y = b_.all_reduce(n + ".all_reduce", y, {"tensor"});
     if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
     return y;
   }
@@ -110,8 +175,12 @@ class TransformerGen {
 
   TensorRef embed_tokens() {
     TensorRef tok = b_.input("tokens", {B_, S_}, DType::f32);
-    TensorRef x = b_.gather("embed", weight("embed.weight", {t_.vocab, t_.hidden}), tok);
+    // Vocab-parallel over tensor: each rank looks up its rows (zeros for
+    // the others' tokens) and the partial embeddings are all_reduced.
+    embed_ = weight("embed.weight", {t_.vocab / tp_, t_.hidden});
+    TensorRef x = b_.gather("embed", embed_, tok);
     x = dequant("embed.dequant", x);
+    if (tp_ > 1) x = b_.all_reduce("embed.all_reduce", x, {"tensor"});
     if (t_.position == PositionKind::learned) {
       TensorRef pos = b_.input("positions", {S_}, DType::f32);
       TensorRef p = b_.gather("pos_embed", act_weight("pos_embed.weight", {t_.max_context, t_.hidden}), pos);
@@ -127,7 +196,8 @@ class TransformerGen {
 
   TensorRef attention_mha(const std::string& p, std::int64_t layer, const TensorRef& xn, bool causal) {
     const auto& a = t_.attention;
-    const std::int64_t H = a.heads, KV = a.kv_heads, D = a.head_dim;
+    const std::int64_t H = a.heads / tp_, KV = a.kv_heads / tp_, D = a.head_dim;
+    tp_grad_sync(xn);
     TensorRef q = linear(p + "attn.q_proj", xn, t_.hidden, H * D, a.qkv_bias);
     TensorRef k = linear(p + "attn.k_proj", xn, t_.hidden, KV * D, a.qkv_bias);
     TensorRef v = linear(p + "attn.v_proj", xn, t_.hidden, KV * D, a.qkv_bias);
@@ -154,19 +224,23 @@ class TransformerGen {
       }
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
-    return linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
+    return row_linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
   }
 
   TensorRef attention_mla(const std::string& p, const TensorRef& xn) {
     const auto& a = t_.attention;
-    const std::int64_t H = a.heads, nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim,
+    // Heads split over tensor; the low-rank down-projections (q_a, kv_a),
+    // their norms and the latent cache are replicated on every tensor rank.
+    const std::int64_t H = a.heads / tp_, nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim,
                        qk = a.qk_dim(), vd = a.v_head_dim, kvr = a.kv_lora_rank;
     TensorRef q;
     if (a.q_lora_rank > 0) {
       q = linear(p + "attn.q_a_proj", xn, t_.hidden, a.q_lora_rank, false);
       q = rms(p + "attn.q_a_norm", q);
+      tp_grad_sync(q);
       q = linear(p + "attn.q_b_proj", q, a.q_lora_rank, H * qk, false);
     } else {
+      tp_grad_sync(xn);
       q = linear(p + "attn.q_proj", xn, t_.hidden, H * qk, false);
     }
     q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, qk});
@@ -176,9 +250,11 @@ class TransformerGen {
     TensorRef kva = linear(p + "attn.kv_a_proj", xn, t_.hidden, kvr + rp, false);
     TensorRef ckv = b_.slice(p + "attn.c_kv", kva, {0, 0, 0}, {B_, S_, kvr});
     ckv = rms(p + "attn.kv_a_norm", ckv);
+    tp_grad_sync(ckv);
     TensorRef kpe = b_.slice(p + "attn.k_pe", kva, {0, 0, kvr}, {B_, S_, kvr + rp});
     kpe = b_.reshape(p + "attn.k_pe_heads", kpe, {B_, S_, 1, rp});
     kpe = rope(p + "attn.k_rope", kpe);
+    tp_grad_sync(kpe);
     // kv_b_proj [kvr, H * (nope + v)] kept as its two halves, which is the
     // form decode absorbs into the query and the output.
     TensorRef wk = weight(p + "attn.wk_b.weight", {kvr, H, nope});
@@ -213,34 +289,39 @@ class TransformerGen {
       }
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * vd});
-    return linear(p + "attn.o_proj", o, H * vd, t_.hidden, false);
+    return row_linear(p + "attn.o_proj", o, H * vd, t_.hidden, false);
   }
 
-  TensorRef ffn(const std::string& n, const TensorRef& x, std::int64_t size, bool bias) {
+  // size: the whole FFN's hidden size; tensor splits it.
+  TensorRef ffn(const std::string& n, const TensorRef& x, std::int64_t size, bool bias, bool reduce = true) {
     const std::int64_t h = t_.hidden;
+    size /= tp_;
+    tp_grad_sync(x);
     if (t_.ffn.kind == FfnKind::swiglu) {
       TensorRef g = linear(n + ".gate_proj", x, h, size, bias);
       TensorRef u = linear(n + ".up_proj", x, h, size, bias);
       TensorRef a = b_.elementwise(n + ".act", workloads::EwKind::silu, {g});
       TensorRef m = b_.mul(n + ".gated", a, u);
-      return linear(n + ".down_proj", m, size, h, bias);
+      return row_linear(n + ".down_proj", m, size, h, bias, reduce);
     }
     TensorRef f = linear(n + ".fc1", x, h, size, bias);
     f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu, {f});
-    return linear(n + ".fc2", f, size, h, bias);
+    return row_linear(n + ".fc2", f, size, h, bias, reduce);
   }
 
   // One group of experts: n experts, each with `cap` token slots.
   TensorRef expert_group(const std::string& n, const TensorRef& xf, const TensorRef& idx_src,
                          std::int64_t offset, std::int64_t ne, std::int64_t cap) {
     const auto& e = t_.moe;
-    const std::int64_t h = t_.hidden, F = e.expert_ffn_size;
+    const std::int64_t h = t_.hidden, F = e.expert_ffn_size / tp_;
     TensorRef idx = b_.slice(n + ".index", idx_src, {offset}, {offset + ne * cap});
     idx = b_.reshape(n + ".index_grid", idx, {ne, cap});
     TensorRef xe = b_.gather(n + ".dispatch", xf, idx);  // [ne, cap, h]
     auto mm = [&](const std::string& w, const TensorRef& x, std::int64_t in, std::int64_t out) {
-      TensorRef y = b_.matmul(n + "." + w, x, weight(n + "." + w + ".weight", {ne, in, out}), "ecx,exy->ecy", ad_);
-      if (e.expert_bias) y = b_.add(n + "." + w + ".bias_add", y, act_weight(n + "." + w + ".bias", {ne, 1, out}));
+      TensorRef y = b_.matmul(n + "." + w, x, sharded_weight(n + "." + w + ".weight", {ne, in, out}, wd_, true),
+                              "ecx,exy->ecy", ad_);
+      if (e.expert_bias)
+        y = b_.add(n + "." + w + ".bias_add", y, sharded_weight(n + "." + w + ".bias", {ne, 1, out}, ad_, true));
       return y;
     };
     TensorRef y;
@@ -259,6 +340,7 @@ class TransformerGen {
   TensorRef moe(const std::string& p, const TensorRef& xn) {
     const auto& e = t_.moe;
     const std::int64_t h = t_.hidden, T = B_ * S_, k = e.top_k;
+    tp_grad_sync(xn);  // the router is replicated, the experts split
     TensorRef xf = b_.reshape(p + "mlp.tokens", xn, {T, h});
     TensorRef logits = linear(p + "mlp.router", xf, h, e.experts, e.router_bias);
     TensorRef probs = e.router == RouterKind::softmax
@@ -267,18 +349,36 @@ class TransformerGen {
     // Stand-in for top-k: the IR has no top_k op (see file comment).
     TensorRef topk = b_.slice(p + "mlp.topk", probs, {0, 0}, {T, k});
     TensorRef flat = b_.reshape(p + "mlp.route_flat", probs, {T * e.experts});
-    MoeRouting r = moe_routing(T, e.experts, k);
+    MoeRouting r = moe_routing_local(T, e.experts, k, ep_);
+    TensorRef src = xf;
+    if (ep_ > 1) {
+      // Each of the R slots carries a copy of its token; slot group g goes
+      // to expert rank g (equal parts under uniform routing) and comes
+      // back the same way after the expert FFNs.
+      TensorRef idx = b_.slice(p + "mlp.send_index", flat, {0}, {r.slots});
+      TensorRef xs = b_.reshape(p + "mlp.dispatch_grid", b_.gather(p + "mlp.dispatch", xf, idx),
+                                {ep_, r.slots / ep_, h});
+      xs = b_.all_to_all(p + "mlp.dispatch.all_to_all", xs, {"expert"}, 0, 0);
+      src = b_.reshape(p + "mlp.received", xs, {r.slots, h});
+    }
     std::vector<TensorRef> parts;
-    parts.push_back(expert_group(p + "mlp.experts.g0", xf, flat, 0, r.group0, r.cap));
+    parts.push_back(expert_group(p + "mlp.experts.g0", src, flat, 0, r.group0, r.cap));
     if (r.group1 > 0 && r.cap > 1)
-      parts.push_back(expert_group(p + "mlp.experts.g1", xf, flat, r.group0 * r.cap, r.group1, r.cap - 1));
+      parts.push_back(expert_group(p + "mlp.experts.g1", src, flat, r.group0 * r.cap, r.group1, r.cap - 1));
     TensorRef rows = parts.size() == 1 ? parts[0] : b_.concat(p + "mlp.expert_rows", parts, 0);
+    if (ep_ > 1) {
+      rows = b_.reshape(p + "mlp.return_grid", rows, {ep_, r.slots / ep_, h});
+      rows = b_.all_to_all(p + "mlp.combine.all_to_all", rows, {"expert"}, 0, 0);
+      rows = b_.reshape(p + "mlp.returned", rows, {r.slots, h});
+    }
     TensorRef picked = b_.gather(p + "mlp.combine", rows, topk);  // [T, k, h]
     TensorRef gates = b_.reshape(p + "mlp.gates", topk, {T, k, 1});
     TensorRef y = b_.reduce(p + "mlp.weighted_sum", b_.mul(p + "mlp.gate_mul", picked, gates),
                             workloads::ReduceKind::sum, {1});
     if (e.shared_experts > 0)
-      y = b_.add(p + "mlp.shared_add", y, ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false));
+      y = b_.add(p + "mlp.shared_add", y, ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false));
+    // Routed and shared experts' partial sums over tensor, reduced once.
+    if (tp_ > 1) y = b_.all_reduce(p + "mlp.all_reduce", y, {"tensor"});
     return b_.reshape(p + "mlp.out", y, {B_, S_, h});
   }
 
@@ -297,17 +397,21 @@ class TransformerGen {
   }
 
   TensorRef lm_head(const TensorRef& x) {
+    // Column-parallel over the vocabulary; serving gathers the logits.
+    tp_grad_sync(x);
     TensorRef logits;
     if (t_.tied_embeddings)
-      logits = b_.matmul("lm_head", x, b_.ref("embed.weight"), "bsh,vh->bsv", ad_);
+      logits = b_.matmul("lm_head", x, embed_, "bsh,vh->bsv", ad_);
     else
-      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, t_.vocab}), "", ad_);
-    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {t_.vocab}));
+      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, t_.vocab / tp_}), "", ad_);
+    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {t_.vocab / tp_}));
+    if (tp_ > 1 && o_.phase != Phase::train)
+      logits = b_.all_gather("lm_head.all_gather", logits, {"tensor"}, logits.rank() - 1);
     return logits;
   }
 
   Workload decoder() {
-    B_ = o_.batch;
+    B_ = local_batch(o_);
     decode_ = o_.phase == Phase::decode;
     S_ = decode_ ? 1 : o_.seq_len;
     TensorRef x = embed_tokens();
@@ -316,7 +420,7 @@ class TransformerGen {
     if (o_.phase == Phase::prefill && S_ > 1)  // serving needs only the last position's logits
       x = b_.slice("last_token", x, {0, S_ - 1, 0}, {B_, S_, t_.hidden});
     TensorRef logits = lm_head(x);
-    if (o_.phase == Phase::train) append_training(b_, logits, o_);
+    if (o_.phase == Phase::train) append_training(b_, logits, o_, tc_);
     return b_.build();
   }
 
@@ -329,15 +433,16 @@ class TransformerGen {
   }
 
   Workload encoder() {
-    B_ = o_.batch;
+    B_ = local_batch(o_);
     S_ = o_.seq_len;
     TensorRef x = norm("embed_norm", embed_tokens());
     for (std::int64_t i = 0; i < t_.layers; ++i) x = encoder_layer(i, x);
     if (o_.phase == Phase::train) {
       // Masked-LM logits through the tied word embedding (the MLM head's
       // extra transform layer is left out).
-      TensorRef logits = b_.matmul("mlm_head", x, b_.ref("embed.weight"), "bsh,vh->bsv", ad_);
-      append_training(b_, logits, o_);
+      tp_grad_sync(x);
+      TensorRef logits = b_.matmul("mlm_head", x, embed_, "bsh,vh->bsv", ad_);
+      append_training(b_, logits, o_, tc_);
     } else if (t_.pooler) {
       TensorRef cls = b_.reshape("pooler.cls", b_.slice("pooler.cls_token", x, {0, 0, 0}, {B_, 1, t_.hidden}), {B_, t_.hidden});
       TensorRef y = linear("pooler.dense", cls, t_.hidden, t_.hidden, true);
@@ -347,7 +452,7 @@ class TransformerGen {
   }
 
   Workload vit() {
-    B_ = o_.batch;
+    B_ = local_batch(o_);
     const std::int64_t img = o_.image_size > 0 ? o_.image_size : t_.image_size, P = t_.patch,
                        n = img / P, C = t_.channels, h = t_.hidden;
     S_ = n * n + 1;
@@ -373,7 +478,7 @@ class TransformerGen {
     TensorRef c = b_.reshape("head.cls", b_.slice("head.cls_token", x, {0, 0, 0}, {B_, 1, h}), {B_, h});
     if (t_.classes > 0) {
       TensorRef logits = linear("head", c, h, t_.classes, true);
-      if (o_.phase == Phase::train) append_training(b_, logits, o_);
+      if (o_.phase == Phase::train) append_training(b_, logits, o_, tc_);
     }
     return b_.build();
   }

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "models/generators.h"
+#include "models/sharding.h"
 
 namespace tpusim::models {
 
@@ -45,12 +46,22 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir
 
 workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
   check_options(m, o);
+  check_mesh(m, o);
   switch (m.family) {
     case Family::decoder:
     case Family::encoder:
     case Family::vit: return detail::generate_transformer(m, o);
-    case Family::resnet: return detail::generate_resnet(m, o);
-    case Family::dlrm: return detail::generate_dlrm(m, o);
+    case Family::resnet:
+    case Family::dlrm: {
+      // Data parallel inference only (check_mesh): the per-chip batch, no
+      // collectives (nothing is reduced across replicas when serving).
+      PhaseOptions local = o;
+      local.batch = local_batch(o);
+      local.mesh = {};
+      workloads::Workload w = m.family == Family::resnet ? detail::generate_resnet(m, local) : detail::generate_dlrm(m, local);
+      for (const auto& a : o.mesh.axes) w.mesh.push_back({a.first, a.second});
+      return w;
+    }
   }
   throw ModelInternalError("generate: unknown family");
 }

@@ -1,0 +1,137 @@
+// Mesh parsing and the mesh-versus-model checks (see sharding.h).
+#include "models/sharding.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "models/model_file.h"
+
+namespace tpusim::models {
+
+const std::vector<std::string>& mesh_axis_names() {
+  static const std::vector<std::string> names = {"data", "fsdp", "tensor", "expert", "sequence"};
+  return names;
+}
+
+MeshSpec parse_mesh(const std::string& text) {
+  MeshSpec mesh;
+  std::vector<ModelDiagnostic> errs;
+  auto trim = [](std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    return s;
+  };
+  if (trim(text).empty()) return mesh;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = trim(text.substr(pos, comma - pos));
+    const int col = static_cast<int>(pos) + 1;
+    auto bad = [&](const std::string& key, const std::string& expected, const std::string& found,
+                   const std::string& suggestion = "") {
+      errs.push_back({"mesh '" + text + "'", 1, col, key, expected, found, suggestion});
+    };
+    const std::size_t eq = item.find('=');
+    if (item.empty() || eq == std::string::npos) {
+      bad("mesh", "an item name=size (e.g. tensor=4)", "'" + item + "'");
+    } else {
+      const std::string name = trim(item.substr(0, eq)), num = trim(item.substr(eq + 1));
+      const auto& known = mesh_axis_names();
+      bool ok = true;
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        bad("mesh", "an axis name among data, fsdp, tensor, expert, sequence", "'" + name + "'",
+            nearest_word(name, known));
+        ok = false;
+      }
+      for (const auto& a : mesh.axes)
+        if (a.first == name) {
+          bad("mesh." + name, "each axis once", "'" + name + "' given again");
+          ok = false;
+        }
+      std::int64_t size = 0;
+      bool digits = !num.empty() && num.size() < 12 &&
+                    std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      if (digits) size = std::stoll(num);
+      if (!digits || size < 1) {
+        bad("mesh." + name, "a size that is an integer >= 1", "'" + num + "'");
+        ok = false;
+      }
+      if (ok) mesh.axes.emplace_back(name, size);
+    }
+    pos = comma + 1;
+  }
+  if (!errs.empty()) throw ModelError(std::move(errs));
+  return mesh;
+}
+
+std::int64_t local_batch(const PhaseOptions& o) {
+  const std::int64_t d = o.mesh.size("data") * o.mesh.size("fsdp") * o.mesh.size("expert");
+  return o.batch / d;
+}
+
+void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
+  const MeshSpec& mesh = o.mesh;
+  if (mesh.empty()) return;
+  std::vector<ModelDiagnostic> errs;
+  auto bad = [&](const std::string& key, const std::string& expected, const std::string& found) {
+    errs.push_back({m.name, 0, 0, key, expected, found + " in model '" + m.name + "'", ""});
+  };
+  auto divides = [&](const std::string& axis, std::int64_t n, const std::string& key, const std::string& what) {
+    const std::int64_t s = mesh.size(axis);
+    if (s > 1 && n % s != 0)
+      bad(key, "a multiple of mesh axis " + axis + "=" + std::to_string(s) + " (it splits " + what + ")",
+          std::to_string(n));
+  };
+  for (const auto& a : mesh.axes) {
+    const auto& known = mesh_axis_names();
+    if (std::find(known.begin(), known.end(), a.first) == known.end())
+      bad("mesh." + a.first, "an axis name among data, fsdp, tensor, expert, sequence", "'" + a.first + "'");
+    if (a.second < 1) bad("mesh." + a.first, "a size >= 1", std::to_string(a.second));
+  }
+  if (!errs.empty()) throw ModelError(std::move(errs));
+  if (mesh.size("sequence") > 1)
+    bad("mesh.sequence", "sequence=1 (context parallelism is not modelled; Megatron sequence parallelism is not "
+                         "offered either)", std::to_string(mesh.size("sequence")));
+  const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+  if (!transformer) {
+    for (const char* ax : {"fsdp", "tensor", "expert"})
+      if (mesh.size(ax) > 1)
+        bad(std::string("mesh.") + ax, std::string("only the data axis for a ") + family_name(m.family) + " model",
+            std::string(ax) + "=" + std::to_string(mesh.size(ax)));
+  }
+  const std::int64_t split = mesh.size("data") * mesh.size("fsdp") * mesh.size("expert");
+  if (o.batch % split != 0)
+    bad("batch", "a multiple of data x fsdp x expert = " + std::to_string(split) + " (mesh " + mesh.str() + ")",
+        std::to_string(o.batch));
+  if (transformer) {
+    const auto& t = m.transformer;
+    const auto& a = t.attention;
+    divides("tensor", a.heads, "attention.heads", "the attention heads");
+    if (a.kind == AttentionKind::mha) divides("tensor", a.kv_heads, "attention.kv_heads", "the KV heads");
+    const bool dense_ffn = !t.moe.enabled || t.moe.dense_layers_first > 0;
+    if (dense_ffn) divides("tensor", t.ffn.size, "ffn.size", "the FFN hidden size");
+    if (t.moe.enabled) divides("tensor", t.moe.expert_ffn_size, "moe.expert_ffn_size", "each expert's FFN hidden size");
+    if (m.family != Family::vit) divides("tensor", t.vocab, "vocab", "the vocabulary");
+    divides("fsdp", t.hidden, "hidden", "every norm scale and the input dim of the projections");
+    if (mesh.size("expert") > 1) {
+      if (!t.moe.enabled) {
+        bad("mesh.expert", "a mixture-of-experts model (the expert axis splits routed experts)",
+            "expert=" + std::to_string(mesh.size("expert")) + " for a dense model");
+      } else {
+        divides("expert", t.moe.experts, "moe.experts", "the routed experts");
+        if (o.batch % split == 0) {
+          const std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len;
+          const std::int64_t slots = o.batch / split * S * t.moe.top_k;
+          if (slots % mesh.size("expert") != 0)
+            bad("batch", "token slots per chip (batch / " + std::to_string(split) + " x tokens x moe.top_k) a multiple "
+                "of expert=" + std::to_string(mesh.size("expert")) + " (they are exchanged all-to-all in equal parts)",
+                std::to_string(slots) + " slots");
+        }
+      }
+    }
+  }
+  if (!errs.empty()) throw ModelError(std::move(errs));
+}
+
+}  // namespace tpusim::models

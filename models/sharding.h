@@ -1,0 +1,55 @@
+// Sharding of the model zoo over a device mesh: parsing a mesh ("fsdp=16,
+// tensor=4") and checking it against a model and phase. generate() (zoo.h)
+// then emits the per-chip SPMD program with the collectives of each
+// strategy, and memory_footprint/check_fit (analysis.h) give per-chip bytes.
+// Models (docs/models.md "Sharding" has the full rules):
+//  - data: batch split; weights replicated; training all_reduces weight
+//    gradients over it.
+//  - fsdp: batch split; every weight stored as a 1/fsdp shard (dim 0, or
+//    dim 1 of expert weights), all_gathered before use in forward and again
+//    in backward; weight gradients reduce_scattered back to the shard; Adam
+//    state lives on the shard.
+//  - tensor (Megatron): heads, KV heads, FFN hidden and vocabulary split;
+//    column-parallel then row-parallel matmuls, all_reduce after each
+//    row-parallel one (and the vocab-parallel embedding); in training the
+//    inputs of column-parallel blocks get their gradient all_reduced.
+//  - expert: routed experts split; batch split; tokens all_to_all'ed to
+//    their experts' chips and back.
+// Leaves out: sequence/context parallelism (axis name reserved, size > 1
+// rejected), pipeline parallelism, uneven splits (every split must divide),
+// resnet/dlrm beyond data parallelism.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/mesh_spec.h"
+#include "models/model_spec.h"
+
+namespace tpusim::models {
+
+// Axis names a mesh may use: data, fsdp, tensor, expert, sequence.
+const std::vector<std::string>& mesh_axis_names();
+
+// Parses "name=size[,name=size...]" (spaces allowed around items; "" is the
+// empty mesh). Throws ModelError listing every problem: malformed item,
+// unknown name (nearest known name suggested), size not an integer >= 1,
+// name given twice. Each diagnostic has key "mesh" or "mesh.<name>" and the
+// 1-based column of the item.
+MeshSpec parse_mesh(const std::string& text);
+
+// Checks that o.mesh can shard model m in o's phase: each split divides
+// the dims it splits (tensor: attention.heads, attention.kv_heads, ffn.size,
+// moe.expert_ffn_size, vocab; fsdp: hidden; expert: moe.experts and the
+// tokens x top_k each chip dispatches; data x fsdp x expert: batch), expert
+// only for MoE models, sequence only size 1, resnet/dlrm only data.
+// Throws ModelError naming the model, the model key and the mesh axis.
+// Weight dims fsdp splits beyond hidden are checked when generating (the
+// error names the weight). An empty mesh always passes.
+void check_mesh(const ModelSpec& m, const PhaseOptions& o);
+
+// Sequences per chip: o.batch / (data x fsdp x expert).
+std::int64_t local_batch(const PhaseOptions& o);
+
+}  // namespace tpusim::models
