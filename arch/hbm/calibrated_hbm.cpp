@@ -4,115 +4,163 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
+#include "arch/hbm/dram_timing.h"
 
 namespace tpusim::arch {
 
-CalibratedHbm::CalibratedHbm(const HbmConfig& config)
-    : cfg_(config), peak_(hbm_peak_bandwidth(config)) {
-  cfg_.model = "detailed";
-  DetailedDram probe(cfg_);  // validates the config now rather than at first use
-}
+namespace {
 
-CalibratedHbm::Key CalibratedHbm::key_of(const HbmTransfer& t) {
-  if (t.contiguous()) return {t.write, t.atom_bytes, true, 0, 0};
-  return {t.write, t.atom_bytes, false, t.row_bytes, t.stride};
-}
-
-std::uint64_t CalibratedHbm::units_of(const HbmTransfer& t) {
-  return t.contiguous() ? t.bytes() : t.rows;
-}
-
-HbmTransfer CalibratedHbm::shape(const HbmTransfer& t, std::uint64_t units) const {
-  HbmTransfer s;
-  s.write = t.write;
-  s.atom_bytes = t.atom_bytes;
-  if (t.contiguous()) {
-    s.row_bytes = units;
-    s.rows = 1;
-  } else {
-    s.row_bytes = t.row_bytes;
-    s.rows = units;
-    s.stride = t.stride;
-  }
-  return s;
-}
-
-Ps CalibratedHbm::measure(const HbmTransfer& t, std::uint64_t units) {
-  DetailedDram d(cfg_);
-  ++detailed_runs_;
-  d.submit(shape(t, units), 0);
-  const auto done = d.run_until(kNever / 2);  // nothing else arrives: run to the end at once
-  if (done.size() != 1) throw InternalError("CalibratedHbm: calibration run did not complete");
-  return done.front().time;
-}
-
-Ps CalibratedHbm::sample(const HbmTransfer& t, std::uint64_t units) {
-  auto k = std::make_pair(key_of(t), units);
-  auto it = samples_.find(k);
-  if (it != samples_.end()) return it->second;
-  const Ps v = measure(t, units);
-  samples_.emplace(k, v);
-  return v;
-}
-
-static std::uint64_t pow2_floor(std::uint64_t u) {
+std::uint64_t pow2_floor(std::uint64_t u) {
   std::uint64_t p = 1;
   while (p <= u / 2) p *= 2;
   return p;
 }
 
+// Nearest power of two on a log scale (1536 -> 2048, 1400 -> 1024).
+std::uint64_t pow2_round(std::uint64_t u) {
+  const std::uint64_t lo = pow2_floor(std::max<std::uint64_t>(u, 1));
+  return static_cast<double>(u) >= 1.41421356 * static_cast<double>(lo) ? 2 * lo : lo;
+}
+
+}  // namespace
+
+CalibratedHbm::CalibratedHbm(const HbmConfig& config)
+    : cfg_(config), peak_(hbm_peak_bandwidth(config)) {
+  cfg_.model = "detailed";
+  DetailedDram probe(cfg_);  // validates the config now rather than at first use
+  sweep_bytes_ = probe.mapping().interleave_bytes() * probe.mapping().pseudo_channels_total();
+}
+
+CalibratedHbm::Key CalibratedHbm::exact_key(const HbmTransfer& t) {
+  if (t.contiguous()) return {t.write, t.atom_bytes, true, 0, 0};
+  return {t.write, t.atom_bytes, false, t.row_bytes, t.stride};
+}
+
+CalibratedHbm::Key CalibratedHbm::class_of(const HbmTransfer& t) const {
+  // Rows of a whole sweep or more keep every pseudo-channel busy like a
+  // contiguous stream does.
+  if (t.contiguous() || t.row_bytes >= sweep_bytes_) return {t.write, t.atom_bytes, true, 0, 0};
+  const std::uint64_t row = pow2_round(t.row_bytes);
+  const std::uint64_t stride = std::max(row, pow2_round(t.stride));
+  if (stride == row) return {t.write, t.atom_bytes, true, 0, 0};
+  return {t.write, t.atom_bytes, false, row, stride};
+}
+
+HbmTransfer CalibratedHbm::shape_of(const Key& k, std::uint64_t bytes) {
+  HbmTransfer s;
+  s.write = std::get<0>(k);
+  s.atom_bytes = std::get<1>(k);
+  if (std::get<2>(k)) {
+    s.row_bytes = bytes;
+    s.rows = 1;
+  } else {
+    s.row_bytes = std::get<3>(k);
+    s.stride = std::get<4>(k);
+    s.rows = std::max<std::uint64_t>(1, bytes / s.row_bytes);
+  }
+  return s;
+}
+
+Ps CalibratedHbm::run_alone(const HbmTransfer& t) {
+  DetailedDram d(cfg_);
+  ++detailed_runs_;
+  HbmTransfer x = t;
+  x.base = 0;
+  x.atom_interval_ps = 0;
+  d.submit(x, 0);
+  const auto done = d.run_until(kNever / 2);  // nothing else arrives: run to the end at once
+  if (done.size() != 1) throw InternalError("CalibratedHbm: calibration run did not complete");
+  return done.front().time;
+}
+
+Ps CalibratedHbm::exact(const HbmTransfer& t) {
+  auto key = std::make_pair(exact_key(t), t.contiguous() ? t.bytes() : t.rows);
+  auto it = exact_.find(key);
+  if (it != exact_.end()) return it->second;
+  const Ps v = run_alone(t);
+  exact_.emplace(key, v);
+  return v;
+}
+
+// Steady-state ps per byte of class k: the slope between detailed runs of
+// 1 MiB and 1 MiB + W, W about two refresh intervals' worth of data. A
+// transfer alone ends with its slowest pseudo-channel, which has met
+// ceil(t / tREFI) refreshes, so T(bytes) is a staircase; a window of a few
+// MiB (under one tREFI) was measured up to 4% off the long-run slope, two
+// tREFI within 0.5% for every class tried.
+double CalibratedHbm::slope(const Key& k) {
+  auto it = slopes_.find(k);
+  if (it != slopes_.end()) return it->second;
+  const std::uint64_t b1 = 1ull << 20;
+  const DramTiming tm(cfg_);
+  std::uint64_t w = 2ull << 20;
+  if (tm.REFI > 0)
+    w = std::max<std::uint64_t>(w, static_cast<std::uint64_t>(2 * ps_to_seconds(tm.REFI) * peak_ * 0.9));
+  w -= w % (64ull << 10);
+  const Ps t1 = run_alone(shape_of(k, b1));
+  const Ps t2 = run_alone(shape_of(k, b1 + w));
+  const double v = static_cast<double>(t2 - t1) / static_cast<double>(w);
+  slopes_.emplace(k, v);
+  return v;
+}
+
 Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
-  const std::uint64_t u = units_of(t);
-  if (u == 0) return 0;
-  const std::uint64_t unit_bytes = t.contiguous() ? 1 : std::max<std::uint64_t>(t.row_bytes, 1);
-  const std::uint64_t lin = pow2_floor(std::max<std::uint64_t>(kExactBytes / unit_bytes, 1));
-  if (u <= lin) return sample(t, u);
-  const Ps t1 = sample(t, lin);
-  const Ps t4 = sample(t, 4 * lin);
-  const double slope = static_cast<double>(t4 - t1) / static_cast<double>(3 * lin);
-  return t1 + static_cast<Ps>(std::llround(slope * static_cast<double>(u - lin)));
+  const std::uint64_t b = t.bytes();
+  if (b == 0) return 0;
+  if (b <= kExactBytes) return exact(t);
+  // Beyond kExactBytes: the exact time of the first kExactBytes' worth of
+  // the same shape plus the class's steady rate for the rest.
+  HbmTransfer head = t;
+  if (t.contiguous()) {
+    head.row_bytes = kExactBytes;
+    head.rows = 1;
+  } else {
+    head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
+  }
+  const Ps t1 = exact(head);
+  return t1 + static_cast<Ps>(std::llround(slope(class_of(t)) * static_cast<double>(b - head.bytes())));
 }
 
 Ps CalibratedHbm::atom_latency(const HbmTransfer& t) {
-  HbmTransfer one = t;
-  one.rows = 1;
-  one.stride = 0;
+  HbmTransfer one;
+  one.write = t.write;
+  one.atom_bytes = t.atom_bytes;
   one.row_bytes = t.atom_bytes;
-  return sample(one, t.atom_bytes);
+  return alone_time(one);
 }
 
-double CalibratedHbm::contention(const HbmTransfer& t, int k) {
-  k = std::min(k, kMaxStreams);
-  if (k <= 1) return 1.0;
-  auto key = std::make_pair(key_of(t), k);
-  auto it = contention_.find(key);
-  if (it != contention_.end()) return it->second;
-  const std::uint64_t unit_bytes = t.contiguous() ? 1 : std::max<std::uint64_t>(t.row_bytes, 1);
-  const std::uint64_t u = pow2_floor(std::max<std::uint64_t>(kExactBytes / unit_bytes, 1));
-  const HbmTransfer s = shape(t, u);
+double CalibratedHbm::steady_efficiency(const HbmTransfer& t) {
+  return 1.0 / (slope(class_of(t)) * 1e-12 * peak_);
+}
+
+double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
+  auto it = mixed_.find(atom_bytes);
+  if (it != mixed_.end()) return it->second;
+  // A read and a write of kMixBytes each at unrelated addresses (1 GiB +
+  // 160 KiB apart: different banks), started together.
+  HbmTransfer r;
+  r.atom_bytes = atom_bytes;
+  r.row_bytes = kMixBytes;
+  HbmTransfer w = r;
+  w.write = true;
+  w.base = (1ull << 30) + (160ull << 10);
   DetailedDram d(cfg_);
   ++detailed_runs_;
-  // Streams 1 GiB + 160 KiB apart: 160 KiB is 5 interleave units per
-  // pseudo-channel of a 2-stack memory, so the streams walk different banks
-  // (shifts 0, 5, 10, ... mod 16) and share the bus without row conflicts,
-  // as tensors at unrelated addresses do. Streams aligned to the same bank
-  // conflict and FR-FCFS serves them nearly one after the other: not modelled.
-  std::vector<std::uint64_t> ids;
-  for (int i = 0; i < k; ++i) {
-    HbmTransfer x = s;
-    x.base = static_cast<std::uint64_t>(i) * ((1ull << 30) + (160ull << 10));
-    ids.push_back(d.submit(x, 0));
-  }
+  d.submit(r, 0);
+  d.submit(w, 0);
   Ps last = 0;
   for (const HbmCompletion& c : d.run_until(kNever / 2)) last = std::max(last, c.time);
-  const double tail = static_cast<double>(atom_latency(t));
-  const double one = static_cast<double>(sample(t, u)) - tail;
-  const double v = (static_cast<double>(last) - tail) / (k * one);
-  contention_.emplace(key, v);
+  const double need = static_cast<double>(kMixBytes) / peak_ * 1e12 *
+                      (1.0 / steady_efficiency(r) + 1.0 / steady_efficiency(w));
+  const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
+  const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
+  mixed_.emplace(atom_bytes, v);
   return v;
 }
 
@@ -130,11 +178,18 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   }
   Active a{};
   a.id = id;
+  a.arrival = arrival;
+  // Service demand D at the class's steady rate on the whole memory; the
+  // rest of its time alone (latency, row opening, the pseudo-channels it
+  // leaves idle, refreshes met) is paid after service, so alone it takes
+  // exactly T.
   const Ps alone = alone_time(t);
-  a.tail = std::min(atom_latency(t), alone);
-  a.remaining = static_cast<double>(alone - a.tail);
-  a.shape = t;
-  a.c_scale[1] = 1.0;  // the others are measured when that many run at once
+  const Ps lat = std::min(atom_latency(t), alone);
+  const double need = static_cast<double>(t.bytes()) * slope(class_of(t));
+  a.remaining = std::min(need, static_cast<double>(alone - lat));
+  a.tail = alone - static_cast<Ps>(std::llround(a.remaining));
+  a.write = t.write;
+  a.atom_bytes = t.atom_bytes;
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) +
@@ -143,30 +198,55 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   return id;
 }
 
-double CalibratedHbm::speed(const Active& a) const {
-  const int k = std::min<int>(static_cast<int>(active_.size()), kMaxStreams);
-  // Beyond kMaxStreams the share keeps falling as 1/k with c(kMaxStreams).
-  const double scale = a.c_scale[k] * static_cast<double>(active_.size()) / k;
-  return 1.0 / scale;
+// Shares: earlier arrivals first (each pseudo-channel's controller admits
+// requests in arrival order, so the detailed model serves staggered copies
+// nearly one after another); transfers that arrived together split what is
+// left evenly (their requests are admitted in turn).
+void CalibratedHbm::split(double capacity) {
+  std::vector<std::size_t>& order = order_;
+  order.resize(active_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return active_[x].arrival != active_[y].arrival ? active_[x].arrival < active_[y].arrival
+                                                    : active_[x].id < active_[y].id;
+  });
+  double left = capacity;
+  for (std::size_t g = 0; g < order.size();) {
+    std::size_t end = g;
+    while (end < order.size() && active_[order[end]].arrival == active_[order[g]].arrival) ++end;
+    const double each = left / static_cast<double>(end - g);
+    for (std::size_t i = g; i < end; ++i) active_[order[i]].rate = each;
+    left = 0;
+    g = end;
+  }
 }
 
-void CalibratedHbm::ensure_scales() {
-  const int k = std::min<int>(static_cast<int>(active_.size()), kMaxStreams);
-  for (Active& a : active_)
-    if (k > 0 && a.c_scale[k] == 0) a.c_scale[k] = k * contention(a.shape, k);
+void CalibratedHbm::share_out() {
+  if (shares_valid_) return;
+  shares_valid_ = true;
+  split(1.0);
+  // Reads and writes served at once cost bus turnarounds: the measured
+  // mixed capacity then applies.
+  bool reads = false, writes = false;
+  double mixed = 1.0;
+  for (const Active& a : active_)
+    if (a.rate > 0) {
+      (a.write ? writes : reads) = true;
+      mixed = std::min(mixed, mixed_capacity(a.atom_bytes));
+    }
+  if (reads && writes) split(mixed);
 }
 
 void CalibratedHbm::advance(Ps to) {
   for (;;) {
-    ensure_scales();
-    // Next arrival.
+    share_out();
     Ps next_arr = kNever;
     for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
-    // Next service completion at current shares.
     double next_fin = 1e300;
     std::size_t first = 0;
     for (std::size_t i = 0; i < active_.size(); ++i) {
-      const double f = now_ + active_[i].remaining / speed(active_[i]);
+      if (active_[i].rate <= 0) continue;
+      const double f = now_ + active_[i].remaining / active_[i].rate;
       if (f < next_fin) {
         next_fin = f;
         first = i;
@@ -177,9 +257,7 @@ void CalibratedHbm::advance(Ps to) {
     const bool finishing = !active_.empty() && step_to >= next_fin;
     if (step_to > now_) {
       if (!active_.empty()) busy_ps_ += step_to - now_;
-      std::vector<double> sp;
-      for (const Active& a : active_) sp.push_back(speed(a));
-      for (std::size_t i = 0; i < active_.size(); ++i) active_[i].remaining -= (step_to - now_) * sp[i];
+      for (Active& a : active_) a.remaining -= (step_to - now_) * a.rate;
       now_ = step_to;
     }
     // The earliest finisher is done by construction (at large now_ a tiny
@@ -192,7 +270,8 @@ void CalibratedHbm::advance(Ps to) {
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6));
         done_.push_back({std::max(fin + active_[i].tail, active_[i].floor), active_[i].id});
         std::push_heap(done_.begin(), done_.end(), std::greater<Done>());
-        active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+        active_[i] = active_.back();
+        active_.pop_back();
         changed = true;
       } else {
         ++i;
@@ -201,12 +280,14 @@ void CalibratedHbm::advance(Ps to) {
     for (std::size_t i = 0; i < pending_.size();) {
       if (static_cast<double>(pending_[i].arrival) <= now_) {
         active_.push_back(pending_[i].a);
-        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+        pending_[i] = pending_.back();
+        pending_.pop_back();
         changed = true;
       } else {
         ++i;
       }
     }
+    if (changed) shares_valid_ = false;
     if (!changed && now_ >= static_cast<double>(to)) return;
     if (!changed && active_.empty() && pending_.empty()) {
       now_ = std::max(now_, static_cast<double>(to));
@@ -231,9 +312,15 @@ std::vector<HbmCompletion> CalibratedHbm::run_until(Ps limit) {
 Ps CalibratedHbm::next_event_time() const {
   Ps t = done_.empty() ? kNever : done_.front().first;
   for (const Pending& p : pending_) t = std::min(t, p.arrival);
+  // Shares are current: advance() leaves them valid whenever it returns
+  // with transfers active.
   for (const Active& a : active_)
-    t = std::min(t, static_cast<Ps>(std::ceil(now_ + a.remaining / speed(a))));
+    if (a.rate > 0) t = std::min(t, static_cast<Ps>(std::ceil(now_ + a.remaining / a.rate)));
   return std::max(t, limit_);
+}
+
+std::size_t CalibratedHbm::classes() const {
+  return slopes_.size();
 }
 
 StatList CalibratedHbm::stats() const {

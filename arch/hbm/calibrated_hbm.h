@@ -1,29 +1,37 @@
-// Calibrated fast HBM model: a transfer costs O(1). Its time alone on idle
-// memory comes from the detailed model (DetailedDram), measured once per
-// pattern class and reused:
-//  - pattern class = read/write, atom size, and contiguous or strided
-//    (row_bytes, stride); size is counted in units (bytes if contiguous,
-//    rows if strided);
-//  - up to kExactBytes: a detailed run of exactly that size (cached per
-//    size; a small transfer's time depends on which refreshes it meets, which
-//    no interpolation captures within 2%). Workloads repeat a few tile sizes,
-//    so this stays a handful of short runs;
-//  - above: the time at kExactBytes plus the steady-state time per unit,
-//    the slope between two long runs (kExactBytes and 4x that), which
-//    averages refresh.
-// Concurrent transfers share bandwidth by processor sharing: a transfer
-// needs S = T_alone - L of service (L = unloaded one-atom latency, paid
-// once at the end); with k transfers in service each progresses at rate
-// 1/(k * c(k)), where c(k) >= ~1 is the measured interference of k
-// concurrent streams of its class (row conflicts between streams), from
-// one detailed run of k streams. An issue-rate limit (atom_interval) bounds
-// the completion below by the last atom's arrival + L.
-// Every calibration run starts at t = 0 on an idle, refresh-phase-0 memory,
-// so a small transfer's time is the one it has at that refresh phase.
-// Leaves out: streams aligned to hit the same banks at the same time (row
-// conflicts make FR-FCFS serve them almost one after another), channel locality of small concurrent transfers (two 4 KiB
-// transfers on disjoint channels still share), read/write mixes between
-// concurrent transfers (each uses its own class), address alignment.
+// Calibrated fast HBM model: a transfer costs O(1) to set up and each event
+// O(active transfers). Its figures come from the detailed model
+// (DetailedDram), measured once per pattern class and reused:
+//  - pattern class = read/write, atom size, and contiguous or strided with
+//    row size and stride rounded to powers of two (rows of a whole sweep of
+//    pseudo-channels or more count as contiguous), so a model's few dozen
+//    tile shapes fall into a handful of classes;
+//  - time alone on idle memory T(b) for b bytes: up to kExactBytes a
+//    detailed run of exactly that shape (a small transfer's time depends on
+//    which pseudo-channels and refreshes it meets; cheap at this size);
+//    above, the class's curve sampled at powers of two up to kCurveTop bytes
+//    (linear between samples) and the slope of its last two samples beyond
+//    (the class's steady-state rate);
+//  - unloaded latency L: one atom alone.
+// Sharing: a transfer of b bytes needs D = b / (peak x e) of full-memory
+// time (e = the class's steady efficiency, from the slope), and alone it
+// takes S = T(b) - L of service, so alone it keeps the fraction
+// cap = D / S <= 1 of the memory busy (a 128 KiB block touches a few
+// pseudo-channels for a short time; a 64 MiB stream all of them). Active
+// transfers share the memory max-min fairly (water-filling): each gets
+// min(cap, fair share of what the capped ones leave), so k small transfers
+// together get up to k times one alone, while long streams split the
+// memory evenly. The memory's capacity is 1 while all active transfers go
+// one way, and the measured read+write capacity (one detailed run of a
+// concurrent read and write) while both directions are active (bus
+// turnarounds, tWTR). L is paid once, after service. An issue-rate limit
+// (atom_interval) bounds completion below by the last atom's arrival + L.
+// Calibration runs start at t = 0 on idle memory (refresh phase 0) at
+// base 0; concurrent runs place streams at unrelated addresses.
+// Leaves out: which pseudo-channels two concurrent transfers share (caps
+// add as if they used disjoint ones; with hashing they overlap partly),
+// streams aligned to hit the same banks at the same time (FR-FCFS then
+// serves them nearly one after another), the refresh phase and address of
+// a particular transfer, row sizes between powers of two (rounded).
 #pragma once
 
 #include <map>
@@ -36,8 +44,8 @@ namespace tpusim::arch {
 
 class CalibratedHbm : public HbmModel {
  public:
-  static constexpr std::uint64_t kExactBytes = 8ull << 20;  // measured exactly below, extrapolated above
-  static constexpr int kMaxStreams = 8;
+  static constexpr std::uint64_t kExactBytes = 8ull << 20;  // exact-shape runs up to here
+  static constexpr std::uint64_t kMixBytes = 4ull << 20;    // read+write capacity run, each way
 
   explicit CalibratedHbm(const HbmConfig& config);
 
@@ -49,46 +57,59 @@ class CalibratedHbm : public HbmModel {
 
   // Time of `t` alone on idle memory (no issue-rate limit), from calibration.
   Ps alone_time(const HbmTransfer& t);
-  // Interference factor c(k) of k concurrent transfers like `t`.
-  double contention(const HbmTransfer& t, int k);
   // Unloaded latency of one atom of `t`'s class.
   Ps atom_latency(const HbmTransfer& t);
+  // Fraction of peak a long transfer of `t`'s class reaches alone.
+  double steady_efficiency(const HbmTransfer& t);
+  // Memory capacity (1 = one direction at the classes' steady rates) while
+  // reads and writes of this atom size are both active.
+  double mixed_capacity(std::uint64_t atom_bytes);
   std::uint64_t detailed_runs() const { return detailed_runs_; }
+  // Rounded pattern classes whose steady rate was measured so far.
+  std::size_t classes() const;
 
  private:
+  // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.
   using Key = std::tuple<bool, std::uint64_t, bool, std::uint64_t, std::uint64_t>;
   struct Active {
     std::uint64_t id;
-    double remaining;  // service ps left
-    HbmTransfer shape;  // for its class's contention factors
-    double c_scale[kMaxStreams + 1];  // k * c(k); 0 = not yet measured
+    Ps arrival;
+    double remaining;  // full-memory ps of service left
+    bool write;
+    std::uint64_t atom_bytes;
     Ps tail;           // latency paid after service
     Ps floor;          // issue-rate bound on completion
+    double rate = 0;   // current share, set by share_out()
   };
   struct Pending {
     Ps arrival;
     Active a;
   };
 
-  static Key key_of(const HbmTransfer& t);
-  static std::uint64_t units_of(const HbmTransfer& t);
-  HbmTransfer shape(const HbmTransfer& t, std::uint64_t units) const;
-  Ps measure(const HbmTransfer& t, std::uint64_t units);
-  Ps sample(const HbmTransfer& t, std::uint64_t units);
+  Key class_of(const HbmTransfer& t) const;
+  static Key exact_key(const HbmTransfer& t);
+  static HbmTransfer shape_of(const Key& k, std::uint64_t bytes);
+  Ps run_alone(const HbmTransfer& t);
+  Ps exact(const HbmTransfer& t);
+  double slope(const Key& k);
   void advance(Ps to);
-  void ensure_scales();
-  double speed(const Active& a) const;
+  void share_out();
+  void split(double capacity);
 
   HbmConfig cfg_;
   double peak_;
-  std::map<std::pair<Key, std::uint64_t>, Ps> samples_;
-  std::map<std::pair<Key, int>, double> contention_;
+  std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
+  std::map<std::pair<Key, std::uint64_t>, Ps> exact_;   // exact shape, rows -> T
+  std::map<Key, double> slopes_;                        // class -> steady ps per byte
+  std::map<std::uint64_t, double> mixed_;              // atom bytes -> capacity
   std::uint64_t detailed_runs_ = 0;
 
   double now_ = 0;  // ps, service clock
   Ps limit_ = 0;
   std::vector<Active> active_;
   std::vector<Pending> pending_;
+  bool shares_valid_ = false;
+  std::vector<std::size_t> order_;  // scratch for split()
   using Done = std::pair<Ps, std::uint64_t>;
   std::vector<Done> done_;  // min-heap by time
   std::uint64_t next_id_ = 1;

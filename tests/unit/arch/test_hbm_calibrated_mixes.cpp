@@ -1,0 +1,147 @@
+// Calibrated HBM model against the detailed one under the concurrency that
+// lowered programs produce: 4-8 DMA copies in flight (block loads split
+// over the engines), 128 KiB - 4 MiB each, contiguous or strided with rows
+// of 512 B - 16 KiB, arriving staggered, reads mixed with writes. The
+// shapes and bases follow what `tpusim run --arch v5e --gemm 2048,2048,2048`
+// and `--gemm 8,8192,8192` submit. Every transfer's completion must be within
+// kTol of the detailed model's.
+// Memory: TPU v5e's, 2 stacks of HBM2e (shipped preset).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "arch/hbm/calibrated_hbm.h"
+#include "arch/hbm/detailed_dram.h"
+#include "hbm_test_util.h"
+
+using namespace tpusim;
+using arch::Ps;
+
+namespace {
+
+constexpr double kTol = 0.05;
+
+arch::HbmConfig v5e() { return test::load_hbm_preset("hbm2e", 2); }
+
+struct Job {
+  arch::HbmTransfer t;
+  Ps arrival;
+};
+
+std::vector<Ps> run_all(arch::HbmModel& m, const std::vector<Job>& jobs) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& j : jobs) ids.push_back(m.submit(j.t, j.arrival));
+  std::map<std::uint64_t, Ps> done;
+  while (done.size() < ids.size()) {
+    const Ps next = m.next_event_time();
+    if (next == arch::kNever) break;
+    for (const auto& c : m.run_until(std::max(next, arch::kNever / 4))) done[c.id] = c.time;
+  }
+  std::vector<Ps> out;
+  for (auto id : ids) out.push_back(done.at(id));
+  return out;
+}
+
+// Returns the largest relative error of a transfer's duration (completion -
+// arrival), recorded as a test property.
+double expect_close(const std::vector<Job>& jobs) {
+  arch::DetailedDram det(v5e());
+  arch::CalibratedHbm cal(v5e());
+  const auto d = run_all(det, jobs);
+  const auto c = run_all(cal, jobs);
+  double worst = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const double dd = static_cast<double>(d[i] - jobs[i].arrival);
+    const double err = std::abs(static_cast<double>(c[i] - d[i])) / dd;
+    worst = std::max(worst, err);
+    EXPECT_LE(err, kTol) << "transfer " << i << " (" << jobs[i].t.bytes() << " bytes, rows "
+                         << jobs[i].t.rows << " x " << jobs[i].t.row_bytes << ", write "
+                         << jobs[i].t.write << "): detailed " << dd << " ps, calibrated "
+                         << static_cast<double>(c[i] - jobs[i].arrival) << " ps";
+  }
+  ::testing::Test::RecordProperty("worst_error_permille", static_cast<int>(worst * 1000 + 0.5));
+  std::printf("worst relative error %.4f\n", worst);
+  return worst;
+}
+
+arch::HbmTransfer strided(std::uint64_t base, std::uint64_t row, std::uint64_t stride, std::uint64_t rows,
+                          bool write = false) {
+  arch::HbmTransfer t;
+  t.base = base;
+  t.row_bytes = row;
+  t.stride = stride;
+  t.rows = rows;
+  t.write = write;
+  return t;
+}
+
+arch::HbmTransfer contiguous(std::uint64_t base, std::uint64_t bytes, bool write = false) {
+  return strided(base, bytes, bytes, 1, write);
+}
+
+}  // namespace
+
+// The 2048^3 gemm's A-block loads: four 128 KiB blocks (128 rows of 1 KiB,
+// 4 KiB apart) 512 KiB apart, issued 667 ps apart by the four engines.
+TEST(CalibratedMixes, FourStridedBlockLoads) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back({strided(static_cast<std::uint64_t>(i) << 19, 1024, 4096, 128), 667 * i});
+  expect_close(jobs);
+}
+
+// Its B-block loads: 256 KiB (128 rows of 2 KiB, 4 KiB apart), staggered,
+// followed 50 ns later by the next four A-blocks: eight in flight.
+TEST(CalibratedMixes, EightStridedBlocksTwoShapes) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back({strided((8ull << 20) + (static_cast<std::uint64_t>(i) << 19), 2048, 4096, 128), 700 * i});
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back({strided(1024 + (static_cast<std::uint64_t>(i) << 19), 1024, 4096, 128), 50000 + 667 * i});
+  expect_close(jobs);
+}
+
+// The 8x8192x8192 gemm: 1 MiB contiguous weight blocks on four engines,
+// with small strided activation reads (8 rows of 512 B, 16 KiB apart).
+TEST(CalibratedMixes, ContiguousMegabytesWithSmallStridedReads) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back({contiguous((64ull << 20) + (static_cast<std::uint64_t>(i) << 20), 1 << 20), 600 * i});
+  for (int i = 0; i < 2; ++i)
+    jobs.push_back({strided(static_cast<std::uint64_t>(i) * 512, 512, 16384, 8), 3000 + 700 * i});
+  expect_close(jobs);
+}
+
+// Larger blocks: six 4 MiB loads of 16 KiB rows 64 KiB apart, 100 ns apart.
+TEST(CalibratedMixes, SixLargeStridedBlocks) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back({strided((1ull << 30) + static_cast<std::uint64_t>(i) * (16ull << 20), 16384, 65536, 256),
+                    100000 * i});
+  expect_close(jobs);
+}
+
+// Reads and writes together: four 1 MiB reads and two 256 KiB strided
+// writes of results (2 KiB rows, 4 KiB apart), staggered.
+TEST(CalibratedMixes, ReadsAndWritesTogether) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back({contiguous((256ull << 20) + (static_cast<std::uint64_t>(i) << 20), 1 << 20), 700 * i});
+  for (int i = 0; i < 2; ++i)
+    jobs.push_back({strided((512ull << 20) + (static_cast<std::uint64_t>(i) << 19), 2048, 4096, 128, true),
+                    20000 + 700 * i});
+  expect_close(jobs);
+}
+
+// Mixed sizes arriving over time: 2 MiB contiguous, 512 KiB strided (4 KiB
+// rows, 8 KiB apart) and 256 KiB contiguous, five in all, 200 ns apart.
+TEST(CalibratedMixes, MixedSizesArrivingOverTime) {
+  std::vector<Job> jobs;
+  jobs.push_back({contiguous(0, 2 << 20), 0});
+  jobs.push_back({strided(32ull << 20, 4096, 8192, 128), 200000});
+  jobs.push_back({contiguous(48ull << 20, 256 << 10), 400000});
+  jobs.push_back({contiguous(50ull << 20, 2 << 20), 600000});
+  jobs.push_back({strided(40ull << 20, 4096, 8192, 128), 800000});
+  expect_close(jobs);
+}
