@@ -5,33 +5,29 @@
 //    row size and stride rounded to powers of two (rows of a whole sweep of
 //    pseudo-channels or more count as contiguous), so a model's few dozen
 //    tile shapes fall into a handful of classes;
-//  - time alone on idle memory T(b) for b bytes: up to kExactBytes a
-//    detailed run of exactly that shape (a small transfer's time depends on
-//    which pseudo-channels and refreshes it meets; cheap at this size);
-//    above, the class's curve sampled at powers of two up to kCurveTop bytes
-//    (linear between samples) and the slope of its last two samples beyond
-//    (the class's steady-state rate);
+//  - time alone T on idle memory: up to kExactBytes a detailed run of
+//    exactly that shape (a small transfer's time depends on which
+//    pseudo-channels and refreshes it meets); above, T(first kExactBytes)
+//    plus the class's steady slope for the rest;
+//  - steady slope (ps per byte) per rounded class: detailed runs of 1 MiB
+//    and 1 MiB + two tREFI worth (T alone is a staircase of refreshes);
 //  - unloaded latency L: one atom alone.
-// Sharing: a transfer of b bytes needs D = b / (peak x e) of full-memory
-// time (e = the class's steady efficiency, from the slope), and alone it
-// takes S = T(b) - L of service, so alone it keeps the fraction
-// cap = D / S <= 1 of the memory busy (a 128 KiB block touches a few
-// pseudo-channels for a short time; a 64 MiB stream all of them). Active
-// transfers share the memory max-min fairly (water-filling): each gets
-// min(cap, fair share of what the capped ones leave), so k small transfers
-// together get up to k times one alone, while long streams split the
-// memory evenly. The memory's capacity is 1 while all active transfers go
-// one way, and the measured read+write capacity (one detailed run of a
-// concurrent read and write) while both directions are active (bus
-// turnarounds, tWTR). L is paid once, after service. An issue-rate limit
-// (atom_interval) bounds completion below by the last atom's arrival + L.
+// Sharing: a transfer needs D = bytes x slope of whole-memory service; the
+// rest of T (latency, row opening, idle pseudo-channels, refreshes) is paid
+// once after its service, so alone it takes exactly T. Service goes to
+// earlier arrivals first and is split evenly among transfers that arrived
+// together: the detailed model's per-pseudo-channel controllers admit
+// requests in arrival order, so staggered copies are served nearly one after
+// another with only their latencies overlapping. While reads and writes
+// are both served, capacity is the measured read+write figure (bus
+// turnarounds, tWTR). An issue-rate limit (atom_interval) bounds completion
+// below by the last atom's arrival + L.
 // Calibration runs start at t = 0 on idle memory (refresh phase 0) at
-// base 0; concurrent runs place streams at unrelated addresses.
-// Leaves out: which pseudo-channels two concurrent transfers share (caps
-// add as if they used disjoint ones; with hashing they overlap partly),
-// streams aligned to hit the same banks at the same time (FR-FCFS then
-// serves them nearly one after another), the refresh phase and address of
-// a particular transfer, row sizes between powers of two (rounded).
+// base 0.
+// Leaves out: the transfer's own address (with the hash its pseudo-channel
+// spread, so its time alone, depends on it: up to ~10% for 256 KiB blocks),
+// streams aligned to hit the same banks at the same time, the refresh phase
+// of a particular transfer, row sizes between powers of two in the slope.
 #pragma once
 
 #include <map>
