@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "models/generators.h"
+#include "models/sharding.h"
 #include "models/zoo.h"
 #include "workloads/ir/cost.h"
 
@@ -151,6 +152,65 @@ double layer_act_elems(const TransformerSpec& t, std::int64_t layer) {
   return e;
 }
 
+// Parameters tensor parallelism leaves whole on every tensor rank (see
+// per_chip_params), and per layer the gathered share of one chip under FSDP.
+u64 tensor_replicated_params(const ModelSpec& m) {
+  const auto& t = m.transformer;
+  const u64 h = U(t.hidden);
+  u64 r = 0;
+  if (m.family == Family::vit) {
+    const u64 n = U(t.image_size / t.patch);
+    r += U(t.patch * t.patch * t.channels) * h + h + h + (n * n + 1) * h + norm_params(t, t.hidden);
+    if (t.classes > 0) r += h * U(t.classes) + U(t.classes);
+  } else {
+    r += norm_params(t, t.hidden);
+    if (t.position == PositionKind::learned) r += U(t.max_context) * h;
+    if (m.family == Family::encoder) {
+      r += U(t.type_vocab) * h;
+      if (t.pooler) r += h * h + h;
+    }
+  }
+  const auto& a = t.attention;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    r += norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
+    if (a.out_bias) r += h;
+    if (a.kind == AttentionKind::mla) {
+      if (a.q_lora_rank > 0) r += h * U(a.q_lora_rank) + U(a.q_lora_rank);
+      r += h * U(a.kv_lora_rank + a.qk_rope_head_dim) + U(a.kv_lora_rank);
+    }
+    if (t.is_moe_layer(i)) {
+      r += h * U(t.moe.experts) + (t.moe.router_bias ? U(t.moe.experts) : 0);
+      if (t.moe.expert_bias) r += U(t.moe.experts) * h;
+    } else if (t.ffn.bias) {
+      r += h;
+    }
+  }
+  return r;
+}
+
+u64 div_up(u64 a, u64 b) { return (a + b - 1) / b; }
+
+// Largest single layer's parameters as one chip gathers them under FSDP
+// (tensor and expert splits applied, fsdp undone).
+u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
+  const auto& t = m.transformer;
+  const u64 tp = U(mesh.size("tensor")), ep = U(mesh.size("expert"));
+  u64 best = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
+    u64 routed = 0;
+    if (t.is_moe_layer(i)) {
+      const auto& e = t.moe;
+      p += U(t.hidden) * U(e.experts) + (e.shared_experts > 0 ? ffn_params(t, e.shared_experts * e.expert_ffn_size, false) : 0);
+      routed = U(e.experts) * expert_params(t);
+    } else {
+      p += ffn_params(t, t.ffn.size, t.ffn.bias);
+    }
+    best = std::max(best, div_up(p, tp) + div_up(routed, tp * ep));
+  }
+  return best;
+}
+
 void require_decoder(const ModelSpec& m, const char* what) {
   if (m.family != Family::decoder)
     throw ModelError(ModelDiagnostic{m.file, 0, 0, what, "a decoder model", std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
@@ -275,6 +335,17 @@ double flops_per_sample(const ModelSpec& m, const PhaseOptions& o) {
   return 0;
 }
 
+std::uint64_t per_chip_params(const ModelSpec& m, const MeshSpec& mesh) {
+  const ParamCounts c = count_params(m);
+  if (mesh.empty()) return c.total;
+  const u64 tp = U(mesh.size("tensor")), fs = U(mesh.size("fsdp")), ep = U(mesh.size("expert"));
+  const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+  const u64 repl = transformer ? tensor_replicated_params(m) : c.total;
+  const u64 routed = c.routed_experts;
+  const u64 rest = c.total - routed - repl;
+  return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep);
+}
+
 std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
   const u64 n = count_params(m).total;
   std::vector<WeightBytes> out;
@@ -284,12 +355,16 @@ std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
 
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   check_options(m, o);
+  check_mesh(m, o);
   MemoryFootprint f;
-  const u64 params = count_params(m).total;
+  const u64 params = per_chip_params(m, o.mesh);
+  const std::int64_t tp = o.mesh.size("tensor");
   f.weights = arch::dtype_bytes(o.weight_dtype, params);
   const auto& t = m.transformer;
+  if (o.mesh.size("fsdp") > 1) f.weights += arch::dtype_bytes(o.weight_dtype, 2 * largest_gathered_layer(m, o.mesh));
   const double ab = arch::dtype_bits(o.activation_dtype) / 8.0;
-  const double B = static_cast<double>(o.batch);
+  const std::int64_t local_b = local_batch(o);
+  const double B = static_cast<double>(local_b);
   double act = 0;
   if (m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit) {
     const bool dec = m.family == Family::decoder;
@@ -302,22 +377,30 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     double max_layer = 0, sum_layers = 0;
     for (std::int64_t i = 0; i < t.layers; ++i) {
       double e = layer_act_elems(t, i);
+      if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
+        const double whole = 6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
+        e = whole + (e - whole) / static_cast<double>(tp);
+      }
       max_layer = std::max(max_layer, e);
       sum_layers += e;
     }
     const double logits_cols = dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
     if (o.phase == Phase::train) {
       const double kept = o.recompute ? static_cast<double>(t.layers) * static_cast<double>(t.hidden) + max_layer : sum_layers;
-      act = tokens * (kept + 2 * logits_cols) * ab;  // logits and their gradient
+      act = tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
       act = tokens * max_layer * ab + out_rows * logits_cols * ab;
     }
-    if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, o.batch, o.context + 1);
-    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, o.batch, o.seq_len);
+    // KV heads split over tensor; MLA's one latent head is replicated.
+    const u64 kv_split = t.attention.kind == AttentionKind::mla ? 1 : U(tp);
+    if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kv_split;
+    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.seq_len) / kv_split;
   } else if (m.family == Family::resnet) {
     // Largest single layer output, twice (input and output live together).
     PhaseOptions one = o;
+    one.batch = local_b;
+    one.mesh = {};
     workloads::Workload w = detail::generate_resnet(m, one);
     u64 biggest = 0;
     for (const auto& x : w.tensors)
@@ -347,20 +430,30 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
   r.needed_gib = static_cast<double>(r.needed_bytes) / gib;
   r.available_gib = static_cast<double>(hbm_bytes) / gib;
   r.fits = r.needed_bytes <= hbm_bytes;
-  r.min_chips = static_cast<std::int64_t>((r.needed_bytes + hbm_bytes - 1) / hbm_bytes);
+  r.chips = o.mesh.chips();
+  // Per-chip need times the chips holding it, spread evenly.
+  const double total_need = static_cast<double>(r.needed_bytes) * static_cast<double>(r.chips);
+  r.min_chips = static_cast<std::int64_t>(std::ceil(total_need / static_cast<double>(hbm_bytes)));
   std::ostringstream s;
   s.setf(std::ios::fixed);
   s.precision(2);
   const auto& f = r.footprint;
-  s << m.name << " " << phase_name(o.phase) << " needs " << r.needed_gib << " GiB (weights "
+  const bool sharded = !o.mesh.empty();
+  s << m.name << " " << phase_name(o.phase);
+  if (sharded) s << " on mesh " << o.mesh.str() << " (" << r.chips << " chips, batch " << local_batch(o) << " per chip)";
+  s << " needs " << r.needed_gib << " GiB" << (sharded ? " per chip" : "") << " (weights "
     << f.weights / gib << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
   if (o.phase == Phase::train) s << ", gradients " << f.gradients / gib << ", optimizer " << f.optimizer / gib;
   s << " GiB)";
   if (r.fits)
-    s << " and fits in " << r.available_gib << " GiB of HBM";
-  else
+    s << " and fits in " << r.available_gib << " GiB of HBM" << (sharded ? " per chip" : "");
+  else if (!sharded)
     s << " but one chip has " << r.available_gib << " GiB of HBM: does not fit; at least " << r.min_chips
       << " chips with weights, state and activations sharded evenly";
+  else
+    s << " but a chip has " << r.available_gib << " GiB of HBM: does not fit; " << r.chips << " chips hold "
+      << total_need / gib << " GiB in all, so at least " << r.min_chips
+      << " chips with weights, state and activations sharded evenly (e.g. a larger fsdp or tensor axis)";
   r.message = s.str();
   return r;
 }

@@ -8,8 +8,13 @@
 //  - memory: weights at the weight dtype; KV cache at the KV dtype; an
 //    estimate of activations (flash attention, no L^2 scores); training adds
 //    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param).
-// Leaves out: framework overheads, fragmentation, collective buffers; the
-// chip count assumes every term shards evenly across chips.
+//  - sharded (o.mesh non-empty, models/sharding.h): every figure is per
+//    chip: parameters split as the generated per-chip program holds them
+//    (per_chip_params), KV cache and activations of the local batch with
+//    heads/FFN/vocab split over tensor, and with fsdp two layers' gathered
+//    weights (the one in use and the prefetched next) on top.
+// Leaves out: framework overheads, fragmentation, collective buffers other
+// than FSDP's gathered layers; min_chips assumes every term shards evenly.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +62,14 @@ double flops_per_sample(const ModelSpec& m, const PhaseOptions& o);
 // when recomputing) and infer.
 double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o);
 
+// Parameters one chip holds under `mesh`: routed experts / (tensor x fsdp x
+// expert); what tensor parallelism replicates (norm scales, the MoE router,
+// MLA's q_a/kv_a down-projections and their norms, learned position and
+// token-type tables, ViT's patch projection, class token and head, BERT's
+// pooler, row-parallel biases) / fsdp; everything else / (tensor x fsdp).
+// Each part rounded up. An empty mesh gives count_params(m).total.
+std::uint64_t per_chip_params(const ModelSpec& m, const MeshSpec& mesh);
+
 struct WeightBytes {
   DType dtype;
   std::uint64_t bytes;
@@ -81,6 +94,7 @@ struct FitReport {
   double needed_gib = 0;
   double available_gib = 0;
   std::int64_t min_chips = 0;  // smallest chip count with even sharding
+  std::int64_t chips = 1;      // chips of o.mesh (needed/available are per chip)
   MemoryFootprint footprint;
   std::string message;
 };
