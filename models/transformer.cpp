@@ -9,6 +9,11 @@
 // matmuls over the experts a step touches, shared experts, residuals.
 // Decode reads the KV cache of `context` tokens (a window-sized cache for
 // sliding-window layers) and writes the new token's K/V as outputs.
+// Sharded (o.mesh, models/sharding.h): the per-chip SPMD program, every
+// weight and activation at its per-chip shape, with the collectives of
+// data, fsdp, tensor (Megatron) and expert parallelism named after the op
+// they follow (layers.3.mlp.down_proj.all_reduce,
+// layers.3.attn.q_proj.weight.all_gather, layers.3.mlp.dispatch.all_to_all).
 // Leaves out (the IR has no op for them): top-k selection and the expert
 // sort (stood in for by slices/reshapes of the router output, which carry
 // the dependency but not the VPU work), sliding windows in prefill/train
