@@ -192,8 +192,10 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   a.atom_bytes = t.atom_bytes;
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
+  // An issue-rate-limited transfer cannot end before its last atom has
+  // arrived and been served: last arrival + one atom's unloaded latency.
   a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) +
-            a.tail;
+            lat;
   pending_.push_back({arrival, a});
   return id;
 }

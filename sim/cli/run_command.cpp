@@ -13,6 +13,7 @@
 #include "workloads/builtin.h"
 #include "workloads/io/scalesim_csv.h"
 #include "workloads/io/workload_file.h"
+#include "models/sharding.h"
 #include "models/zoo.h"
 
 namespace tpusim::sim {
@@ -79,6 +80,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.context = vm["context"].as<std::int64_t>();
     po.image_size = vm["image"].as<std::int64_t>();
     po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
+    // Sharded over the mesh: the per-chip program of every chip.
+    if (vm.count("mesh")) po.mesh = models::parse_mesh(vm["mesh"].as<std::string>());
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);

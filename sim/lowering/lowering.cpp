@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/lowering/pipeline.h"
 #include "workloads/ir/cost.h"
@@ -171,6 +173,7 @@ class Lowerer {
   int cores_for_split() const { return opt_.megacore_split ? f_.cores : 1; }
 
   void plan_fusion();
+  void place_in_hbm();
   Epilogue epilogue_for(std::size_t anchor, const Tensor& anchor_out);
   std::vector<InstrId> deps_of(std::size_t op_index, const Epilogue& ep) const;
 
@@ -850,18 +853,117 @@ std::vector<Step> Lowerer::lower_collective(std::size_t i, OpPlan& plan) {
   return {s};
 }
 
+// HBM placement by liveness, as XLA's buffer assignment does: sources
+// (inputs, weights, KV caches) and results live throughout; an activation
+// lives from its producer to its last consumer, and its range is reused
+// afterwards (best fit over a free list, 4 KiB aligned). The peak must fit
+// the chip's HBM.
+void Lowerer::place_in_hbm() {
+  constexpr std::uint64_t kAlign = 4096;
+  auto rounded = [=](std::uint64_t b) { return std::max<std::uint64_t>(kAlign, (b + kAlign - 1) / kAlign * kAlign); };
+  std::map<std::uint64_t, std::uint64_t> free;  // offset -> size
+  std::uint64_t top = 0, peak = 0, live = 0;
+  auto alloc = [&](const std::string& name, std::uint64_t bytes) {
+    const std::uint64_t need = rounded(bytes);
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second >= need && (best == free.end() || it->second < best->second)) best = it;
+    std::uint64_t at;
+    if (best != free.end()) {
+      at = best->first;
+      const std::uint64_t rest = best->second - need;
+      free.erase(best);
+      if (rest) free[at + need] = rest;
+    } else {
+      at = top;
+      top += need;
+    }
+    addrs_[name] = at;
+    live += need;
+    peak = std::max(peak, live);
+  };
+  auto release = [&](const std::string& name, std::uint64_t bytes) {
+    const std::uint64_t need = rounded(bytes);
+    std::uint64_t at = addrs_.at(name);
+    live -= need;
+    auto next = free.lower_bound(at);
+    std::uint64_t size = need;
+    if (next != free.end() && next->first == at + size) {
+      size += next->second;
+      free.erase(next);
+    }
+    auto prev = free.lower_bound(at);
+    if (prev != free.begin()) {
+      --prev;
+      if (prev->first + prev->second == at) {
+        at = prev->first;
+        size += prev->second;
+        free.erase(prev);
+      }
+    }
+    free[at] = size;
+  };
+  // Last op reading each tensor.
+  std::unordered_map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < wl_.ops.size(); ++i)
+    for (const std::string& in : wl_.ops[i].inputs) last_use[in] = i;
+  auto permanent = [&](const Tensor& t) {
+    return t.is_source() || t.kind == workloads::TensorKind::output || !last_use.count(t.name);
+  };
+  std::unordered_set<std::string> aliased, donors;
+  for (const Op& op : wl_.ops)
+    if (op.kind == OpKind::reshape) {
+      aliased.insert(op.inputs[0]);
+      aliased.insert(op.outputs[0]);
+    }
+  for (const Tensor& t : wl_.tensors)
+    if (t.is_source()) alloc(t.name, t.bytes());
+  for (std::size_t i = 0; i < wl_.ops.size(); ++i) {
+    const Op& op = wl_.ops[i];
+    for (const std::string& o : op.outputs) {
+      const Tensor& t = tensor(o);
+      // A reshape's result is a relabelling of its input's bytes.
+      if (op.kind == OpKind::reshape) {
+        addrs_[o] = addrs_.at(op.inputs[0]);
+        continue;
+      }
+      // Buffer donation: an elementwise update whose source operand (a
+      // weight, optimizer state, KV cache) of the same size is read for the
+      // last time here writes in place, as jitted training steps do with
+      // donated arguments.
+      bool donated = false;
+      if (op.kind == OpKind::elementwise)
+        for (const std::string& in : op.inputs) {
+          const Tensor& src = tensor(in);
+          if (src.is_source() && src.bytes() == t.bytes() && last_use.at(in) == i && !donors.count(in) &&
+              !aliased.count(in)) {
+            addrs_[o] = addrs_.at(in);
+            donors.insert(in);
+            donated = true;
+            break;
+          }
+        }
+      if (!donated) alloc(o, t.bytes());
+    }
+    for (const std::string& in : op.inputs) {
+      const Tensor& t = tensor(in);
+      if (permanent(t) || last_use.at(in) != i) continue;
+      // A reshape's input and result share one range; it is kept (not
+      // reused) rather than tracking the alias's combined lifetime.
+      if (aliased.count(in)) continue;
+      release(in, t.bytes());
+    }
+  }
+  out_.hbm_peak_bytes = peak;
+  if (cfg_.hbm.capacity_bytes > 0 && peak > cfg_.hbm.capacity_bytes)
+    throw LoweringError("workload '" + wl_.name + "' needs " + std::to_string(peak) +
+                        " bytes of HBM at its peak but " + cfg_.chip.name + " has " +
+                        std::to_string(cfg_.hbm.capacity_bytes));
+}
+
 LoweredWorkload Lowerer::run() {
   out_.program.cores = f_.cores;
-  // HBM placement: every tensor gets its own 4 KiB-aligned range.
-  std::uint64_t next = 0;
-  for (const Tensor& t : wl_.tensors) {
-    addrs_[t.name] = next;
-    next += (t.bytes() + 4095) / 4096 * 4096;
-  }
-  if (next > cfg_.hbm.capacity_bytes && cfg_.hbm.capacity_bytes > 0)
-    throw LoweringError("workload '" + wl_.name + "' needs " + std::to_string(next) +
-                        " bytes of HBM but " + cfg_.chip.name + " has " +
-                        std::to_string(cfg_.hbm.capacity_bytes));
+  place_in_hbm();
   plan_fusion();
   out_.ops.resize(wl_.ops.size());
   for (std::size_t i = 0; i < wl_.ops.size(); ++i) {

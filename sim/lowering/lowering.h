@@ -50,6 +50,7 @@ struct OpPlan {
 
 struct LoweredWorkload {
   arch::Program program;
+  std::uint64_t hbm_peak_bytes = 0;  // HBM in use at the peak (liveness-based placement)
   std::vector<OpPlan> ops;  // indexed like Workload::ops
 };
 
