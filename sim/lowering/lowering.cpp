@@ -163,12 +163,15 @@ struct Epilogue {
 class Lowerer {
  public:
   Lowerer(const Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt)
-      : wl_(wl), cfg_(cfg), opt_(opt), f_(figures(cfg, opt)), pb_(out_.program, cfg.dma.engines) {}
+      : wl_(wl), cfg_(cfg), opt_(opt), index_(wl), f_(figures(cfg, opt)),
+        pb_(out_.program, cfg.dma.engines) {
+    out_.program.instrs.reserve(wl.ops.size() * 16);
+  }
 
   LoweredWorkload run();
 
  private:
-  const Tensor& tensor(const std::string& name) const { return *wl_.find_tensor(name); }
+  const Tensor& tensor(const std::string& name) const { return *index_.find(name); }
   std::uint64_t addr(const std::string& name) const { return addrs_.at(name); }
   int cores_for_split() const { return opt_.megacore_split ? f_.cores : 1; }
 
@@ -201,6 +204,7 @@ class Lowerer {
   const Workload& wl_;
   const arch::TpuConfig& cfg_;
   const LoweringOptions& opt_;
+  workloads::TensorIndex index_;  // name -> tensor, O(1)
   ChipFigures f_;
   LoweredWorkload out_;
   ProgramBuilder pb_;
@@ -609,7 +613,7 @@ std::vector<Step> Lowerer::lower_rows(std::size_t i, const Epilogue& ep, OpPlan&
   const Tensor& out = tensor(op.outputs[0]);
   const std::uint64_t elems = static_cast<std::uint64_t>(x.num_elements());
   const std::uint64_t out_elems = static_cast<std::uint64_t>(out.num_elements());
-  const auto cost = workloads::op_cost(wl_, op);
+  const auto cost = workloads::op_cost(index_, op);
   const double alu = elems ? static_cast<double>(cost.flops) / static_cast<double>(elems) : 0;
   const double trans = elems ? static_cast<double>(cost.transcendentals) / static_cast<double>(elems) : 0;
   const int reductions = op.kind == OpKind::softmax ? 2 : op.kind == OpKind::layer_norm ? 2 : 1;
@@ -979,7 +983,7 @@ LoweredWorkload Lowerer::run() {
       plan.shapes = os.str();
     }
     plan.dtype = std::string(arch::dtype_name(tensor(op.inputs.empty() ? op.outputs[0] : op.inputs[0]).dtype));
-    const auto cost = workloads::op_cost(wl_, op);
+    const auto cost = workloads::op_cost(index_, op);
     plan.flops = cost.flops;
     plan.macs = cost.macs;
     out_.program.op_names.push_back(op.name);
@@ -1026,7 +1030,7 @@ LoweredWorkload Lowerer::run() {
     if (op.kind != OpKind::reshape) {
       bytes = cost.bytes_read;
       for (std::size_t j : chain_[i]) {
-        const auto cj = workloads::op_cost(wl_, wl_.ops[j]);
+        const auto cj = workloads::op_cost(index_, wl_.ops[j]);
         group_flops += cj.flops;
         const std::string& prev = wl_.ops[j].inputs.empty() ? std::string() : std::string();
         (void)prev;
