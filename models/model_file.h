@@ -7,6 +7,8 @@
 // Leaves out: inheritance between model files (each file is complete).
 #pragma once
 
+#include "workloads/io/suggest.h"
+
 #include <string>
 
 #include "models/model_spec.h"
@@ -18,9 +20,10 @@ ModelSpec read_model_file(const std::string& path);
 // Same, from YAML text (file is only used in messages).
 ModelSpec parse_model_text(const std::string& text, const std::string& file);
 
-// Levenshtein distance and the nearest plausible candidate ("" if none
-// within max(2, len/3) edits), for "did you mean".
-int edit_distance(const std::string& a, const std::string& b);
-std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+// The nearest plausible candidate ("" if none within max(2, len/3) edits),
+// for "did you mean" (workloads/io/suggest.h).
+inline std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  return workloads::nearest_candidate(word, candidates);
+}
 
 }  // namespace tpusim::models

@@ -4,6 +4,8 @@
 // Leaves out: warnings (there are none: unknown keys are errors too).
 #pragma once
 
+#include "workloads/io/suggest.h"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,10 +42,11 @@ class ConfigError : public arch::ConfigError {
 // A bug in tpusim itself (a broken invariant), never the user's mistake.
 using InternalError = arch::InternalError;
 
-// Levenshtein distance, for "did you mean".
-int edit_distance(const std::string& a, const std::string& b);
-// The candidate nearest to `word` if it is close enough to be a plausible
-// typo (distance <= max(2, len/3)); empty otherwise.
-std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+// "Did you mean": the candidate nearest to `word` if it is close enough to
+// be a plausible typo (distance <= max(2, len/3)); empty otherwise.
+using workloads::edit_distance;
+inline std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  return workloads::nearest_candidate(word, candidates);
+}
 
 }  // namespace tpusim::sim

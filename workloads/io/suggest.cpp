@@ -1,20 +1,25 @@
-// Levenshtein distance and nearest-candidate lookup (see suggest.h).
+// Edit distance and nearest-candidate lookup (see suggest.h).
 #include "workloads/io/suggest.h"
 
 #include <algorithm>
 
 namespace tpusim::workloads {
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of neighbours ("rwos" -> "rows" is one edit).
 int edit_distance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
 }
 
 std::string nearest_candidate(const std::string& word, const std::vector<std::string>& candidates) {

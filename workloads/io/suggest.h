@@ -1,5 +1,6 @@
 // "Did you mean" support for workload file errors: the nearest candidate to
-// a misspelt key or name by edit distance.
+// a misspelt key or name by edit distance (with transpositions). The one
+// implementation: config, workload and model readers all use it.
 // Leaves out: phonetic or keyboard-distance heuristics.
 #pragma once
 
