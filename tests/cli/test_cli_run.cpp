@@ -1,0 +1,123 @@
+// `tpusim run` end to end through the executable: the result files exist,
+// the same run twice gives byte-identical CSVs (but for the wall-time
+// column), --vcd writes a VCD of the main signals, --trace a trace.json,
+// and bad input exits 2 with a message naming what is wrong.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../unit/sim/config_test_util.h"
+
+namespace {
+
+using tpusim::sim::testing::TempDir;
+
+std::string slurp(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string binary() {
+  if (const char* b = std::getenv("TPUSIM_BINARY")) return b;
+  throw std::runtime_error("TPUSIM_BINARY is not set");
+}
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+Result run_tpusim(const std::string& args, const TempDir& d) {
+  const std::string out = d.path() + "/stdout", err = d.path() + "/stderr";
+  const int status = std::system(("'" + binary() + "' " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// summary.csv without its sim_wall_seconds column (host time varies).
+std::string summary_without_wall(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string f;
+    while (std::getline(ss, f, ',')) v.push_back(f);
+    return v;
+  };
+  const auto h = split(header), r = split(row);
+  std::string out;
+  for (std::size_t i = 0; i < h.size() && i < r.size(); ++i)
+    if (h[i] != "sim_wall_seconds") out += h[i] + "=" + r[i] + ";";
+  return out;
+}
+
+}  // namespace
+
+TEST(CliRun, SameRunTwiceGivesIdenticalResults) {
+  TempDir d;
+  const std::string args = "run --arch v5e --gemm 512,1024,768 --quiet --out ";
+  ASSERT_EQ(run_tpusim(args + d.path() + "/a", d).rc, 0);
+  ASSERT_EQ(run_tpusim(args + d.path() + "/b", d).rc, 0);
+  for (const char* f : {"ops.csv", "units.csv", "config.effective.yaml"}) {
+    const std::string a = slurp(d.path() + "/a/" + f);
+    EXPECT_FALSE(a.empty()) << f;
+    EXPECT_EQ(a, slurp(d.path() + "/b/" + f)) << f;
+  }
+  EXPECT_EQ(summary_without_wall(d.path() + "/a/summary.csv"),
+            summary_without_wall(d.path() + "/b/summary.csv"));
+}
+
+TEST(CliRun, VcdAndTraceAreWritten) {
+  TempDir d;
+  const Result r = run_tpusim("run --arch v5e --gemm 256,256,256 --quiet --trace --vcd " + d.path() +
+                              "/run.vcd --out " + d.path() + "/o",
+                          d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string vcd = slurp(d.path() + "/run.vcd");
+  for (const char* sig : {"$enddefinitions", "dma_in_flight", "tc0_mxu_in_flight", "tc0_vpu_in_flight"})
+    EXPECT_NE(vcd.find(sig), std::string::npos) << sig;
+  // Value changes were recorded after time 0 (some unit became busy and idle).
+  EXPECT_NE(vcd.find("\n#"), std::string::npos);
+  const std::string trace = slurp(d.path() + "/o/trace.json");
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("tc0.mxu0"), std::string::npos);
+}
+
+TEST(CliRun, BadInputExitsTwoWithTheReason) {
+  TempDir d;
+  const std::string bad = d.write("bad.yaml",
+                                  "tpusim_workload: 1\n"
+                                  "name: bad\n"
+                                  "tensors:\n"
+                                  "  - {name: x, shape: [8, 16], dtype: bf16, kind: input}\n"
+                                  "  - {name: w, shape: [32, 8], dtype: bf16, kind: weight}\n"
+                                  "ops:\n"
+                                  "  - {name: mm, op: matmul, inputs: [x, w]}\n");
+  Result r = run_tpusim("run --arch v5e --quiet --out " + d.path() + "/o --workload " + bad, d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("bad.yaml:7"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mm"), std::string::npos) << r.err;
+
+  r = run_tpusim("run --arch v5e --gemm 8,8 --quiet --out " + d.path() + "/o", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+
+  r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 3x5 --quiet --out " + d.path() + "/o", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("3x5"), std::string::npos) << r.err;
+
+  r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=8 --quiet --out " + d.path() + "/o", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("data"), std::string::npos) << r.err;
+
+  r = run_tpusim("run --arch v1 --gemm 64,64,64 --dtype bf16 --quiet --out " + d.path() + "/o", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
+}
