@@ -178,7 +178,7 @@ class Lowerer {
   void plan_fusion();
   void place_in_hbm();
   Epilogue epilogue_for(std::size_t anchor, const Tensor& anchor_out);
-  std::vector<InstrId> deps_of(std::size_t op_index, const Epilogue& ep) const;
+  std::vector<InstrId> deps_of(std::size_t op_index) const;
 
   std::vector<Step> lower_matmul(std::size_t i, const Epilogue& ep, OpPlan& plan);
   std::vector<Step> lower_stream(std::size_t i, const Epilogue& ep, OpPlan& plan);
@@ -276,7 +276,7 @@ Epilogue Lowerer::epilogue_for(std::size_t anchor, const Tensor& anchor_out) {
   return ep;
 }
 
-std::vector<InstrId> Lowerer::deps_of(std::size_t op_index, const Epilogue& ep) const {
+std::vector<InstrId> Lowerer::deps_of(std::size_t op_index) const {
   std::vector<InstrId> d;
   auto add_tensor = [&](const std::string& name) {
     auto it = ready_.find(name);
@@ -285,7 +285,6 @@ std::vector<InstrId> Lowerer::deps_of(std::size_t op_index, const Epilogue& ep) 
   for (const std::string& in : wl_.ops[op_index].inputs) add_tensor(in);
   for (std::size_t j : chain_[op_index])
     for (const std::string& in : wl_.ops[j].inputs) add_tensor(in);
-  (void)ep;
   std::sort(d.begin(), d.end());
   d.erase(std::unique(d.begin(), d.end()), d.end());
   return d;
@@ -296,19 +295,12 @@ std::vector<InstrId> Lowerer::deps_of(std::size_t op_index, const Epilogue& ep) 
 void add_epilogue(Step& s, const Epilogue& ep, std::uint64_t elems, std::uint64_t row_elems,
                   std::uint64_t rows, std::uint64_t out_row_stride_elems, std::uint64_t offset_elems,
                   DType acc_dtype, double base_alu, double base_trans, int base_inputs) {
+  // Each fused operand as large as the output is one more VMEM stream.
   int inputs = base_inputs;
-  for (const auto& x : ep.extras) {
-    if (x.full) {
-      const std::uint64_t eb = x.bytes / std::max<std::uint64_t>(1, elems ? 1 : 1);
-      (void)eb;
-      ++inputs;
-    }
-  }
+  for (const auto& x : ep.extras) inputs += x.full ? 1 : 0;
   const double alu = base_alu + ep.alu;
   if (alu > 0 || ep.trans + base_trans > 0 || acc_dtype != ep.out_dtype || !ep.extras.empty())
     s.epilogue.push_back(vpu(elems, acc_dtype, std::max(1.0, alu), ep.trans + base_trans, inputs, 1));
-  const std::uint64_t ob = arch::dtype_bytes(ep.out_dtype, 1) ? arch::dtype_bits(ep.out_dtype) : 0;
-  (void)ob;
   s.epilogue.push_back(store(ep.out_addr + bytes_of(ep.out_dtype, static_cast<std::int64_t>(offset_elems)),
                              bytes_of(ep.out_dtype, static_cast<std::int64_t>(row_elems)), rows,
                              bytes_of(ep.out_dtype, static_cast<std::int64_t>(out_row_stride_elems))));
@@ -771,8 +763,6 @@ std::vector<Step> Lowerer::lower_copy(std::size_t i, const Epilogue& ep, OpPlan&
   const std::uint64_t chunks = std::max<std::uint64_t>(1, std::min<std::uint64_t>(
       std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8, out.bytes() / (4u << 20) + 1), elems / 1024 + 1));
   std::vector<Step> steps;
-  std::uint64_t in_total = 0;
-  for (const auto& in : op.inputs) in_total += static_cast<std::uint64_t>(tensor(in).num_elements());
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
     if (e1 == e0) continue;
@@ -800,7 +790,6 @@ std::vector<Step> Lowerer::lower_copy(std::size_t i, const Epilogue& ep, OpPlan&
     add_epilogue(s, ep, e1 - e0, e1 - e0, 1, e1 - e0, e0, out.dtype, 0, 0, 0);
     steps.push_back(std::move(s));
   }
-  (void)in_total;
   plan.vmem_peak = 2 * out.bytes() / chunks + 1;
   plan.blocking = std::to_string(chunks) + " chunks";
   return steps;
@@ -999,7 +988,7 @@ LoweredWorkload Lowerer::run() {
     }
     const Tensor& out = tensor(op.outputs[0]);
     const Epilogue ep = epilogue_for(i, out);
-    const auto deps = deps_of(i, ep);
+    const auto deps = deps_of(i);
     std::vector<Step> steps;
     switch (op.kind) {
       case OpKind::matmul: steps = lower_matmul(i, ep, plan); break;
@@ -1023,17 +1012,12 @@ LoweredWorkload Lowerer::run() {
       case OpKind::slice: steps = lower_copy(i, ep, plan); break;
       default: throw LoweringError("operator '" + op.name + "': no lowering for " + plan.kind);
     }
-    // Minimum HBM traffic and FLOPs of the fused group: its external inputs
+    // Minimum HBM traffic of the fused group: its external inputs
     // once, its final output once.
-    std::uint64_t group_flops = plan.flops;
     std::uint64_t bytes = 0;
     if (op.kind != OpKind::reshape) {
       bytes = cost.bytes_read;
       for (std::size_t j : chain_[i]) {
-        const auto cj = workloads::op_cost(index_, wl_.ops[j]);
-        group_flops += cj.flops;
-        const std::string& prev = wl_.ops[j].inputs.empty() ? std::string() : std::string();
-        (void)prev;
         for (const auto& in : wl_.ops[j].inputs) {
           bool internal = in == op.outputs[0];
           for (std::size_t q : chain_[i]) internal = internal || in == wl_.ops[q].outputs[0];
@@ -1068,7 +1052,6 @@ LoweredWorkload Lowerer::run() {
       plan.hbm_bytes = 0;
       plan.roofline_cycles = collective_bound_cycles_;
     }
-    (void)group_flops;
     const std::vector<InstrId> done = pb_.emit_op(static_cast<std::uint32_t>(i), steps, deps);
     ready_[op.outputs[0]] = done;
     for (std::size_t j : chain_[i]) ready_[wl_.ops[j].outputs[0]] = done;
