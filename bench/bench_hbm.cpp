@@ -106,3 +106,5 @@ int sc_main(int, char*[]) {
   }
   return 0;
 }
+
+#include "bench/quiet_main.h"

@@ -94,3 +94,5 @@ int sc_main(int argc, char* argv[]) {
   }
   return 0;
 }
+
+#include "bench/quiet_main.h"

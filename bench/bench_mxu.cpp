@@ -83,3 +83,5 @@ int sc_main(int, char*[]) {
   }
   return 0;
 }
+
+#include "bench/quiet_main.h"

@@ -146,9 +146,5 @@ int sc_main(int argc, char* argv[]) {
   return 0;
 }
 
-// The kernel's banner would precede every line; silence it, then enter
-// SystemC as usual.
-int main(int argc, char* argv[]) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
+
+#include "bench/quiet_main.h"

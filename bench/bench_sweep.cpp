@@ -175,3 +175,5 @@ int sc_main(int argc, char* argv[]) {
   std::printf("  speed-up jobs 2 / jobs 1     %8.2fx on the heavy points (goal >= 1.8 on 2 cores)\n", h1 / h2);
   return 0;
 }
+
+#include "bench/quiet_main.h"
