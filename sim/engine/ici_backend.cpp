@@ -1,6 +1,8 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/engine/ici_backend.h"
 
+#include <algorithm>
+
 #include "arch/ici/ici_module.h"
 
 namespace tpusim::sim {
@@ -47,8 +49,24 @@ void IciBackend::start(const arch::IciWork& work, arch::InstrId instr, std::func
       });
 }
 
+// Every link's statistics, then the hottest links: the five busiest by
+// utilization (ties by name), the first place to look for a bottleneck.
 std::vector<std::pair<std::string, arch::StatList>> IciBackend::block_stats() const {
-  return {{"ici", impl_->module.stats()}};
+  const arch::StatList all = impl_->module.stats();
+  std::vector<std::pair<double, std::string>> links;
+  const std::string prefix = "ici.link.", suffix = ".utilization";
+  for (const arch::Stat& s : all)
+    if (s.name.compare(0, prefix.size(), prefix) == 0 && s.name.size() > prefix.size() + suffix.size() &&
+        s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      links.emplace_back(s.value, s.name.substr(prefix.size(), s.name.size() - prefix.size() - suffix.size()));
+  std::sort(links.begin(), links.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  arch::StatList hot;
+  for (std::size_t i = 0; i < links.size() && i < 5; ++i)
+    hot.push_back({"rank" + std::to_string(i + 1) + "." + links[i].second, links[i].first, "ratio",
+                   "utilization of the " + std::to_string(i + 1) + ". busiest link"});
+  return {{"ici", all}, {"ici.hottest_links", hot}};
 }
 
 const std::vector<CollectiveRecord>& IciBackend::records() const { return impl_->records; }

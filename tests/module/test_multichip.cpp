@@ -65,6 +65,16 @@ TEST(MultiChip, AsynchronousCollectiveOverlapsIndependentCompute) {
   const sim::RunReport r = sim::run_workload("v5e", cfg, wl, slice_opts("4x4", "x=4,y=4"));
   const sim::RunMetrics m = sim::compute_metrics(r);
   const std::uint64_t ar = m.ops[0].cycles, mm = m.ops[1].cycles;
+  // units.csv names the busiest links, busiest first, each used.
+  const arch::StatList* hot = nullptr;
+  for (const auto& [block, stats] : r.sim.block_stats)
+    if (block == "ici.hottest_links") hot = &stats;
+  ASSERT_NE(hot, nullptr);
+  ASSERT_EQ(hot->size(), 5u);
+  for (std::size_t i = 0; i < hot->size(); ++i) {
+    EXPECT_GT((*hot)[i].value, 0.0);
+    if (i) EXPECT_LE((*hot)[i].value, (*hot)[i - 1].value);
+  }
   // Both ran, and at the same time: the run is shorter than one after the
   // other by at least most of the shorter one.
   EXPECT_LT(r.sim.end_cycle, ar + mm - std::min(ar, mm) / 2);
