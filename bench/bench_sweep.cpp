@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <systemc>
 #include <thread>
 
@@ -60,6 +61,25 @@ axes:
     workload.dtype: [bf16, int8]
     arch.mxu.count: [2, 4]
 )";
+
+// One sweep of `pts` into a fresh `dir`; nullopt (after saying so) when a
+// point failed, since then the timing means nothing.
+std::optional<sweep::SweepRunSummary> timed_sweep(const sweep::SweepSpec& spec,
+                                                 const std::vector<sweep::PreparedPoint>& pts,
+                                                 const std::string& exe, const fs::path& dir, int jobs) {
+  fs::remove_all(dir);
+  sweep::SweepRunOptions o;
+  o.out_dir = dir.string();
+  o.jobs = jobs;
+  o.quiet = true;
+  o.executable = exe;
+  const auto s = sweep::run_sweep(spec, pts, o);
+  if (s.ok != pts.size()) {
+    std::fprintf(stderr, "%s: %zu of %zu points failed\n", spec.name.c_str(), s.failed, pts.size());
+    return std::nullopt;
+  }
+  return s;
+}
 
 double direct_loop(const std::string& exe, const std::vector<sweep::PreparedPoint>& pts, const fs::path& dir) {
   const auto t0 = Clock::now();
@@ -121,22 +141,13 @@ int sc_main(int argc, char* argv[]) {
     fs::remove_all(tmp / "direct");
     direct = std::min(direct, direct_loop(exe, pts, tmp / "direct"));
     for (int jobs : {1, 2}) {
-      fs::remove_all(tmp / "sweep");
-      sweep::SweepRunOptions o;
-      o.out_dir = (tmp / "sweep").string();
-      o.jobs = jobs;
-      o.quiet = true;
-      o.executable = exe;
-      const auto s = sweep::run_sweep(spec, pts, o);
-      if (s.ok != pts.size()) {
-        std::fprintf(stderr, "%zu of %zu points failed\n", s.failed, pts.size());
-        return 1;
+      const auto s = timed_sweep(spec, pts, exe, tmp / "sweep", jobs);
+      if (!s) return 1;
+      if (jobs == 1 && s->wall_seconds < w1) {
+        w1 = s->wall_seconds;
+        c1 = s->child_seconds;
       }
-      if (jobs == 1 && s.wall_seconds < w1) {
-        w1 = s.wall_seconds;
-        c1 = s.child_seconds;
-      }
-      if (jobs == 2) w2 = std::min(w2, s.wall_seconds);
+      if (jobs == 2) w2 = std::min(w2, s->wall_seconds);
     }
   }
   // --jobs 2 over --jobs 1 on the heavier 40 points.
@@ -146,18 +157,9 @@ int sc_main(int argc, char* argv[]) {
   const auto hpts = sweep::prepare_points(heavy, default_search_path());
   double h1 = 1e30, h2 = 1e30;
   for (int jobs : {1, 2}) {
-    fs::remove_all(tmp / "heavy");
-    sweep::SweepRunOptions o;
-    o.out_dir = (tmp / "heavy").string();
-    o.jobs = jobs;
-    o.quiet = true;
-    o.executable = exe;
-    const auto s = sweep::run_sweep(heavy, hpts, o);
-    if (s.ok != hpts.size()) {
-      std::fprintf(stderr, "%zu of %zu heavy points failed\n", s.failed, hpts.size());
-      return 1;
-    }
-    (jobs == 1 ? h1 : h2) = s.wall_seconds;
+    const auto s = timed_sweep(heavy, hpts, exe, tmp / "heavy", jobs);
+    if (!s) return 1;
+    (jobs == 1 ? h1 : h2) = s->wall_seconds;
   }
   fs::remove_all(tmp);
 

@@ -145,6 +145,22 @@ Instr xlu(const ChipFigures& f, XluOp op, std::uint64_t elements, DType t) {
   return in;
 }
 
+// How many chunks a streamed operator is cut into: at least `per_core` per
+// TensorCore, so that the exposed first load and last store are small, and
+// at most 4 MiB of traffic per chunk; never more than `cap`.
+std::uint64_t chunk_count(int cores, std::uint64_t per_core, std::uint64_t traffic_bytes,
+                          std::uint64_t cap) {
+  const std::uint64_t wanted =
+      std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * per_core, traffic_bytes / (4u << 20) + 1);
+  return std::min(wanted, std::max<std::uint64_t>(1, cap));
+}
+
+// Whether a step is its core's first: operands every chunk needs whole
+// (broadcast inputs, norm scales) are loaded once per core, with it.
+bool first_on_core(std::uint64_t chunk, const Step& s, const std::vector<Step>& steps) {
+  return chunk == 0 || steps.empty() || s.core != steps.back().core;
+}
+
 // Work of the elementwise ops fused into an anchor's epilogue, per output
 // element, and the extra operands they read.
 struct Epilogue {
@@ -562,12 +578,7 @@ std::vector<Step> Lowerer::lower_stream(std::size_t i, const Epilogue& ep, OpPla
   std::uint64_t row_bytes_total = 0;
   for (const auto& in : op.inputs) row_bytes_total += tensor(in).bytes();
   row_bytes_total += out.bytes();
-  // Enough chunks that the exposed first load and last store are small,
-  // each chunk at most 4 MiB of traffic.
-  const std::uint64_t min_chunks = static_cast<std::uint64_t>(cores) * 16;
-  const std::uint64_t by_size = row_bytes_total / (4u << 20) + 1;
-  std::uint64_t chunks = std::max(min_chunks, by_size);
-  chunks = std::min<std::uint64_t>(chunks, std::max<std::uint64_t>(1, elems / 1024));
+  const std::uint64_t chunks = chunk_count(cores, 16, row_bytes_total, elems / 1024);
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
@@ -582,7 +593,7 @@ std::vector<Step> Lowerer::lower_stream(std::size_t i, const Epilogue& ep, OpPla
         s.loads.push_back(load(addr(name) + bytes_of(t.dtype, static_cast<std::int64_t>(e0)),
                                bytes_of(t.dtype, static_cast<std::int64_t>(e1 - e0))));
         ++inputs;
-      } else if (c == 0 || s.core != steps.back().core) {
+      } else if (first_on_core(c, s, steps)) {
         s.loads.push_back(load(addr(name), std::max<std::uint64_t>(1, t.bytes())));
       }
     }
@@ -611,8 +622,7 @@ std::vector<Step> Lowerer::lower_rows(std::size_t i, const Epilogue& ep, OpPlan&
   const int reductions = op.kind == OpKind::softmax ? 2 : op.kind == OpKind::layer_norm ? 2 : 1;
   const int cores = cores_for_split();
   const std::uint64_t traffic = x.bytes() + out.bytes();
-  std::uint64_t chunks = std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 16, traffic / (4u << 20) + 1);
-  chunks = std::min<std::uint64_t>(chunks, std::max<std::uint64_t>(1, std::min(elems, out_elems ? out_elems : 1)));
+  const std::uint64_t chunks = chunk_count(cores, 16, traffic, std::min(elems, out_elems ? out_elems : 1));
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
@@ -623,7 +633,7 @@ std::vector<Step> Lowerer::lower_rows(std::size_t i, const Epilogue& ep, OpPlan&
     s.loads.push_back(load(addr(x.name) + bytes_of(x.dtype, static_cast<std::int64_t>(e0)),
                            bytes_of(x.dtype, static_cast<std::int64_t>(e1 - e0))));
     for (std::size_t k = 1; k < op.inputs.size(); ++k)
-      if (c == 0 || s.core != steps.back().core)
+      if (first_on_core(c, s, steps))
         s.loads.push_back(load(addr(op.inputs[k]), std::max<std::uint64_t>(1, tensor(op.inputs[k]).bytes())));
     s.compute.push_back({vpu(e1 - e0, x.dtype, std::max(1.0, alu), trans, 1, 1), {}});
     for (int r = 0; r < reductions; ++r)
@@ -760,8 +770,7 @@ std::vector<Step> Lowerer::lower_copy(std::size_t i, const Epilogue& ep, OpPlan&
   }
   const std::uint64_t elems = static_cast<std::uint64_t>(out.num_elements());
   const int cores = cores_for_split();
-  const std::uint64_t chunks = std::max<std::uint64_t>(1, std::min<std::uint64_t>(
-      std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8, out.bytes() / (4u << 20) + 1), elems / 1024 + 1));
+  const std::uint64_t chunks = chunk_count(cores, 8, out.bytes(), elems / 1024 + 1);
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;

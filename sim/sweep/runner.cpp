@@ -267,14 +267,14 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
     for (const auto& r : existing.rows) done.insert(r[0]);
   }
 
-  std::vector<const PreparedPoint*> todo;
+  std::vector<const PreparedPoint*> pending;
   for (const auto& pp : points) {
     if (!in_shard(*pp.point, opt.shard_index, opt.shard_count)) continue;
     ++sum.shard_points;
     if (done.count(pp.point->id))
       ++sum.already_done;
     else
-      todo.push_back(&pp);
+      pending.push_back(&pp);
   }
 
   ResultsAppender out(path, header);
@@ -286,7 +286,7 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
   };
 
   std::vector<const PreparedPoint*> runnable;
-  for (const PreparedPoint* pp : todo) {
+  for (const PreparedPoint* pp : pending) {
     if (!pp->error.empty())
       record(make_row(spec, header, *pp, "error", pp->error, {}), false);
     else
