@@ -24,7 +24,7 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
         engines_(static_cast<std::size_t>(std::max(1, cfg.dma.engines))) {
     if (sc_core::sc_get_time_resolution() != sc_core::sc_time(1, sc_core::SC_PS))
       throw std::logic_error("memory system expects SystemC's 1 ps time resolution");
-    sc_core::sc_spawn([this] { pump(); }, "hbm_pump");
+    sc_core::sc_spawn([this] { pump(); }, (std::string(basename()) + "_hbm_pump").c_str());
   }
 
   void start(const arch::DmaWork& w, int engine, std::function<void()> on_done) override {
@@ -153,8 +153,9 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
 
 }  // namespace
 
-std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg) {
-  return std::make_unique<MemorySystem>("memory", cfg);
+std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg,
+                                                     const std::string& name) {
+  return std::make_unique<MemorySystem>(name.c_str(), cfg);
 }
 
 }  // namespace tpusim::sim

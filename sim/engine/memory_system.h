@@ -8,12 +8,16 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "arch/chip/dma_backend.h"
 #include "arch/common/chip_config.h"
 
 namespace tpusim::sim {
 
-std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg);
+// `name`: the SystemC module name (unique per chip when a run elaborates
+// several chips).
+std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg,
+                                                     const std::string& name = "memory");
 
 }  // namespace tpusim::sim
