@@ -197,14 +197,15 @@ class AggregatedNetwork final : public Network {
 class PacketNetwork final : public Network {
  public:
   PacketNetwork(const Slice& s, const NetworkOptions& o)
-      : Network(s, o), queues_(static_cast<std::size_t>(s.num_links())), full_tx_(tx_ps(o.packet_bytes)) {}
+      : Network(s, o), queues_(static_cast<std::size_t>(s.num_links())), full_tx_(tx_ps(o.packet_bytes)) {
+    events_q_.set_fifo_delays(full_tx_, hop_ps_);
+  }
 
-  Ps next_event_time() const override { return heap_.empty() ? kNeverPs : heap_.top().t; }
+  Ps next_event_time() const override { return events_q_.empty() ? kNeverPs : events_q_.top().t; }
 
   void advance_to(Ps t, std::vector<Delivery>& out) override {
-    while (!heap_.empty() && heap_.top().t <= t) {
-      const Ev e = heap_.top();
-      heap_.pop();
+    while (!events_q_.empty() && events_q_.top().t <= t) {
+      const Ev e = events_q_.pop();
       ++events_;
       now_ = e.t;
       switch (e.kind) {
@@ -236,6 +237,7 @@ class PacketNetwork final : public Network {
     std::uint32_t hop;  // arrive: hop index along the route
     Kind kind;
     bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    bool operator<(const Ev& o) const { return t != o.t ? t < o.t : seq < o.seq; }
   };
   // Consecutive packets of one message waiting at one link.
   struct Run {
@@ -249,10 +251,74 @@ class PacketNetwork final : public Network {
     bool busy = false;
   };
 
-  void push(Ev e) {
-    e.seq = seq_++;
-    heap_.push(e);
-  }
+  // Events in (time, creation) order, as one binary heap would give, at
+  // O(1) for the common ones. Every event is created while processing time
+  // now_ (non-decreasing) for time now_ + delay, so the events of one
+  // delay are created in the order they fall due: a FIFO per delay is
+  // already sorted. Full-packet transmissions and hop latencies (nearly
+  // all events) get a FIFO each; other delays (last partial packets,
+  // sends in the future) go to a heap. Popping takes the least head.
+  // Profiling showed the heap alone at ~98% of a 1 GiB all_reduce.
+  class EventQueue {
+   public:
+    void set_fifo_delays(Ps a, Ps b) { delay_[0] = a, delay_[1] = b; }
+    bool empty() const { return fifo_[0].size + fifo_[1].size + heap_.size() == 0; }
+    void push(Ev e, Ps now) {
+      e.seq = seq_++;
+      const Ps d = e.t - now;
+      for (int i = 0; i < 2; ++i)
+        if (d == delay_[i]) {
+          Fifo& f = fifo_[i];
+          if (f.size > 0 && f.back().t > e.t) throw InternalError("PacketNetwork: event created in the past");
+          f.push(e);
+          return;
+        }
+      heap_.push(e);
+    }
+    const Ev& top() const { return *least(); }
+    Ev pop() {
+      const Ev* p = least();
+      const Ev e = *p;
+      if (!heap_.empty() && p == &heap_.top()) heap_.pop();
+      else if (fifo_[0].size > 0 && p == &fifo_[0].front()) fifo_[0].pop();
+      else fifo_[1].pop();
+      return e;
+    }
+
+   private:
+    struct Fifo {
+      std::vector<Ev> buf;  // ring buffer, capacity a power of two
+      std::size_t head = 0, size = 0;
+      void push(const Ev& e) {
+        if (size == buf.size()) {
+          std::vector<Ev> bigger(std::max<std::size_t>(64, 2 * buf.size()));
+          for (std::size_t i = 0; i < size; ++i) bigger[i] = buf[(head + i) & (buf.size() - 1)];
+          buf.swap(bigger);
+          head = 0;
+        }
+        buf[(head + size) & (buf.size() - 1)] = e;
+        ++size;
+      }
+      const Ev& front() const { return buf[head]; }
+      const Ev& back() const { return buf[(head + size - 1) & (buf.size() - 1)]; }
+      void pop() {
+        head = (head + 1) & (buf.size() - 1);
+        --size;
+      }
+    };
+    const Ev* least() const {
+      const Ev* best = heap_.empty() ? nullptr : &heap_.top();
+      for (const Fifo& f : fifo_)
+        if (f.size > 0 && (!best || f.front() < *best)) best = &f.front();
+      return best;
+    }
+    Ps delay_[2] = {-1, -1};
+    Fifo fifo_[2];
+    std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
+    std::uint64_t seq_ = 0;
+  };
+
+  void push(Ev e) { events_q_.push(e, now_); }
 
   Ps packet_tx(const Msg& m, std::uint32_t index) const {
     return index + 1 < m.packets ? full_tx_ : tx_ps(packet_size(m, index));
@@ -311,8 +377,7 @@ class PacketNetwork final : public Network {
 
   std::vector<Queue> queues_;
   Ps full_tx_;
-  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
-  std::uint64_t seq_ = 0;
+  EventQueue events_q_;
 };
 
 }  // namespace
