@@ -358,7 +358,8 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   check_mesh(m, o);
   MemoryFootprint f;
   const u64 params = per_chip_params(m, o.mesh);
-  const std::int64_t tp = o.mesh.size("tensor");
+  const std::int64_t tp = o.mesh.size("tensor"), cp = o.mesh.size("sequence");
+  const bool sp = o.sequence_parallel && tp > 1;
   f.weights = arch::dtype_bytes(o.weight_dtype, params);
   const auto& t = m.transformer;
   if (o.mesh.size("fsdp") > 1) f.weights += arch::dtype_bytes(o.weight_dtype, 2 * largest_gathered_layer(m, o.mesh));
@@ -368,7 +369,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   double act = 0;
   if (m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit) {
     const bool dec = m.family == Family::decoder;
-    std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len;
+    std::int64_t S = local_seq(o);  // context parallelism: seq / sequence tokens per chip
     if (m.family == Family::vit) {
       std::int64_t n = (o.image_size > 0 ? o.image_size : t.image_size) / t.patch;
       S = n * n + 1;
@@ -377,7 +378,16 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     double max_layer = 0, sum_layers = 0;
     for (std::int64_t i = 0; i < t.layers; ++i) {
       double e = layer_act_elems(t, i);
-      if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
+      // Context parallelism: a chip holds the whole sequence's gathered K
+      // and V (its own tokens' share is already in e).
+      if (cp > 1)
+        e += static_cast<double>(cp - 1) * 2.0 * static_cast<double>(t.attention.kv_heads) *
+             static_cast<double>(std::max(t.attention.qk_dim(), t.attention.v_dim()));
+      if (sp) {
+        // Sequence parallelism splits the rest too (Korthikanti et al.
+        // 2022, eq. 4: 34 sbh / t instead of 10 sbh + 24 sbh / t).
+        e /= static_cast<double>(tp);
+      } else if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
         const double whole = 6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
         e = whole + (e - whole) / static_cast<double>(tp);
       }
@@ -386,7 +396,8 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     }
     const double logits_cols = dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
     if (o.phase == Phase::train) {
-      const double kept = o.recompute ? static_cast<double>(t.layers) * static_cast<double>(t.hidden) + max_layer : sum_layers;
+      const double inputs = static_cast<double>(t.layers) * static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
+      const double kept = o.recompute ? inputs + max_layer : sum_layers;
       act = tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
@@ -395,7 +406,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     // KV heads split over tensor; MLA's one latent head is replicated.
     const u64 kv_split = t.attention.kind == AttentionKind::mla ? 1 : U(tp);
     if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kv_split;
-    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.seq_len) / kv_split;
+    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, S) / kv_split;
   } else if (m.family == Family::resnet) {
     // Largest single layer output, twice (input and output live together).
     PhaseOptions one = o;

@@ -18,7 +18,10 @@
 // frees them after forward; with recompute the re-emitted forward gathers
 // them); TrainingCollectives adds Megatron's "f" all_reduces and the
 // data-parallel weight-gradient all_reduce, emitted as soon as a weight's
-// gradient is complete so that it can overlap the rest of backward.
+// gradient is complete so that it can overlap the rest of backward;
+// activations sequence parallelism gathered are gathered again for the
+// weight-gradient matmuls; vocab-split logits get the vocab-parallel
+// cross-entropy (max, sum of exponentials and target logit all_reduced).
 // Leaves out: the -onehot(label) term of the loss gradient (one element per
 // row), FlashAttention's extra score recomputation in backward, a
 // dependency of the backward attention ops on the output gradient (their
@@ -57,7 +60,8 @@ class Backward {
       if (any)
         for (const auto& out : op.outputs) rg_.insert(out);
     }
-    contrib_[logits.name].push_back(b_.softmax("loss.grad", logits));
+    contrib_[logits.name].push_back(tc_.vocab_split_axes.empty() ? b_.softmax("loss.grad", logits)
+                                                                  : vocab_parallel_loss(logits));
     int current_layer = -1;
     for (std::size_t r = fwd_.size(); r-- > 0;) {
       const Op& op = fwd_[r];
@@ -172,7 +176,8 @@ class Backward {
         std::size_t comma = eq.find(','), arrow = eq.find("->");
         std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
         if (wants(op, 0)) give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad));
-        if (wants(op, 1)) give(op, 1, b_.matmul(n + ".grad_rhs", in(0), dy, l + "," + out + "->" + r, ad));
+        if (wants(op, 1))
+          give(op, 1, b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad));
         return;
       }
       case OpKind::attention: {
@@ -186,9 +191,25 @@ class Backward {
           TensorRef r = b_.reshape(nn + ".groups", x, {x.dim(0), x.dim(1), KV, H / KV, x.dim(3)});
           return b_.reduce(nn, r, ReduceKind::sum, {3});
         };
+        // Keys longer than queries (context parallelism: local queries
+        // over the gathered sequence): each chip writes a partial dK/dV
+        // for every key. The attention op's output has the queries'
+        // length, so the key-length gradient is its broadcast (an
+        // elementwise write of the key-length tensor, the kernel's dK/dV
+        // store); the FLOPs stay those of the two attention ops.
+        auto to_keys = [&](const std::string& nn, const TensorRef& g) {
+          const std::int64_t Sq = g.dim(1), Sk = k.dim(1);
+          if (Sq == Sk) return g;
+          if (Sk % Sq != 0)
+            throw ModelInternalError("training: attention '" + n + "' has " + std::to_string(Sk) +
+                                     " keys, not a multiple of its " + std::to_string(Sq) + " queries");
+          TensorRef r = b_.reshape(nn + ".rows", g, {g.dim(0), 1, Sq, g.dim(2), g.dim(3)});
+          r = b_.add(nn + ".expand", r, b_.input(nn + ".zeros", {g.dim(0), Sk / Sq, Sq, g.dim(2), g.dim(3)}, g.dtype));
+          return b_.reshape(nn + ".keys", r, {g.dim(0), Sk, g.dim(2), g.dim(3)});
+        };
         give(op, 0, dq);
-        if (wants(op, 1)) give(op, 1, group_sum(n + ".grad_k", dq));
-        if (wants(op, 2)) give(op, 2, group_sum(n + ".grad_v", dv));
+        if (wants(op, 1)) give(op, 1, to_keys(n + ".grad_k_keys", group_sum(n + ".grad_k", dq)));
+        if (wants(op, 2)) give(op, 2, to_keys(n + ".grad_v_keys", group_sum(n + ".grad_v", dv)));
         return;
       }
       case OpKind::elementwise: {
@@ -318,6 +339,54 @@ class Backward {
     TensorRef w = b_.all_gather(g.name + "_bwd", b_.ref(g.inputs[0]), a.mesh_axes, a.dim);
     regathered_[name] = w;
     return w;
+  }
+
+  // An activation forward all_gathered that backward gathers again
+  // (TrainingCollectives::regather_in_backward), once per tensor.
+  TensorRef regather_activation(const std::string& name) {
+    if (o_.recompute || !tc_.regather_in_backward.count(name)) return fwd(name);
+    auto it = regathered_.find(name);
+    if (it != regathered_.end()) return it->second;
+    const Op& g = fwd_[producer_.at(name)];
+    if (g.kind != OpKind::all_gather)
+      throw ModelInternalError("training: '" + name + "' is to be gathered again but no all_gather made it");
+    const auto& a = g.as<CollectiveAttrs>();
+    TensorRef x = b_.all_gather(g.name + "_bwd", b_.ref(g.inputs[0]), a.mesh_axes, a.dim);
+    regathered_[name] = x;
+    return x;
+  }
+
+  // Vocab-parallel cross-entropy (Megatron-LM's vocab_parallel_cross_entropy,
+  // Shoeybi et al. 2019 section 3): each rank holds a slice of the
+  // vocabulary, so the per-token max, sum of exponentials and target logit
+  // are all_reduced ([batch, seq, 1] f32 each, after Megatron's cast of the
+  // logits to f32). The loss gradient softmax - onehot is this rank's
+  // exponentials over the global sum (the onehot term left out, as in the
+  // unsharded loss), cast back to the logits' dtype.
+  TensorRef vocab_parallel_loss(const TensorRef& logits) {
+    const auto& ax = tc_.vocab_split_axes;
+    const DType f32 = DType::f32;
+    const std::int64_t last = logits.rank() - 1;
+    TensorRef z = logits.dtype == f32 ? logits : b_.cast("loss.logits_f32", logits, f32);
+    TensorRef mx = b_.reduce("loss.max_local", z, ReduceKind::max, {last}, true);
+    mx = b_.all_reduce("loss.max.all_reduce", mx, ax, ReduceKind::max);
+    TensorRef sh = b_.elementwise("loss.shifted", EwKind::sub, {z, mx});
+    TensorRef e = b_.elementwise("loss.exp", EwKind::exp, {sh});
+    TensorRef se = b_.reduce("loss.sum_exp_local", e, ReduceKind::sum, {last}, true);
+    se = b_.all_reduce("loss.sum_exp.all_reduce", se, ax);
+    // Target logit: the rank whose slice holds the label picks it, the
+    // others contribute 0 (the labels input indexes the flattened logits).
+    Shape rows(mx.shape.begin(), mx.shape.end() - 1);
+    TensorRef flat = b_.reshape("loss.shifted_rows", sh, {workloads::num_elements(sh.shape), 1});
+    TensorRef tgt = b_.gather("loss.target_local", flat, b_.input("loss.labels", rows, f32));
+    tgt = b_.all_reduce("loss.target.all_reduce", tgt, ax);
+    TensorRef per_token = b_.elementwise("loss.per_token", EwKind::sub,
+                                         {b_.elementwise("loss.log_sum_exp", EwKind::log, {se}), tgt});
+    std::vector<std::int64_t> all;
+    for (std::int64_t i = 0; i < per_token.rank(); ++i) all.push_back(i);
+    b_.reduce("loss", per_token, ReduceKind::mean, all);
+    TensorRef p = b_.elementwise("loss.probs", EwKind::div, {e, se});
+    return p.dtype == logits.dtype ? p : b_.cast("loss.grad", p, logits.dtype);
   }
 
   void optimizer() {

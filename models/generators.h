@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ struct TrainingCollectives {
   // activation -> mesh axes its gradient is all_reduced over (Megatron's
   // "f": the input of column-parallel matmuls gets partial gradients).
   std::map<std::string, std::vector<std::string>> activation_grad_all_reduce;
+  // all_gathered activations that backward gathers again for the
+  // weight-gradient matmuls instead of keeping them alive (Megatron
+  // sequence parallelism; with recompute the re-emitted forward gathers).
+  std::set<std::string> regather_in_backward;
+  // Mesh axes the logits' last (vocabulary) dim is split over; non-empty:
+  // the loss is the vocab-parallel cross-entropy, whose per-token max, sum
+  // of exponentials and target logit are all_reduced over them in f32.
+  std::vector<std::string> vocab_split_axes;
 };
 void append_training(WorkloadBuilder& b, const TensorRef& logits, const PhaseOptions& o,
                      const TrainingCollectives& tc = {});

@@ -155,6 +155,11 @@ struct PhaseOptions {
   // one chip, the unsharded program. generate() then emits the per-chip
   // program: batch is the global batch, split over data x fsdp x expert.
   MeshSpec mesh = {};
+  // Megatron sequence parallelism (Korthikanti et al. 2022) on the tensor
+  // axis: the residual stream, norms and dropout regions hold seq/tensor
+  // tokens; the tensor all_reduces become reduce_scatters + all_gathers.
+  // Needs tensor > 1, a decoder and prefill or train (models/sharding.h).
+  bool sequence_parallel = false;
 };
 
 // Phases a family supports (decoder: prefill, decode, train; encoder and

@@ -65,6 +65,11 @@ MeshSpec parse_mesh(const std::string& text) {
   return mesh;
 }
 
+std::int64_t local_seq(const PhaseOptions& o) {
+  if (o.phase == Phase::decode) return 1;
+  return o.seq_len / o.mesh.size("sequence");
+}
+
 std::int64_t local_batch(const PhaseOptions& o) {
   const std::int64_t d = o.mesh.size("data") * o.mesh.size("fsdp") * o.mesh.size("expert");
   return o.batch / d;
@@ -72,7 +77,7 @@ std::int64_t local_batch(const PhaseOptions& o) {
 
 void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
   const MeshSpec& mesh = o.mesh;
-  if (mesh.empty()) return;
+  if (mesh.empty() && !o.sequence_parallel) return;
   std::vector<ModelDiagnostic> errs;
   auto bad = [&](const std::string& key, const std::string& expected, const std::string& found) {
     errs.push_back({m.name, 0, 0, key, expected, found + " in model '" + m.name + "'", ""});
@@ -90,9 +95,37 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
     if (a.second < 1) bad("mesh." + a.first, "a size >= 1", std::to_string(a.second));
   }
   if (!errs.empty()) throw ModelError(std::move(errs));
-  if (mesh.size("sequence") > 1)
-    bad("mesh.sequence", "sequence=1 (context parallelism is not modelled; Megatron sequence parallelism is not "
-                         "offered either)", std::to_string(mesh.size("sequence")));
+  const std::int64_t cp = mesh.size("sequence"), tp = mesh.size("tensor");
+  if (cp > 1) {
+    // Context parallelism: the sequence of a prefill or training step is
+    // split; decode has one query token (its cache split over chips would
+    // need a cross-chip softmax combine, which is not modelled).
+    if (m.family != Family::decoder)
+      bad("mesh.sequence", "a decoder model (context parallelism is modelled for causal LLMs)",
+          std::string("a ") + family_name(m.family) + " model");
+    else if (o.phase == Phase::decode)
+      bad("mesh.sequence", "phase prefill or train (decode's one new token per sequence cannot be split)",
+          "sequence=" + std::to_string(cp) + " with phase decode");
+    else if (m.transformer.attention.kind == AttentionKind::mla)
+      bad("mesh.sequence", "attention.kind mha (context parallelism all_gathers per-head K/V; MLA is not modelled)",
+          "attention.kind mla");
+    else if (o.seq_len % cp != 0)
+      bad("seq_len", "a multiple of mesh axis sequence=" + std::to_string(cp) + " (it splits the tokens)",
+          std::to_string(o.seq_len));
+  }
+  if (o.sequence_parallel) {
+    if (tp < 2)
+      bad("sequence_parallel", "a mesh with tensor > 1 (sequence parallelism splits the tokens over the tensor axis)",
+          mesh.empty() ? "an empty mesh" : "mesh " + mesh.str());
+    if (m.family != Family::decoder)
+      bad("sequence_parallel", "a decoder model", std::string("a ") + family_name(m.family) + " model");
+    else if (o.phase == Phase::decode)
+      bad("sequence_parallel", "phase prefill or train (decode's one token per sequence cannot be split)",
+          "phase decode");
+    else if (tp >= 2 && o.seq_len % cp == 0 && (o.seq_len / cp) % tp != 0)
+      bad("seq_len", "tokens per chip (seq_len / sequence) a multiple of tensor=" + std::to_string(tp) +
+                         " (sequence parallelism splits them)", std::to_string(o.seq_len));
+  }
   const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
   if (!transformer) {
     for (const char* ax : {"fsdp", "tensor", "expert"})
@@ -121,7 +154,7 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
       } else {
         divides("expert", t.moe.experts, "moe.experts", "the routed experts");
         if (o.batch % split == 0) {
-          const std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len;
+          const std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len / cp;
           const std::int64_t slots = o.batch / split * S * t.moe.top_k;
           if (slots % mesh.size("expert") != 0)
             bad("batch", "token slots per chip (batch / " + std::to_string(split) + " x tokens x moe.top_k) a multiple "

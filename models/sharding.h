@@ -15,9 +15,19 @@
 //    inputs of column-parallel blocks get their gradient all_reduced.
 //  - expert: routed experts split; batch split; tokens all_to_all'ed to
 //    their experts' chips and back.
-// Leaves out: sequence/context parallelism (axis name reserved, size > 1
-// rejected), pipeline parallelism, uneven splits (every split must divide),
-// resnet/dlrm beyond data parallelism.
+//  - sequence (context parallelism, decoders, prefill/train): every chip
+//    holds seq/sequence tokens of each sequence; attention all_gathers K
+//    and V over the axis (their gradients reduce_scatter back); weight
+//    gradients are all_reduced over it like data. Each chip is modelled as
+//    the rank holding the last chunk, the busiest under causal masking
+//    (no load-balanced zigzag layout).
+//  - PhaseOptions::sequence_parallel (Megatron SP on the tensor axis): the
+//    residual stream and norms hold seq/tensor tokens; each tensor
+//    all_reduce becomes a reduce_scatter of the tokens and the inputs of
+//    column-parallel blocks are all_gathered (again in backward).
+// Leaves out: pipeline parallelism, uneven splits (every split must
+// divide), context parallelism for decode and MLA, sequence parallelism
+// for encoders/ViT, resnet/dlrm beyond data parallelism.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +52,11 @@ MeshSpec parse_mesh(const std::string& text);
 // Checks that o.mesh can shard model m in o's phase: each split divides
 // the dims it splits (tensor: attention.heads, attention.kv_heads, ffn.size,
 // moe.expert_ffn_size, vocab; fsdp: hidden; expert: moe.experts and the
-// tokens x top_k each chip dispatches; data x fsdp x expert: batch), expert
-// only for MoE models, sequence only size 1, resnet/dlrm only data.
+// tokens x top_k each chip dispatches; data x fsdp x expert: batch;
+// sequence: seq_len, and with sequence_parallel seq_len / sequence by
+// tensor), expert only for MoE models, sequence only for decoders' prefill
+// and train with MHA/GQA attention, sequence_parallel only with tensor > 1
+// for decoders' prefill and train, resnet/dlrm only data.
 // Throws ModelError naming the model, the model key and the mesh axis.
 // Weight dims fsdp splits beyond hidden are checked when generating (the
 // error names the weight). An empty mesh always passes.
@@ -51,5 +64,8 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o);
 
 // Sequences per chip: o.batch / (data x fsdp x expert).
 std::int64_t local_batch(const PhaseOptions& o);
+// Tokens of each sequence one chip holds outside the sequence-parallel
+// regions: seq_len / sequence (1 for decode).
+std::int64_t local_seq(const PhaseOptions& o);
 
 }  // namespace tpusim::models

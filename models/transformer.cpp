@@ -13,7 +13,13 @@
 // weight and activation at its per-chip shape, with the collectives of
 // data, fsdp, tensor (Megatron) and expert parallelism named after the op
 // they follow (layers.3.mlp.down_proj.all_reduce,
-// layers.3.attn.q_proj.weight.all_gather, layers.3.mlp.dispatch.all_to_all).
+// layers.3.attn.q_proj.weight.all_gather, layers.3.mlp.dispatch.all_to_all);
+// with Megatron sequence parallelism (o.sequence_parallel) the residual
+// stream holds seq/tensor tokens, gathered before each tensor-parallel
+// block (layers.3.attn_norm.all_gather) and reduce_scattered after it
+// (layers.3.attn.o_proj.reduce_scatter); with context parallelism (mesh
+// axis sequence) a chip holds seq/sequence tokens and gathers K/V
+// (layers.3.attn.k.all_gather).
 // Leaves out (the IR has no op for them): top-k selection and the expert
 // sort (stood in for by slices/reshapes of the router output, which carry
 // the dependency but not the VPU work), sliding windows in prefill/train
@@ -23,6 +29,7 @@
 // the whole head).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "models/generators.h"
 #include "models/sharding.h"
@@ -68,10 +75,11 @@ class TransformerGen {
  public:
   TransformerGen(WorkloadBuilder& b, const ModelSpec& m, const PhaseOptions& o)
       : b_(b), m_(m), t_(m.transformer), o_(o), wd_(o.weight_dtype), ad_(o.activation_dtype),
-        kd_(o.kv_dtype), tp_(o.mesh.size("tensor")), fs_(o.mesh.size("fsdp")), ep_(o.mesh.size("expert")) {
+        kd_(o.kv_dtype), tp_(o.mesh.size("tensor")), fs_(o.mesh.size("fsdp")), ep_(o.mesh.size("expert")),
+        cp_(o.mesh.size("sequence")), sp_(o.sequence_parallel && tp_ > 1) {
     for (const auto& a : o.mesh.axes) {
       b_.mesh_axis(a.first, a.second);
-      if (a.second > 1 && (a.first == "data" || a.first == "fsdp" || a.first == "expert"))
+      if (a.second > 1 && (a.first == "data" || a.first == "fsdp" || a.first == "expert" || a.first == "sequence"))
         batch_axes_.push_back(a.first);
     }
   }
@@ -92,9 +100,12 @@ class TransformerGen {
   DType wd_, ad_, kd_;
   std::int64_t B_ = 1, S_ = 1;  // batch (per chip), query tokens per sequence
   bool decode_ = false;
-  // Mesh sizes (1 = axis absent) and the axes splitting the batch.
-  std::int64_t tp_ = 1, fs_ = 1, ep_ = 1;
+  // Mesh sizes (1 = axis absent) and the axes splitting the tokens (batch
+  // or, for sequence, each sequence): weights are replicated over them.
+  std::int64_t tp_ = 1, fs_ = 1, ep_ = 1, cp_ = 1;
+  bool sp_ = false;  // Megatron sequence parallelism on the tensor axis
   std::vector<std::string> batch_axes_;
+  std::set<std::string> sp_gathered_;  // all_gathered inputs of tensor-parallel blocks
   TrainingCollectives tc_;
   TensorRef embed_;  // the token table as the lookups and a tied head read it
 
@@ -128,9 +139,37 @@ class TransformerGen {
   // so they are kept in the activation dtype (no cast op needed).
   TensorRef act_weight(const std::string& n, Shape s) { return sharded_weight(n, std::move(s), ad_, false); }
   // Megatron's "f": x feeds column-parallel matmuls, so each tensor rank
-  // gets a partial gradient of x that backward all_reduces.
+  // gets a partial gradient of x that backward all_reduces. An input that
+  // sequence parallelism all_gathered needs none: the gather's transpose,
+  // a reduce_scatter, sums the partial gradients.
   void tp_grad_sync(const TensorRef& x) {
-    if (tp_ > 1) tc_.activation_grad_all_reduce[x.name] = {"tensor"};
+    if (tp_ > 1 && !sp_gathered_.count(x.name)) tc_.activation_grad_all_reduce[x.name] = {"tensor"};
+  }
+  // Sequence parallelism: a tensor-parallel block reads all tokens, so its
+  // input (seq/tensor tokens per chip) is all_gathered along the sequence
+  // (Korthikanti et al. 2022, section 4.2.2: "g" is an all-gather). Backward
+  // gathers it again instead of keeping it (their section 4.2.2 as well).
+  TensorRef tp_enter(const std::string& n, const TensorRef& x) {
+    if (!sp_) return x;
+    TensorRef g = b_.all_gather(n + ".all_gather", x, {"tensor"}, 1);
+    sp_gathered_.insert(g.name);
+    tc_.regather_in_backward.insert(g.name);
+    return g;
+  }
+  // The partial sums of a row-parallel block: all_reduced, or with
+  // sequence parallelism reduce_scattered along the sequence (dim 1).
+  TensorRef tp_leave(const std::string& n, const TensorRef& y) {
+    if (tp_ == 1) return y;
+    if (sp_) return b_.reduce_scatter(n + ".reduce_scatter", y, {"tensor"}, 1);
+    return b_.all_reduce(n + ".all_reduce", y, {"tensor"});
+  }
+  // A tensor-replicated weight applied to seq/tensor tokens under sequence
+  // parallelism (norm scales, row-parallel biases, learned positions) gets
+  // a partial gradient on each tensor rank: all_reduced over tensor too.
+  void sp_partial_grad(const std::string& weight) {
+    if (!sp_) return;
+    auto& axes = tc_.weight_grad_all_reduce[weight];
+    if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
   }
 
   // Column-parallel (out already divided by tensor) or replicated.
@@ -145,14 +184,22 @@ class TransformerGen {
   TensorRef row_linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias,
                        bool reduce = true) {
     TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
-    if (reduce && tp_ > 1) y = b_.all_reduce(n + ".all_reduce", y, {"tensor"});
-    if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
+    if (reduce) y = tp_leave(n, y);
+    if (bias) {
+      y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
+      sp_partial_grad(n + ".bias");
+    }
     return y;
   }
+  // On the residual stream: seq/tensor tokens under sequence parallelism.
   TensorRef norm(const std::string& n, const TensorRef& x) {
     std::int64_t d = x.dim(-1);
-    if (t_.norm == NormKind::rmsnorm) return b_.rms_norm(n, x, weight(n + ".scale", {d}));
-    return b_.layer_norm(n, x, weight(n + ".scale", {d}), act_weight(n + ".bias", {d}));
+    TensorRef scale = weight(n + ".scale", {d});
+    sp_partial_grad(n + ".scale");
+    if (t_.norm == NormKind::rmsnorm) return b_.rms_norm(n, x, scale);
+    TensorRef bias = act_weight(n + ".bias", {d});
+    sp_partial_grad(n + ".bias");
+    return b_.layer_norm(n, x, scale, bias);
   }
   TensorRef rms(const std::string& n, const TensorRef& x) {
     return b_.rms_norm(n, x, weight(n + ".scale", {x.dim(-1)}));
@@ -185,10 +232,11 @@ class TransformerGen {
     embed_ = weight("embed.weight", {t_.vocab / tp_, t_.hidden});
     TensorRef x = b_.gather("embed", embed_, tok);
     x = dequant("embed.dequant", x);
-    if (tp_ > 1) x = b_.all_reduce("embed.all_reduce", x, {"tensor"});
+    x = tp_leave("embed", x);  // sequence parallel: [B, S / tensor, h]
     if (t_.position == PositionKind::learned) {
-      TensorRef pos = b_.input("positions", {S_}, DType::f32);
+      TensorRef pos = b_.input("positions", {sp_ ? S_ / tp_ : S_}, DType::f32);
       TensorRef p = b_.gather("pos_embed", act_weight("pos_embed.weight", {t_.max_context, t_.hidden}), pos);
+      sp_partial_grad("pos_embed.weight");
       x = b_.add("pos_add", x, p);
     }
     if (m_.family == Family::encoder && t_.type_vocab > 0) {
@@ -214,6 +262,14 @@ class TransformerGen {
       k = rope(p + "attn.k_rope", k);
     }
     TensorRef o;
+    const TensorRef k_local = k, v_local = v;
+    if (cp_ > 1) {
+      // Context parallelism: this chip's queries attend to the keys of
+      // the whole sequence, gathered from the other sequence ranks
+      // (all-gather K/V, as MaxText's context parallelism does).
+      k = b_.all_gather(p + "attn.k.all_gather", k, {"sequence"}, 1);
+      v = b_.all_gather(p + "attn.v.all_gather", v, {"sequence"}, 1);
+    }
     if (decode_) {
       std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
       TensorRef kc = b_.kv_cache(p + "attn.k_cache", {B_, ctx, KV, D}, kd_);
@@ -222,10 +278,13 @@ class TransformerGen {
       append_to_cache(p + "attn.k_append", k);
       append_to_cache(p + "attn.v_append", v);
     } else {
+      // Causal with S/sequence queries over S keys: the IR aligns the
+      // queries with the last keys, i.e. the last sequence rank, the one
+      // with the most unmasked pairs (the slowest sets the step time).
       o = b_.attention(p + "attn.core", q, k, v, causal);
-      if (o_.phase == Phase::prefill) {
-        append_to_cache(p + "attn.k_append", k);
-        append_to_cache(p + "attn.v_append", v);
+      if (o_.phase == Phase::prefill) {  // each chip caches its own tokens
+        append_to_cache(p + "attn.k_append", k_local);
+        append_to_cache(p + "attn.v_append", v_local);
       }
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
@@ -301,7 +360,8 @@ class TransformerGen {
   TensorRef ffn(const std::string& n, const TensorRef& x, std::int64_t size, bool bias, bool reduce = true) {
     const std::int64_t h = t_.hidden;
     size /= tp_;
-    tp_grad_sync(x);
+    // Shared experts (reduce = false) read moe()'s tokens, synced there.
+    if (reduce) tp_grad_sync(x);
     if (t_.ffn.kind == FfnKind::swiglu) {
       TensorRef g = linear(n + ".gate_proj", x, h, size, bias);
       TensorRef u = linear(n + ".up_proj", x, h, size, bias);
@@ -383,20 +443,21 @@ class TransformerGen {
     if (e.shared_experts > 0)
       y = b_.add(p + "mlp.shared_add", y, ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false));
     // Routed and shared experts' partial sums over tensor, reduced once.
+    if (sp_) return tp_leave(p + "mlp", b_.reshape(p + "mlp.out", y, {B_, S_, h}));
     if (tp_ > 1) y = b_.all_reduce(p + "mlp.all_reduce", y, {"tensor"});
     return b_.reshape(p + "mlp.out", y, {B_, S_, h});
   }
 
   TensorRef decoder_layer(std::int64_t i, TensorRef x) {
     const std::string p = L(i);
-    TensorRef xn = norm(p + "attn_norm", x);
+    TensorRef xn = tp_enter(p + "attn_norm", norm(p + "attn_norm", x));
     TensorRef a = t_.attention.kind == AttentionKind::mla ? attention_mla(p, xn) : attention_mha(p, i, xn, true);
     if (t_.parallel_block) {
       TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias);
       return b_.add(p + "residual", b_.add(p + "attn_residual", x, a), f);
     }
     x = b_.add(p + "attn_residual", x, a);
-    TensorRef xn2 = norm(p + "mlp_norm", x);
+    TensorRef xn2 = tp_enter(p + "mlp_norm", norm(p + "mlp_norm", x));
     TensorRef f = t_.is_moe_layer(i) ? moe(p, xn2) : ffn(p + "mlp", xn2, t_.ffn.size, t_.ffn.bias);
     return b_.add(p + "mlp_residual", x, f);
   }
@@ -418,14 +479,31 @@ class TransformerGen {
   Workload decoder() {
     B_ = local_batch(o_);
     decode_ = o_.phase == Phase::decode;
-    S_ = decode_ ? 1 : o_.seq_len;
+    S_ = local_seq(o_);
     TensorRef x = embed_tokens();
     for (std::int64_t i = 0; i < t_.layers; ++i) x = decoder_layer(i, x);
     x = norm("final_norm", x);
-    if (o_.phase == Phase::prefill && S_ > 1)  // serving needs only the last position's logits
-      x = b_.slice("last_token", x, {0, S_ - 1, 0}, {B_, S_, t_.hidden});
+    if (o_.phase == Phase::prefill && S_ > 1) {  // serving needs only the last position's logits
+      if (sp_) {
+        // The last position lives on the last tensor rank: each rank
+        // offers its last local one and keeps the last rank's.
+        const std::int64_t Sr = S_ / tp_;
+        x = b_.slice("last_token_local", x, {0, Sr - 1, 0}, {B_, Sr, t_.hidden});
+        x = b_.all_gather("last_token.all_gather", x, {"tensor"}, 1);
+        x = b_.slice("last_token", x, {0, tp_ - 1, 0}, {B_, tp_, t_.hidden});
+      } else {
+        x = b_.slice("last_token", x, {0, S_ - 1, 0}, {B_, S_, t_.hidden});
+      }
+    } else {
+      x = tp_enter("final_norm", x);  // the vocab-parallel head reads all tokens
+    }
     TensorRef logits = lm_head(x);
-    if (o_.phase == Phase::train) append_training(b_, logits, o_, tc_);
+    if (o_.phase == Phase::train) {
+      // Vocab-parallel logits: the cross-entropy's statistics are
+      // all_reduced over tensor (backward.cpp).
+      if (tp_ > 1) tc_.vocab_split_axes = {"tensor"};
+      append_training(b_, logits, o_, tc_);
+    }
     return b_.build();
   }
 
@@ -447,6 +525,7 @@ class TransformerGen {
       // extra transform layer is left out).
       tp_grad_sync(x);
       TensorRef logits = b_.matmul("mlm_head", x, embed_, "bsh,vh->bsv", ad_);
+      if (tp_ > 1) tc_.vocab_split_axes = {"tensor"};
       append_training(b_, logits, o_, tc_);
     } else if (t_.pooler) {
       TensorRef cls = b_.reshape("pooler.cls", b_.slice("pooler.cls_token", x, {0, 0, 0}, {B_, 1, t_.hidden}), {B_, t_.hidden});
