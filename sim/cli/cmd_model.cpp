@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "workloads/io/workload_file.h"
@@ -119,6 +120,8 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("act-dtype", po::value<std::string>()->default_value("bf16"), "activation dtype")
       ("kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype")
       ("recompute", po::bool_switch(), "train: recompute activations per layer")
+      ("mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")
+      ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")
       ("format", po::value<std::string>()->default_value("yaml"), "yaml | json");
   po::positional_options_description pos;
   pos.add("model", 1);
@@ -140,7 +143,9 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.activation_dtype = dtype_opt(vm, "act-dtype");
   p.kv_dtype = dtype_opt(vm, "kv-dtype");
   p.recompute = vm["recompute"].as<bool>();
+  p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {
+    if (vm.count("mesh")) p.mesh = parse_mesh(vm["mesh"].as<std::string>());
     ModelSpec m = load_model(vm["model"].as<std::string>(), zoo_dir(vm));
     workloads::Workload w = generate(m, p);
     ctx.out << (fmt == "json" ? workloads::workload_to_json(w) : workloads::workload_to_yaml(w));

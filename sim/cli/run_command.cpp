@@ -43,6 +43,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")
       ("slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")
       ("mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")
+      ("sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")
       ("twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")
       ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
       ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
@@ -82,6 +83,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
     // Sharded over the mesh: the per-chip program of every chip.
     if (vm.count("mesh")) po.mesh = models::parse_mesh(vm["mesh"].as<std::string>());
+    po.sequence_parallel = vm["sequence-parallel"].as<bool>();
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
@@ -95,6 +97,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
   RunOptions ro;
   if (vm.count("mesh") && !vm.count("slice")) throw UsageError("run: --mesh needs --slice");
+  if (vm["sequence-parallel"].as<bool>() && !vm.count("model")) throw UsageError("run: --sequence-parallel needs --model");
   if (vm.count("slice")) {
     ro.sim.slice = vm["slice"].as<std::string>();
     ro.sim.twisted = vm["twisted"].as<bool>();
