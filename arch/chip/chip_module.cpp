@@ -115,10 +115,46 @@ void ChipModule::sequencer(int c) {
       if (issue > now) sc_core::wait(at_cycle(issue));
       rec.start = issue;
       if (tracing_) note(issue, signal_of(c, UnitKind::ici), +1);
-      ici_->start(std::get<IciWork>(in.work), id, [this, id, c] {
-        complete(id, now_cycles());
-        if (tracing_) note(now_cycles(), signal_of(c, UnitKind::ici), -1);
+      const IciWork& work = std::get<IciWork>(in.work);
+      const CollectiveStart cs = ici_->start(work, id, [this, id, c] {
+        // The network part is done; the VPU's reduction may still run.
+        const std::uint64_t t = now_cycles();
+        std::uint64_t until = 0;
+        if (auto it = reduce_until_.find(id); it != reduce_until_.end()) {
+          until = it->second;
+          reduce_until_.erase(it);
+        }
+        if (tracing_) note(std::max(t, until), signal_of(c, UnitKind::ici), -1);
+        if (until <= t) {
+          complete(id, t);
+        } else {
+          pending_.emplace(until, id);
+          wake_completer_.notify(at_cycle(pending_.top().first));
+        }
       });
+      if (cs.reduce_bytes > 0) {
+        // The element-wise adds of the arriving partial results, as one
+        // VPU stream: two operands in, the sum out, one ALU op per element.
+        Instr red;
+        red.unit = UnitKind::vpu;
+        red.core = static_cast<std::uint16_t>(c);
+        red.op = in.op;
+        VpuWork vw;
+        vw.dtype = work.dtype;
+        vw.elements = cs.reduce_bytes * 8 / static_cast<std::uint64_t>(std::max(1, dtype_bits(work.dtype)));
+        vw.alu_ops = 1;
+        vw.inputs = 2;
+        vw.outputs = 1;
+        red.work = vw;
+        const Interval iv = core.vpu[0]->issue(red, issue);
+        reduce_until_[id] = iv.finish;
+        ++core.reductions;
+        core.reduction_cycles += iv.finish - iv.start;
+        if (tracing_) {
+          note(iv.start, signal_of(c, UnitKind::vpu), +1);
+          note(iv.finish, signal_of(c, UnitKind::vpu), -1);
+        }
+      }
       continue;
     }
     std::vector<std::unique_ptr<UnitTiming>>* units = nullptr;
@@ -194,6 +230,13 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
                      "instructions issued"},
                     {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles),
                      "cycles", "cycles the sequencer waited for earlier instructions"}}});
+    if (ici_) {
+      StatList& seq = out.back().second;
+      seq.push_back({"collective_reductions", static_cast<double>(core.reductions), "count",
+                     "collectives whose partial results this core's VPU added"});
+      seq.push_back({"collective_reduction_cycles", static_cast<double>(core.reduction_cycles), "cycles",
+                     "VPU cycles spent adding collectives' partial results (overlaps the transfer)"});
+    }
     auto add = [&](const char* kind, const std::vector<std::unique_ptr<UnitTiming>>& units) {
       for (std::size_t i = 0; i < units.size(); ++i)
         out.push_back({tc + "." + kind + std::to_string(i), units[i]->stats()});

@@ -10,8 +10,16 @@
 // contend in the memory system. Completions are posted on a board that the
 // sequencers wait on. No clock is ticked: simulated time only advances to
 // the next completion or issue slot.
+// Collectives that reduce (reduce_scatter, all_reduce) also occupy the
+// issuing core's VPU for the element-wise adds of the partial results that
+// arrive, from the collective's start, concurrently with the transfer
+// (reduce on arrival): the instruction completes at max(network done, VPU
+// done), and the VPU's statistics include the work.
 // Leaves out: instruction fetch and scalar ALU work (one issue slot each),
-// unit queue back-pressure (a unit's timer serialises what it is given).
+// unit queue back-pressure (a unit's timer serialises what it is given),
+// the add of the last partial shard after it lands (the reduction is
+// timed as one VPU stream from the start), VMEM/HBM traffic of the
+// reduction operands.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +27,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,6 +76,8 @@ class ChipModule : public sc_core::sc_module {
     std::vector<InstrId> instrs;  // this core's instructions, in order
     std::size_t next_mxu = 0, next_xlu = 0;
     std::uint64_t issued = 0, dep_stall_cycles = 0;
+    // Collective reductions charged to this core's VPU.
+    std::uint64_t reductions = 0, reduction_cycles = 0;
   };
 
   void sequencer(int core);
@@ -86,6 +97,9 @@ class ChipModule : public sc_core::sc_module {
   std::size_t completed_ = 0;
   std::uint64_t end_cycle_ = 0;
   std::size_t next_dma_engine_ = 0;
+  // Collectives whose reduction on the VPU ends at the given cycle: the
+  // instruction completes at max(network done, reduction done).
+  std::unordered_map<InstrId, std::uint64_t> reduce_until_;
   sc_core::sc_event changed_;  // some instruction completed
   // Compute completions not yet posted, earliest first.
   using Pending = std::pair<std::uint64_t, InstrId>;

@@ -1,8 +1,10 @@
 // What the sequencer needs from the inter-chip network: start a collective
-// now and be called back when it completes on the whole slice. Like DMA,
+// now and be called back when it completes (for the whole slice, or for
+// this chip when every chip is simulated on its own). Like DMA,
 // collectives are event-driven because they contend on shared links.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -13,12 +15,19 @@
 
 namespace tpusim::arch {
 
+// What the chip must do itself for a collective it has just started.
+struct CollectiveStart {
+  // Bytes of partial results this chip adds as they arrive (reduce_scatter,
+  // all_reduce); the chip charges them to its VPU alongside the transfer.
+  std::uint64_t reduce_bytes = 0;
+};
+
 class CollectiveBackend {
  public:
   virtual ~CollectiveBackend() = default;
   // Called from a SystemC process; `instr` is the instruction's id, for
   // the backend's own records. `on_done` runs at the completion time.
-  virtual void start(const IciWork& work, InstrId instr, std::function<void()> on_done) = 0;
+  virtual CollectiveStart start(const IciWork& work, InstrId instr, std::function<void()> on_done) = 0;
   virtual std::vector<std::pair<std::string, StatList>> block_stats() const = 0;
 };
 

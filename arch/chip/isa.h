@@ -90,9 +90,12 @@ struct DmaWork {
 // network with every chip taking part (SPMD). `bytes` is per chip, on the
 // larger side of the collective (all_gather output, reduce_scatter input,
 // all_reduce and all_to_all buffer). `kind` is an arch::ici::CollectiveKind.
+// `dtype`: element type of the buffer, which sets how many elements a
+// reduction adds on the VPU.
 struct IciWork {
   std::uint8_t kind = 0;
   std::uint64_t bytes = 0;
+  DType dtype = DType::bf16;
   std::vector<std::string> axes;
   int root = 0;
   std::vector<std::pair<int, int>> pairs;

@@ -363,6 +363,21 @@ struct IciSimulator::Active {
   CollectiveResult res;
   std::vector<std::uint32_t> waiting;  // unmet predecessors per node
   std::uint64_t left = 0;              // nodes not yet complete
+  bool initialized = false;            // waiting/left set up (first activation)
+  // Per chip: messages still to land before the chip's part is complete
+  // (its incoming ones; for a chip that receives nothing, its outgoing
+  // ones), and whether that count is of incoming messages.
+  std::vector<std::uint32_t> chip_left;
+  std::vector<std::uint8_t> by_incoming;
+  std::vector<std::uint64_t> planned_reduce;  // bytes each chip adds
+  // Deferred start (chip_start): group of each chip, roots of each group,
+  // chips of each group not yet started, groups not yet activated.
+  bool deferred = false;
+  std::vector<int> group_of;
+  std::vector<std::vector<std::uint32_t>> group_roots;
+  std::vector<int> group_waiting;
+  std::vector<std::uint8_t> chip_started;
+  std::size_t groups_left = 0;
 };
 
 IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOptions& options)
@@ -370,8 +385,7 @@ IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOp
 
 IciSimulator::~IciSimulator() = default;
 
-std::uint64_t IciSimulator::start(const CollectiveRequest& req, Ps at) {
-  if (at < now_) throw InternalError("IciSimulator::start: start time in the past");
+std::size_t IciSimulator::plan_new(const CollectiveRequest& req, Ps at) {
   auto a = std::make_unique<Active>();
   a->plan = plan_collective(slice_, mesh_, req);
   CollectiveResult& r = a->res;
@@ -386,37 +400,143 @@ std::uint64_t IciSimulator::start(const CollectiveRequest& req, Ps at) {
   r.sent_per_chip.assign(chips, 0);
   r.received_per_chip.assign(chips, 0);
   r.reduce_bytes_per_chip.assign(chips, 0);
+  r.end_per_chip.assign(chips, at);
   r.bytes_per_link.assign(static_cast<std::size_t>(slice_.num_links()), 0);
+  std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
+  a->planned_reduce.assign(chips, 0);
+  for (const PlanNode& n : a->plan.nodes) {
+    if (n.bytes == 0) continue;
+    ++in[static_cast<std::size_t>(n.dst)];
+    ++out[static_cast<std::size_t>(n.src)];
+    a->planned_reduce[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
+  }
+  a->by_incoming.assign(chips, 0);
+  a->chip_left.assign(chips, 0);
+  for (std::size_t c = 0; c < chips; ++c) {
+    a->by_incoming[c] = in[c] > 0;
+    a->chip_left[c] = in[c] > 0 ? in[c] : out[c];
+  }
   colls_.push_back(std::move(a));
-  const std::size_t idx = colls_.size() - 1;
-  // Stable by start time: equal times start in request order.
+  return colls_.size() - 1;
+}
+
+void IciSimulator::schedule(Ps at, std::size_t coll, int group) {
+  // Stable by time: equal times activate in request order.
   auto pos = std::upper_bound(pending_.begin(), pending_.end(), at,
-                              [&](Ps t, std::size_t i) { return t < colls_[i]->res.start; });
-  pending_.insert(pos, idx);
-  return r.id;
+                              [](Ps t, const PendingStart& p) { return t < p.at; });
+  pending_.insert(pos, PendingStart{at, coll, group});
+}
+
+std::uint64_t IciSimulator::start(const CollectiveRequest& req, Ps at) {
+  if (at < now_) throw InternalError("IciSimulator::start: start time in the past");
+  const std::size_t idx = plan_new(req, at);
+  schedule(at, idx, -1);
+  return colls_[idx]->res.id;
+}
+
+std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
+  const std::size_t idx = plan_new(req, kNeverPs);
+  Active& a = *colls_[idx];
+  a.deferred = true;
+  a.res.start = kNeverPs;  // the first chip's start, when it comes
+  // Groups: chips that agree on every slice axis outside the collective.
+  const std::vector<int> axes = mesh_.slice_axes(req.axes);
+  const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
+  std::vector<int> index_of_key(chips, -1);
+  a.group_of.assign(chips, 0);
+  for (int c = 0; c < slice_.num_chips(); ++c) {
+    std::vector<int> x = slice_.coords(c);
+    for (int ax : axes) x[static_cast<std::size_t>(ax)] = 0;
+    const std::size_t key = static_cast<std::size_t>(slice_.chip_at(x));
+    if (index_of_key[key] < 0) {
+      index_of_key[key] = static_cast<int>(a.group_waiting.size());
+      a.group_waiting.push_back(0);
+    }
+    a.group_of[static_cast<std::size_t>(c)] = index_of_key[key];
+    ++a.group_waiting[static_cast<std::size_t>(index_of_key[key])];
+  }
+  a.group_roots.resize(a.group_waiting.size());
+  for (std::size_t i = 0; i < a.plan.nodes.size(); ++i)
+    if (a.plan.nodes[i].deps == 0)
+      a.group_roots[static_cast<std::size_t>(a.group_of[static_cast<std::size_t>(a.plan.nodes[i].src)])].push_back(
+          static_cast<std::uint32_t>(i));
+  a.groups_left = a.group_waiting.size();
+  a.chip_started.assign(chips, 0);
+  return a.res.id;
+}
+
+void IciSimulator::chip_start(std::uint64_t id, int chip, Ps at) {
+  if (id >= colls_.size() || !colls_[id]->deferred)
+    throw InternalError("IciSimulator::chip_start: collective " + std::to_string(id) + " was not started deferred");
+  if (chip < 0 || chip >= slice_.num_chips()) throw InternalError("IciSimulator::chip_start: no chip " + std::to_string(chip));
+  if (at < now_) throw InternalError("IciSimulator::chip_start: start time in the past");
+  Active& a = *colls_[id];
+  const std::size_t c = static_cast<std::size_t>(chip);
+  if (a.chip_started[c]) throw InternalError("IciSimulator::chip_start: chip " + std::to_string(chip) + " started twice");
+  a.chip_started[c] = 1;
+  a.res.start = std::min(a.res.start, at);
+  a.res.end_per_chip[c] = at;
+  const std::size_t g = static_cast<std::size_t>(a.group_of[c]);
+  if (--a.group_waiting[g] == 0) schedule(at, static_cast<std::size_t>(id), static_cast<int>(g));
+}
+
+std::uint64_t IciSimulator::planned_reduce_bytes(std::uint64_t id, int chip) const {
+  if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips())
+    throw InternalError("IciSimulator::planned_reduce_bytes: no such collective or chip");
+  return colls_[id]->planned_reduce[static_cast<std::size_t>(chip)];
+}
+
+std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {
+  std::vector<ChipDone> out;
+  out.swap(chip_done_);
+  return out;
 }
 
 Ps IciSimulator::next_event_time() const {
   Ps t = net_->next_event_time();
-  if (!pending_.empty()) t = std::min(t, colls_[pending_.front()]->res.start);
+  if (!pending_.empty()) t = std::min(t, pending_.front().at);
   return t;
 }
 
-void IciSimulator::activate(std::size_t index, Ps t, std::vector<CollectiveResult>& done) {
+void IciSimulator::chip_done(std::size_t coll, int chip, Ps t) {
+  Active& a = *colls_[coll];
+  a.res.end_per_chip[static_cast<std::size_t>(chip)] = t;
+  if (a.deferred) chip_done_.push_back(ChipDone{a.res.id, chip, t});
+}
+
+void IciSimulator::maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveResult>& done) {
+  Active& a = *colls_[coll];
+  if (a.left != 0 || a.groups_left != 0) return;
+  a.res.end = t;
+  --active_;
+  ++completed_;
+  done.push_back(a.res);
+  a.plan = CollectivePlan{};  // the plan is no longer needed
+  std::vector<std::uint32_t>().swap(a.waiting);
+  std::vector<std::vector<std::uint32_t>>().swap(a.group_roots);
+}
+
+void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<CollectiveResult>& done) {
   Active& a = *colls_[index];
-  ++active_;
-  a.left = a.plan.nodes.size();
-  a.waiting.resize(a.plan.nodes.size());
-  for (std::size_t i = 0; i < a.plan.nodes.size(); ++i) a.waiting[i] = a.plan.nodes[i].deps;
-  if (a.left == 0) {
-    a.res.end = t;
-    --active_;
-    ++completed_;
-    done.push_back(a.res);
-    return;
+  if (!a.initialized) {
+    a.initialized = true;
+    ++active_;
+    a.left = a.plan.nodes.size();
+    a.waiting.resize(a.plan.nodes.size());
+    for (std::size_t i = 0; i < a.plan.nodes.size(); ++i) a.waiting[i] = a.plan.nodes[i].deps;
   }
-  for (std::size_t i = 0; i < a.plan.nodes.size(); ++i)
-    if (a.plan.nodes[i].deps == 0) release(index, static_cast<std::uint32_t>(i), t, done);
+  // Chips with no message to wait for are done as soon as they start.
+  for (int c = 0; c < slice_.num_chips(); ++c)
+    if ((group < 0 || a.group_of[static_cast<std::size_t>(c)] == group) && a.chip_left[static_cast<std::size_t>(c)] == 0)
+      chip_done(index, c, t);
+  if (group < 0) {
+    for (std::size_t i = 0; i < a.plan.nodes.size(); ++i)
+      if (a.plan.nodes[i].deps == 0) release(index, static_cast<std::uint32_t>(i), t, done);
+  } else {
+    --a.groups_left;
+    for (std::uint32_t i : a.group_roots[static_cast<std::size_t>(group)]) release(index, i, t, done);
+  }
+  maybe_finish(index, t, done);
 }
 
 void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done) {
@@ -439,14 +559,8 @@ void IciSimulator::complete_node(std::size_t coll, std::uint32_t node, Ps t, std
   Active& a = *colls_[coll];
   for (std::uint32_t s : a.plan.nodes[node].succ)
     if (--a.waiting[s] == 0) release(coll, s, t, done);
-  if (--a.left == 0) {
-    a.res.end = t;
-    --active_;
-    ++completed_;
-    done.push_back(a.res);
-    a.plan = CollectivePlan{};  // the plan is no longer needed
-    std::vector<std::uint32_t>().swap(a.waiting);
-  }
+  --a.left;
+  maybe_finish(coll, t, done);
 }
 
 std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
@@ -454,14 +568,14 @@ std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
   std::vector<Delivery> del;
   for (;;) {
     const Ps tn = net_->next_event_time();
-    const Ps ts = pending_.empty() ? kNeverPs : colls_[pending_.front()]->res.start;
+    const Ps ts = pending_.empty() ? kNeverPs : pending_.front().at;
     const Ps next = std::min(tn, ts);
     if (next == kNeverPs || next > t) break;
     if (ts <= tn) {
-      const std::size_t idx = pending_.front();
+      const PendingStart p = pending_.front();
       pending_.erase(pending_.begin());
       now_ = std::max(now_, ts);
-      activate(idx, ts, done);
+      activate(p.coll, p.group, ts, done);
       continue;
     }
     del.clear();
@@ -471,8 +585,11 @@ std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
       const auto [coll, node] = msg_owner_[static_cast<std::size_t>(d.msg)];
       Active& a = *colls_[coll];
       const PlanNode& n = a.plan.nodes[node];
-      a.res.received_per_chip[static_cast<std::size_t>(n.dst)] += n.bytes;
-      a.res.reduce_bytes_per_chip[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
+      const std::size_t dst = static_cast<std::size_t>(n.dst), src = static_cast<std::size_t>(n.src);
+      a.res.received_per_chip[dst] += n.bytes;
+      a.res.reduce_bytes_per_chip[dst] += n.reduce_bytes;
+      if (a.by_incoming[dst] && --a.chip_left[dst] == 0) chip_done(coll, n.dst, d.time);
+      if (!a.by_incoming[src] && --a.chip_left[src] == 0) chip_done(coll, n.src, d.time);
       complete_node(coll, node, d.time, done);
     }
   }

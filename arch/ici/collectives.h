@@ -121,6 +121,10 @@ struct CollectiveResult {
   std::vector<std::uint64_t> received_per_chip;      // bytes delivered to each chip
   std::vector<std::uint64_t> reduce_bytes_per_chip;  // VPU work: bytes added on each chip
   std::vector<std::uint64_t> bytes_per_link;         // by link id, every link of the route
+  // When each chip's part completed: its last incoming message landed (a
+  // chip that receives nothing: its last outgoing one landed; one with no
+  // message at all: when it started). end = the latest of them.
+  std::vector<Ps> end_per_chip;
   double seconds() const { return static_cast<double>(end - start) * 1e-12; }
   // bytes / seconds: the rate at which the collective's buffer was served.
   double achieved_bandwidth() const;
@@ -141,6 +145,29 @@ class IciSimulator {
   // Plans and schedules a collective starting at `at` >= now(). Returns its
   // id (0, 1, ...). Throws ConfigError for a request that does not fit.
   std::uint64_t start(const CollectiveRequest& req, Ps at);
+  // A collective that the chips start one by one (chip_start), as when
+  // every chip's program is simulated and each reaches the collective at
+  // its own time. Synchronisation: the traffic of a group (the chips that
+  // take part in one instance) starts when all of its chips have started,
+  // because a ring step or a direct send needs the peer's data and the
+  // peer's receive buffer; groups are independent of each other. Each
+  // chip's part completes on its own (CollectiveResult::end_per_chip,
+  // take_chip_completions). Returns the id; throws like start().
+  std::uint64_t start_deferred(const CollectiveRequest& req);
+  // Chip `chip` reaches collective `id` (from start_deferred) at `at` >=
+  // now(). InternalError for an unknown id or chip, or a second start.
+  void chip_start(std::uint64_t id, int chip, Ps at);
+  // Bytes chip `chip` adds on arrival in collective `id`, from its plan,
+  // so known as soon as the collective is started.
+  std::uint64_t planned_reduce_bytes(std::uint64_t id, int chip) const;
+  // Chips whose part of a deferred collective completed, since the last
+  // call, in completion order.
+  struct ChipDone {
+    std::uint64_t id;
+    int chip;
+    Ps time;
+  };
+  std::vector<ChipDone> take_chip_completions();
   // Processes everything up to and including time t; returns the
   // collectives that completed (in completion order). now() becomes t.
   std::vector<CollectiveResult> run_until(Ps t);
@@ -159,7 +186,16 @@ class IciSimulator {
 
  private:
   struct Active;
-  void activate(std::size_t index, Ps t, std::vector<CollectiveResult>& done);
+  struct PendingStart {
+    Ps at;
+    std::size_t coll;
+    int group;  // -1: every group (start()); else one group (chip_start())
+  };
+  std::size_t plan_new(const CollectiveRequest& req, Ps at);
+  void schedule(Ps at, std::size_t coll, int group);
+  void activate(std::size_t index, int group, Ps t, std::vector<CollectiveResult>& done);
+  void chip_done(std::size_t coll, int chip, Ps t);
+  void maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveResult>& done);
   void complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
   void release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
 
@@ -168,7 +204,8 @@ class IciSimulator {
   std::unique_ptr<Network> net_;
   Ps now_ = 0;
   std::vector<std::unique_ptr<Active>> colls_;
-  std::vector<std::size_t> pending_;  // collectives not yet started, by start time
+  std::vector<PendingStart> pending_;  // activations not yet done, by time
+  std::vector<ChipDone> chip_done_;
   std::vector<std::pair<std::size_t, std::uint32_t>> msg_owner_;  // network msg id -> (coll, node)
   std::uint64_t active_ = 0;
   std::uint64_t completed_ = 0;

@@ -31,10 +31,30 @@ std::uint64_t IciModule::start_collective_with_result(const CollectiveRequest& r
   return id;
 }
 
+std::uint64_t IciModule::start_deferred(const CollectiveRequest& req, ResultCallback on_all_done) {
+  const std::uint64_t id = sim_.start_deferred(req);
+  waiting_.emplace(id, std::move(on_all_done));
+  return id;
+}
+
+void IciModule::chip_start(std::uint64_t id, int chip, std::function<void()> on_chip_done) {
+  sim_.chip_start(id, chip, now_ps());
+  chip_waiting_.emplace(std::make_pair(id, chip), std::move(on_chip_done));
+  if (sc_core::sc_is_running()) wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
 void IciModule::run() {
   for (;;) {
     const Ps now = now_ps();
-    for (const CollectiveResult& r : sim_.run_until(now)) {
+    std::vector<CollectiveResult> finished = sim_.run_until(now);
+    for (const IciSimulator::ChipDone& d : sim_.take_chip_completions()) {
+      auto it = chip_waiting_.find({d.id, d.chip});
+      if (it == chip_waiting_.end()) continue;
+      std::function<void()> cb = std::move(it->second);
+      chip_waiting_.erase(it);
+      if (cb) cb();
+    }
+    for (const CollectiveResult& r : finished) {
       auto it = waiting_.find(r.id);
       if (it == waiting_.end()) continue;
       ResultCallback cb = std::move(it->second);

@@ -6,11 +6,13 @@
 // work and with each other (they contend on the shared links).
 // Leaves out: TLM sockets (callers hold a reference), charging the
 // reduction arithmetic (the result's reduce_bytes_per_chip is for the
-// caller's VPU model), per-chip views of a slice-wide collective.
+// caller's VPU model).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <utility>
 #include <unordered_map>
 
 #include <systemc>
@@ -33,6 +35,14 @@ class IciModule : public sc_core::sc_module {
   std::uint64_t start_collective(const CollectiveRequest& req, std::function<void()> on_done);
   std::uint64_t start_collective_with_result(const CollectiveRequest& req, ResultCallback on_done);
 
+  // Per-chip view (every chip simulated on its own): the collective is
+  // planned now and its chips join it one by one with chip_start; the
+  // traffic of a group starts when all its chips have joined
+  // (IciSimulator::start_deferred). on_chip_done runs when that chip's
+  // part is complete, on_all_done when the whole collective is.
+  std::uint64_t start_deferred(const CollectiveRequest& req, ResultCallback on_all_done);
+  void chip_start(std::uint64_t id, int chip, std::function<void()> on_chip_done);
+
   IciSimulator& simulator() { return sim_; }
   const IciSimulator& simulator() const { return sim_; }
   // Per-link statistics (bytes each way, messages, busy time, utilization
@@ -46,6 +56,7 @@ class IciModule : public sc_core::sc_module {
 
   IciSimulator sim_;
   std::unordered_map<std::uint64_t, ResultCallback> waiting_;
+  std::map<std::pair<std::uint64_t, int>, std::function<void()>> chip_waiting_;
   sc_core::sc_event wake_;
 };
 

@@ -45,8 +45,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")
       ("sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")
       ("twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")
+      ("all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")
       ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
       ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
+      ("no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")
       ("top", po::value<int>()->default_value(10), "operators shown in the stdout table");
   po::positional_options_description pos;
   po::variables_map vm;
@@ -98,10 +100,14 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   RunOptions ro;
   if (vm.count("mesh") && !vm.count("slice")) throw UsageError("run: --mesh needs --slice");
   if (vm["sequence-parallel"].as<bool>() && !vm.count("model")) throw UsageError("run: --sequence-parallel needs --model");
+  if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {
     ro.sim.slice = vm["slice"].as<std::string>();
     ro.sim.twisted = vm["twisted"].as<bool>();
+    ro.sim.all_chips = vm["all-chips"].as<bool>();
     const arch::ici::Slice slice(cfg.ici, ro.sim.slice, ro.sim.twisted);  // arch::ConfigError
+    // Refused before lowering, which can itself take a while.
+    if (ro.sim.all_chips) check_all_chips(ro.sim.slice, slice.num_chips());  // arch::ConfigError
     if (vm.count("mesh")) {
       try {
         ro.sim.mesh = parse_mesh(vm["mesh"].as<std::string>());
@@ -112,6 +118,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     }
   }
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();
+  ro.lowering.cmem = !vm["no-cmem"].as<bool>();
   ro.sim.progress = !vm["quiet"].as<bool>();
   if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();
   const RunReport r = run_workload(arch_name, cfg, wl, ro);

@@ -1,6 +1,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -8,8 +9,10 @@
 #include <systemc>
 
 #include "arch/chip/chip_module.h"
+#include "arch/common/errors.h"
 #include "sim/engine/ici_backend.h"
 #include "sim/engine/memory_system.h"
+#include "sim/engine/slice_setup.h"
 #include "sim/engine/unit_adapters.h"
 
 namespace tpusim::sim {
@@ -21,18 +24,39 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   elaborated = true;
   const auto t0 = std::chrono::steady_clock::now();
 
-  auto memory = make_memory_system(cfg);
+  if (opt.all_chips && opt.slice.empty()) throw arch::ConfigError("--all-chips needs a multi-chip slice (--slice)");
   std::unique_ptr<IciBackend> ici;
   if (!opt.slice.empty()) ici = std::make_unique<IciBackend>(cfg, opt.slice, opt.mesh, opt.twisted);
   const arch::UnitFactory units = make_unit_factory(cfg);
-  auto chip = std::make_unique<arch::ChipModule>("chip", cfg, program, units, *memory, ici.get());
+  // Shared mode: one chip ("chip", "memory") stands for every chip of the
+  // slice. --all-chips: chip c is "chip<c>" with "memory<c>", each with
+  // its own view of the network.
+  std::vector<std::unique_ptr<arch::DmaBackend>> memories;
+  std::vector<std::unique_ptr<arch::ChipModule>> chips;
+  if (opt.all_chips) {
+    check_all_chips(opt.slice, ici->chips());
+    for (int c = 0; c < ici->chips(); ++c) {
+      const std::string n = std::to_string(c);
+      memories.push_back(make_memory_system(cfg, "memory" + n));
+      chips.push_back(std::make_unique<arch::ChipModule>(("chip" + n).c_str(), cfg, program, units,
+                                                         *memories.back(), &ici->chip_port(c)));
+    }
+  } else {
+    memories.push_back(make_memory_system(cfg));
+    chips.push_back(std::make_unique<arch::ChipModule>("chip", cfg, program, units, *memories.back(), ici.get()));
+  }
+  auto completed = [&] {
+    std::size_t n = 0;
+    for (const auto& c : chips) n += c->completed();
+    return n;
+  };
   sc_core::sc_trace_file* vcd = nullptr;
   if (!opt.vcd_path.empty()) {
     std::string base = opt.vcd_path;
     if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
     vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
     vcd->set_time_unit(1, sc_core::SC_PS);
-    chip->trace(vcd);
+    chips.front()->trace(vcd);  // --all-chips: chip 0's signals
   }
   if (!opt.progress) {
     sc_core::sc_start();
@@ -51,24 +75,54 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
       if (std::chrono::duration<double>(now - t0).count() > 2.0 &&
           std::chrono::duration<double>(now - last_report).count() > 1.0) {
         last_report = now;
-        const std::size_t total = program.instrs.size();
+        const std::size_t total = program.instrs.size() * chips.size();
+        const std::size_t done = completed();
         std::fprintf(stderr, "tpusim: %.1f s: simulated %.3f us, %zu of %zu instructions done (%.0f%%)\n",
                      std::chrono::duration<double>(now - t0).count(),
-                     sc_core::sc_time_stamp().to_seconds() * 1e6, chip->completed(), total,
-                     total ? 100.0 * static_cast<double>(chip->completed()) / static_cast<double>(total) : 100.0);
+                     sc_core::sc_time_stamp().to_seconds() * 1e6, done, total,
+                     total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
       }
     }
   }
   if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
-  if (!chip->all_done())
-    throw EngineError("the program stopped before every instruction completed (a wait that never "
-                      "completes): this is a lowering bug");
+  for (const auto& c : chips)
+    if (!c->all_done())
+      throw EngineError("the program stopped before every instruction completed (a wait that never "
+                        "completes): this is a lowering bug");
 
   SimResult r;
-  r.records = chip->records();
-  r.end_cycle = chip->end_cycle();
-  r.clock_hz = chip->clock_hz();
-  r.block_stats = chip->block_stats();
+  std::size_t slowest = 0;
+  for (std::size_t c = 1; c < chips.size(); ++c)
+    if (chips[c]->end_cycle() > chips[slowest]->end_cycle()) slowest = c;
+  r.records = chips[slowest]->records();
+  r.end_cycle = chips[slowest]->end_cycle();
+  r.clock_hz = chips[slowest]->clock_hz();
+  if (opt.all_chips) {
+    r.slowest_chip = static_cast<int>(slowest);
+    for (std::size_t c = 0; c < chips.size(); ++c) {
+      r.chip_end_cycles.push_back(chips[c]->end_cycle());
+      r.chip_records.push_back(chips[c]->records());
+      for (auto& [block, stats] : chips[c]->block_stats())
+        r.block_stats.emplace_back("chip" + std::to_string(c) + "." + block, std::move(stats));
+    }
+    // Where the chips drifted apart: each one's end and the spread.
+    arch::StatList per_chip;
+    std::uint64_t first_end = r.end_cycle;
+    for (std::size_t c = 0; c < chips.size(); ++c) {
+      first_end = std::min(first_end, chips[c]->end_cycle());
+      per_chip.push_back({"chip" + std::to_string(c) + ".end_cycles", static_cast<double>(chips[c]->end_cycle()),
+                          "cycles", "cycle at which this chip's last instruction finished"});
+    }
+    per_chip.insert(per_chip.begin(),
+                    {{"slowest_chip", static_cast<double>(slowest), "index",
+                      "chip that finished last (summary.csv and ops.csv report it)"},
+                     {"end_spread_cycles", static_cast<double>(r.end_cycle - first_end), "cycles",
+                      "last chip's end minus the first chip's end"}});
+    r.block_stats.emplace_back("chips", std::move(per_chip));
+    for (auto& b : ici->block_stats()) r.block_stats.push_back(std::move(b));
+  } else {
+    r.block_stats = chips.front()->block_stats();
+  }
   if (ici) {
     r.collectives = ici->records();
     r.chips = ici->chips();

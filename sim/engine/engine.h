@@ -2,7 +2,12 @@
 // timers and the DMA/HBM model) for a lowered program and runs it to
 // completion. SystemC elaborates once per process, so simulate() may be
 // called once per process; a second call throws EngineError.
-// Leaves out: multiple chips (the ICI work adds them).
+// Multi-chip: with a slice, the ICI network of the whole slice carries
+// the collectives; one simulated chip stands for all (default) or every
+// chip is simulated (SimOptions::all_chips). See docs/architecture.md,
+// "Multi-chip runs".
+// Leaves out: chips with different programs (pipeline parallelism),
+// per-chip clock or start skew.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +43,11 @@ struct SimOptions {
   std::string slice;
   std::vector<std::pair<std::string, std::int64_t>> mesh;
   bool twisted = false;
+  // Multi-chip: simulate every chip of the slice (own ChipModule and
+  // memory system each, the same program) instead of one standing for
+  // all; each chip's collectives complete when its own part has landed.
+  // At most kMaxAllChips chips (sim/engine/slice_setup.h).
+  bool all_chips = false;
   // Report progress on stderr once a run has taken more than two seconds
   // of wall time (instructions completed, simulated time), once a second.
   bool progress = false;
@@ -52,6 +62,12 @@ struct SimResult {
   double wall_seconds = 0;  // host time spent in elaboration and simulation
   std::vector<CollectiveRecord> collectives;  // in completion order
   int chips = 1;
+  // --all-chips: records and block_stats above are the slowest chip's
+  // (records) and every chip's (blocks prefixed "chipN."); these hold
+  // each chip's end and records. Empty otherwise.
+  std::vector<std::uint64_t> chip_end_cycles;
+  std::vector<std::vector<arch::InstrRecord>> chip_records;
+  int slowest_chip = 0;
 };
 
 class EngineError : public std::runtime_error {

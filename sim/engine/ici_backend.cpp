@@ -2,10 +2,40 @@
 #include "sim/engine/ici_backend.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "arch/common/errors.h"
 #include "arch/ici/ici_module.h"
 
 namespace tpusim::sim {
+
+namespace {
+
+arch::ici::CollectiveRequest to_request(const arch::IciWork& work, arch::InstrId instr) {
+  arch::ici::CollectiveRequest req;
+  req.kind = static_cast<arch::ici::CollectiveKind>(work.kind);
+  req.bytes = work.bytes;
+  req.axes = work.axes;
+  req.root = work.root;
+  req.pairs = work.pairs;
+  req.label = std::to_string(instr);
+  return req;
+}
+
+CollectiveRecord to_record(arch::InstrId instr, const arch::ici::CollectiveResult& r) {
+  CollectiveRecord rec;
+  rec.instr = instr;
+  rec.algorithm = r.algorithm;
+  rec.bytes = r.bytes;
+  rec.group_size = r.group_size;
+  rec.seconds = r.seconds();
+  rec.achieved_bandwidth = r.achieved_bandwidth();
+  rec.bytes_sent = r.total_sent();
+  rec.bytes_received = r.total_received();
+  return rec;
+}
+
+}  // namespace
 
 class IciBackendImpl {
  public:
@@ -13,9 +43,37 @@ class IciBackendImpl {
                  bool twisted)
       : slice(cfg.ici, shape, twisted),
         module("ici", slice, mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, mesh)) {}
+
+  class Port : public arch::CollectiveBackend {
+   public:
+    Port(IciBackendImpl* impl, int chip) : impl_(impl), chip_(chip) {}
+    arch::CollectiveStart start(const arch::IciWork& work, arch::InstrId instr,
+                                std::function<void()> on_done) override {
+      // The first chip to reach the instruction plans the collective; the
+      // others join the same instance (every chip runs the same program).
+      auto it = impl_->deferred.find(instr);
+      if (it == impl_->deferred.end()) {
+        IciBackendImpl* impl = impl_;
+        const std::uint64_t id = impl->module.start_deferred(
+            to_request(work, instr),
+            [impl, instr](const arch::ici::CollectiveResult& r) { impl->records.push_back(to_record(instr, r)); });
+        it = impl_->deferred.emplace(instr, id).first;
+      }
+      impl_->module.chip_start(it->second, chip_, std::move(on_done));
+      return {impl_->module.simulator().planned_reduce_bytes(it->second, chip_)};
+    }
+    std::vector<std::pair<std::string, arch::StatList>> block_stats() const override { return {}; }
+
+   private:
+    IciBackendImpl* impl_;
+    int chip_;
+  };
+
   arch::ici::Slice slice;
   arch::ici::IciModule module;
   std::vector<CollectiveRecord> records;
+  std::unordered_map<arch::InstrId, std::uint64_t> deferred;  // instruction -> collective id
+  std::vector<std::unique_ptr<Port>> ports;
 };
 
 IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const MeshAxes& mesh,
@@ -24,29 +82,28 @@ IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, con
 
 IciBackend::~IciBackend() = default;
 
-void IciBackend::start(const arch::IciWork& work, arch::InstrId instr, std::function<void()> on_done) {
-  arch::ici::CollectiveRequest req;
-  req.kind = static_cast<arch::ici::CollectiveKind>(work.kind);
-  req.bytes = work.bytes;
-  req.axes = work.axes;
-  req.root = work.root;
-  req.pairs = work.pairs;
-  req.label = std::to_string(instr);
+arch::CollectiveStart IciBackend::start(const arch::IciWork& work, arch::InstrId instr,
+                                        std::function<void()> on_done) {
   IciBackendImpl* impl = impl_.get();
-  impl->module.start_collective_with_result(
-      req, [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
-        CollectiveRecord rec;
-        rec.instr = instr;
-        rec.algorithm = r.algorithm;
-        rec.bytes = r.bytes;
-        rec.group_size = r.group_size;
-        rec.seconds = r.seconds();
-        rec.achieved_bandwidth = r.achieved_bandwidth();
-        rec.bytes_sent = r.total_sent();
-        rec.bytes_received = r.total_received();
-        impl->records.push_back(rec);
+  const std::uint64_t id = impl->module.start_collective_with_result(
+      to_request(work, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
+        impl->records.push_back(to_record(instr, r));
         done();
       });
+  // The simulated chip stands for all: it does the largest reduction any
+  // chip does (all the same on a torus).
+  arch::CollectiveStart cs;
+  for (int c = 0; c < impl->slice.num_chips(); ++c)
+    cs.reduce_bytes = std::max(cs.reduce_bytes, impl->module.simulator().planned_reduce_bytes(id, c));
+  return cs;
+}
+
+arch::CollectiveBackend& IciBackend::chip_port(int chip) {
+  if (chip < 0 || chip >= chips()) throw arch::InternalError("IciBackend::chip_port: no chip " + std::to_string(chip));
+  auto& ports = impl_->ports;
+  if (ports.empty())
+    for (int c = 0; c < chips(); ++c) ports.push_back(std::make_unique<IciBackendImpl::Port>(impl_.get(), c));
+  return *ports[static_cast<std::size_t>(chip)];
 }
 
 // Every link's statistics, then the hottest links: the five busiest by

@@ -1,6 +1,12 @@
 // The engine's CollectiveBackend: collectives of the lowered program run
 // on the ICI network of the whole slice (arch::ici::IciModule), and their
 // outcome (algorithm, bytes, time, achieved bandwidth) is kept for ops.csv.
+// Two views: the backend itself stands for every chip at once (one
+// simulated chip, each collective complete when it is complete on the
+// whole slice, its reduction the largest any chip does); chip_port(c)
+// is chip c's own view when every chip is simulated (--all-chips): the
+// chips start a collective one by one and each is called back when its
+// own part is complete (IciSimulator::start_deferred).
 #pragma once
 
 #include <memory>
@@ -18,10 +24,14 @@ class IciBackend : public arch::CollectiveBackend {
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const MeshAxes& mesh,
              bool twisted);
   ~IciBackend() override;
-  void start(const arch::IciWork& work, arch::InstrId instr, std::function<void()> on_done) override;
+  arch::CollectiveStart start(const arch::IciWork& work, arch::InstrId instr,
+                              std::function<void()> on_done) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;
   const std::vector<CollectiveRecord>& records() const;
   int chips() const;
+  // Chip `chip`'s view (lives as long as the backend). Its block_stats
+  // are empty: the network's statistics are the backend's.
+  arch::CollectiveBackend& chip_port(int chip);
 
  private:
   std::unique_ptr<IciBackendImpl> impl_;

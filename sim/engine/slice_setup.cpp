@@ -3,6 +3,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "arch/common/errors.h"
+
 namespace tpusim::sim {
 
 MeshAxes parse_mesh(const std::string& text) {
@@ -53,6 +55,15 @@ arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const MeshAxes& axes) {
     mapped.emplace_back(name, mine);
   }
   return arch::ici::Mesh(slice, mapped);
+}
+
+void check_all_chips(const std::string& shape, int chips) {
+  if (chips > kMaxAllChips)
+    throw arch::ConfigError("--all-chips: slice " + shape + " has " + std::to_string(chips) +
+                            " chips, more than the " + std::to_string(kMaxAllChips) +
+                            " that --all-chips simulates (each chip's compute is simulated, so the run "
+                            "would take about " + std::to_string(chips) +
+                            " times as long as without it); drop --all-chips to let one chip stand for all");
 }
 
 }  // namespace tpusim::sim

@@ -28,4 +28,11 @@ MeshAxes parse_mesh(const std::string& text);
 // Maps the named axes onto the slice's dimensions (rule above).
 arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const MeshAxes& axes);
 
+// --all-chips simulates every chip's compute, so a run costs about the
+// chip count times a shared run; beyond this many chips it is refused.
+inline constexpr int kMaxAllChips = 64;
+// arch::ConfigError naming the slice, its chip count and the limit when
+// `chips` exceeds kMaxAllChips.
+void check_all_chips(const std::string& shape, int chips);
+
 }  // namespace tpusim::sim

@@ -73,7 +73,9 @@ TEST(MultiChip, AsynchronousCollectiveOverlapsIndependentCompute) {
   ASSERT_EQ(hot->size(), 5u);
   for (std::size_t i = 0; i < hot->size(); ++i) {
     EXPECT_GT((*hot)[i].value, 0.0);
-    if (i) EXPECT_LE((*hot)[i].value, (*hot)[i - 1].value);
+    if (i) {
+      EXPECT_LE((*hot)[i].value, (*hot)[i - 1].value);
+    }
   }
   // Both ran, and at the same time: the run is shorter than one after the
   // other by at least most of the shorter one.
