@@ -10,9 +10,11 @@
 //    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param).
 //  - sharded (o.mesh non-empty, models/sharding.h): every figure is per
 //    chip: parameters split as the generated per-chip program holds them
-//    (per_chip_params), KV cache and activations of the local batch with
-//    heads/FFN/vocab split over tensor, and with fsdp two layers' gathered
-//    weights (the one in use and the prefetched next) on top.
+//    (per_chip_params), KV cache and activations of the local batch and
+//    local tokens (seq / sequence) with heads/FFN/vocab split over tensor
+//    (with sequence parallelism every activation term split), context
+//    parallelism's gathered K/V of the whole sequence, and with fsdp two
+//    layers' gathered weights (the one in use and the prefetched next).
 // Leaves out: framework overheads, fragmentation, collective buffers other
 // than FSDP's gathered layers; min_chips assumes every term shards evenly.
 #pragma once

@@ -5,8 +5,9 @@
 // weights replicated), fsdp (batch split, weights/gradients/optimizer state
 // sharded, ZeRO-3), tensor (Megatron heads/FFN/vocab split), expert (MoE
 // experts split, tokens exchanged all-to-all; also splits the batch) and
-// sequence (reserved for context parallelism, which is not modelled: a
-// size > 1 is rejected).
+// sequence (context parallelism: each sequence's tokens split, K/V
+// all_gathered for attention). Megatron sequence parallelism is not an
+// axis but an option of tensor (PhaseOptions::sequence_parallel).
 // Leaves out: parsing and checks (models/sharding.h), placement on a
 // physical slice (the engine maps axes onto ICI dimensions).
 #pragma once

@@ -102,3 +102,65 @@ INSTANTIATE_TEST_SUITE_P(Llms, SlicedModels, ::testing::ValuesIn(cases()), [](co
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
 });
+
+namespace {
+
+// Simulates llama3-8b with `po` (mesh and options set) on v5e `slice`;
+// returns the workload after checking the run's collectives.
+workloads::Workload run_llama_on_v5e(models::PhaseOptions po, const char* slice, const char* mesh_text) {
+  const auto spec = models::load_model("llama3-8b");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=calibrated"});
+  po.mesh = models::parse_mesh(mesh_text);
+  const auto fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
+  EXPECT_TRUE(fit.fits) << fit.message;
+  auto wl = models::generate(spec, po);
+  sim::RunOptions ro;
+  ro.sim.slice = slice;
+  ro.sim.mesh = sim::parse_mesh(mesh_text);
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, ro);
+  EXPECT_GT(r.sim.end_cycle, 0u);
+  std::size_t collectives = 0;
+  for (const auto& op : wl.ops) collectives += workloads::is_collective(op.kind) ? 1 : 0;
+  EXPECT_EQ(r.sim.collectives.size(), collectives);
+  for (const auto& c : r.sim.collectives) EXPECT_EQ(c.bytes_sent, c.bytes_received);
+  return wl;
+}
+
+std::size_t count_kind(const workloads::Workload& wl, workloads::OpKind k, const std::string& axis) {
+  std::size_t n = 0;
+  for (const auto& op : wl.ops)
+    if (op.kind == k && op.as<workloads::CollectiveAttrs>().mesh_axes == std::vector<std::string>{axis}) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Megatron sequence parallelism: a training step of llama3-8b on v5e 4x4
+// with fsdp=4,tensor=4; per layer 2 reduce_scatters and 2 all_gathers over
+// tensor forward, 2 + 2 transposed and 2 re-gathers backward.
+TEST(SlicedSequenceModes, SequenceParallelTrainingStep) {
+  models::PhaseOptions po;
+  po.phase = models::Phase::train;
+  po.batch = 4;
+  po.seq_len = 128;
+  po.sequence_parallel = true;
+  const auto wl = run_llama_on_v5e(po, "4x4", "fsdp=4,tensor=4");
+  // Reduce-scatters over tensor: per layer 2 forward (o_proj, down_proj)
+  // + 2 in backward (transposes of the norm outputs' gathers), for 32
+  // layers, + the embedding's forward one + the transpose of the final
+  // norm's gather before the LM head = 130.
+  EXPECT_EQ(count_kind(wl, workloads::OpKind::reduce_scatter, "tensor"), 32u * 4 + 2);
+  EXPECT_EQ(count_kind(wl, workloads::OpKind::all_reduce, "tensor"), 32u * 2 + 1 + 3)
+      << "norm-scale gradients (2 per layer, final norm) and the loss's 3 statistics";
+}
+
+// Context parallelism: a prefill of llama3-8b on v5e 4x4 with
+// sequence=4,tensor=4; K and V gathered over sequence once per layer each.
+TEST(SlicedSequenceModes, ContextParallelPrefill) {
+  models::PhaseOptions po;
+  po.phase = models::Phase::prefill;
+  po.batch = 1;
+  po.seq_len = 512;
+  const auto wl = run_llama_on_v5e(po, "4x4", "sequence=4,tensor=4");
+  EXPECT_EQ(count_kind(wl, workloads::OpKind::all_gather, "sequence"), 32u * 2);
+}
