@@ -10,6 +10,7 @@
 
 #include "arch/chip/chip_module.h"
 #include "arch/common/errors.h"
+#include "arch/ici/topology.h"
 #include "sim/engine/ici_backend.h"
 #include "sim/engine/memory_system.h"
 #include "sim/engine/slice_setup.h"
@@ -25,6 +26,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   const auto t0 = std::chrono::steady_clock::now();
 
   if (opt.all_chips && opt.slice.empty()) throw arch::ConfigError("--all-chips needs a multi-chip slice (--slice)");
+  if (opt.all_chips) check_all_chips(opt.slice, arch::ici::Slice(cfg.ici, opt.slice, opt.twisted).num_chips());
   std::unique_ptr<IciBackend> ici;
   if (!opt.slice.empty()) ici = std::make_unique<IciBackend>(cfg, opt.slice, opt.mesh, opt.twisted);
   const arch::UnitFactory units = make_unit_factory(cfg);
@@ -34,7 +36,6 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   std::vector<std::unique_ptr<arch::DmaBackend>> memories;
   std::vector<std::unique_ptr<arch::ChipModule>> chips;
   if (opt.all_chips) {
-    check_all_chips(opt.slice, ici->chips());
     for (int c = 0; c < ici->chips(); ++c) {
       const std::string n = std::to_string(c);
       memories.push_back(make_memory_system(cfg, "memory" + n));

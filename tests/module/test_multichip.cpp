@@ -4,7 +4,11 @@
 // network did. One SystemC elaboration per TEST (own process).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "arch/common/errors.h"
 #include "arch/ici/collectives.h"
+#include "arch/vpu/vpu_unit_timing.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/metrics.h"
@@ -138,4 +142,173 @@ TEST(MultiChip, MeshMapsOntoWholeSliceDimensions) {
   EXPECT_THROW(sim::parse_mesh("fsdp=0"), std::invalid_argument);
   EXPECT_THROW(sim::parse_mesh("fsdp"), std::invalid_argument);
   EXPECT_THROW(sim::parse_mesh("a=2,a=2"), std::invalid_argument);
+}
+
+namespace {
+
+// The collective instruction of a lowered program (the first ICI one).
+arch::InstrId ici_instr(const sim::RunReport& r) {
+  const auto& ins = r.lowered.program.instrs;
+  for (arch::InstrId i = 0; i < ins.size(); ++i)
+    if (ins[i].unit == arch::UnitKind::ici) return i;
+  throw std::runtime_error("no collective in the program");
+}
+
+const arch::StatList& block(const sim::RunReport& r, const std::string& name) {
+  for (const auto& [b, stats] : r.sim.block_stats)
+    if (b == name) return stats;
+  throw std::runtime_error("no block " + name);
+}
+
+double stat(const arch::StatList& l, const std::string& name) {
+  for (const auto& s : l)
+    if (s.name == name) return s.value;
+  throw std::runtime_error("no stat " + name);
+}
+
+}  // namespace
+
+// --all-chips on v5e 4x4 (no wraparound: only length-16 axes wrap), an
+// all_gather over x followed by a matmul on its result. Every chip runs
+// the program; each chip's collective completes when its own last shard
+// lands, which the pure network model gives per chip (end_per_chip), so
+// chips drift apart: a line's middle chips have their data before its
+// ends. The run's end is the last chip's end.
+TEST(MultiChip, AllChipsCompleteEachCollectivePerChip) {
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  WorkloadBuilder b("ag_mm");
+  b.mesh_axis("x", 4);
+  b.mesh_axis("y", 4);
+  auto x = b.input("x", {256, 1024}, arch::DType::bf16);
+  auto w = b.weight("w", {1024, 512}, arch::DType::bf16);
+  auto g = b.all_gather("ag", x, {"x"}, 0);  // [1024, 1024]
+  b.matmul("mm", g, w);
+  const auto wl = b.build();
+  sim::RunOptions o = slice_opts("4x4", "x=4,y=4");
+  o.sim.all_chips = true;
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, o);
+  ASSERT_EQ(r.sim.chip_end_cycles.size(), 16u);
+  ASSERT_EQ(r.sim.chip_records.size(), 16u);
+
+  const arch::ici::Slice slice(cfg.ici, "4x4");
+  ASSERT_FALSE(slice.wraps(0));
+  arch::ici::CollectiveRequest req;
+  req.kind = arch::ici::CollectiveKind::all_gather;
+  req.bytes = 1024ull * 1024 * 2;
+  req.axes = {"x"};
+  const auto alone = arch::ici::run_collective(slice, sim::map_mesh(slice, sim::parse_mesh("x=4,y=4")), req);
+  const arch::InstrId id = ici_instr(r);
+  for (int c = 0; c < 16; ++c) {
+    const auto& rec = r.sim.chip_records[static_cast<std::size_t>(c)][id];
+    const double own = static_cast<double>(alone.end_per_chip[static_cast<std::size_t>(c)]) * 1e-12 * cfg.chip.clock_hz;
+    // Every chip starts it in cycle 0 (its first instruction); completion
+    // is converted to whole cycles.
+    EXPECT_EQ(rec.start, 0u) << "chip " << c;
+    EXPECT_NEAR(static_cast<double>(rec.finish), own, 2.0) << "chip " << c;
+  }
+  // Drift: the chips that had their data first also finish first, and
+  // the one whose collective ended last (a line end) ends the run.
+  const auto [lo, hi] = std::minmax_element(r.sim.chip_end_cycles.begin(), r.sim.chip_end_cycles.end());
+  EXPECT_LT(*lo, *hi);
+  EXPECT_EQ(r.sim.end_cycle, *hi);
+  EXPECT_EQ(r.sim.chip_end_cycles[static_cast<std::size_t>(r.sim.slowest_chip)], *hi);
+  const int slowest = r.sim.slowest_chip;
+  EXPECT_NEAR(static_cast<double>(r.sim.chip_records[static_cast<std::size_t>(slowest)][id].finish),
+              alone.seconds() * cfg.chip.clock_hz, 2.0);
+  for (int c = 0; c < 16; ++c) {
+    const auto& rec = r.sim.chip_records[static_cast<std::size_t>(c)][id];
+    const auto& slow = r.sim.chip_records[static_cast<std::size_t>(slowest)][id];
+    if (rec.finish < slow.finish) {
+      EXPECT_LT(r.sim.chip_end_cycles[static_cast<std::size_t>(c)], *hi) << c;
+    }
+  }
+  // ops.csv reports the slowest chip; units.csv every chip, prefixed.
+  EXPECT_EQ(r.sim.records[id].finish, r.sim.chip_records[static_cast<std::size_t>(slowest)][id].finish);
+  EXPECT_EQ(stat(block(r, "chips"), "end_spread_cycles"), static_cast<double>(*hi - *lo));
+  EXPECT_GT(stat(block(r, "chip15.tc0.sequencer"), "instructions"), 0.0);
+  EXPECT_EQ(r.sim.collectives.size(), 1u);
+  EXPECT_EQ(r.sim.collectives[0].bytes_sent, r.sim.collectives[0].bytes_received);
+}
+
+// On a ring axis every chip is alike: all chips end together, and each
+// chip's collective takes what the network model says for the whole.
+TEST(MultiChip, AllChipsOnARingAxisEndTogether) {
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  WorkloadBuilder b("ar_mm");
+  b.mesh_axis("x", 16);
+  b.mesh_axis("y", 2);
+  auto g = b.input("g", {512, 1024}, arch::DType::bf16);
+  auto w = b.weight("w", {1024, 512}, arch::DType::bf16);
+  b.matmul("mm", b.all_reduce("ar", g, {"x"}), w);
+  const auto wl = b.build();
+  sim::RunOptions o = slice_opts("16x2", "x=16,y=2");
+  o.sim.all_chips = true;
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, o);
+  ASSERT_EQ(r.sim.chip_end_cycles.size(), 32u);
+  for (std::uint64_t e : r.sim.chip_end_cycles) EXPECT_EQ(e, r.sim.end_cycle);
+  const arch::InstrId id = ici_instr(r);
+  for (const auto& recs : r.sim.chip_records) EXPECT_EQ(recs[id].finish, r.sim.records[id].finish);
+  EXPECT_EQ(stat(block(r, "chips"), "end_spread_cycles"), 0.0);
+}
+
+TEST(MultiChip, AllChipsRefusesLargeSlices) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  arch::Program p;
+  sim::SimOptions o;
+  o.slice = "16x16";
+  o.all_chips = true;
+  try {
+    sim::simulate(cfg, p, o);
+    FAIL() << "expected a ConfigError";
+  } catch (const arch::ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("256 chips"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(sim::kMaxAllChips)), std::string::npos) << m;
+  }
+}
+
+// A reducing collective occupies the VPU for the adds of the partial
+// results, concurrently with the transfer; with a network made nearly
+// free (1 PB/s links, 1 ps hops) the VPU's time is what remains. The
+// reduction is the largest any chip does (the planned reduce bytes of the
+// pure model), timed by the VPU model as one stream of bf16 adds (two
+// operands in, one out), issued with the collective in cycle 0.
+TEST(MultiChip, ReductionOccupiesTheVpu) {
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  cfg.ici.link_bandwidth = 1e15;
+  cfg.ici.hop_latency = 1e-12;
+  WorkloadBuilder b("ar");
+  b.mesh_axis("x", 4);
+  b.mesh_axis("y", 4);
+  b.all_reduce("ar", b.input("g", {2048, 2048}, arch::DType::bf16), {"x", "y"});  // 8 MiB
+  const auto wl = b.build();
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, slice_opts("4x4", "x=4,y=4"));
+
+  const arch::ici::Slice slice(cfg.ici, "4x4");
+  arch::ici::IciSimulator pure(slice, sim::map_mesh(slice, sim::parse_mesh("x=4,y=4")));
+  arch::ici::CollectiveRequest req;
+  req.kind = arch::ici::CollectiveKind::all_reduce;
+  req.bytes = 2048ull * 2048 * 2;
+  req.axes = {"x", "y"};
+  const std::uint64_t cid = pure.start(req, 0);
+  std::uint64_t reduce = 0;
+  for (int c = 0; c < 16; ++c) reduce = std::max(reduce, pure.planned_reduce_bytes(cid, c));
+  const double network_cycles = pure.run_all().at(0).seconds() * cfg.chip.clock_hz;
+  arch::VpuWork add;
+  add.elements = reduce / 2;
+  add.dtype = arch::DType::bf16;
+  add.alu_ops = 1;
+  add.inputs = 2;
+  add.outputs = 1;
+  arch::VpuTimer vpu(cfg.vpu);
+  const std::uint64_t vpu_finish = vpu.issue(arch::to_stream_op(add), 0).finish;
+  ASSERT_GT(static_cast<double>(vpu_finish), 10 * network_cycles);  // the VPU dominates
+
+  const arch::InstrId id = ici_instr(r);
+  EXPECT_EQ(r.sim.records[id].start, 0u);
+  EXPECT_EQ(r.sim.records[id].finish, vpu_finish);
+  const auto& seq = block(r, "tc0.sequencer");
+  EXPECT_EQ(stat(seq, "collective_reductions"), 1.0);
+  EXPECT_EQ(stat(seq, "collective_reduction_cycles"), static_cast<double>(vpu_finish));
+  EXPECT_GE(stat(block(r, "tc0.vpu0"), "busy_cycles"), static_cast<double>(vpu_finish) - 16);
 }
