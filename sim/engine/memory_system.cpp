@@ -77,8 +77,15 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
         }
       };
       const double b = std::max(1.0, std::min(bw(w.src), bw(w.dst)));
-      const Ps t = setup + static_cast<Ps>(static_cast<double>(w.bytes()) / b * 1e12);
-      onchip_.push_back({now_ps() + t, &e});
+      const Ps t = static_cast<Ps>(static_cast<double>(w.bytes()) / b * 1e12);
+      Ps end = now_ps() + setup + t;
+      // CMEM's bandwidth is shared by every engine (one server, first come
+      // first served): copies on several engines cannot together exceed it.
+      if (w.src == arch::MemSpace::cmem || w.dst == arch::MemSpace::cmem) {
+        end = std::max(now_ps() + setup, cmem_free_) + t;
+        cmem_free_ = end;
+      }
+      onchip_.push_back({end, &e});
       wake_.notify(sc_core::SC_ZERO_TIME);
       return;
     }
@@ -148,6 +155,7 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
   std::unordered_map<std::uint64_t, Engine*> inflight_;
   std::vector<std::pair<Ps, Engine*>> onchip_;
   Ps hbm_limit_ = 0;
+  Ps cmem_free_ = 0;  // CMEM busy until (shared by the engines)
   sc_core::sc_event wake_;
 };
 

@@ -3,7 +3,8 @@
 // through its descriptors in order, one at a time; copies on different
 // engines run concurrently and contend in the HBM model (detailed DRAM or
 // calibrated, as hbm.model says). Copies that do not touch HBM (VMEM to
-// CMEM) take bytes / on-chip bandwidth.
+// CMEM) take bytes / on-chip bandwidth; CMEM bandwidth is one server shared
+// by all engines.
 // Leaves out: ICI destinations (the multi-chip work adds them).
 #pragma once
 

@@ -47,6 +47,7 @@ struct ChipFigures {
   int rows = 128, cols = 128;
   int xlus = 2;
   double hbm_bytes_per_cycle = 1;
+  double cmem_bytes_per_cycle = 0;  // 0: no CMEM
   // Cycles a pipeline step costs beyond its traffic and compute: about one
   // unloaded HBM access (controller latency plus a row miss) and the issue
   // of its instructions.
@@ -76,11 +77,18 @@ ChipFigures figures(const arch::TpuConfig& cfg, const LoweringOptions& opt) {
   const double hbm_bw = static_cast<double>(h.stacks) * h.channels * h.pseudo_channels *
                         h.bus_width_bits / 8.0 * h.data_rate;
   f.hbm_bytes_per_cycle = hbm_bw / cfg.chip.clock_hz;
+  if (cfg.cmem.present && cfg.cmem.size_bytes > 0) f.cmem_bytes_per_cycle = cfg.cmem.bandwidth / cfg.chip.clock_hz;
   f.block_overhead = (h.controller_latency + h.t.tRCD + h.t.tCL) * cfg.chip.clock_hz + 16;
   f.vmem_budget = static_cast<std::uint64_t>(static_cast<double>(cfg.vmem.size_bytes) *
                                              opt.vmem_budget_fraction);
   return f;
 }
+
+// Tensors placed in CMEM carry this tag in their address (above any HBM or
+// CMEM offset), so that every load and store derived from the tensor's
+// address by offsets goes to CMEM without each tiling rule knowing.
+constexpr std::uint64_t kCmemTag = 1ull << 62;
+bool in_cmem(std::uint64_t addr) { return (addr & kCmemTag) != 0; }
 
 Instr dma(MemSpace src, MemSpace dst, std::uint64_t src_addr, std::uint64_t row_bytes,
           std::uint64_t rows = 1, std::uint64_t src_stride = 0) {
@@ -101,12 +109,15 @@ Instr dma(MemSpace src, MemSpace dst, std::uint64_t src_addr, std::uint64_t row_
 
 Instr load(std::uint64_t addr, std::uint64_t row_bytes, std::uint64_t rows = 1,
            std::uint64_t stride = 0) {
+  if (in_cmem(addr)) return dma(MemSpace::cmem, MemSpace::vmem, addr & ~kCmemTag, row_bytes, rows, stride);
   return dma(MemSpace::hbm, MemSpace::vmem, addr, row_bytes, rows, stride);
 }
 
 Instr store(std::uint64_t addr, std::uint64_t row_bytes, std::uint64_t rows = 1,
             std::uint64_t stride = 0) {
-  Instr in = dma(MemSpace::vmem, MemSpace::hbm, addr, row_bytes, rows, row_bytes);
+  const bool cmem = in_cmem(addr);
+  Instr in = dma(MemSpace::vmem, cmem ? MemSpace::cmem : MemSpace::hbm, addr & ~kCmemTag, row_bytes, rows,
+                 row_bytes);
   auto& w = std::get<DmaWork>(in.work);
   w.dst_stride = stride ? stride : row_bytes;
   return in;
@@ -192,7 +203,9 @@ class Lowerer {
   int cores_for_split() const { return opt_.megacore_split ? f_.cores : 1; }
 
   void plan_fusion();
+  void place_in_cmem();
   void place_in_hbm();
+  bool cmem_resident(const std::string& name) const { return in_cmem(addr(name)); }
   Epilogue epilogue_for(std::size_t anchor, const Tensor& anchor_out);
   std::vector<InstrId> deps_of(std::size_t op_index) const;
 
@@ -855,6 +868,92 @@ std::vector<Step> Lowerer::lower_collective(std::size_t i, OpPlan& plan) {
   return {s};
 }
 
+// CMEM placement (TPU v4/v4i: 128 MiB on-chip, shared by the TensorCores),
+// in the spirit of XLA's memory-space assignment, which places buffers in
+// the faster alternate memory when they fit: candidates are intermediate
+// activations that are materialised (not sources, which must come from HBM
+// anyway, not workload outputs, not values internal to a fusion, not
+// reshape aliases). A candidate lives from its producer to its last
+// consumer; its benefit is the HBM traffic it saves (written once, read by
+// each consumer) per byte of CMEM per operator of its lifetime. Greedy in
+// that order, first fit over the addresses of the already placed tensors
+// whose lifetimes overlap (4 KiB aligned); the rest stays in HBM.
+// Leaves out: prefetching sources into CMEM ahead of use, and eviction
+// (a tensor is in CMEM for its whole life or not at all).
+void Lowerer::place_in_cmem() {
+  if (!opt_.cmem || f_.cmem_bytes_per_cycle <= 0) return;
+  const std::uint64_t capacity = cfg_.cmem.size_bytes;
+  constexpr std::uint64_t kAlign = 4096;
+  std::unordered_set<std::string> internal, aliased;
+  for (std::size_t a = 0; a < chain_.size(); ++a) {
+    if (chain_[a].empty()) continue;
+    internal.insert(wl_.ops[a].outputs[0]);
+    for (std::size_t k = 0; k + 1 < chain_[a].size(); ++k) internal.insert(wl_.ops[chain_[a][k]].outputs[0]);
+  }
+  for (const Op& op : wl_.ops)
+    if (op.kind == OpKind::reshape) {
+      aliased.insert(op.inputs[0]);
+      aliased.insert(op.outputs[0]);
+    }
+  struct Cand {
+    std::string name;
+    std::size_t first = 0, last = 0;
+    std::uint64_t size = 0;
+    double score = 0;
+  };
+  std::unordered_map<std::string, std::size_t> producer;
+  std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> use;  // last consumer, readers
+  for (std::size_t i = 0; i < wl_.ops.size(); ++i) {
+    for (const std::string& o : wl_.ops[i].outputs) producer.emplace(o, i);
+    for (const std::string& in : wl_.ops[i].inputs) {
+      auto& u = use[in];
+      u.first = i;
+      ++u.second;
+    }
+  }
+  std::vector<Cand> cands;
+  for (const Tensor& t : wl_.tensors) {
+    if (t.is_source() || t.kind == workloads::TensorKind::output) continue;
+    if (internal.count(t.name) || aliased.count(t.name)) continue;
+    auto p = producer.find(t.name);
+    auto u = use.find(t.name);
+    if (p == producer.end() || u == use.end()) continue;
+    if (workloads::is_collective(wl_.ops[p->second].kind)) continue;  // lands where the ICI puts it
+    Cand c;
+    c.name = t.name;
+    c.first = p->second;
+    c.last = u->second.first;
+    c.size = std::max<std::uint64_t>(kAlign, (t.bytes() + kAlign - 1) / kAlign * kAlign);
+    if (c.size > capacity) continue;
+    const double saved = static_cast<double>(t.bytes()) * static_cast<double>(1 + u->second.second);
+    c.score = saved / (static_cast<double>(c.size) * static_cast<double>(c.last - c.first + 1));
+    cands.push_back(std::move(c));
+  }
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return a.score != b.score ? a.score > b.score : a.first < b.first;
+  });
+  struct Placed {
+    std::size_t first, last;
+    std::uint64_t at, size;
+  };
+  std::vector<Placed> placed;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;  // reused per candidate
+  for (const Cand& c : cands) {
+    busy.clear();
+    for (const Placed& q : placed)
+      if (q.first <= c.last && c.first <= q.last) busy.emplace_back(q.at, q.size);
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t at = 0;
+    for (const auto& [b_at, b_size] : busy) {
+      if (at + c.size <= b_at) break;
+      at = std::max(at, b_at + b_size);
+    }
+    if (at + c.size > capacity) continue;
+    placed.push_back({c.first, c.last, at, c.size});
+    addrs_[c.name] = kCmemTag | at;
+  }
+}
+
 // HBM placement by liveness, as XLA's buffer assignment does: sources
 // (inputs, weights, KV caches) and results live throughout; an activation
 // lives from its producer to its last consumer, and its range is reused
@@ -924,6 +1023,7 @@ void Lowerer::place_in_hbm() {
     const Op& op = wl_.ops[i];
     for (const std::string& o : op.outputs) {
       const Tensor& t = tensor(o);
+      if (addrs_.count(o) && in_cmem(addrs_.at(o))) continue;  // placed in CMEM
       // A reshape's result is a relabelling of its input's bytes.
       if (op.kind == OpKind::reshape) {
         addrs_[o] = addrs_.at(op.inputs[0]);
@@ -949,7 +1049,7 @@ void Lowerer::place_in_hbm() {
     }
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
-      if (permanent(t) || last_use.at(in) != i) continue;
+      if (permanent(t) || last_use.at(in) != i || in_cmem(addrs_.at(in))) continue;
       // A reshape's input and result share one range; it is kept (not
       // reused) rather than tracking the alias's combined lifetime.
       if (aliased.count(in)) continue;
@@ -965,8 +1065,9 @@ void Lowerer::place_in_hbm() {
 
 LoweredWorkload Lowerer::run() {
   out_.program.cores = f_.cores;
-  place_in_hbm();
   plan_fusion();
+  place_in_cmem();
+  place_in_hbm();
   out_.ops.resize(wl_.ops.size());
   for (std::size_t i = 0; i < wl_.ops.size(); ++i) {
     const Op& op = wl_.ops[i];
@@ -1021,33 +1122,48 @@ LoweredWorkload Lowerer::run() {
       case OpKind::slice: steps = lower_copy(i, ep, plan); break;
       default: throw LoweringError("operator '" + op.name + "': no lowering for " + plan.kind);
     }
-    // Minimum HBM traffic of the fused group: its external inputs
-    // once, its final output once.
-    std::uint64_t bytes = 0;
+    // Minimum memory traffic of the fused group: its external inputs
+    // once, its final output once; in HBM, or in CMEM for tensors placed
+    // there.
+    std::uint64_t bytes = 0, cmem = 0;
+    auto count = [&](const std::string& name, std::uint64_t b) { (cmem_resident(name) ? cmem : bytes) += b; };
     if (op.kind != OpKind::reshape) {
       bytes = cost.bytes_read;
+      // op_cost reads every non-gather operand whole; move those in CMEM.
+      if (op.kind != OpKind::gather)
+        for (const auto& in : op.inputs)
+          if (cmem_resident(in)) {
+            bytes -= std::min(bytes, tensor(in).bytes());
+            cmem += tensor(in).bytes();
+          }
       for (std::size_t j : chain_[i]) {
         for (const auto& in : wl_.ops[j].inputs) {
           bool internal = in == op.outputs[0];
           for (std::size_t q : chain_[i]) internal = internal || in == wl_.ops[q].outputs[0];
-          if (!internal) bytes += tensor(in).bytes();
+          if (!internal) count(in, tensor(in).bytes());
         }
       }
       const std::string& final_out = chain_[i].empty() ? op.outputs[0] : wl_.ops[chain_[i].back()].outputs[0];
-      bytes += tensor(final_out).bytes();
+      count(final_out, tensor(final_out).bytes());
     }
-    plan.hbm_bytes = bytes;
     for (std::size_t j : chain_[i]) plan.fused.push_back(static_cast<std::uint32_t>(j));
+    auto add_dma = [&](const Instr& in) {
+      const DmaWork& w = std::get<DmaWork>(in.work);
+      if (w.src == MemSpace::hbm || w.dst == MemSpace::hbm) plan.dma_bytes += w.bytes();
+      if (w.src == MemSpace::cmem || w.dst == MemSpace::cmem) plan.cmem_dma_bytes += w.bytes();
+    };
     for (const Step& s : steps) {
-      for (const Instr& l : s.loads) plan.dma_bytes += std::get<DmaWork>(l.work).bytes();
+      for (const Instr& l : s.loads) add_dma(l);
       for (const Instr& e : s.epilogue)
-        if (e.unit == UnitKind::dma) plan.dma_bytes += std::get<DmaWork>(e.work).bytes();
+        if (e.unit == UnitKind::dma) add_dma(e);
     }
     // The IR's minimum assumes every input byte is read once; an operator
     // that legitimately reads a subset (slice, strided 1x1 convolution)
     // has the smaller figure as its lower bound.
     if (plan.dma_bytes < bytes) bytes = plan.dma_bytes;
+    if (plan.cmem_dma_bytes < cmem) cmem = plan.cmem_dma_bytes;
     plan.hbm_bytes = bytes;
+    plan.cmem_bytes = cmem;
     // Roofline over the whole chip: MXU peak for matmul-like FLOPs, HBM for
     // bytes (vector work is bounded by memory in this bound).
     const double peak = f_.peak_macs(op.kind == OpKind::conv2d || op.kind == OpKind::matmul ||
@@ -1055,10 +1171,14 @@ LoweredWorkload Lowerer::run() {
                                          ? tensor(op.inputs[0]).dtype
                                          : DType::bf16);
     const double t_math = peak > 0 ? static_cast<double>(plan.macs) / peak : 0;
-    const double t_mem = static_cast<double>(bytes) / f_.hbm_bytes_per_cycle;
+    // HBM and CMEM are separate paths; each bounds the op on its own.
+    double t_mem = static_cast<double>(bytes) / f_.hbm_bytes_per_cycle;
+    if (cmem > 0) t_mem = std::max(t_mem, static_cast<double>(cmem) / f_.cmem_bytes_per_cycle);
+    plan.memory_cycles = t_mem;
     plan.roofline_cycles = std::max(t_math, t_mem);
     if (workloads::is_collective(op.kind)) {
       plan.hbm_bytes = 0;
+      plan.memory_cycles = 0;
       plan.roofline_cycles = collective_bound_cycles_;
     }
     const std::vector<InstrId> done = pb_.emit_op(static_cast<std::uint32_t>(i), steps, deps);

@@ -4,8 +4,10 @@
 // MXU passes padded to the array shape, VPU/XLU work, elementwise
 // consumers fused into their producer's epilogue as XLA would (unless
 // fusion is off), work split across the TensorCores of megacore chips.
-// Leaves out: collectives (a single chip cannot run them; the multi-chip
-// model will), CMEM placement, cross-operator VMEM residency.
+// On chips with CMEM (v4, v4i) intermediate activations that fit are placed
+// there instead of HBM (see place_in_cmem in lowering.cpp).
+// Collectives become ICI instructions on multi-chip runs.
+// Leaves out: cross-operator VMEM residency, prefetching weights into CMEM.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ namespace tpusim::sim {
 struct LoweringOptions {
   bool fusion = true;
   bool megacore_split = true;         // split each operator over the TensorCores
+  bool cmem = true;                   // place intermediates in CMEM where the chip has it
   double vmem_budget_fraction = 0.75;  // of VMEM per core that blocks may use
   // Multi-chip runs: the mesh axes of the slice (name, size). Collectives
   // are lowered to ICI instructions only when this is set, and each one's
@@ -42,8 +45,11 @@ struct OpPlan {
   std::uint64_t padded_macs = 0;     // MAC slots issued on the MXUs, padding included
   std::uint64_t hbm_bytes = 0;       // minimum HBM traffic of the fused group it anchors
   std::uint64_t dma_bytes = 0;       // HBM traffic the program actually moves
+  std::uint64_t cmem_bytes = 0;      // minimum CMEM traffic (operands placed in CMEM)
+  std::uint64_t cmem_dma_bytes = 0;  // CMEM traffic the program actually moves
+  double memory_cycles = 0;          // max(hbm_bytes / HBM, cmem_bytes / CMEM bandwidth)
   std::uint64_t vmem_peak = 0;       // bytes per core
-  double roofline_cycles = 0;        // max(FLOPs / peak, bytes / HBM bandwidth)
+  double roofline_cycles = 0;        // max(FLOPs / peak, memory_cycles)
   int fused_into = -1;               // anchor op index when fused, else -1
   std::vector<std::uint32_t> fused;  // ops fused into this one
 };

@@ -58,7 +58,6 @@ RunMetrics compute_metrics(const RunReport& r) {
   m.seconds = static_cast<double>(m.total_cycles) / m.clock_hz;
   m.peak_macs_per_cycle = chip_macs_per_cycle(cfg, arch::DType::bf16);
   m.hbm_peak_bandwidth = arch::hbm_peak_bandwidth(cfg.hbm);
-  const double hbm_bytes_per_cycle = m.hbm_peak_bandwidth / m.clock_hz;
 
   m.ops.resize(plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -105,8 +104,7 @@ RunMetrics compute_metrics(const RunReport& r) {
     double peak = t ? chip_macs_per_cycle(cfg, *t) : 0.0;
     if (!(peak > 0)) peak = m.peak_macs_per_cycle;
     om.mxu_bound_cycles = peak > 0 ? static_cast<double>(p.macs) / peak : 0.0;
-    om.memory_bound_cycles =
-        hbm_bytes_per_cycle > 0 ? static_cast<double>(p.hbm_bytes) / hbm_bytes_per_cycle : 0.0;
+    om.memory_bound_cycles = p.memory_cycles;
     if (p.padded_macs > 0)
       om.padding_waste_pct =
           100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));

@@ -32,7 +32,7 @@ struct OpMetrics {
   std::uint64_t cycles = 0;       // end_cycle - start_cycle
   std::uint64_t roofline_cycles = 0;  // OpPlan::roofline_cycles rounded up
   double mxu_bound_cycles = 0;     // macs / chip peak MACs per cycle for the op's dtype
-  double memory_bound_cycles = 0;  // hbm_bytes / chip HBM bytes per cycle
+  double memory_bound_cycles = 0;  // OpPlan::memory_cycles: HBM (and CMEM) bytes over bandwidth
   std::string bound;               // "compute" | "memory" | "latency" | "" (not timed)
   std::optional<double> mxu_utilization;    // macs / (cycles x peak MACs/cycle, bf16)
   std::optional<double> padding_waste_pct;  // 100 x (1 - macs / padded_macs)

@@ -80,7 +80,7 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
   write_row(os, {"index", "name", "kind", "shapes", "dtype", "flops", "hbm_bytes", "dma_bytes",
                  "start_cycle", "end_cycle", "cycles", "roofline_cycles", "bound",
                  "mxu_utilization", "padding_waste_pct", "vmem_peak", "blocking", "fused_into",
-                 "ici_algorithm", "ici_axes", "ici_bytes", "ici_bandwidth"});
+                 "ici_algorithm", "ici_axes", "ici_bytes", "ici_bandwidth", "cmem_bytes"});
   const auto& plans = r.lowered.ops;
   // Collectives as the ICI network ran them, by operator.
   std::vector<const CollectiveRecord*> coll(plans.size(), nullptr);
@@ -103,7 +103,7 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
                    om.fused ? plans[static_cast<std::size_t>(p.fused_into)].name : "",
                    coll[i] ? coll[i]->algorithm : "", coll[i] ? ici_axes(r, *coll[i]) : "",
                    coll[i] ? u64(coll[i]->bytes) : "",
-                   coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : ""});
+                   coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : "", u64(p.cmem_bytes)});
   }
 }
 

@@ -102,6 +102,7 @@ struct Fixture {
     ops[0].padded_macs = 1342177280ULL;  // 1.25 x macs -> 20% waste
     ops[0].hbm_bytes = 6291456;
     ops[0].dma_bytes = 6291456;
+    ops[0].memory_cycles = 24576;  // what the lowering sets: hbm_bytes / 256
     ops[0].vmem_peak = 300000;
     ops[0].roofline_cycles = 32768;
     ops[0].fused = {1};
@@ -122,6 +123,7 @@ struct Fixture {
     ops[2].flops = 5242880;
     ops[2].hbm_bytes = 4194304;
     ops[2].dma_bytes = 4194304;
+    ops[2].memory_cycles = 16384;
     ops[2].vmem_peak = 2500000;
     ops[2].roofline_cycles = 16384;
     // op 3: a tiny op whose name needs CSV quoting: 1920 bytes -> 7.5 cycles.
@@ -133,6 +135,7 @@ struct Fixture {
     ops[3].flops = 2048;
     ops[3].hbm_bytes = 1920;
     ops[3].dma_bytes = 2048;
+    ops[3].memory_cycles = 7.5;
     ops[3].vmem_peak = 8192;
     ops[3].roofline_cycles = 7.5;
 
