@@ -38,6 +38,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
       {"attention", "workload.attention"},
       {"dtype", "workload.dtype"},
       {"fusion", "workload.fusion"},
+      {"cmem", "workload.cmem"},
   };
   return k;
 }
@@ -148,7 +149,7 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
       c.add(p, k, "an integer >= 1", "'" + text + "'");
   } else if (key == "workload.dtype") {
     if (!arch::parse_dtype(text)) c.add(p, k, "a dtype (f32, bf16, f16, int8, ...)", "'" + text + "'");
-  } else if (key == "workload.fusion") {
+  } else if (key == "workload.fusion" || key == "workload.cmem") {
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
   } else if (key == "model.phase") {
     models::Phase ph;
@@ -500,7 +501,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   for (const auto& p : all)
     for (const auto& [k, v] : point_params(spec, p)) names.insert(k);
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
-                        "workload.dtype", "workload.fusion"})
+                        "workload.dtype", "workload.fusion", "workload.cmem"})
     names.insert(k);
   std::vector<std::string> name_list(names.begin(), names.end());
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {
@@ -577,7 +578,7 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
   static const std::map<std::string, std::string> defaults = {
       {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},
       {"model.seq", "2048"},     {"model.context", "2048"}, {"model.image", "224"},
-      {"workload.dtype", "bf16"}, {"workload.fusion", "true"}};
+      {"workload.dtype", "bf16"}, {"workload.fusion", "true"},  {"workload.cmem", "true"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -660,6 +661,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     a.insert(a.end(), {"--dtype", dtype_text});
     for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     if (params.count("workload.fusion") && params["workload.fusion"] == "false") a.push_back("--no-fusion");
+    if (params.count("workload.cmem") && params["workload.cmem"] == "false") a.push_back("--no-cmem");
     out.push_back(std::move(pp));
   }
   if (!spec.points.empty() && config_errors == spec.points.size()) {

@@ -266,6 +266,26 @@ TEST(SweepSpec, EveryPointResolvedUpFrontInvalidOnesMarked) {
   EXPECT_THROW(prepare_points(bad, default_search_path()), ConfigError);
 }
 
+TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
+  const SweepSpec s = parse_sweep_spec(
+      "base: {arch: v4, gemm: '128,128,128'}\n"
+      "axes:\n  grid:\n    workload.cmem: [true, false]\n    workload.fusion: [true, false]\n",
+      "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  int no_cmem = 0, no_fusion = 0;
+  for (const auto& p : pts) {
+    ASSERT_TRUE(p.error.empty()) << p.error;
+    const auto& a = p.run_args;
+    no_cmem += std::count(a.begin(), a.end(), "--no-cmem");
+    no_fusion += std::count(a.begin(), a.end(), "--no-fusion");
+  }
+  // Half the grid turns each switch off.
+  EXPECT_EQ(no_cmem, 2);
+  EXPECT_EQ(no_fusion, 2);
+  EXPECT_THROW(parse_sweep_spec("base: {arch: v4, gemm: '8,8,8', cmem: maybe}\n", "bad.yaml"), ConfigError);
+}
+
 TEST(SweepResults, TornLastLineIsDropped) {
   TmpDir d;
   const std::string path = (d.p / "results.csv").string();
