@@ -34,6 +34,7 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("out", po::value<std::string>()->required(), "output directory (results.csv, runs/)")
       ("jobs,j", po::value<int>()->default_value(0), "points run in parallel (0 = all cores)")
       ("resume", po::bool_switch(), "keep the rows of OUT/results.csv and run only the missing points")
+      ("retry-failed", po::bool_switch(), "with --resume: run the points of error rows again")
       ("shard", po::value<std::string>(), "run only shard I of N (I/N, 0-based)")
       ("point-timeout", po::value<double>()->default_value(0), "seconds before a point is killed (0 = none)")
       ("keep-runs", po::bool_switch(), "keep each point's run folder under OUT/runs/<point id>/")
@@ -43,7 +44,7 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   pos.add("spec", 1);
   po::variables_map vm;
   if (!parse_command_args("sweep",
-                          "tpusim sweep SPEC --out DIR [--jobs N] [--resume] [--shard I/N] "
+                          "tpusim sweep SPEC --out DIR [--jobs N] [--resume [--retry-failed]] [--shard I/N] "
                           "[--point-timeout S] [--keep-runs] [--quiet]\n"
                           "       tpusim sweep merge SPEC --out DIR SHARD_DIR...\n"
                           "       tpusim sweep slurm SPEC --shards N --out DIR\n"
@@ -55,6 +56,8 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   o.jobs = vm["jobs"].as<int>();
   if (o.jobs < 0) throw UsageError("sweep: --jobs must be >= 0");
   o.resume = vm["resume"].as<bool>();
+  o.retry_failed = vm["retry-failed"].as<bool>();
+  if (o.retry_failed && !o.resume) throw UsageError("sweep: --retry-failed needs --resume");
   if (vm.count("shard")) {
     try {
       std::tie(o.shard_index, o.shard_count) = sweep::parse_shard(vm["shard"].as<std::string>());
@@ -88,6 +91,7 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     if (o.shard_count > 1) ctx.err << " in shard " << o.shard_index << "/" << o.shard_count;
     ctx.err << ": " << s.already_done << " already done, " << s.ok << " ok, " << s.failed << " failed";
     if (s.dropped) ctx.err << ", " << s.dropped << " torn line(s) dropped";
+    if (s.retried) ctx.err << ", " << s.retried << " failed point(s) retried";
     ctx.err << " in " << s.wall_seconds << " s\n";
   }
   ctx.out << "results: " << (fs::path(o.out_dir) / "results.csv").string() << "\n";

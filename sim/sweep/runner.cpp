@@ -261,9 +261,20 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
     }
     ResultsFile existing = read_results(path, &header);
     sum.dropped = existing.dropped;
+    if (opt.retry_failed) {
+      // Error rows go (their points run again); ok rows stay. The file is
+      // rewritten atomically, so a crash leaves either every old row or the
+      // ok ones, and a later --resume runs whatever is missing.
+      const std::size_t status = static_cast<std::size_t>(
+          std::find(header.begin(), header.end(), "status") - header.begin());
+      const auto keep_end = std::stable_partition(existing.rows.begin(), existing.rows.end(),
+                                                  [&](const auto& r) { return r.at(status) == "ok"; });
+      sum.retried = static_cast<std::size_t>(existing.rows.end() - keep_end);
+      existing.rows.erase(keep_end, existing.rows.end());
+    }
     // A torn last line (a crash in the middle of a write) must go before
     // anything is appended after it.
-    if (existing.dropped) write_results_atomically(path, header, existing.rows);
+    if (existing.dropped || sum.retried) write_results_atomically(path, header, existing.rows);
     for (const auto& r : existing.rows) done.insert(r[0]);
   }
 

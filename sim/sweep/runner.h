@@ -25,6 +25,7 @@ struct SweepRunOptions {
   std::string out_dir;
   int jobs = 0;               // 0 = all cores
   bool resume = false;        // keep rows already in results.csv and run only the rest
+  bool retry_failed = false;  // with resume: drop the error rows and run those points again
   int shard_index = 0;        // run points with index % shard_count == shard_index
   int shard_count = 1;
   double point_timeout = 0;   // seconds; 0 = none
@@ -42,6 +43,7 @@ struct SweepRunSummary {
   std::size_t ran = 0;            // children started
   std::size_t ok = 0, failed = 0; // of the rows written now (invalid points included in failed)
   std::size_t dropped = 0;        // torn/malformed lines dropped on resume
+  std::size_t retried = 0;        // error rows dropped by retry_failed (their points run again)
   double wall_seconds = 0;        // whole run_sweep call
   double child_seconds = 0;       // sum over children of fork-to-reap time
 };

@@ -150,6 +150,43 @@ derived:
   EXPECT_EQ(tpusim(d, "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --quiet").rc, 2);
 }
 
+TEST(SweepCli, RetryFailedRunsOnlyTheErrorRowsAgain) {
+  TmpDir d;
+  write(d / "s.yaml", R"(base: {arch: v5e, gemm: "128,128,128"}
+axes:
+  points:
+    - {workload.gemm: "128,128,128"}
+    - {workload.gemm: "128,256,128"}
+)");
+  const std::string base = "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --jobs 1 --quiet";
+  // A timeout far below a process start makes both points error rows.
+  ASSERT_EQ(tpusim(d, base + " --point-timeout 0.000001").rc, 0);
+  auto before = rows_by_id(d / "out/results.csv");
+  ASSERT_EQ(before.size(), 2u);
+  for (auto& [id, row] : before) ASSERT_EQ(row["status"], "error") << id;
+  // --resume alone keeps error rows: nothing runs.
+  ASSERT_EQ(tpusim(d, base + " --resume").rc, 0);
+  EXPECT_EQ(rows_by_id(d / "out/results.csv"), before);
+  // --retry-failed without --resume is a usage error.
+  EXPECT_EQ(tpusim(d, base + " --retry-failed").rc, 2);
+  // With it, both run again and become ok rows, each point still once.
+  Result r = tpusim(d, "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --jobs 1 --resume --retry-failed");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("2 failed point(s) retried"), std::string::npos) << r.err;
+  auto after = rows_by_id(d / "out/results.csv");
+  ASSERT_EQ(after.size(), 2u);
+  for (auto& [id, row] : after) {
+    EXPECT_EQ(row["status"], "ok") << id << ": " << row["message"];
+    EXPECT_GT(std::stod(row["total_cycles"]), 0);
+  }
+  // Ok rows are never rerun: a second retry changes nothing.
+  ASSERT_EQ(tpusim(d, base + " --resume --retry-failed").rc, 0);
+  auto again = rows_by_id(d / "out/results.csv");
+  for (auto& [id, row] : again) row.erase("sim_wall_seconds");
+  for (auto& [id, row] : after) row.erase("sim_wall_seconds");
+  EXPECT_EQ(again, after);
+}
+
 TEST(SweepCli, KilledWithSigkillAndResumedGivesEveryPointOnce) {
   TmpDir d;
   write(d / "s.yaml", kGemmSpec);
