@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "../unit/sim/config_test_util.h"
 
@@ -59,7 +62,61 @@ std::string summary_without_wall(const std::string& file) {
   return out;
 }
 
+// A CSV file as rows of name -> cell (no quoted commas in these files'
+// numeric columns; names are looked up by header).
+std::vector<std::map<std::string, std::string>> read_rows(const std::string& file) {
+  std::istringstream in(slurp(file));
+  auto split = [](const std::string& line) {
+    std::vector<std::string> v;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) v.push_back(std::exchange(cell, ""));
+      else cell += c;
+    }
+    v.push_back(cell);
+    return v;
+  };
+  std::string line;
+  std::getline(in, line);
+  const auto header = split(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const auto cells = split(line);
+    std::map<std::string, std::string> r;
+    for (std::size_t i = 0; i < header.size() && i < cells.size(); ++i) r[header[i]] = cells[i];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 }  // namespace
+
+TEST(CliRun, NoCmemKeepsEveryTensorInHbm) {
+  TempDir d;
+  const std::string wl = std::string(TPUSIM_SOURCE_DIR) + "/configs/workloads/mlp.yaml";
+  const std::string args = "run --arch v4 --workload " + wl + " --quiet --out ";
+  ASSERT_EQ(run_tpusim(args + d.path() + "/cmem", d).rc, 0);
+  ASSERT_EQ(run_tpusim(args + d.path() + "/hbm --no-cmem", d).rc, 0);
+  const auto with = read_rows(d.path() + "/cmem/ops.csv"), without = read_rows(d.path() + "/hbm/ops.csv");
+  ASSERT_EQ(with.size(), without.size());
+  std::uint64_t cmem = 0;
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    EXPECT_EQ(without[i].at("cmem_bytes"), "0") << without[i].at("name");
+    cmem += std::stoull(with[i].at("cmem_bytes"));
+    for (const auto* rows : {&with, &without}) {
+      const auto& r = (*rows)[i];
+      if (!r.at("cycles").empty())
+        EXPECT_GE(std::stod(r.at("cycles")), std::stod(r.at("roofline_cycles"))) << r.at("name");
+    }
+  }
+  // The intermediates between the MLP's matmuls (norm, up, glu) moved to
+  // CMEM, so less crossed HBM.
+  EXPECT_GT(cmem, 0u);
+  const auto sw = read_rows(d.path() + "/cmem/summary.csv"), so = read_rows(d.path() + "/hbm/summary.csv");
+  EXPECT_LT(std::stoull(sw.at(0).at("hbm_bytes")), std::stoull(so.at(0).at("hbm_bytes")));
+}
 
 TEST(CliRun, SameRunTwiceGivesIdenticalResults) {
   TempDir d;
