@@ -128,6 +128,11 @@ struct HbmConfig {
   // controller_latency, seconds); DRAM timing alone gives ~30 ns. 60 ns is
   // an assumption that puts unloaded HBM reads near 100 ns.
   double controller_latency = 60e-9;
+  // Refreshes a controller may postpone while requests wait (paid when the
+  // pseudo-channel idles). JEDEC DDR4 (JESD79-4, "refresh postponing") and
+  // HBM2 (JESD235) allow up to 8; 1 keeps a long stream's refresh cost
+  // unchanged while a copy's tail absorbs the refresh it met.
+  int refresh_postpone = 1;
   HbmTimings t;
 };
 

@@ -35,6 +35,23 @@ CalibratedHbm::CalibratedHbm(const HbmConfig& config)
   cfg_.model = "detailed";
   DetailedDram probe(cfg_);  // validates the config now rather than at first use
   sweep_bytes_ = probe.mapping().interleave_bytes() * probe.mapping().pseudo_channels_total();
+  const DramTiming& tm = probe.timing();
+  interleave_ = probe.mapping().interleave_bytes();
+  pcs_total_ = probe.mapping().pseudo_channels_total();
+  if (tm.REFI > 0) {
+    refi_ = static_cast<double>(tm.REFI);
+    rfc_ = static_cast<double>(tm.RFC);
+    refresh_share_ = std::min(0.9, static_cast<double>(tm.RFC) / static_cast<double>(tm.REFI));
+    credit_cap_ = static_cast<double>(cfg_.refresh_postpone) * static_cast<double>(tm.REFI);
+    payback_ = static_cast<double>(tm.REFI) / static_cast<double>(tm.RFC);
+  }
+}
+
+double CalibratedHbm::fluid_alone(double service) const {
+  // Alone on idle memory (all postponements available): full rate until
+  // the credit is used, then refresh takes its share.
+  if (service <= credit_cap_) return service;
+  return credit_cap_ + (service - credit_cap_) / (1.0 - refresh_share_);
 }
 
 CalibratedHbm::Key CalibratedHbm::exact_key(const HbmTransfer& t) {
@@ -67,8 +84,10 @@ HbmTransfer CalibratedHbm::shape_of(const Key& k, std::uint64_t bytes) {
   return s;
 }
 
-Ps CalibratedHbm::run_alone(const HbmTransfer& t) {
-  DetailedDram d(cfg_);
+Ps CalibratedHbm::run_alone(const HbmTransfer& t, bool refresh) {
+  HbmConfig c = cfg_;
+  if (!refresh) c.t.tREFI = 0;
+  DetailedDram d(c);
   ++detailed_runs_;
   HbmTransfer x = t;
   x.base = 0;
@@ -88,27 +107,22 @@ Ps CalibratedHbm::exact(const HbmTransfer& t) {
   return v;
 }
 
-// Steady-state ps per byte of class k: the slope between detailed runs of
-// 1 MiB and 1 MiB + W, W about two refresh intervals' worth of data. A
-// transfer alone ends with its slowest pseudo-channel, which has met
-// ceil(t / tREFI) refreshes, so T(bytes) is a staircase; a window of a few
-// MiB (under one tREFI) was measured up to 4% off the long-run slope, two
-// tREFI within 0.5% for every class tried.
-double CalibratedHbm::slope(const Key& k) {
+// Refresh-free ps per byte of class k: the slope between detailed runs of
+// 1 MiB and 3 MiB with refresh off. Refresh is modelled on top (credit of
+// postponed refreshes, then its share of time), so the slope carries no
+// refresh staircase and a short window is exact.
+double CalibratedHbm::slope0(const Key& k) {
   auto it = slopes_.find(k);
   if (it != slopes_.end()) return it->second;
-  const std::uint64_t b1 = 1ull << 20;
-  const DramTiming tm(cfg_);
-  std::uint64_t w = 2ull << 20;
-  if (tm.REFI > 0)
-    w = std::max<std::uint64_t>(w, static_cast<std::uint64_t>(2 * ps_to_seconds(tm.REFI) * peak_ * 0.9));
-  w -= w % (64ull << 10);
-  const Ps t1 = run_alone(shape_of(k, b1));
-  const Ps t2 = run_alone(shape_of(k, b1 + w));
+  const std::uint64_t b1 = 1ull << 20, w = 2ull << 20;
+  const Ps t1 = run_alone(shape_of(k, b1), false);
+  const Ps t2 = run_alone(shape_of(k, b1 + w), false);
   const double v = static_cast<double>(t2 - t1) / static_cast<double>(w);
   slopes_.emplace(k, v);
   return v;
 }
+
+double CalibratedHbm::slope(const Key& k) { return slope0(k) / (1.0 - refresh_share_); }
 
 Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
   const std::uint64_t b = t.bytes();
@@ -150,14 +164,18 @@ double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
   HbmTransfer w = r;
   w.write = true;
   w.base = (1ull << 30) + (160ull << 10);
-  DetailedDram d(cfg_);
+  // Refresh off: the refresh credit and share apply on top, as for one
+  // direction.
+  HbmConfig c = cfg_;
+  c.t.tREFI = 0;
+  DetailedDram d(c);
   ++detailed_runs_;
   d.submit(r, 0);
   d.submit(w, 0);
   Ps last = 0;
-  for (const HbmCompletion& c : d.run_until(kNever / 2)) last = std::max(last, c.time);
-  const double need = static_cast<double>(kMixBytes) / peak_ * 1e12 *
-                      (1.0 / steady_efficiency(r) + 1.0 / steady_efficiency(w));
+  for (const HbmCompletion& x : d.run_until(kNever / 2)) last = std::max(last, x.time);
+  const double need = static_cast<double>(kMixBytes) *
+                      (slope0(class_of(r)) + slope0(class_of(w)));
   const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
   const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
   mixed_.emplace(atom_bytes, v);
@@ -183,13 +201,16 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   // rest of its time alone (latency, row opening, the pseudo-channels it
   // leaves idle, refreshes met) is paid after service, so alone it takes
   // exactly T.
+  // Service is refresh-free; the refresh credit and share in advance()
+  // stretch it, and the tail is what T alone has beyond that stretch.
   const Ps alone = alone_time(t);
   const Ps lat = std::min(atom_latency(t), alone);
-  const double need = static_cast<double>(t.bytes()) * slope(class_of(t));
+  const double need = static_cast<double>(t.bytes()) * slope0(class_of(t));
   a.remaining = std::min(need, static_cast<double>(alone - lat));
-  a.tail = alone - static_cast<Ps>(std::llround(a.remaining));
+  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(fluid_alone(a.remaining))));
   a.write = t.write;
   a.atom_bytes = t.atom_bytes;
+  a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
@@ -226,7 +247,9 @@ void CalibratedHbm::split(double capacity) {
 void CalibratedHbm::share_out() {
   if (shares_valid_) return;
   shares_valid_ = true;
-  split(1.0);
+  // Refresh takes its share once the postponement credit is used up.
+  const double cap = credit_used_ >= credit_cap_ ? 1.0 - refresh_share_ : 1.0;
+  split(cap);
   // Reads and writes served at once cost bus turnarounds: the measured
   // mixed capacity then applies.
   bool reads = false, writes = false;
@@ -236,7 +259,7 @@ void CalibratedHbm::share_out() {
       (a.write ? writes : reads) = true;
       mixed = std::min(mixed, mixed_capacity(a.atom_bytes));
     }
-  if (reads && writes) split(mixed);
+  if (reads && writes) split(mixed * cap);
 }
 
 void CalibratedHbm::advance(Ps to) {
@@ -254,12 +277,29 @@ void CalibratedHbm::advance(Ps to) {
         first = i;
       }
     }
+    // While busy, the postponement credit runs out at credit_cap_.
+    const double credit_end = !active_.empty() && credit_used_ < credit_cap_
+                                  ? now_ + (credit_cap_ - credit_used_)
+                                  : 1e300;
     const double step_to =
-        std::min({static_cast<double>(to), static_cast<double>(next_arr), next_fin});
+        std::min({static_cast<double>(to), static_cast<double>(next_arr), next_fin, credit_end});
     const bool finishing = !active_.empty() && step_to >= next_fin;
+    if (step_to >= credit_end) shares_valid_ = false;
     if (step_to > now_) {
-      if (!active_.empty()) busy_ps_ += step_to - now_;
-      for (Active& a : active_) a.remaining -= (step_to - now_) * a.rate;
+      const bool forced = credit_used_ >= credit_cap_ && refresh_share_ > 0;
+      if (!active_.empty()) {
+        busy_ps_ += step_to - now_;
+        credit_used_ = std::min(credit_cap_, credit_used_ + (step_to - now_));
+        if (step_to >= credit_end) credit_used_ = credit_cap_;
+      } else {
+        // Idle: the pseudo-channels pay postponed refreshes, one tRFC each
+        // restoring one tREFI of credit.
+        credit_used_ = std::max(0.0, credit_used_ - (step_to - now_) * payback_);
+      }
+      for (Active& a : active_) {
+        a.remaining -= (step_to - now_) * a.rate;
+        if (forced) a.forced += step_to - now_;
+      }
       now_ = step_to;
     }
     // The earliest finisher is done by construction (at large now_ a tiny
@@ -269,8 +309,15 @@ void CalibratedHbm::advance(Ps to) {
     bool changed = false;
     for (std::size_t i = 0; i < active_.size();) {
       if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
-        const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6));
-        done_.push_back({std::max(fin + active_[i].tail, active_[i].floor), active_[i].id});
+        const Active& a = active_[i];
+        // A transfer ends with its slowest pseudo-channel: while refreshes
+        // were being paid, one of its `pcs` channels refreshed during its
+        // service with probability pcs x forced / tREFI and held it for a
+        // whole tRFC, where the shared capacity charged it forced x share.
+        const double odds = std::min(1.0, a.pcs * a.forced / std::max(1.0, refi_));
+        const Ps slowest = static_cast<Ps>(std::llround(std::max(0.0, odds * rfc_ - a.forced * refresh_share_)));
+        const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
+        done_.push_back({std::max(fin + a.tail, a.floor), a.id});
         std::push_heap(done_.begin(), done_.end(), std::greater<Done>());
         active_[i] = active_.back();
         active_.pop_back();
@@ -290,6 +337,7 @@ void CalibratedHbm::advance(Ps to) {
       }
     }
     if (changed) shares_valid_ = false;
+    if (!shares_valid_ && !changed && !active_.empty()) continue;  // credit ran out: new shares
     if (!changed && now_ >= static_cast<double>(to)) return;
     if (!changed && active_.empty() && pending_.empty()) {
       now_ = std::max(now_, static_cast<double>(to));

@@ -76,6 +76,8 @@ class CalibratedHbm : public HbmModel {
     Ps tail;           // latency paid after service
     Ps floor;          // issue-rate bound on completion
     double rate = 0;   // current share, set by share_out()
+    double pcs = 1;    // pseudo-channels it spans
+    double forced = 0; // ps in service while refreshes were being paid
   };
   struct Pending {
     Ps arrival;
@@ -85,9 +87,11 @@ class CalibratedHbm : public HbmModel {
   Key class_of(const HbmTransfer& t) const;
   static Key exact_key(const HbmTransfer& t);
   static HbmTransfer shape_of(const Key& k, std::uint64_t bytes);
-  Ps run_alone(const HbmTransfer& t);
+  Ps run_alone(const HbmTransfer& t, bool refresh = true);
   Ps exact(const HbmTransfer& t);
-  double slope(const Key& k);
+  double slope0(const Key& k);  // refresh-free
+  double slope(const Key& k);   // steady, with refresh's share
+  double fluid_alone(double service) const;
   void advance(Ps to);
   void share_out();
   void split(double capacity);
@@ -96,7 +100,7 @@ class CalibratedHbm : public HbmModel {
   double peak_;
   std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
   std::map<std::pair<Key, std::uint64_t>, Ps> exact_;   // exact shape, rows -> T
-  std::map<Key, double> slopes_;                        // class -> steady ps per byte
+  std::map<Key, double> slopes_;                        // class -> refresh-free ps per byte
   std::map<std::uint64_t, double> mixed_;              // atom bytes -> capacity
   std::uint64_t detailed_runs_ = 0;
 
@@ -111,6 +115,12 @@ class CalibratedHbm : public HbmModel {
   std::uint64_t next_id_ = 1;
   std::uint64_t transfers_ = 0, bytes_read_ = 0, bytes_written_ = 0;
   double busy_ps_ = 0;  // time with at least one transfer in service
+  // Refresh: share of each pseudo-channel's time (tRFC / tREFI), the busy
+  // time the postponed refreshes cover (refresh_postpone x tREFI), the busy
+  // time of it used so far, and credit restored per idle ps (tREFI / tRFC).
+  double refresh_share_ = 0, credit_cap_ = 0, credit_used_ = 0, payback_ = 0;
+  double refi_ = 0, rfc_ = 0, pcs_total_ = 1;
+  std::uint64_t interleave_ = 1;
 };
 
 }  // namespace tpusim::arch

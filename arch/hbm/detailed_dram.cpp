@@ -14,6 +14,9 @@ DetailedDram::DetailedDram(const HbmConfig& config)
   if (cfg_.page_policy != "open" && cfg_.page_policy != "closed")
     throw ConfigError("hbm.page_policy must be 'open' or 'closed', got '" + cfg_.page_policy + "'");
   if (cfg_.queue_depth <= 0) throw ConfigError("hbm.queue_depth must be positive");
+  if (cfg_.refresh_postpone < 0 || cfg_.refresh_postpone > 8)
+    throw ConfigError("hbm.refresh_postpone must be 0..8 (JEDEC allows at most 8 postponed refreshes), got " +
+                      std::to_string(cfg_.refresh_postpone));
   closed_page_ = cfg_.page_policy == "closed";
   const std::uint32_t n = map_.pseudo_channels_total();
   pcs_.resize(n);
@@ -320,8 +323,7 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   }
 }
 
-void DetailedDram::refresh(Pc& pc) {
-  const Ps start = pc.ref_due;
+void DetailedDram::refresh(Pc& pc, Ps start) {
   Ps pre_t = std::max(start, pc.rowbus_ok);
   bool any_open = false;
   for (const Bank& b : pc.banks)
@@ -343,12 +345,16 @@ void DetailedDram::refresh(Pc& pc) {
   pc.now = std::max(pc.now, start);
   ++c_.refreshes;
   c_.refresh_ps += end - start;
+}
+
+void DetailedDram::refresh_due(Pc& pc) {
+  refresh(pc, pc.ref_due);
   pc.ref_due += tm_.REFI;
 }
 
 void DetailedDram::skip_idle_refreshes(Pc& pc, Ps until) {
   if (pc.ref_due > until) return;
-  refresh(pc);
+  refresh_due(pc);
   if (pc.ref_due > until) return;
   // Refreshes of an idle PC only leave the banks closed; count them without
   // visiting each one (an idle second would otherwise cost 256k events).
@@ -359,12 +365,19 @@ void DetailedDram::skip_idle_refreshes(Pc& pc, Ps until) {
     pc.ref_due += k * tm_.REFI;
     for (Bank& b : pc.banks) b.act_ok = std::max(b.act_ok, pc.ref_due - tm_.REFI + tm_.RFC);
   }
-  refresh(pc);
+  refresh_due(pc);
 }
 
 void DetailedDram::run_pc(Pc& pc, Ps limit) {
   for (;;) {
     admit(pc);
+    if (pc.queued == 0 && pc.owed > 0) {
+      // Nothing to serve: pay a postponed refresh now, while it costs no
+      // request anything (unless one arrives during its tRFC).
+      --pc.owed;
+      refresh(pc, pc.now);
+      continue;
+    }
     const Cand c = pc.queued ? best(pc) : Cand{};
     const Ps na = pc.queued < cfg_.queue_depth ? next_arrival(pc) : kNever;
     if (na != kNever && na <= c.t) {
@@ -381,11 +394,16 @@ void DetailedDram::run_pc(Pc& pc, Ps limit) {
       return;
     }
     if (pc.ref_due <= c.t) {
+      if (pc.owed < cfg_.refresh_postpone) {  // requests waiting: postpone
+        ++pc.owed;
+        pc.ref_due += tm_.REFI;
+        continue;
+      }
       if (pc.ref_due > limit) {
         pc.next_time = pc.ref_due;
         return;
       }
-      refresh(pc);
+      refresh_due(pc);
       continue;
     }
     if (c.t > limit) {

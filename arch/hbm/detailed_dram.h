@@ -6,6 +6,12 @@
 // row and one column command per tCK, and all-bank refresh per PC (tRFC
 // every tREFI, PCs staggered evenly over tREFI). Event-driven: each PC
 // jumps from command to command; idle time costs nothing.
+// Flexible refresh (JEDEC lets a controller postpone up to 8 REF commands):
+// a refresh that falls due while requests wait is postponed, up to
+// hbm.refresh_postpone at a time, and postponed ones are paid as soon as
+// the PC has nothing queued. A PC that finishes its share of a copy early
+// refreshes while the slowest PC finishes, instead of a refresh landing
+// inside the copy; a long stream still pays one refresh per tREFI.
 // Scheduler (per PC): requests wait in a queue of queue_depth (later ones
 // wait in arrival order outside it). Among the banks' next commands the one
 // that can issue earliest wins; ties go to column commands (row hits) and
@@ -14,7 +20,7 @@
 // older request to another row it closes the row anyway (starvation cap).
 // Page policy "open" keeps rows open; "closed" auto-precharges after a
 // request when no queued request hits the same row.
-// Leaves out: per-bank refresh (REFpb) and refresh postponing, power-down,
+// Leaves out: per-bank refresh (REFpb) and pulling refreshes in, power-down,
 // rank/stack-ID switching, data-bus inversion, ECC, write data buffering
 // (writes complete when their data is on the bus), mode registers.
 #pragma once
@@ -97,6 +103,7 @@ class DetailedDram : public HbmModel {
     Ps next_time = kNever;
     Ps busy_ps = 0;
     int queued = 0;
+    int owed = 0;  // refreshes postponed, paid when the PC idles
     std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
     std::vector<Group> groups;
@@ -120,7 +127,8 @@ class DetailedDram : public HbmModel {
   Ps next_arrival(const Pc& pc) const;
   Cand best(Pc& pc) const;
   void issue(Pc& pc, const Cand& c);
-  void refresh(Pc& pc);
+  void refresh(Pc& pc, Ps start);
+  void refresh_due(Pc& pc);  // the scheduled one; advances ref_due
   void skip_idle_refreshes(Pc& pc, Ps until);
   void atom_done(Atom& a, Ps time);
   void add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr, std::uint64_t bytes,

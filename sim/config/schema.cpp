@@ -240,6 +240,8 @@ std::vector<FieldSpec> build() {
         "Row buffer policy");
   b.qty("hbm.controller_latency", U::time, TPUSIM_FIELD(c.hbm.controller_latency),
         "Fixed controller front-end + PHY latency added to every access", true);
+  b.integer("hbm.refresh_postpone", TPUSIM_FIELD(c.hbm.refresh_postpone), 0,
+            "Refreshes the controller may postpone while requests wait (0..8)");
   const char* timings[][2] = {
       {"tCK", "Command clock period"},       {"tCL", "Read latency (CAS)"},
       {"tCWL", "Write latency"},             {"tRCD", "Activate to read/write"},
