@@ -194,10 +194,16 @@ class TransformerGen {
   // On the residual stream: seq/tensor tokens under sequence parallelism.
   TensorRef norm(const std::string& n, const TensorRef& x) {
     std::int64_t d = x.dim(-1);
+    if (t_.norm == NormKind::rmsnorm) {
+      TensorRef scale = weight(n + ".scale", {d});
+      sp_partial_grad(n + ".scale");
+      return b_.rms_norm(n, x, scale);
+    }
+    // Bias declared before scale: the order the workloads had when both
+    // were arguments of one call (GCC evaluates those right to left).
+    TensorRef bias = act_weight(n + ".bias", {d});
     TensorRef scale = weight(n + ".scale", {d});
     sp_partial_grad(n + ".scale");
-    if (t_.norm == NormKind::rmsnorm) return b_.rms_norm(n, x, scale);
-    TensorRef bias = act_weight(n + ".bias", {d});
     sp_partial_grad(n + ".bias");
     return b_.layer_norm(n, x, scale, bias);
   }
