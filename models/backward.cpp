@@ -359,34 +359,34 @@ class Backward {
   // Vocab-parallel cross-entropy (Megatron-LM's vocab_parallel_cross_entropy,
   // Shoeybi et al. 2019 section 3): each rank holds a slice of the
   // vocabulary, so the per-token max, sum of exponentials and target logit
-  // are all_reduced ([batch, seq, 1] f32 each, after Megatron's cast of the
-  // logits to f32). The loss gradient softmax - onehot is this rank's
-  // exponentials over the global sum (the onehot term left out, as in the
-  // unsharded loss), cast back to the logits' dtype.
+  // are all_reduced, [batch, seq, 1] in f32 each. Full-size tensors stay in
+  // the logits' dtype (as a fused loss kernel reads them); only the
+  // per-token statistics are cast. The loss gradient softmax - onehot is
+  // this rank's exponentials over the global sum (the onehot term left
+  // out, as in the unsharded loss).
   TensorRef vocab_parallel_loss(const TensorRef& logits) {
     const auto& ax = tc_.vocab_split_axes;
-    const DType f32 = DType::f32;
+    const DType f32 = DType::f32, ld = logits.dtype;
     const std::int64_t last = logits.rank() - 1;
-    TensorRef z = logits.dtype == f32 ? logits : b_.cast("loss.logits_f32", logits, f32);
-    TensorRef mx = b_.reduce("loss.max_local", z, ReduceKind::max, {last}, true);
+    auto cast = [&](const std::string& n, const TensorRef& x, DType to) { return x.dtype == to ? x : b_.cast(n, x, to); };
+    TensorRef mx = cast("loss.max_f32", b_.reduce("loss.max_local", logits, ReduceKind::max, {last}, true), f32);
     mx = b_.all_reduce("loss.max.all_reduce", mx, ax, ReduceKind::max);
-    TensorRef sh = b_.elementwise("loss.shifted", EwKind::sub, {z, mx});
+    TensorRef sh = b_.elementwise("loss.shifted", EwKind::sub, {logits, cast("loss.max_global", mx, ld)});
     TensorRef e = b_.elementwise("loss.exp", EwKind::exp, {sh});
-    TensorRef se = b_.reduce("loss.sum_exp_local", e, ReduceKind::sum, {last}, true);
+    TensorRef se = cast("loss.sum_exp_f32", b_.reduce("loss.sum_exp_local", e, ReduceKind::sum, {last}, true), f32);
     se = b_.all_reduce("loss.sum_exp.all_reduce", se, ax);
     // Target logit: the rank whose slice holds the label picks it, the
     // others contribute 0 (the labels input indexes the flattened logits).
     Shape rows(mx.shape.begin(), mx.shape.end() - 1);
     TensorRef flat = b_.reshape("loss.shifted_rows", sh, {workloads::num_elements(sh.shape), 1});
     TensorRef tgt = b_.gather("loss.target_local", flat, b_.input("loss.labels", rows, f32));
-    tgt = b_.all_reduce("loss.target.all_reduce", tgt, ax);
+    tgt = b_.all_reduce("loss.target.all_reduce", cast("loss.target_f32", tgt, f32), ax);
     TensorRef per_token = b_.elementwise("loss.per_token", EwKind::sub,
                                          {b_.elementwise("loss.log_sum_exp", EwKind::log, {se}), tgt});
     std::vector<std::int64_t> all;
     for (std::int64_t i = 0; i < per_token.rank(); ++i) all.push_back(i);
     b_.reduce("loss", per_token, ReduceKind::mean, all);
-    TensorRef p = b_.elementwise("loss.probs", EwKind::div, {e, se});
-    return p.dtype == logits.dtype ? p : b_.cast("loss.grad", p, logits.dtype);
+    return b_.elementwise("loss.grad", EwKind::div, {e, cast("loss.sum_exp_global", se, ld)});
   }
 
   void optimizer() {

@@ -235,10 +235,14 @@ TEST(VocabParallelLoss, StatisticsAllReducedOverTensor) {
   EXPECT_EQ(op_named(w, "loss.max.all_reduce").as<CollectiveAttrs>().reduce, ReduceKind::max);
   EXPECT_EQ(op_named(w, "loss.sum_exp.all_reduce").as<CollectiveAttrs>().reduce, ReduceKind::sum);
   // The logits' gradient is the local exponentials over the global sum,
-  // back in bf16 over the local vocab shard [2, 16, 128256 / 4].
+  // in bf16 over the local vocab shard [2, 16, 128256 / 4].
   EXPECT_EQ(w.find_tensor("loss.grad")->shape, (Shape{2, 16, 32064}));
   EXPECT_EQ(w.find_tensor("loss.grad")->dtype, DType::bf16);
-  EXPECT_EQ(op_named(w, "loss.probs").inputs[1], "loss.sum_exp.all_reduce");
+  EXPECT_EQ(op_named(w, "loss.grad").inputs[1], "loss.sum_exp_global");
+  EXPECT_EQ(op_named(w, "loss.sum_exp_global").inputs[0], "loss.sum_exp.all_reduce");
+  // Only the per-token statistics are f32; the [2, 16, 32064] tensors
+  // stay bf16 (no f32 copy of the logits).
+  EXPECT_EQ(w.find_tensor("loss.exp")->dtype, DType::bf16);
   // Without a vocabulary split the loss is local: no such collectives.
   Workload d = generate(m, opts(Phase::train, 4, "data=2"));
   EXPECT_EQ(d.find_op("loss.max.all_reduce"), nullptr);
