@@ -444,6 +444,11 @@ class TransformerGen {
     }
     TensorRef picked = b_.gather(p + "mlp.combine", rows, topk);  // [T, k, h]
     TensorRef gates = b_.reshape(p + "mlp.gates", topk, {T, k, 1});
+    // The gates multiply expert rows that are still partial sums over
+    // tensor (the all_reduce comes after the weighted sum), so their
+    // gradient is partial too: all_reduced ([T, k, 1], small) before it
+    // reaches the replicated router.
+    if (tp_ > 1) tc_.activation_grad_all_reduce[gates.name] = {"tensor"};
     TensorRef y = b_.reduce(p + "mlp.weighted_sum", b_.mul(p + "mlp.gate_mul", picked, gates),
                             workloads::ReduceKind::sum, {1});
     if (e.shared_experts > 0)

@@ -216,6 +216,12 @@ TEST(SequenceParallel, MoeAndMlaLayersReduceScatterToo) {
   // Routed experts' partial sums over tensor: [1, 16, 4096] -> [1, 8, 4096].
   EXPECT_EQ(w.find_tensor("layers.3.mlp.reduce_scatter")->shape, (Shape{1, 8, 4096}));
   EXPECT_EQ(w.find_op("layers.3.mlp.all_reduce"), nullptr);
+  // The gates' gradient (partial over tensor: they weight expert rows
+  // before the reduction) is all_reduced before the replicated router:
+  // 16 tokens x top-2 x 1 x 2 B = 64 B.
+  EXPECT_EQ(op_named(w, "layers.3.mlp.gates.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
+            std::vector<std::string>{"tensor"});
+  EXPECT_EQ(out_bytes(w, "layers.3.mlp.gates.grad_all_reduce"), 16u * 2 * 2);
   Workload d = generate(load_model("deepseek-v3"), opts(Phase::prefill, 8, "expert=8,tensor=2", true));
   d.validate();
   EXPECT_EQ(d.find_tensor("layers.3.attn.o_proj.reduce_scatter")->shape, (Shape{1, 8, 7168}));
