@@ -106,9 +106,6 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
     else if (o.phase == Phase::decode)
       bad("mesh.sequence", "phase prefill or train (decode's one new token per sequence cannot be split)",
           "sequence=" + std::to_string(cp) + " with phase decode");
-    else if (m.transformer.attention.kind == AttentionKind::mla)
-      bad("mesh.sequence", "attention.kind mha (context parallelism all_gathers per-head K/V; MLA is not modelled)",
-          "attention.kind mla");
     else if (o.seq_len % cp != 0)
       bad("seq_len", "a multiple of mesh axis sequence=" + std::to_string(cp) + " (it splits the tokens)",
           std::to_string(o.seq_len));

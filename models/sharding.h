@@ -17,7 +17,7 @@
 //    their experts' chips and back.
 //  - sequence (context parallelism, decoders, prefill/train): every chip
 //    holds seq/sequence tokens of each sequence; attention all_gathers K
-//    and V over the axis (their gradients reduce_scatter back); weight
+//    and V (MLA: the latent) over the axis (their gradients reduce_scatter back); weight
 //    gradients are all_reduced over it like data. Each chip is modelled as
 //    the rank holding the last chunk, the busiest under causal masking
 //    (no load-balanced zigzag layout).
@@ -26,7 +26,7 @@
 //    all_reduce becomes a reduce_scatter of the tokens and the inputs of
 //    column-parallel blocks are all_gathered (again in backward).
 // Leaves out: pipeline parallelism, uneven splits (every split must
-// divide), context parallelism for decode and MLA, sequence parallelism
+// divide), context parallelism for decode, sequence parallelism
 // for encoders/ViT, resnet/dlrm beyond data parallelism.
 #pragma once
 
@@ -55,7 +55,7 @@ MeshSpec parse_mesh(const std::string& text);
 // tokens x top_k each chip dispatches; data x fsdp x expert: batch;
 // sequence: seq_len, and with sequence_parallel seq_len / sequence by
 // tensor), expert only for MoE models, sequence only for decoders' prefill
-// and train with MHA/GQA attention, sequence_parallel only with tensor > 1
+// and train, sequence_parallel only with tensor > 1
 // for decoders' prefill and train, resnet/dlrm only data.
 // Throws ModelError naming the model, the model key and the mesh axis.
 // Weight dims fsdp splits beyond hidden are checked when generating (the

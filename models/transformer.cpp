@@ -345,10 +345,20 @@ class TransformerGen {
       ol = b_.slice(p + "attn.o_latent", ol, {0, 0, 0, 0}, {B_, S_, H, kvr});
       o = b_.matmul(p + "attn.wv_b", ol, wv, "bshc,chd->bshd", ad_);
     } else {
-      TensorRef k_nope = b_.matmul(p + "attn.wk_b", ckv, wk, "bsc,chd->bshd", ad_);
-      TensorRef v = b_.matmul(p + "attn.wv_b", ckv, wv, "bsc,chd->bshd", ad_);
+      // Context parallelism: the latent (kv_lora_rank + rope dims per
+      // token, 576 for DeepSeek-V3, against 128 heads x 320 of K and V) is
+      // what crosses the sequence axis; every chip then up-projects the
+      // whole sequence's keys and values (the up-projection's FLOPs x
+      // sequence in all).
+      TensorRef ckv_all = ckv, kpe_all = kpe;
+      if (cp_ > 1) {
+        ckv_all = b_.all_gather(p + "attn.c_kv.all_gather", ckv, {"sequence"}, 1);
+        kpe_all = b_.all_gather(p + "attn.k_pe.all_gather", kpe, {"sequence"}, 1);
+      }
+      TensorRef k_nope = b_.matmul(p + "attn.wk_b", ckv_all, wk, "bsc,chd->bshd", ad_);
+      TensorRef v = b_.matmul(p + "attn.wv_b", ckv_all, wv, "bsc,chd->bshd", ad_);
       TensorRef ones = b_.input(p + "attn.head_ones", {1, 1, H, 1}, ad_);
-      TensorRef kpe_h = b_.mul(p + "attn.k_pe_expand", kpe, ones);
+      TensorRef kpe_h = b_.mul(p + "attn.k_pe_expand", kpe_all, ones);
       TensorRef qf = b_.concat(p + "attn.q_full", {q_nope, q_pe}, 3);
       TensorRef kf = b_.concat(p + "attn.k_full", {k_nope, kpe_h}, 3);
       o = b_.attention(p + "attn.core", qf, kf, v, true);
