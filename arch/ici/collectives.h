@@ -35,9 +35,13 @@
 //   axis by axis; on a wrapping axis even pieces go + and odd pieces go -.
 // Reduction arithmetic is not timed here: reduce_bytes_per_chip tells the
 // engine how many bytes each chip adds (one element-wise add per received
-// partial shard), to charge on the VPU.
+// partial shard), to charge on the VPU (planned_reduce_bytes gives it at
+// start).
+// Per chip: each chip's completion (end_per_chip), and collectives whose
+// chips start one by one (start_deferred / chip_start) for runs that
+// simulate every chip.
 //
-// Leaves out: reduction compute time and its overlap, in-network
+// Leaves out: reduction compute time (the engine's VPU charge), in-network
 // reduction, hierarchical/DCN collectives, mesh axes that split one
 // physical axis, non-uniform shard sizes, per-collective launch overhead.
 #pragma once
