@@ -18,11 +18,13 @@ DetailedDram::DetailedDram(const HbmConfig& config)
     throw ConfigError("hbm.refresh_postpone must be 0..8 (JEDEC allows at most 8 postponed refreshes), got " +
                       std::to_string(cfg_.refresh_postpone));
   closed_page_ = cfg_.page_policy == "closed";
+  group_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
   const std::uint32_t n = map_.pseudo_channels_total();
   pcs_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     Pc& pc = pcs_[i];
     pc.banks.resize(map_.banks_per_pc());
+    pc.hot.resize(map_.banks_per_pc());
     pc.groups.resize(static_cast<std::size_t>(cfg_.bank_groups));
     // Refreshes are staggered evenly so that the PCs of a stack never all
     // stall at once (what controllers do to smooth bandwidth).
@@ -32,7 +34,15 @@ DetailedDram::DetailedDram(const HbmConfig& config)
 
 void DetailedDram::add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr,
                             std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival) {
+  std::uint32_t pc;
+  const Atom a = make_atom(addr, bytes, write, tidx, arrival, pc);
+  per_pc[pc].push_back(a);
+}
+
+DetailedDram::Atom DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write,
+                                           std::uint32_t tidx, Ps arrival, std::uint32_t& pc) const {
   const DramCoord d = map_.decode(addr);
+  pc = d.pc;
   const std::uint64_t bb = map_.burst_bytes();
   Atom a;
   a.arrival = arrival;
@@ -44,44 +54,45 @@ void DetailedDram::add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_
   a.write = write;
   a.kind = 0;
   a.seq = 0;
-  per_pc[d.pc].push_back(a);
+  a.id = 0;
+  return a;
+}
+
+void DetailedDram::append(Pc& pc, const Atom* first, std::size_t n) {
+  pc.next_time = std::min(pc.next_time, std::max(pc.now, first->arrival));
+  // Appending keeps one stream per PC in the common case (submissions in
+  // arrival order). A transfer that arrives together with another gets its
+  // own stream so admission alternates between them; one-atom submissions
+  // (the request API) share a stream in submission order.
+  const bool single = n == 1;
+  Stream* tgt = nullptr;
+  for (Stream& s : pc.streams) {
+    const bool empty = s.pos == s.atoms.size();
+    const Ps last = empty ? kNever : s.atoms.back().arrival;
+    if ((empty && s.singles == single) ||
+        (!empty && (single ? s.singles && last <= first->arrival : !s.singles && last < first->arrival))) {
+      tgt = &s;
+      break;
+    }
+  }
+  if (!tgt) {
+    pc.streams.emplace_back();
+    tgt = &pc.streams.back();
+    tgt->singles = single;
+  }
+  if (tgt->pos == tgt->atoms.size()) {
+    tgt->atoms.clear();
+    tgt->pos = 0;
+  }
+  tgt->atoms.insert(tgt->atoms.end(), first, first + n);
 }
 
 void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
   for (std::size_t i = 0; i < per_pc.size(); ++i) {
     std::vector<Atom>& v = per_pc[i];
     if (v.empty()) continue;
-    struct Clear {
-      std::vector<Atom>& v;
-      ~Clear() { v.clear(); }
-    } clear_after{v};
-    Pc& pc = pcs_[i];
-    pc.next_time = std::min(pc.next_time, std::max(pc.now, v.front().arrival));
-    // Appending keeps one stream per PC in the common case (submissions in
-    // arrival order). A transfer that arrives together with another gets its
-    // own stream so admission alternates between them; one-atom submissions
-    // (the request API) share a stream in submission order.
-    const bool single = v.size() == 1;
-    Stream* tgt = nullptr;
-    for (Stream& s : pc.streams) {
-      const bool empty = s.pos == s.atoms.size();
-      const Ps last = empty ? kNever : s.atoms.back().arrival;
-      if ((empty && s.singles == single) ||
-          (!empty && (single ? s.singles && last <= v.front().arrival : !s.singles && last < v.front().arrival))) {
-        tgt = &s;
-        break;
-      }
-    }
-    if (!tgt) {
-      pc.streams.emplace_back();
-      tgt = &pc.streams.back();
-      tgt->singles = single;
-    }
-    if (tgt->pos == tgt->atoms.size()) {
-      tgt->atoms.clear();
-      tgt->pos = 0;
-    }
-    tgt->atoms.insert(tgt->atoms.end(), v.begin(), v.end());
+    append(pcs_[i], v.data(), v.size());
+    v.clear();
   }
 }
 
@@ -93,15 +104,7 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
   if (t.rows > 1 && t.stride < t.row_bytes && t.stride != 0)
     throw ConfigError("hbm transfer: stride smaller than row_bytes (rows overlap)");
   const std::uint64_t id = next_id_++;
-  std::uint32_t tidx;
-  if (!free_transfers_.empty()) {
-    tidx = free_transfers_.back();
-    free_transfers_.pop_back();
-  } else {
-    tidx = static_cast<std::uint32_t>(transfers_.size());
-    transfers_.push_back({});
-  }
-  transfers_[tidx] = {id, 0, arrival};
+  const std::uint32_t tidx = new_transfer(id, arrival);
   // Scratch reused across submissions: the request API submits one atom at
   // a time, and 32+ fresh vectors per request dominated its cost.
   std::vector<std::vector<Atom>>& per_pc = scratch_;
@@ -124,7 +127,7 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
   }
   transfers_[tidx].atoms_left = n;
   if (n == 0) {
-    done_.push({arrival, id});
+    add_done(arrival, id);
     free_transfers_.push_back(tidx);
     return id;
   }
@@ -132,6 +135,20 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
   return id;
 }
 
+std::uint32_t DetailedDram::new_transfer(std::uint64_t id, Ps arrival) {
+  std::uint32_t tidx;
+  if (!free_transfers_.empty()) {
+    tidx = free_transfers_.back();
+    free_transfers_.pop_back();
+  } else {
+    tidx = static_cast<std::uint32_t>(transfers_.size());
+    transfers_.push_back({});
+  }
+  transfers_[tidx] = {id, 0, arrival};
+  return tidx;
+}
+
+// The same as submit() of a one-atom transfer, without splitting it.
 std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t bytes, bool write,
                                            Ps arrival) {
   const std::uint64_t unit = map_.interleave_bytes();
@@ -139,12 +156,16 @@ std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t byt
     throw InternalError("DetailedDram::submit_request: a request of " + std::to_string(bytes) +
                         " bytes at " + std::to_string(addr) + " crosses an interleave unit of " +
                         std::to_string(unit) + " bytes");
-  HbmTransfer t;
-  t.base = addr;
-  t.row_bytes = bytes;
-  t.write = write;
-  t.atom_bytes = bytes;
-  return submit(t, arrival);
+  if (arrival < limit_)
+    throw InternalError("DetailedDram::submit: arrival " + std::to_string(arrival) +
+                        " ps is before the time already simulated (" + std::to_string(limit_) + " ps)");
+  // One request needs no transfer bookkeeping: its atom carries the id.
+  const std::uint64_t id = next_id_++;
+  std::uint32_t pc;
+  Atom a = make_atom(addr, bytes, write, kSingle, arrival, pc);
+  a.id = id;
+  append(pcs_[pc], &a, 1);
+  return id;
 }
 
 Ps DetailedDram::next_arrival(const Pc& pc) const {
@@ -175,7 +196,10 @@ bool DetailedDram::admit(Pc& pc) {
     pc.rr = src_i;
     Atom& a = src->atoms[src->pos++];
     a.seq = next_seq_++;  // age = admission order, for FCFS ties
-    pc.banks[a.bank].q.push_back(a);
+    Bank& bk = pc.banks[a.bank];
+    bk.q.push_back(a);
+    pc.hot[a.bank].dirty = true;
+    if (a.bank < 64) pc.nonempty |= 1ull << a.bank;
     ++pc.queued;
     any = true;
   }
@@ -191,50 +215,102 @@ bool DetailedDram::admit(Pc& pc) {
   return any;
 }
 
+void DetailedDram::plan_bank(Pc& pc, std::size_t b) const {
+  Bank& bk = pc.banks[b];
+  // Column for the oldest row hit, else PRE (row open) or ACT for the
+  // oldest request; a bank that bypassed older requests kHitStreakCap times
+  // closes its row.
+  bk.next_qi = 0;
+  if (bk.open < 0) {
+    bk.next_kind = 1;
+  } else if (bk.q.front().row == static_cast<std::uint64_t>(bk.open)) {
+    bk.next_kind = 0;
+  } else {
+    bk.next_kind = 2;
+    if (bk.streak < kHitStreakCap)
+      for (std::size_t i = 1; i < bk.q.size(); ++i)
+        if (bk.q[i].row == static_cast<std::uint64_t>(bk.open)) {
+          bk.next_kind = 0;
+          bk.next_qi = i;
+          break;
+        }
+  }
+  const Atom& a = bk.q[bk.next_qi];
+  bk.next_seq = a.seq;
+  bk.next_write = a.write;
+  BankHot& h = pc.hot[b];
+  h.dirty = false;
+  h.cls = static_cast<std::uint8_t>(bk.next_kind == 0 ? (a.write ? 1 : 0) : bk.next_kind + 1);
+  h.part = static_cast<std::uint32_t>(h.cls * pc.groups.size() + b / static_cast<std::size_t>(cfg_.banks_per_group));
+  h.seq = a.seq;
+  h.ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
+}
+
 DetailedDram::Cand DetailedDram::best(Pc& pc) const {
+  // The earliest issue time of each command kind splits into a PC part, a
+  // bank-group part and a bank part; the PC parts are the same for every
+  // bank, so they are computed once.
+  const Ps col = std::max({pc.now, pc.col_ok, pc.colbus_ok});
+  const Ps col_rd = std::max({col, pc.bus_free - tm_.CL, pc.wr_end + tm_.WTR_S});
+  const Ps col_wr = std::max({col, pc.bus_free - tm_.CWL, pc.rd_end + tm_.RTW - tm_.CWL});
+  const Ps act = std::max({pc.now, pc.act_ok, pc.faw[pc.faw_i] + tm_.FAW, pc.rowbus_ok});
+  const Ps pre = std::max(pc.now, pc.rowbus_ok);
+  // Per command class (BankHot::cls: read, write, ACT, PRE) and bank
+  // group: the larger of the PC and the group part.
+  const std::size_t ng = pc.groups.size();
+  Ps* part = group_scratch_.data();  // [cls * ng + group]
+  for (std::size_t g = 0; g < ng; ++g) {
+    const Group& gr = pc.groups[g];
+    part[g] = std::max({col_rd, gr.col_ok, gr.wr_end + tm_.WTR_L});
+    part[ng + g] = std::max(col_wr, gr.col_ok);
+    part[2 * ng + g] = std::max(act, gr.act_ok);
+    part[3 * ng + g] = pre;
+  }
+  // Earliest time wins; at equal times column commands (row hits) first,
+  // then the oldest request: one key (2t + not-a-column) and the age.
+  std::uint64_t best_key = ~0ull, best_seq = ~0ull;
+  int best_bank = -1;
+  const int nb = static_cast<int>(pc.banks.size());
+  // Banks with requests: from the mask (up to 64 banks), else every bank.
+  const bool masked = nb <= 64 && !reference_scan_;
+  auto consider = [&](int b) {
+    const BankHot& h = pc.hot[static_cast<std::size_t>(b)];
+    const Ps t = std::max(h.ready, part[h.part]);
+    const std::uint64_t key = (static_cast<std::uint64_t>(t) << 1) | (h.cls >= 2 ? 1u : 0u);
+    if (key < best_key || (key == best_key && h.seq < best_seq)) {
+      best_key = key;
+      best_seq = h.seq;
+      best_bank = b;
+    }
+  };
+  if (masked) {
+    for (std::uint64_t m = pc.nonempty; m != 0; m &= m - 1) {
+      const int b = __builtin_ctzll(m);
+      if (pc.hot[static_cast<std::size_t>(b)].dirty) plan_bank(pc, static_cast<std::size_t>(b));
+      consider(b);
+    }
+  } else {
+    for (int b = 0; b < nb; ++b) {
+      if (pc.banks[static_cast<std::size_t>(b)].q.empty()) continue;
+      plan_bank(pc, static_cast<std::size_t>(b));
+      consider(b);
+    }
+  }
   Cand best;
-  const int bpg = cfg_.banks_per_group;
-  for (int b = 0; b < static_cast<int>(pc.banks.size()); ++b) {
-    const Bank& bk = pc.banks[b];
-    if (bk.q.empty()) continue;
-    const Group& g = pc.groups[static_cast<std::size_t>(b / bpg)];
-    Cand c;
-    c.bank = b;
-    if (bk.open < 0) {
-      c.kind = 1;
-    } else if (bk.q.front().row == static_cast<std::uint64_t>(bk.open)) {
-      c.kind = 0;
-    } else {
-      c.kind = 2;
-      if (bk.streak < kHitStreakCap)
-        for (std::size_t i = 1; i < bk.q.size(); ++i)
-          if (bk.q[i].row == static_cast<std::uint64_t>(bk.open)) {
-            c.kind = 0;
-            c.qi = i;
-            break;
-          }
-    }
-    const Atom& a = bk.q[c.qi];
-    c.seq = a.seq;
-    Ps t = pc.now;
-    if (c.kind == 0) {
-      t = std::max({t, bk.col_ok, pc.col_ok, g.col_ok, pc.colbus_ok});
-      if (!a.write)
-        t = std::max({t, pc.bus_free - tm_.CL, pc.wr_end + tm_.WTR_S, g.wr_end + tm_.WTR_L});
-      else
-        t = std::max({t, pc.bus_free - tm_.CWL, pc.rd_end + tm_.RTW - tm_.CWL});
-    } else if (c.kind == 1) {
-      t = std::max({t, bk.act_ok, pc.act_ok, g.act_ok, pc.faw[pc.faw_i] + tm_.FAW, pc.rowbus_ok});
-    } else {
-      t = std::max({t, bk.pre_ok, pc.rowbus_ok});
-    }
-    c.t = t;
-    const bool better =
-        c.t < best.t ||
-        (c.t == best.t && ((c.kind == 0) != (best.kind == 0) ? c.kind == 0 : c.seq < best.seq));
-    if (better) best = c;
+  if (best_bank >= 0) {
+    const Bank& bk = pc.banks[static_cast<std::size_t>(best_bank)];
+    best.t = static_cast<Ps>(best_key >> 1);
+    best.bank = best_bank;
+    best.kind = bk.next_kind;
+    best.qi = bk.next_qi;
+    best.seq = best_seq;
   }
   return best;
+}
+
+void DetailedDram::add_done(Ps t, std::uint64_t id) {
+  done_.push_back({t, id});
+  done_min_ = std::min(done_min_, t);
 }
 
 void DetailedDram::atom_done(Atom& a, Ps time) {
@@ -249,10 +325,14 @@ void DetailedDram::atom_done(Atom& a, Ps time) {
   else if (a.kind == 1) ++c_.row_misses;
   else ++c_.row_conflicts;
   c_.latency_ps_sum += static_cast<double>(time - a.arrival);
+  if (a.transfer == kSingle) {
+    add_done(time, a.id);
+    return;
+  }
   TransferState& ts = transfers_[a.transfer];
   ts.done = std::max(ts.done, time);
   if (--ts.atoms_left == 0) {
-    done_.push({ts.done, ts.id});
+    add_done(ts.done, ts.id);
     free_transfers_.push_back(a.transfer);
   }
 }
@@ -262,6 +342,7 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   Group& g = pc.groups[static_cast<std::size_t>(c.bank / cfg_.banks_per_group)];
   const Ps t = c.t;
   pc.now = t;
+  pc.hot[static_cast<std::size_t>(c.bank)].dirty = true;
   Atom& a = bk.q[c.qi];
   if (c.kind == 1) {  // ACT
     if (a.kind == 0) a.kind = 1;
@@ -312,6 +393,7 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   const std::uint64_t row = a.row;
   bk.q.erase(bk.q.begin() + static_cast<std::ptrdiff_t>(c.qi));
   --pc.queued;
+  if (bk.q.empty() && c.bank < 64) pc.nonempty &= ~(1ull << c.bank);
   if (closed_page_) {
     bool more = false;
     for (const Atom& x : bk.q) more = more || x.row == row;
@@ -341,6 +423,7 @@ void DetailedDram::refresh(Pc& pc, Ps start) {
     b.act_ok = end;
     b.streak = 0;
   }
+  for (BankHot& h : pc.hot) h.dirty = true;
   pc.rowbus_ok = std::max(pc.rowbus_ok, ref_t + tm_.tCK);
   pc.now = std::max(pc.now, start);
   ++c_.refreshes;
@@ -419,16 +502,22 @@ std::vector<HbmCompletion> DetailedDram::run_until(Ps limit) {
   for (Pc& pc : pcs_)
     if (pc.next_time <= limit) run_pc(pc, limit);
   limit_ = limit;
+  // Completions by limit, in (time, id) order; later ones stay pending.
   std::vector<HbmCompletion> out;
-  while (!done_.empty() && done_.top().first <= limit) {
-    out.push_back({done_.top().second, done_.top().first});
-    done_.pop();
+  if (done_min_ <= limit) {
+    auto mid = std::partition(done_.begin(), done_.end(), [limit](const Done& d) { return d.first <= limit; });
+    std::sort(done_.begin(), mid);
+    out.reserve(static_cast<std::size_t>(mid - done_.begin()));
+    for (auto it = done_.begin(); it != mid; ++it) out.push_back({it->second, it->first});
+    done_.erase(done_.begin(), mid);
+    done_min_ = kNever;
+    for (const Done& d : done_) done_min_ = std::min(done_min_, d.first);
   }
   return out;
 }
 
 Ps DetailedDram::next_event_time() const {
-  Ps t = done_.empty() ? kNever : done_.top().first;
+  Ps t = done_min_;
   for (const Pc& pc : pcs_) t = std::min(t, pc.next_time);
   return t;
 }

@@ -54,6 +54,11 @@ class DetailedDram : public HbmModel {
   std::uint64_t submit_request(std::uint64_t addr, std::uint32_t bytes, bool write, Ps arrival);
 
   const DramTiming& timing() const { return tm_; }
+
+  // Tests: re-plan every bank at every scheduling decision and scan all
+  // banks (no cached next commands, no non-empty mask). Slow; must give
+  // exactly the same schedule.
+  void set_reference_scan(bool on) { reference_scan_ = on; }
   const AddressMapping& mapping() const { return map_; }
 
   struct Counters {
@@ -78,9 +83,11 @@ class DetailedDram : public HbmModel {
     bool write;
     std::uint8_t kind;       // 0 hit, 1 miss (needed ACT), 2 conflict (needed PRE)
     std::uint64_t seq;       // admission order, for FCFS ties
+    std::uint64_t id;        // completion id when transfer == kSingle
   };
+  static constexpr std::uint32_t kSingle = 0xffffffffu;  // a request outside any transfer
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
-    std::vector<Atom> atoms;
+    std::deque<Atom> atoms;  // a deque: appending never moves queued atoms
     std::size_t pos = 0;
     bool singles = false;  // holds one-atom submissions, in submission order
   };
@@ -89,6 +96,21 @@ class DetailedDram : public HbmModel {
     Ps act_ok = 0, pre_ok = 0, col_ok = 0;
     int streak = 0;
     std::deque<Atom> q;
+    // The bank's next command, cached until its queue or state changes
+    // (best() would otherwise rescan every queue for row hits per command).
+    bool next_write = false;
+    std::uint8_t next_kind = 0;  // 0 column, 1 activate, 2 precharge
+    std::size_t next_qi = 0;
+    std::uint64_t next_seq = 0;
+  };
+  // What best() reads of a bank with requests, packed: its next command's
+  // kind, the bank's own earliest time for it, and the request's age.
+  struct BankHot {
+    Ps ready = 0;
+    std::uint64_t seq = 0;
+    std::uint32_t part = 0;  // index of its class and group in best()'s table
+    std::uint8_t cls = 0;    // 0 read, 1 write (column commands), 2 ACT, 3 PRE
+    bool dirty = true;       // the bank's queue or state changed since planned
   };
   struct Group {
     Ps act_ok = 0, col_ok = 0, wr_end = -(1LL << 50);
@@ -103,9 +125,11 @@ class DetailedDram : public HbmModel {
     Ps next_time = kNever;
     Ps busy_ps = 0;
     int queued = 0;
+    std::uint64_t nonempty = 0;  // banks with queued requests (banks <= 64)
     int owed = 0;  // refreshes postponed, paid when the PC idles
     std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
+    std::vector<BankHot> hot;  // valid for banks with requests and not dirty
     std::vector<Group> groups;
     std::vector<Stream> streams;
   };
@@ -126,6 +150,8 @@ class DetailedDram : public HbmModel {
   bool admit(Pc& pc);
   Ps next_arrival(const Pc& pc) const;
   Cand best(Pc& pc) const;
+  void plan_bank(Pc& pc, std::size_t b) const;
+  void add_done(Ps t, std::uint64_t id);
   void issue(Pc& pc, const Cand& c);
   void refresh(Pc& pc, Ps start);
   void refresh_due(Pc& pc);  // the scheduled one; advances ref_due
@@ -134,18 +160,25 @@ class DetailedDram : public HbmModel {
   void add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr, std::uint64_t bytes,
                 bool write, std::uint32_t tidx, Ps arrival);
   void push_streams(std::vector<std::vector<Atom>>& per_pc);
+  Atom make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival,
+                 std::uint32_t& pc) const;
+  void append(Pc& pc, const Atom* first, std::size_t n);
+  std::uint32_t new_transfer(std::uint64_t id, Ps arrival);
 
   HbmConfig cfg_;
   DramTiming tm_;
   AddressMapping map_;
   double peak_;
   bool closed_page_;
+  bool reference_scan_ = false;
   std::vector<Pc> pcs_;
   std::vector<std::vector<Atom>> scratch_;  // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   using Done = std::pair<Ps, std::uint64_t>;
-  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> done_;
+  std::vector<Done> done_;  // completions not yet returned (unordered)
+  Ps done_min_ = kNever;
+  mutable std::vector<Ps> group_scratch_;
   std::uint64_t next_id_ = 1, next_seq_ = 0;
   Ps limit_ = 0;
   Counters c_;
