@@ -848,6 +848,7 @@ std::vector<Step> Lowerer::lower_collective(std::size_t i, OpPlan& plan) {
   for (std::uint8_t k = 0; k < 6; ++k)
     if (kind_name == kinds[k]) w.kind = k;
   w.bytes = std::max(in.bytes(), out.bytes());
+  w.dtype = in.dtype;  // the VPU adds reductions in the operand's dtype
   w.axes = a.mesh_axes;
   w.root = static_cast<int>(a.root);
   for (const auto& [s, d] : a.pairs) w.pairs.emplace_back(static_cast<int>(s), static_cast<int>(d));

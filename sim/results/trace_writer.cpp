@@ -97,7 +97,7 @@ void write_chrome_trace(const RunReport& r, std::ostream& os) {
      << ",\"clock_hz\":" << format_real(r.sim.clock_hz, 12)
      << ",\"tpusim_version\":" << json_string(r.version) << "},\n\"traceEvents\":[\n";
   os << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":"
-     << json_string("chip0 " + r.arch_name) << "}}";
+     << json_string("chip" + std::to_string(r.sim.slowest_chip) + " " + r.arch_name) << "}}";
   for (const auto& [key, name] : tracks) {
     const int t = tid[key];
     os << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << t
