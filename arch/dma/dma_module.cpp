@@ -1,6 +1,7 @@
 // See dma_module.h.
 #include "arch/dma/dma_module.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -10,10 +11,11 @@
 namespace tpusim::arch {
 
 DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config,
-                     double clock_hz, HbmModule& hbm)
-    : sc_core::sc_module(name), hbm_(hbm) {
+                     double clock_hz, HbmModule& hbm, OnChipBandwidth on_chip)
+    : sc_core::sc_module(name), hbm_(hbm), on_chip_(on_chip) {
   if (dma.engines <= 0) throw ConfigError("dma.engines must be positive");
   for (int i = 0; i < dma.engines; ++i) engines_.emplace_back(dma, hbm_config, clock_hz);
+  per_engine_.resize(engines_.size());
   SC_HAS_PROCESS(DmaModule);
   SC_THREAD(timers);
 }
@@ -47,10 +49,21 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     next_engine_ = (next_engine_ + 1) % engines_.size();
   }
   const Ps now = HbmModule::now_ps();
-  DmaPlan p = engines_[static_cast<std::size_t>(engine)].plan(d, now);
+  DmaEngineTiming& eng = engines_[static_cast<std::size_t>(engine)];
+  DmaPlan p = eng.plan(d, now);
+  if (p.hbm.empty()) {
+    // On-chip copy: the engine moves the data itself, at the slower
+    // memory's bandwidth, and is busy until it is done.
+    p.issue_end = on_chip_end(d, p);
+    eng.occupy_until(p.issue_end);
+  }
   ++descriptors_;
   bytes_ += d.bytes();
   requests_ += p.requests;
+  EngineStats& es = per_engine_[static_cast<std::size_t>(engine)];
+  ++es.descriptors;
+  es.bytes += d.bytes();
+  es.issue_ps += p.issue_end - p.issue_start;
   // Completion: all HBM transfers done, and never before the last request
   // has been issued (on-chip copies take the issue time only).
   struct Join {
@@ -74,11 +87,34 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
   finish(p.issue_end);
 }
 
+Ps DmaModule::on_chip_end(const DmaDescriptor& d, const DmaPlan& p) {
+  auto bw = [&](MemSpace s) {
+    switch (s) {
+      case MemSpace::cmem: return on_chip_.cmem;
+      case MemSpace::smem: return on_chip_.smem;
+      default: return on_chip_.vmem;
+    }
+  };
+  const double b = std::min(bw(d.src), bw(d.dst));
+  if (!(b > 0)) return p.issue_end;
+  const Ps t = static_cast<Ps>(static_cast<double>(d.bytes()) / b * 1e12);
+  Ps begin = p.issue_start;
+  // CMEM's bandwidth is shared by every engine (one server, first come
+  // first served): copies on several engines cannot together exceed it.
+  if (d.src == MemSpace::cmem || d.dst == MemSpace::cmem) {
+    begin = std::max(begin, cmem_free_);
+    cmem_free_ = begin + t;
+  }
+  return std::max(p.issue_end, begin + t);
+}
+
 void DmaModule::start(const DmaDescriptor& d, sc_core::sc_event& done, int engine) {
   start(d, engine, [&done] { done.notify(sc_core::SC_ZERO_TIME); });
 }
 
 void DmaModule::start(const DmaWork& work, int engine, std::function<void()> on_done) {
+  // The sequencer names engines of the program's config; fold any extra.
+  if (engine >= 0) engine %= static_cast<int>(engines_.size());
   start(DmaDescriptor::from_work(work), engine, std::move(on_done));
 }
 
@@ -95,7 +131,18 @@ StatList DmaModule::stats() const {
 }
 
 std::vector<std::pair<std::string, StatList>> DmaModule::block_stats() const {
-  return {{"dma", stats()}, {"hbm", hbm_.stats()}};
+  std::vector<std::pair<std::string, StatList>> out;
+  for (std::size_t i = 0; i < per_engine_.size(); ++i) {
+    const EngineStats& e = per_engine_[i];
+    out.push_back({"dma" + std::to_string(i),
+                   {{"descriptors", static_cast<double>(e.descriptors), "count", "descriptors started"},
+                    {"bytes", static_cast<double>(e.bytes), "bytes", "bytes copied"},
+                    {"issue_time", ps_to_seconds(e.issue_ps), "s",
+                     "time spent issuing requests (on-chip copies: moving the data)"}}});
+  }
+  out.push_back({"dma", stats()});
+  out.push_back({"hbm", hbm_.stats()});
+  return out;
 }
 
 }  // namespace tpusim::arch

@@ -1,8 +1,12 @@
 // SystemC shell of a chip's DMA engines: turns descriptors into HBM
-// transfers on the HbmModule (DmaEngineTiming plans them) and reports each
-// descriptor's completion at the exact time its last byte lands. Implements
-// the sequencer's DmaBackend. start() returns at once; nothing ticks.
-// Leaves out: on-chip memory contention (VMEM/SMEM/CMEM sides are free),
+// transfers on the HbmModule (DmaEngineTiming plans them: setup, request
+// pacing, outstanding window) and reports each descriptor's completion at
+// the exact time its last byte lands. Copies between on-chip memories take
+// bytes / the slower memory's bandwidth (when given), CMEM's bandwidth
+// being one server shared by all engines. Implements the sequencer's
+// DmaBackend; this is the engine's memory system (sim/engine/memory_system).
+// start() returns at once; nothing ticks.
+// Leaves out: VMEM/SMEM bank contention on the on-chip side of HBM copies,
 // ICI (ConfigError), descriptor queues deeper than "in order per engine".
 #pragma once
 
@@ -19,11 +23,17 @@
 
 namespace tpusim::arch {
 
+// Bandwidths (bytes/s) of the on-chip memories, for copies that do not
+// touch HBM; 0 = not modelled (such a copy then takes its issue time).
+struct OnChipBandwidth {
+  double vmem = 0, smem = 0, cmem = 0;
+};
+
 class DmaModule : public sc_core::sc_module, public DmaBackend {
  public:
   // `clock_hz`: the engines' (TensorCore) clock, for issue rate and setup.
   DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config,
-            double clock_hz, HbmModule& hbm);
+            double clock_hz, HbmModule& hbm, OnChipBandwidth on_chip = {});
 
   // Starts `d` on `engine` (0..engines-1; -1 = round robin); `on_done` runs
   // in a SystemC process at the completion time. Call from a SystemC process.
@@ -49,7 +59,16 @@ class DmaModule : public sc_core::sc_module, public DmaBackend {
   void timers();
 
   HbmModule& hbm_;
+  Ps on_chip_end(const DmaDescriptor& d, const DmaPlan& p);
+
   std::vector<DmaEngineTiming> engines_;
+  OnChipBandwidth on_chip_;
+  Ps cmem_free_ = 0;  // CMEM busy until (one server for every engine)
+  struct EngineStats {
+    std::uint64_t descriptors = 0, bytes = 0;
+    Ps issue_ps = 0;
+  };
+  std::vector<EngineStats> per_engine_;
   std::size_t next_engine_ = 0;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   std::uint64_t timer_seq_ = 0;

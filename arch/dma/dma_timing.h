@@ -12,6 +12,7 @@
 // conflicts, ICI (ConfigError), descriptor prefetch.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "arch/common/chip_config.h"
@@ -36,6 +37,8 @@ class DmaEngineTiming {
   DmaPlan plan(const DmaDescriptor& d, Ps now);
   double interval_ps() const { return interval_ps_; }
   Ps free_at() const { return free_at_; }
+  // The engine stays busy until `t` (it moves an on-chip copy's data).
+  void occupy_until(Ps t) { free_at_ = std::max(free_at_, t); }
 
  private:
   DmaConfig dma_;

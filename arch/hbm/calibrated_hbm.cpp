@@ -47,6 +47,16 @@ CalibratedHbm::CalibratedHbm(const HbmConfig& config)
   }
 }
 
+double CalibratedHbm::slowest_channel(double pcs, double forced) const {
+  // A transfer ends with its slowest pseudo-channel: while refreshes were
+  // being paid (`forced` ps of its service), one of its `pcs` channels
+  // refreshed during its service with probability pcs x forced / tREFI and
+  // held it for a whole tRFC, where the shared capacity charged it only
+  // forced x share.
+  const double odds = std::min(1.0, pcs * forced / std::max(1.0, refi_));
+  return std::max(0.0, odds * rfc_ - forced * refresh_share_);
+}
+
 double CalibratedHbm::fluid_alone(double service) const {
   // Alone on idle memory (all postponements available): full rate until
   // the credit is used, then refresh takes its share.
@@ -197,20 +207,24 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   Active a{};
   a.id = id;
   a.arrival = arrival;
-  // Service demand D at the class's steady rate on the whole memory; the
+  // Service demand D at the class's refresh-free steady rate on the whole
+  // memory, never less than its bytes at peak (the pins' limit: with large
+  // atoms T alone less one atom's latency can be shorter than that); the
   // rest of its time alone (latency, row opening, the pseudo-channels it
   // leaves idle, refreshes met) is paid after service, so alone it takes
-  // exactly T.
-  // Service is refresh-free; the refresh credit and share in advance()
-  // stretch it, and the tail is what T alone has beyond that stretch.
+  // exactly T. The refresh credit and share in advance() stretch the
+  // service, so the tail is what T alone has beyond that stretch.
   const Ps alone = alone_time(t);
   const Ps lat = std::min(atom_latency(t), alone);
   const double need = static_cast<double>(t.bytes()) * slope0(class_of(t));
-  a.remaining = std::min(need, static_cast<double>(alone - lat));
-  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(fluid_alone(a.remaining))));
+  const double at_peak = static_cast<double>(t.bytes()) / peak_ * 1e12;
+  a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
+  a.remaining = std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
+  const double stretched = fluid_alone(a.remaining);
+  const double forced_alone = std::max(0.0, stretched - credit_cap_);
+  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(stretched + slowest_channel(a.pcs, forced_alone))));
   a.write = t.write;
   a.atom_bytes = t.atom_bytes;
-  a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
@@ -310,12 +324,7 @@ void CalibratedHbm::advance(Ps to) {
     for (std::size_t i = 0; i < active_.size();) {
       if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
         const Active& a = active_[i];
-        // A transfer ends with its slowest pseudo-channel: while refreshes
-        // were being paid, one of its `pcs` channels refreshed during its
-        // service with probability pcs x forced / tREFI and held it for a
-        // whole tRFC, where the shared capacity charged it forced x share.
-        const double odds = std::min(1.0, a.pcs * a.forced / std::max(1.0, refi_));
-        const Ps slowest = static_cast<Ps>(std::llround(std::max(0.0, odds * rfc_ - a.forced * refresh_share_)));
+        const Ps slowest = static_cast<Ps>(std::llround(slowest_channel(a.pcs, a.forced)));
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
         done_.push_back({std::max(fin + a.tail, a.floor), a.id});
         std::push_heap(done_.begin(), done_.end(), std::greater<Done>());

@@ -92,6 +92,7 @@ class CalibratedHbm : public HbmModel {
   double slope0(const Key& k);  // refresh-free
   double slope(const Key& k);   // steady, with refresh's share
   double fluid_alone(double service) const;
+  double slowest_channel(double pcs, double forced) const;
   void advance(Ps to);
   void share_out();
   void split(double capacity);

@@ -203,7 +203,7 @@ std::vector<FieldSpec> build() {
   // dma
   b.integer("dma.engines", TPUSIM_FIELD(c.dma.engines), 1, "DMA engines per chip");
   b.integer("dma.issue_per_cycle", TPUSIM_FIELD(c.dma.issue_per_cycle), 1,
-            "DMA descriptors the scalar core issues per cycle");
+            "HBM requests one engine issues per cycle");
   b.integer("dma.max_outstanding", TPUSIM_FIELD(c.dma.max_outstanding), 1,
             "Outstanding HBM requests per engine");
   b.qty("dma.request_bytes", U::size, TPUSIM_FIELD(c.dma.request_bytes),

@@ -1,10 +1,9 @@
-// The chip's DMA engines and the HBM behind them, as one SystemC module
-// that the sequencers start copies on (arch::DmaBackend). Each engine works
-// through its descriptors in order, one at a time; copies on different
-// engines run concurrently and contend in the HBM model (detailed DRAM or
-// calibrated, as hbm.model says). Copies that do not touch HBM (VMEM to
-// CMEM) take bytes / on-chip bandwidth; CMEM bandwidth is one server shared
-// by all engines.
+// The chip's memory system as the sequencers see it (arch::DmaBackend):
+// the DMA engines of arch/dma (DmaModule: descriptor setup, request pacing
+// by issue rate and outstanding window, on-chip copies at the slower
+// memory's bandwidth, CMEM shared by all engines) over the HBM model's
+// SystemC shell (detailed DRAM or calibrated, as hbm.model says). Copies
+// on different engines contend in the HBM model.
 // Leaves out: ICI destinations (the multi-chip work adds them).
 #pragma once
 

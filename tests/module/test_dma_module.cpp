@@ -211,6 +211,42 @@ TEST(DmaModule, MultiDimensionalDescriptorsAndBackendPath) {
   EXPECT_EQ(written, 64.0 * 1024);
 }
 
+// On-chip copies take bytes / the slower memory's bandwidth, and CMEM is
+// one server for all engines. Bandwidths chosen so each copy's time is
+// exact in ps: 1 MiB VMEM->CMEM at 1 TB/s (CMEM slower) is 1048576 ps of
+// transfer after the engine's setup (30 cycles); two such copies on
+// engines 0 and 1 at once: the second waits for the first and ends at
+// setup + 2 x 1048576 ps. A 64 KiB VMEM
+// ->SMEM copy at 65.536 GB/s on engine 2 takes 1 us and shares nothing.
+// (Each copy's issue time, 2048 or 128 requests of 512 B at 2 per cycle,
+// is shorter than its transfer, so the bandwidth sets the end.)
+TEST(DmaModule, OnChipCopiesAtTheSlowerMemoryCmemShared) {
+  HbmModule hbm("hbm", v5e_hbm("calibrated"));
+  OnChipBandwidth bw;
+  bw.vmem = 4e12;
+  bw.cmem = 1e12;
+  bw.smem = 65.536e9;
+  DmaModule dma("dma", fast_dma(), v5e_hbm("calibrated"), kClock, hbm, bw);
+  std::vector<Ps> done(3, -1);
+  auto copy = [](MemSpace dst, std::uint64_t bytes) {
+    DmaDescriptor d;
+    d.src = MemSpace::vmem;
+    d.dst = dst;
+    d.shape = {bytes, 1, 1, 1};
+    return d;
+  };
+  sc_core::sc_spawn([&] {
+    dma.start(copy(MemSpace::cmem, 1 << 20), 0, [&] { done[0] = ps_now(); });
+    dma.start(copy(MemSpace::cmem, 1 << 20), 1, [&] { done[1] = ps_now(); });
+    dma.start(copy(MemSpace::smem, 64 << 10), 2, [&] { done[2] = ps_now(); });
+  });
+  sc_core::sc_start();
+  const Ps setup = setup_ps(fast_dma());
+  EXPECT_EQ(done[0], setup + 1048576);
+  EXPECT_EQ(done[1], setup + 2 * 1048576);
+  EXPECT_EQ(done[2], setup + 1000000);
+}
+
 TEST(DmaModule, RejectsIciAndBadDims) {
   Rig rig(v5e_hbm("calibrated"), fast_dma());
   DmaDescriptor d = hbm_read(0, 1024);

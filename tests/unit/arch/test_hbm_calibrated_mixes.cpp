@@ -85,10 +85,10 @@ arch::HbmTransfer contiguous(std::uint64_t base, std::uint64_t bytes, bool write
 // The 2048^3 gemm's A-block loads: four 128 KiB blocks (128 rows of 1 KiB,
 // 4 KiB apart) 512 KiB apart, issued 667 ps apart by the four engines.
 // Together their 512 row slices put 17 on the busiest pseudo-channel (16
-// on average) and the last block ends with it, 11% after the calibrated
+// on average) and the last block ends with it, 9.4% after the calibrated
 // model's whole-memory sharing says. Asserted at 12%, not kTol: the model
 // has no per-channel load (before refresh was calibrated separately, its
-// slope carried refresh's 9% here and the mix came within 3.4% by chance).
+// slope carried refresh's 9% and the mix came within 3.4% by chance).
 TEST(CalibratedMixes, FourStridedBlockLoads) {
   std::vector<Job> jobs;
   for (int i = 0; i < 4; ++i)

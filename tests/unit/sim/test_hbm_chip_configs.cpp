@@ -1,9 +1,11 @@
 // Every shipped chip config, loaded through the config loader (which merges
 // the configs/hbm presets under the chip's overrides), gives an HBM whose
 // peak matches the chip's published bandwidth within 3% and whose detailed
-// model streams at 88-96% of peak.
+// model streams at 88-96% of peak; and whose DMA engines can together keep
+// that HBM busy (Little's law and issue rate).
 #include <gtest/gtest.h>
 
+#include "arch/dma/dma_timing.h"
 #include "arch/hbm/detailed_dram.h"
 #include "sim/config/config_loader.h"
 
@@ -27,6 +29,22 @@ TEST_P(ShippedHbm, LoadsPeakMatchesAndStreams) {
   RecordProperty("efficiency", std::to_string(eff));
   EXPECT_GE(eff, 0.88);
   EXPECT_LE(eff, 0.96);
+}
+
+// Each engine issues one request of request_bytes every
+// max(cycle / issue_per_cycle, L / max_outstanding), L the unloaded latency
+// of one request (Little's law: bytes in flight = bandwidth x latency).
+// Together the engines must offer at least 1.2x the HBM peak, so that a
+// copy split over them is bound by HBM rather than by issue: the margin
+// covers latency above unloaded under load.
+TEST_P(ShippedHbm, DmaEnginesCanSaturateHbm) {
+  const arch::TpuConfig cfg = sim::load_tpu_config(GetParam());
+  const arch::DmaEngineTiming e(cfg.dma, cfg.hbm, cfg.chip.clock_hz);
+  const double per_engine = static_cast<double>(cfg.dma.request_bytes) / (e.interval_ps() * 1e-12);
+  const double total = per_engine * cfg.dma.engines;
+  RecordProperty("dma_over_hbm", std::to_string(total / arch::hbm_peak_bandwidth(cfg.hbm)));
+  EXPECT_GE(total, 1.2 * arch::hbm_peak_bandwidth(cfg.hbm))
+      << cfg.dma.engines << " engines x " << per_engine / 1e9 << " GB/s";
 }
 
 INSTANTIATE_TEST_SUITE_P(Chips, ShippedHbm,
