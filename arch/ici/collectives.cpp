@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "arch/common/errors.h"
 
@@ -358,8 +359,26 @@ std::uint64_t CollectiveResult::total_reduce_bytes() const {
 }
 
 // -------------------------------------------------------------- simulator
-struct IciSimulator::Active {
+// A plan and what every collective of that plan starts from. Training
+// steps repeat the same few collectives thousands of times, and planning
+// a 256-chip collective allocates one successor list per node: planning
+// once per distinct request took most of the allocator time of a run.
+struct IciSimulator::PlanInfo {
   CollectivePlan plan;
+  std::vector<std::uint32_t> deps;       // predecessors per node
+  std::vector<std::uint32_t> roots;      // nodes without predecessors
+  std::vector<std::uint32_t> chip_left;  // see Active
+  std::vector<std::uint8_t> by_incoming;
+  std::vector<std::uint64_t> planned_reduce;
+};
+
+bool IciSimulator::PlanKey::operator<(const PlanKey& o) const {
+  return std::tie(kind, bytes, axes, root, pairs) < std::tie(o.kind, o.bytes, o.axes, o.root, o.pairs);
+}
+
+struct IciSimulator::Active {
+  std::shared_ptr<const PlanInfo> info;  // released when the collective completes
+  const CollectivePlan& plan() const { return info->plan; }
   CollectiveResult res;
   std::vector<std::uint32_t> waiting;  // unmet predecessors per node
   std::uint64_t left = 0;              // nodes not yet complete
@@ -385,16 +404,54 @@ IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOp
 
 IciSimulator::~IciSimulator() = default;
 
+std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const CollectiveRequest& req) {
+  PlanKey key{req.kind, req.bytes, req.axes, req.root, req.pairs};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto info = std::make_shared<PlanInfo>();
+  info->plan = plan_collective(slice_, mesh_, req);
+  const std::vector<PlanNode>& nodes = info->plan.nodes;
+  const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
+  std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
+  info->planned_reduce.assign(chips, 0);
+  info->deps.resize(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const PlanNode& n = nodes[i];
+    info->deps[i] = n.deps;
+    if (n.deps == 0) info->roots.push_back(static_cast<std::uint32_t>(i));
+    if (n.bytes == 0) continue;
+    ++in[static_cast<std::size_t>(n.dst)];
+    ++out[static_cast<std::size_t>(n.src)];
+    info->planned_reduce[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
+  }
+  info->by_incoming.assign(chips, 0);
+  info->chip_left.assign(chips, 0);
+  for (std::size_t c = 0; c < chips; ++c) {
+    info->by_incoming[c] = in[c] > 0;
+    info->chip_left[c] = in[c] > 0 ? in[c] : out[c];
+  }
+  // Bounded memory: forget every cached plan once they hold many nodes
+  // (running collectives keep theirs alive).
+  plan_nodes_cached_ += nodes.size();
+  if (plan_nodes_cached_ > kPlanCacheNodes) {
+    plans_.clear();
+    plan_nodes_cached_ = nodes.size();
+  }
+  plans_.emplace(std::move(key), info);
+  return info;
+}
+
 std::size_t IciSimulator::plan_new(const CollectiveRequest& req, Ps at) {
   auto a = std::make_unique<Active>();
-  a->plan = plan_collective(slice_, mesh_, req);
+  a->info = plan_info(req);
+  const PlanInfo& info = *a->info;
   CollectiveResult& r = a->res;
   r.id = colls_.size();
   r.label = req.label;
   r.kind = req.kind;
-  r.algorithm = a->plan.algorithm;
+  r.algorithm = info.plan.algorithm;
   r.bytes = req.bytes;
-  r.group_size = a->plan.group_size;
+  r.group_size = info.plan.group_size;
   r.start = at;
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   r.sent_per_chip.assign(chips, 0);
@@ -402,29 +459,15 @@ std::size_t IciSimulator::plan_new(const CollectiveRequest& req, Ps at) {
   r.reduce_bytes_per_chip.assign(chips, 0);
   r.end_per_chip.assign(chips, at);
   r.bytes_per_link.assign(static_cast<std::size_t>(slice_.num_links()), 0);
-  std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
-  a->planned_reduce.assign(chips, 0);
-  for (const PlanNode& n : a->plan.nodes) {
-    if (n.bytes == 0) continue;
-    ++in[static_cast<std::size_t>(n.dst)];
-    ++out[static_cast<std::size_t>(n.src)];
-    a->planned_reduce[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
-  }
-  a->by_incoming.assign(chips, 0);
-  a->chip_left.assign(chips, 0);
-  for (std::size_t c = 0; c < chips; ++c) {
-    a->by_incoming[c] = in[c] > 0;
-    a->chip_left[c] = in[c] > 0 ? in[c] : out[c];
-  }
+  a->planned_reduce = info.planned_reduce;
+  a->by_incoming = info.by_incoming;
+  a->chip_left = info.chip_left;
   colls_.push_back(std::move(a));
   return colls_.size() - 1;
 }
 
 void IciSimulator::schedule(Ps at, std::size_t coll, int group) {
-  // Stable by time: equal times activate in request order.
-  auto pos = std::upper_bound(pending_.begin(), pending_.end(), at,
-                              [](Ps t, const PendingStart& p) { return t < p.at; });
-  pending_.insert(pos, PendingStart{at, coll, group});
+  pending_.push(PendingStart{at, pending_seq_++, coll, group});
 }
 
 std::uint64_t IciSimulator::start(const CollectiveRequest& req, Ps at) {
@@ -456,10 +499,8 @@ std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
     ++a.group_waiting[static_cast<std::size_t>(index_of_key[key])];
   }
   a.group_roots.resize(a.group_waiting.size());
-  for (std::size_t i = 0; i < a.plan.nodes.size(); ++i)
-    if (a.plan.nodes[i].deps == 0)
-      a.group_roots[static_cast<std::size_t>(a.group_of[static_cast<std::size_t>(a.plan.nodes[i].src)])].push_back(
-          static_cast<std::uint32_t>(i));
+  for (std::uint32_t i : a.info->roots)
+    a.group_roots[static_cast<std::size_t>(a.group_of[static_cast<std::size_t>(a.plan().nodes[i].src)])].push_back(i);
   a.groups_left = a.group_waiting.size();
   a.chip_started.assign(chips, 0);
   return a.res.id;
@@ -494,7 +535,7 @@ std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {
 
 Ps IciSimulator::next_event_time() const {
   Ps t = net_->next_event_time();
-  if (!pending_.empty()) t = std::min(t, pending_.front().at);
+  if (!pending_.empty()) t = std::min(t, pending_.top().at);
   return t;
 }
 
@@ -510,9 +551,15 @@ void IciSimulator::maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveRe
   a.res.end = t;
   --active_;
   ++completed_;
-  done.push_back(a.res);
-  a.plan = CollectivePlan{};  // the plan is no longer needed
+  // Nothing reads the result, plan or per-chip counts of a finished
+  // collective again (planned_reduce stays for planned_reduce_bytes).
+  done.push_back(std::move(a.res));
+  a.res = CollectiveResult{};
+  a.res.id = done.back().id;
+  a.info.reset();
   std::vector<std::uint32_t>().swap(a.waiting);
+  std::vector<std::uint32_t>().swap(a.chip_left);
+  std::vector<std::uint8_t>().swap(a.by_incoming);
   std::vector<std::vector<std::uint32_t>>().swap(a.group_roots);
 }
 
@@ -521,17 +568,15 @@ void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<Coll
   if (!a.initialized) {
     a.initialized = true;
     ++active_;
-    a.left = a.plan.nodes.size();
-    a.waiting.resize(a.plan.nodes.size());
-    for (std::size_t i = 0; i < a.plan.nodes.size(); ++i) a.waiting[i] = a.plan.nodes[i].deps;
+    a.left = a.plan().nodes.size();
+    a.waiting = a.info->deps;
   }
   // Chips with no message to wait for are done as soon as they start.
   for (int c = 0; c < slice_.num_chips(); ++c)
     if ((group < 0 || a.group_of[static_cast<std::size_t>(c)] == group) && a.chip_left[static_cast<std::size_t>(c)] == 0)
       chip_done(index, c, t);
   if (group < 0) {
-    for (std::size_t i = 0; i < a.plan.nodes.size(); ++i)
-      if (a.plan.nodes[i].deps == 0) release(index, static_cast<std::uint32_t>(i), t, done);
+    for (std::uint32_t i : a.info->roots) release(index, i, t, done);
   } else {
     --a.groups_left;
     for (std::uint32_t i : a.group_roots[static_cast<std::size_t>(group)]) release(index, i, t, done);
@@ -541,23 +586,22 @@ void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<Coll
 
 void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done) {
   Active& a = *colls_[coll];
-  const PlanNode& n = a.plan.nodes[node];
+  const PlanNode& n = a.plan().nodes[node];
   if (n.bytes == 0) {
     complete_node(coll, node, t, done);
     return;
   }
-  std::vector<int> route = slice_.route(n.src, n.dst);
-  for (int l : route) a.res.bytes_per_link[static_cast<std::size_t>(l)] += n.bytes;
+  slice_.route_into(n.src, n.dst, route_);
+  for (int l : route_) a.res.bytes_per_link[static_cast<std::size_t>(l)] += n.bytes;
   a.res.sent_per_chip[static_cast<std::size_t>(n.src)] += n.bytes;
   a.res.messages += 1;
-  const std::uint64_t id = net_->send(n.src, n.dst, n.bytes, t, std::move(route));
-  if (id != msg_owner_.size()) throw InternalError("IciSimulator: network message ids out of step");
-  msg_owner_.push_back({coll, node});
+  if (coll > UINT32_MAX) throw InternalError("IciSimulator: too many collectives for a message tag");
+  net_->send(n.src, n.dst, n.bytes, t, route_, static_cast<std::uint64_t>(coll) << 32 | node);
 }
 
 void IciSimulator::complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done) {
   Active& a = *colls_[coll];
-  for (std::uint32_t s : a.plan.nodes[node].succ)
+  for (std::uint32_t s : a.plan().nodes[node].succ)
     if (--a.waiting[s] == 0) release(coll, s, t, done);
   --a.left;
   maybe_finish(coll, t, done);
@@ -565,15 +609,15 @@ void IciSimulator::complete_node(std::size_t coll, std::uint32_t node, Ps t, std
 
 std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
   std::vector<CollectiveResult> done;
-  std::vector<Delivery> del;
+  std::vector<Delivery>& del = deliveries_;
   for (;;) {
     const Ps tn = net_->next_event_time();
-    const Ps ts = pending_.empty() ? kNeverPs : pending_.front().at;
+    const Ps ts = pending_.empty() ? kNeverPs : pending_.top().at;
     const Ps next = std::min(tn, ts);
     if (next == kNeverPs || next > t) break;
     if (ts <= tn) {
-      const PendingStart p = pending_.front();
-      pending_.erase(pending_.begin());
+      const PendingStart p = pending_.top();
+      pending_.pop();
       now_ = std::max(now_, ts);
       activate(p.coll, p.group, ts, done);
       continue;
@@ -582,9 +626,10 @@ std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
     net_->advance_to(tn, del);
     now_ = std::max(now_, tn);
     for (const Delivery& d : del) {
-      const auto [coll, node] = msg_owner_[static_cast<std::size_t>(d.msg)];
+      const std::size_t coll = static_cast<std::size_t>(d.tag >> 32);
+      const std::uint32_t node = static_cast<std::uint32_t>(d.tag);
       Active& a = *colls_[coll];
-      const PlanNode& n = a.plan.nodes[node];
+      const PlanNode& n = a.plan().nodes[node];
       const std::size_t dst = static_cast<std::size_t>(n.dst), src = static_cast<std::size_t>(n.src);
       a.res.received_per_chip[dst] += n.bytes;
       a.res.reduce_bytes_per_chip[dst] += n.reduce_bytes;

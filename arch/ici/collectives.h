@@ -47,8 +47,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -190,10 +192,23 @@ class IciSimulator {
 
  private:
   struct Active;
+  struct PlanInfo;
+  struct PlanKey {  // the request without its label
+    CollectiveKind kind;
+    std::uint64_t bytes;
+    std::vector<std::string> axes;
+    int root;
+    std::vector<std::pair<int, int>> pairs;
+    bool operator<(const PlanKey& o) const;
+  };
+  static constexpr std::size_t kPlanCacheNodes = std::size_t{1} << 22;
+  std::shared_ptr<const PlanInfo> plan_info(const CollectiveRequest& req);
   struct PendingStart {
     Ps at;
+    std::uint64_t seq;  // equal times activate in the order scheduled
     std::size_t coll;
     int group;  // -1: every group (start()); else one group (chip_start())
+    bool operator>(const PendingStart& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   std::size_t plan_new(const CollectiveRequest& req, Ps at);
   void schedule(Ps at, std::size_t coll, int group);
@@ -208,9 +223,14 @@ class IciSimulator {
   std::unique_ptr<Network> net_;
   Ps now_ = 0;
   std::vector<std::unique_ptr<Active>> colls_;
-  std::vector<PendingStart> pending_;  // activations not yet done, by time
+  // Activations not yet done: a min-heap on (time, seq).
+  std::priority_queue<PendingStart, std::vector<PendingStart>, std::greater<PendingStart>> pending_;
+  std::uint64_t pending_seq_ = 0;
+  std::vector<int> route_;  // scratch for release()
+  std::vector<Delivery> deliveries_;  // scratch for run_until()
+  std::map<PlanKey, std::shared_ptr<const PlanInfo>> plans_;  // plan cache
+  std::size_t plan_nodes_cached_ = 0;
   std::vector<ChipDone> chip_done_;
-  std::vector<std::pair<std::size_t, std::uint32_t>> msg_owner_;  // network msg id -> (coll, node)
   std::uint64_t active_ = 0;
   std::uint64_t completed_ = 0;
 };

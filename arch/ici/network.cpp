@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <queue>
 
 #include "arch/common/errors.h"
@@ -43,33 +42,45 @@ Ps Network::message_tx(const Msg& m) const {
 }
 
 std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at) {
-  return send(src, dst, bytes, at, slice_.route(src, dst));
+  slice_.route_into(src, dst, route_scratch_);
+  return send(src, dst, bytes, at, route_scratch_);
 }
 
-std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, std::vector<int> route) {
+std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const std::vector<int>& route,
+                            std::uint64_t tag) {
   if (bytes == 0 || src == dst || route.empty())
     throw InternalError("Network::send: a message needs bytes and two different chips");
   if (at < now_) throw InternalError("Network::send: send time in the past");
-  Msg m;
+  std::uint32_t slot = 0;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    if (msgs_.size() >= UINT32_MAX) throw InternalError("Network::send: too many messages in flight");
+    slot = static_cast<std::uint32_t>(msgs_.size());
+    msgs_.emplace_back();
+  }
+  Msg& m = msgs_[slot];
+  const std::uint64_t id = next_id_++;
+  m.id = id;
+  m.tag = tag;
   m.src = src;
   m.dst = dst;
   m.bytes = bytes;
-  m.route = std::move(route);
+  m.route.assign(route.begin(), route.end());  // keeps the slot's capacity
   m.packets = (bytes + options_.packet_bytes - 1) / options_.packet_bytes;
-  msgs_.push_back(std::move(m));
   chip_sent_[static_cast<std::size_t>(src)] += bytes;
   ++in_flight_;
-  const std::uint64_t id = next_id_++;
-  on_send(id, at);
+  on_send(slot, at);
   return id;
 }
 
-void Network::delivered(std::uint64_t id, Ps t, std::vector<Delivery>& out) {
-  Msg& m = msgs_[static_cast<std::size_t>(id)];
+void Network::delivered(std::uint32_t slot, Ps t, std::vector<Delivery>& out) {
+  const Msg& m = msgs_[slot];
   chip_recv_[static_cast<std::size_t>(m.dst)] += m.bytes;
   --in_flight_;
-  std::vector<int>().swap(m.route);
-  out.push_back(Delivery{id, t});
+  out.push_back(Delivery{m.id, t, m.tag});
+  free_.push_back(slot);
 }
 
 StatList Network::stats(Ps elapsed) const {
@@ -94,6 +105,35 @@ StatList Network::stats(Ps elapsed) const {
 
 namespace {
 
+// FIFO on a power-of-two ring buffer that keeps its capacity, unlike
+// std::deque, which allocates and frees a block every few hundred pushes
+// (per link, per message: the allocator was a third of a 256-chip run).
+template <class T>
+class Ring {
+ public:
+  bool empty() const { return size_ == 0; }
+  T& front() { return buf_[head_]; }
+  T& back() { return buf_[(head_ + size_ - 1) & (buf_.size() - 1)]; }
+  void push_back(const T& v) {
+    if (size_ == buf_.size()) {
+      std::vector<T> bigger(std::max<std::size_t>(4, 2 * buf_.size()));
+      for (std::size_t i = 0; i < size_; ++i) bigger[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+      buf_.swap(bigger);
+      head_ = 0;
+    }
+    buf_[(head_ + size_) & (buf_.size() - 1)] = v;
+    ++size_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --size_;
+  }
+
+ private:
+  std::vector<T> buf_;
+  std::size_t head_ = 0, size_ = 0;
+};
+
 // ---------------------------------------------------------------- aggregated
 // Whole messages hop by hop: a message's head reaches link j of its route
 // (tx of its first packet + hop latency after it started on link j-1) and
@@ -117,7 +157,7 @@ class AggregatedNetwork final : public Network {
         case Kind::arrive: arrive(e.msg, e.hop, e.t); break;
         case Kind::free: free_link(static_cast<int>(e.msg), e.t); break;
         case Kind::deliver: {
-          const Msg& m = msgs_[static_cast<std::size_t>(e.msg)];
+          const Msg& m = msg(e.msg);
           for (int l : m.route) links_[static_cast<std::size_t>(l)].bytes_received += m.bytes;
           delivered(e.msg, e.t, out);
           break;
@@ -128,10 +168,11 @@ class AggregatedNetwork final : public Network {
   }
 
  protected:
-  void on_send(std::uint64_t id, Ps at) override {
-    prev_end_.push_back(0);
-    if (at <= now_) arrive(id, 0, now_);
-    else push(Ev{at, 0, id, 0, Kind::arrive});
+  void on_send(std::uint32_t slot, Ps at) override {
+    if (slot >= prev_end_.size()) prev_end_.resize(static_cast<std::size_t>(slot) + 1, 0);
+    prev_end_[slot] = 0;
+    if (at <= now_) arrive(slot, 0, now_);
+    else push(Ev{at, 0, slot, 0, Kind::arrive});
   }
 
  private:
@@ -139,13 +180,13 @@ class AggregatedNetwork final : public Network {
   struct Ev {
     Ps t;
     std::uint64_t seq;
-    std::uint64_t msg;  // free: link id
+    std::uint32_t msg;  // message slot; free: link id
     std::uint32_t hop;
     Kind kind;
     bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   struct Queue {
-    std::deque<std::pair<std::uint64_t, std::uint32_t>> waiting;  // (msg, hop)
+    Ring<std::pair<std::uint32_t, std::uint32_t>> waiting;  // (slot, hop)
     bool busy = false;
   };
 
@@ -154,18 +195,18 @@ class AggregatedNetwork final : public Network {
     heap_.push(e);
   }
 
-  void arrive(std::uint64_t id, std::uint32_t hop, Ps t) {
-    const int link = msgs_[static_cast<std::size_t>(id)].route[hop];
+  void arrive(std::uint32_t id, std::uint32_t hop, Ps t) {
+    const int link = msg(id).route[hop];
     Queue& q = queues_[static_cast<std::size_t>(link)];
     if (q.busy) q.waiting.push_back({id, hop});
     else begin(link, id, hop, t);
   }
 
-  void begin(int link, std::uint64_t id, std::uint32_t hop, Ps t) {
-    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+  void begin(int link, std::uint32_t id, std::uint32_t hop, Ps t) {
+    const Msg& m = msg(id);
     const Ps whole = message_tx(m);
     Ps end = t + whole;
-    Ps& prev = prev_end_[static_cast<std::size_t>(id)];
+    Ps& prev = prev_end_[id];
     if (hop > 0) end = std::max(end, prev + hop_ps_ + tx_ps(packet_size(m, m.packets - 1)));
     prev = end;
     queues_[static_cast<std::size_t>(link)].busy = true;
@@ -173,7 +214,7 @@ class AggregatedNetwork final : public Network {
     st.bytes_sent += m.bytes;
     st.messages += 1;
     st.busy += whole;
-    push(Ev{end, 0, static_cast<std::uint64_t>(link), 0, Kind::free});
+    push(Ev{end, 0, static_cast<std::uint32_t>(link), 0, Kind::free});
     if (hop + 1 == m.route.size()) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
     else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, hop + 1, Kind::arrive});
   }
@@ -188,7 +229,7 @@ class AggregatedNetwork final : public Network {
   }
 
   std::vector<Queue> queues_;
-  std::vector<Ps> prev_end_;  // per message: end on the previous hop
+  std::vector<Ps> prev_end_;  // per message slot: end on the previous hop
   std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> heap_;
   std::uint64_t seq_ = 0;
 };
@@ -218,8 +259,8 @@ class PacketNetwork final : public Network {
   }
 
  protected:
-  void on_send(std::uint64_t id, Ps at) override {
-    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+  void on_send(std::uint32_t id, Ps at) override {
+    const Msg& m = msg(id);
     for (int l : m.route) links_[static_cast<std::size_t>(l)].messages += 1;
     const std::uint32_t count = static_cast<std::uint32_t>(m.packets);
     if (at <= now_) arrive(id, 0, count, 0, now_);
@@ -231,7 +272,7 @@ class PacketNetwork final : public Network {
   struct Ev {
     Ps t;
     std::uint64_t seq;
-    std::uint64_t msg;
+    std::uint32_t msg;  // message slot
     std::uint32_t a;    // finish: link; arrive: first packet
     std::uint32_t b;    // arrive: packet count
     std::uint32_t hop;  // arrive: hop index along the route
@@ -241,13 +282,13 @@ class PacketNetwork final : public Network {
   };
   // Consecutive packets of one message waiting at one link.
   struct Run {
-    std::uint64_t msg;
+    std::uint32_t msg;
     std::uint32_t first;
     std::uint32_t count;
     std::uint32_t hop;
   };
   struct Queue {
-    std::deque<Run> runs;
+    Ring<Run> runs;
     bool busy = false;
   };
 
@@ -324,8 +365,8 @@ class PacketNetwork final : public Network {
     return index + 1 < m.packets ? full_tx_ : tx_ps(packet_size(m, index));
   }
 
-  void arrive(std::uint64_t id, std::uint32_t first, std::uint32_t count, std::uint32_t hop, Ps t) {
-    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+  void arrive(std::uint32_t id, std::uint32_t first, std::uint32_t count, std::uint32_t hop, Ps t) {
+    const Msg& m = msg(id);
     const int link = m.route[hop];
     Queue& q = queues_[static_cast<std::size_t>(link)];
     if (!q.runs.empty()) {
@@ -342,7 +383,7 @@ class PacketNetwork final : public Network {
   void start(int link, Ps t) {
     Queue& q = queues_[static_cast<std::size_t>(link)];
     const Run& r = q.runs.front();
-    const Msg& m = msgs_[static_cast<std::size_t>(r.msg)];
+    const Msg& m = msg(r.msg);
     q.busy = true;
     push(Ev{t + packet_tx(m, r.first), 0, 0, static_cast<std::uint32_t>(link), 0, 0, Kind::finish});
   }
@@ -350,10 +391,10 @@ class PacketNetwork final : public Network {
   void finish(std::uint32_t link, Ps t, std::vector<Delivery>& out) {
     Queue& q = queues_[link];
     Run& r = q.runs.front();
-    const std::uint64_t id = r.msg;
+    const std::uint32_t id = r.msg;
     const std::uint32_t pkt = r.first;
     const std::uint32_t hop = r.hop;
-    const Msg& m = msgs_[static_cast<std::size_t>(id)];
+    const Msg& m = msg(id);
     const std::uint64_t size = packet_size(m, pkt);
     LinkStats& st = links_[link];
     st.bytes_sent += size;

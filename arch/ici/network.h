@@ -50,6 +50,7 @@ struct NetworkOptions {
 struct Delivery {
   std::uint64_t msg = 0;  // id returned by Network::send
   Ps time = 0;            // last byte arrived at the destination
+  std::uint64_t tag = 0;  // the sender's tag (send)
 };
 
 struct LinkStats {
@@ -70,7 +71,11 @@ class Network {
   // Sends `bytes` (> 0) from src to dst (src != dst) along `route` (link
   // ids from Slice::route(src, dst)), entering the first link's queue at
   // `at` >= now(). Returns the message id (0, 1, 2, ... in send order).
-  std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at, std::vector<int> route);
+  // The route is copied into a recycled message slot.
+  // `tag` is the caller's own, handed back in the Delivery (so callers
+  // need no table indexed by message id).
+  std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at, const std::vector<int>& route,
+                     std::uint64_t tag = 0);
   std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at);
 
   // Earliest pending event, kNeverPs when nothing is in flight.
@@ -98,15 +103,22 @@ class Network {
   StatList stats(Ps elapsed) const;
 
  protected:
+  // A message in flight, in a slot that is recycled once it is delivered
+  // (events name the slot; the id goes back to the caller), so that long
+  // runs keep no per-message memory and allocate nothing once warm.
   struct Msg {
+    std::uint64_t id = 0;
+    std::uint64_t tag = 0;
     int src = 0;
     int dst = 0;
     std::uint64_t bytes = 0;
     std::vector<int> route;
     std::uint64_t packets = 0;  // packet count
   };
-  virtual void on_send(std::uint64_t id, Ps at) = 0;
-  void delivered(std::uint64_t id, Ps t, std::vector<Delivery>& out);
+  virtual void on_send(std::uint32_t slot, Ps at) = 0;
+  // Reports the message and frees its slot: no event may name it after.
+  void delivered(std::uint32_t slot, Ps t, std::vector<Delivery>& out);
+  const Msg& msg(std::uint32_t slot) const { return msgs_[slot]; }
   std::uint64_t packet_size(const Msg& m, std::uint64_t index) const;
   // Transmission time of the whole message: the sum over its packets.
   Ps message_tx(const Msg& m) const;
@@ -116,7 +128,9 @@ class Network {
   double ps_per_byte_ = 0;
   Ps hop_ps_ = 0;
   Ps now_ = 0;
-  std::vector<Msg> msgs_;
+  std::vector<Msg> msgs_;               // slots
+  std::vector<std::uint32_t> free_;     // slots of delivered messages
+  std::vector<int> route_scratch_;      // send() without a route
   std::vector<LinkStats> links_;
   std::vector<std::uint64_t> chip_sent_, chip_recv_;
   std::uint64_t next_id_ = 0;

@@ -67,6 +67,8 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
     shape_error(shape, std::to_string(chips) + " chips exceed ici.max_chips " +
                            std::to_string(config.max_chips));
   num_chips_ = static_cast<int>(chips);
+  for (std::size_t a = 0, step = 1; a < dims_.size(); step *= static_cast<std::size_t>(dims_[a]), ++a)
+    stride_.push_back(static_cast<int>(step));
   for (int d : dims_) {
     if (config.wraparound == "length16" && (!is_pow2(d) || d > 16))
       shape_error(shape, "axis length " + std::to_string(d) +
@@ -183,10 +185,15 @@ std::vector<int> Slice::neighbours(int chip) const {
 }
 
 std::vector<int> Slice::route(int src, int dst) const {
+  std::vector<int> path;
+  route_into(src, dst, path);
+  return path;
+}
+
+void Slice::route_into(int src, int dst, std::vector<int>& path) const {
   if (src < 0 || src >= num_chips_ || dst < 0 || dst >= num_chips_)
     throw InternalError("Slice::route: chip out of range");
-  std::vector<int> path;
-  const std::vector<int> target = coords(dst);
+  path.clear();
   int cur = src;
   // A twisted wrap shifts other coordinates, so passes repeat until the
   // destination is reached; each pass fixes at least the axes after the
@@ -196,26 +203,26 @@ std::vector<int> Slice::route(int src, int dst) const {
     for (int a = 0; a < rank(); ++a) {
       const std::size_t ua = static_cast<std::size_t>(a);
       const int len = dims_[ua];
+      const int target = coord(dst, a);
       int dir = 0;
-      const int start = coords(cur)[ua];
-      if (start == target[ua]) continue;
+      const int start = coord(cur, a);
+      if (start == target) continue;
       if (wraps_[ua]) {
-        const int fwd = ((target[ua] - start) % len + len) % len;
+        const int fwd = ((target - start) % len + len) % len;
         const int back = len - fwd;
         dir = fwd < back ? +1 : back < fwd ? -1 : (start % 2 == 0 ? +1 : -1);
       } else {
-        dir = target[ua] > start ? +1 : -1;
+        dir = target > start ? +1 : -1;
       }
-      for (int guard = 0; coords(cur)[ua] != target[ua]; ++guard) {
+      for (int guard = 0; coord(cur, a) != target; ++guard) {
         if (guard > len) throw InternalError("Slice::route: axis walk did not converge");
-        const int l = out_link(cur, a, dir);
+        const int l = out_[static_cast<std::size_t>(cur * 2 * rank() + a * 2 + (dir > 0 ? 0 : 1))];
         if (l < 0) throw InternalError("Slice::route: missing link");
         path.push_back(l);
-        cur = link(l).dst;
+        cur = links_[static_cast<std::size_t>(l)].dst;
       }
     }
   }
-  return path;
 }
 
 int Slice::host_of(int chip) const {

@@ -65,6 +65,9 @@ class Slice {
   bool twisted() const { return twisted_; }
 
   std::vector<int> coords(int chip) const;
+  int coord(int chip, int axis) const {  // coords(chip)[axis] without allocating
+    return (chip / stride_[static_cast<std::size_t>(axis)]) % dims_[static_cast<std::size_t>(axis)];
+  }
   int chip_at(const std::vector<int>& coords) const;  // coords in range
   std::string chip_name(int chip) const;               // "(3,0,7)"
 
@@ -83,6 +86,9 @@ class Slice {
   // so that half of the half-way messages go each way). Returns link ids;
   // empty when src == dst.
   std::vector<int> route(int src, int dst) const;
+  // The same route written into `path` (cleared first), which keeps its
+  // capacity: no allocation once warm (simulators route every message).
+  void route_into(int src, int dst, std::vector<int>& path) const;
 
   std::vector<int> host_block() const { return host_block_; }
   int host_of(int chip) const;
@@ -92,6 +98,7 @@ class Slice {
   IciConfig config_;
   std::string shape_;
   std::vector<int> dims_;
+  std::vector<int> stride_;  // chip index step of one unit along each axis
   std::vector<bool> wraps_;
   bool twisted_ = false;
   // twist_[a][b]: shift along axis b applied when crossing axis a's +wrap.
