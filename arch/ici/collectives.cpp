@@ -363,8 +363,18 @@ std::uint64_t CollectiveResult::total_reduce_bytes() const {
 // steps repeat the same few collectives thousands of times, and planning
 // a 256-chip collective allocates one successor list per node: planning
 // once per distinct request took most of the allocator time of a run.
+// Nodes are kept flat (successors in one array) because following
+// per-node successor vectors was a cache miss per completed message.
 struct IciSimulator::PlanInfo {
-  CollectivePlan plan;
+  struct Node {
+    int src, dst;
+    std::uint64_t bytes, reduce_bytes;
+  };
+  std::string algorithm;
+  int group_size = 1;
+  std::vector<Node> nodes;
+  std::vector<std::uint32_t> succ_begin;  // node i's successors: succ[succ_begin[i] .. succ_begin[i+1])
+  std::vector<std::uint32_t> succ;
   std::vector<std::uint32_t> deps;       // predecessors per node
   std::vector<std::uint32_t> roots;      // nodes without predecessors
   std::vector<std::uint32_t> chip_left;  // see Active
@@ -378,7 +388,7 @@ bool IciSimulator::PlanKey::operator<(const PlanKey& o) const {
 
 struct IciSimulator::Active {
   std::shared_ptr<const PlanInfo> info;  // released when the collective completes
-  const CollectivePlan& plan() const { return info->plan; }
+
   CollectiveResult res;
   std::vector<std::uint32_t> waiting;  // unmet predecessors per node
   std::uint64_t left = 0;              // nodes not yet complete
@@ -409,8 +419,18 @@ std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const Coll
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto info = std::make_shared<PlanInfo>();
-  info->plan = plan_collective(slice_, mesh_, req);
-  const std::vector<PlanNode>& nodes = info->plan.nodes;
+  const CollectivePlan plan = plan_collective(slice_, mesh_, req);
+  const std::vector<PlanNode>& nodes = plan.nodes;
+  info->algorithm = plan.algorithm;
+  info->group_size = plan.group_size;
+  info->nodes.reserve(nodes.size());
+  info->succ_begin.reserve(nodes.size() + 1);
+  for (const PlanNode& n : nodes) {
+    info->nodes.push_back({n.src, n.dst, n.bytes, n.reduce_bytes});
+    info->succ_begin.push_back(static_cast<std::uint32_t>(info->succ.size()));
+    info->succ.insert(info->succ.end(), n.succ.begin(), n.succ.end());
+  }
+  info->succ_begin.push_back(static_cast<std::uint32_t>(info->succ.size()));
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
   info->planned_reduce.assign(chips, 0);
@@ -449,9 +469,9 @@ std::size_t IciSimulator::plan_new(const CollectiveRequest& req, Ps at) {
   r.id = colls_.size();
   r.label = req.label;
   r.kind = req.kind;
-  r.algorithm = info.plan.algorithm;
+  r.algorithm = info.algorithm;
   r.bytes = req.bytes;
-  r.group_size = info.plan.group_size;
+  r.group_size = info.group_size;
   r.start = at;
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   r.sent_per_chip.assign(chips, 0);
@@ -500,7 +520,7 @@ std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
   }
   a.group_roots.resize(a.group_waiting.size());
   for (std::uint32_t i : a.info->roots)
-    a.group_roots[static_cast<std::size_t>(a.group_of[static_cast<std::size_t>(a.plan().nodes[i].src)])].push_back(i);
+    a.group_roots[static_cast<std::size_t>(a.group_of[static_cast<std::size_t>(a.info->nodes[i].src)])].push_back(i);
   a.groups_left = a.group_waiting.size();
   a.chip_started.assign(chips, 0);
   return a.res.id;
@@ -568,7 +588,7 @@ void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<Coll
   if (!a.initialized) {
     a.initialized = true;
     ++active_;
-    a.left = a.plan().nodes.size();
+    a.left = a.info->nodes.size();
     a.waiting = a.info->deps;
   }
   // Chips with no message to wait for are done as soon as they start.
@@ -586,23 +606,43 @@ void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<Coll
 
 void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done) {
   Active& a = *colls_[coll];
-  const PlanNode& n = a.plan().nodes[node];
+  const PlanInfo::Node& n = a.info->nodes[node];
   if (n.bytes == 0) {
     complete_node(coll, node, t, done);
     return;
   }
-  slice_.route_into(n.src, n.dst, route_);
-  for (int l : route_) a.res.bytes_per_link[static_cast<std::size_t>(l)] += n.bytes;
+  std::size_t hops = 0;
+  const int* route = route_of(n.src, n.dst, hops);
+  for (std::size_t h = 0; h < hops; ++h) a.res.bytes_per_link[static_cast<std::size_t>(route[h])] += n.bytes;
   a.res.sent_per_chip[static_cast<std::size_t>(n.src)] += n.bytes;
   a.res.messages += 1;
   if (coll > UINT32_MAX) throw InternalError("IciSimulator: too many collectives for a message tag");
-  net_->send(n.src, n.dst, n.bytes, t, route_, static_cast<std::uint64_t>(coll) << 32 | node);
+  net_->send(n.src, n.dst, n.bytes, t, route, hops, static_cast<std::uint64_t>(coll) << 32 | node);
+}
+
+const int* IciSimulator::route_of(int src, int dst, std::size_t& hops) {
+  const int chips = slice_.num_chips();
+  if (chips > kRouteCacheChips) {
+    slice_.route_into(src, dst, route_);
+    hops = route_.size();
+    return route_.data();
+  }
+  if (route_index_.empty()) route_index_.assign(static_cast<std::size_t>(chips) * static_cast<std::size_t>(chips), {0, 0});
+  auto& e = route_index_[static_cast<std::size_t>(src) * static_cast<std::size_t>(chips) + static_cast<std::size_t>(dst)];
+  if (e.second == 0) {  // src != dst, so a cached route has hops
+    slice_.route_into(src, dst, route_);
+    e = {static_cast<std::uint32_t>(route_cache_.size()), static_cast<std::uint32_t>(route_.size())};
+    route_cache_.insert(route_cache_.end(), route_.begin(), route_.end());
+  }
+  hops = e.second;
+  return route_cache_.data() + e.first;
 }
 
 void IciSimulator::complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done) {
   Active& a = *colls_[coll];
-  for (std::uint32_t s : a.plan().nodes[node].succ)
-    if (--a.waiting[s] == 0) release(coll, s, t, done);
+  const PlanInfo& info = *a.info;
+  for (std::uint32_t i = info.succ_begin[node]; i < info.succ_begin[node + 1]; ++i)
+    if (--a.waiting[info.succ[i]] == 0) release(coll, info.succ[i], t, done);
   --a.left;
   maybe_finish(coll, t, done);
 }
@@ -629,7 +669,7 @@ std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
       const std::size_t coll = static_cast<std::size_t>(d.tag >> 32);
       const std::uint32_t node = static_cast<std::uint32_t>(d.tag);
       Active& a = *colls_[coll];
-      const PlanNode& n = a.plan().nodes[node];
+      const PlanInfo::Node& n = a.info->nodes[node];
       const std::size_t dst = static_cast<std::size_t>(n.dst), src = static_cast<std::size_t>(n.src);
       a.res.received_per_chip[dst] += n.bytes;
       a.res.reduce_bytes_per_chip[dst] += n.reduce_bytes;

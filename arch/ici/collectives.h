@@ -226,7 +226,13 @@ class IciSimulator {
   // Activations not yet done: a min-heap on (time, seq).
   std::priority_queue<PendingStart, std::vector<PendingStart>, std::greater<PendingStart>> pending_;
   std::uint64_t pending_seq_ = 0;
-  std::vector<int> route_;  // scratch for release()
+  // Route of a message, from a per-(src, dst) cache on slices of up to
+  // kRouteCacheChips chips (routing was a tenth of a 256-chip run).
+  const int* route_of(int src, int dst, std::size_t& hops);
+  static constexpr int kRouteCacheChips = 1024;
+  std::vector<int> route_;  // scratch for route_of() without the cache
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> route_index_;  // src * chips + dst -> (offset, hops)
+  std::vector<int> route_cache_;
   std::vector<Delivery> deliveries_;  // scratch for run_until()
   std::map<PlanKey, std::shared_ptr<const PlanInfo>> plans_;  // plan cache
   std::size_t plan_nodes_cached_ = 0;

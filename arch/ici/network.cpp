@@ -26,6 +26,7 @@ Network::Network(const Slice& slice, const NetworkOptions& options)
   if (options.packet_bytes == 0) throw ConfigError("ICI packet size must be positive");
   ps_per_byte_ = 1e12 / slice.config().link_bandwidth;
   hop_ps_ = static_cast<Ps>(std::llround(slice.config().hop_latency * 1e12));
+  for (int d : slice.dims()) route_stride_ += static_cast<std::size_t>(d);  // covers untwisted routes
 }
 
 Ps Network::tx_ps(std::uint64_t bytes) const {
@@ -48,7 +49,12 @@ std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at) {
 
 std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const std::vector<int>& route,
                             std::uint64_t tag) {
-  if (bytes == 0 || src == dst || route.empty())
+  return send(src, dst, bytes, at, route.data(), route.size(), tag);
+}
+
+std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const int* route, std::size_t hops,
+                            std::uint64_t tag) {
+  if (bytes == 0 || src == dst || hops == 0)
     throw InternalError("Network::send: a message needs bytes and two different chips");
   if (at < now_) throw InternalError("Network::send: send time in the past");
   std::uint32_t slot = 0;
@@ -59,6 +65,19 @@ std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const 
     if (msgs_.size() >= UINT32_MAX) throw InternalError("Network::send: too many messages in flight");
     slot = static_cast<std::uint32_t>(msgs_.size());
     msgs_.emplace_back();
+    route_pool_.resize(msgs_.size() * route_stride_);
+  }
+  if (hops > route_stride_) {
+    // Longer than any route so far: lay the pool out again, wider (a
+    // dimension-order route is at most the sum of the axis lengths, so
+    // this happens a few times per network at most).
+    const std::size_t wider = std::max<std::size_t>(hops, 2 * route_stride_);
+    std::vector<int> pool(msgs_.size() * wider);
+    for (std::size_t i = 0; i < msgs_.size(); ++i)
+      std::copy_n(route_pool_.begin() + static_cast<std::ptrdiff_t>(i * route_stride_), route_stride_,
+                  pool.begin() + static_cast<std::ptrdiff_t>(i * wider));
+    route_pool_.swap(pool);
+    route_stride_ = wider;
   }
   Msg& m = msgs_[slot];
   const std::uint64_t id = next_id_++;
@@ -67,7 +86,8 @@ std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const 
   m.src = src;
   m.dst = dst;
   m.bytes = bytes;
-  m.route.assign(route.begin(), route.end());  // keeps the slot's capacity
+  m.hops = static_cast<std::uint32_t>(hops);
+  std::copy_n(route, hops, route_pool_.begin() + static_cast<std::ptrdiff_t>(std::size_t{slot} * route_stride_));
   m.packets = (bytes + options_.packet_bytes - 1) / options_.packet_bytes;
   chip_sent_[static_cast<std::size_t>(src)] += bytes;
   ++in_flight_;
@@ -158,7 +178,8 @@ class AggregatedNetwork final : public Network {
         case Kind::free: free_link(static_cast<int>(e.msg), e.t); break;
         case Kind::deliver: {
           const Msg& m = msg(e.msg);
-          for (int l : m.route) links_[static_cast<std::size_t>(l)].bytes_received += m.bytes;
+          const int* r = route(e.msg);
+          for (std::uint32_t h = 0; h < m.hops; ++h) links_[static_cast<std::size_t>(r[h])].bytes_received += m.bytes;
           delivered(e.msg, e.t, out);
           break;
         }
@@ -196,7 +217,7 @@ class AggregatedNetwork final : public Network {
   }
 
   void arrive(std::uint32_t id, std::uint32_t hop, Ps t) {
-    const int link = msg(id).route[hop];
+    const int link = route(id)[hop];
     Queue& q = queues_[static_cast<std::size_t>(link)];
     if (q.busy) q.waiting.push_back({id, hop});
     else begin(link, id, hop, t);
@@ -215,7 +236,7 @@ class AggregatedNetwork final : public Network {
     st.messages += 1;
     st.busy += whole;
     push(Ev{end, 0, static_cast<std::uint32_t>(link), 0, Kind::free});
-    if (hop + 1 == m.route.size()) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
+    if (hop + 1 == m.hops) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
     else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, hop + 1, Kind::arrive});
   }
 
@@ -261,7 +282,8 @@ class PacketNetwork final : public Network {
  protected:
   void on_send(std::uint32_t id, Ps at) override {
     const Msg& m = msg(id);
-    for (int l : m.route) links_[static_cast<std::size_t>(l)].messages += 1;
+    const int* r = route(id);
+    for (std::uint32_t h = 0; h < m.hops; ++h) links_[static_cast<std::size_t>(r[h])].messages += 1;
     const std::uint32_t count = static_cast<std::uint32_t>(m.packets);
     if (at <= now_) arrive(id, 0, count, 0, now_);
     else push(Ev{at, 0, id, 0, count, 0, Kind::arrive});
@@ -366,8 +388,7 @@ class PacketNetwork final : public Network {
   }
 
   void arrive(std::uint32_t id, std::uint32_t first, std::uint32_t count, std::uint32_t hop, Ps t) {
-    const Msg& m = msg(id);
-    const int link = m.route[hop];
+    const int link = route(id)[hop];
     Queue& q = queues_[static_cast<std::size_t>(link)];
     if (!q.runs.empty()) {
       Run& tail = q.runs.back();
@@ -405,7 +426,7 @@ class PacketNetwork final : public Network {
     ++r.first;
     if (--r.count == 0) q.runs.pop_front();
     q.busy = false;
-    if (hop + 1 == m.route.size()) {
+    if (hop + 1 == m.hops) {
       // Intermediate packets at the destination need no event: only the
       // last one completes the message.
       if (pkt + 1 == m.packets) push(Ev{t + hop_ps_, 0, id, 0, 0, 0, Kind::deliver});

@@ -76,6 +76,8 @@ class Network {
   // need no table indexed by message id).
   std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at, const std::vector<int>& route,
                      std::uint64_t tag = 0);
+  std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at, const int* route, std::size_t hops,
+                     std::uint64_t tag);
   std::uint64_t send(int src, int dst, std::uint64_t bytes, Ps at);
 
   // Earliest pending event, kNeverPs when nothing is in flight.
@@ -112,13 +114,14 @@ class Network {
     int src = 0;
     int dst = 0;
     std::uint64_t bytes = 0;
-    std::vector<int> route;
     std::uint64_t packets = 0;  // packet count
+    std::uint32_t hops = 0;     // route length; the links are route(slot)
   };
   virtual void on_send(std::uint32_t slot, Ps at) = 0;
   // Reports the message and frees its slot: no event may name it after.
   void delivered(std::uint32_t slot, Ps t, std::vector<Delivery>& out);
   const Msg& msg(std::uint32_t slot) const { return msgs_[slot]; }
+  const int* route(std::uint32_t slot) const { return route_pool_.data() + std::size_t{slot} * route_stride_; }
   std::uint64_t packet_size(const Msg& m, std::uint64_t index) const;
   // Transmission time of the whole message: the sum over its packets.
   Ps message_tx(const Msg& m) const;
@@ -131,6 +134,10 @@ class Network {
   std::vector<Msg> msgs_;               // slots
   std::vector<std::uint32_t> free_;     // slots of delivered messages
   std::vector<int> route_scratch_;      // send() without a route
+  // Routes of all slots in one array, route_stride_ ints per slot: reading
+  // a route at delivery was a cache miss per message with a vector each.
+  std::vector<int> route_pool_;
+  std::size_t route_stride_ = 0;
   std::vector<LinkStats> links_;
   std::vector<std::uint64_t> chip_sent_, chip_recv_;
   std::uint64_t next_id_ = 0;
