@@ -95,7 +95,7 @@ class DetailedDram : public HbmModel {
     std::int64_t open = -1;
     Ps act_ok = 0, pre_ok = 0, col_ok = 0;
     int streak = 0;
-    std::deque<Atom> q;
+    std::vector<Atom> q;  // short (<= queue_depth): erasing inside is cheap
     // The bank's next command, cached until its queue or state changes
     // (best() would otherwise rescan every queue for row hits per command).
     bool next_write = false;
