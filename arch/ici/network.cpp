@@ -57,6 +57,7 @@ std::uint64_t Network::send(int src, int dst, std::uint64_t bytes, Ps at, const 
   if (bytes == 0 || src == dst || hops == 0)
     throw InternalError("Network::send: a message needs bytes and two different chips");
   if (at < now_) throw InternalError("Network::send: send time in the past");
+  if (hops > UINT16_MAX) throw InternalError("Network::send: route longer than 65535 hops");
   std::uint32_t slot = 0;
   if (!free_.empty()) {
     slot = free_.back();
@@ -174,7 +175,7 @@ class AggregatedNetwork final : public Network {
       ++events_;
       now_ = e.t;
       switch (e.kind) {
-        case Kind::arrive: arrive(e.msg, e.hop, e.t); break;
+        case Kind::arrive: arrive(e.msg, e.hop, e.t, e.seq); break;
         case Kind::free: free_link(static_cast<int>(e.msg), e.t); break;
         case Kind::deliver: {
           const Msg& m = msg(e.msg);
@@ -192,7 +193,8 @@ class AggregatedNetwork final : public Network {
   void on_send(std::uint32_t slot, Ps at) override {
     if (slot >= prev_end_.size()) prev_end_.resize(static_cast<std::size_t>(slot) + 1, 0);
     prev_end_[slot] = 0;
-    if (at <= now_) arrive(slot, 0, now_);
+    // Every event up to now_ has been processed: later than any of them.
+    if (at <= now_) arrive(slot, 0, now_, UINT64_MAX);
     else push(Ev{at, 0, slot, 0, Kind::arrive});
   }
 
@@ -202,13 +204,19 @@ class AggregatedNetwork final : public Network {
     Ps t;
     std::uint64_t seq;
     std::uint32_t msg;  // message slot; free: link id
-    std::uint32_t hop;
+    std::uint16_t hop;  // 24-byte events: the heap is most of the time
     Kind kind;
     bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
+  // A link's free event is only put on the heap when a message waits for
+  // it (most of them found an empty queue and were half the heap), with
+  // the sequence number reserved when the transmission began, so that
+  // every event keeps its place in (time, creation) order. Invariant: a
+  // non-empty queue has its free event on the heap.
   struct Queue {
     Ring<std::pair<std::uint32_t, std::uint32_t>> waiting;  // (slot, hop)
-    bool busy = false;
+    Ps busy_until = -1;          // end of the current transmission
+    std::uint64_t free_seq = 0;  // its free event's place among equal times
   };
 
   void push(Ev e) {
@@ -216,11 +224,18 @@ class AggregatedNetwork final : public Network {
     heap_.push(e);
   }
 
-  void arrive(std::uint32_t id, std::uint32_t hop, Ps t) {
+  // `seq`: the arrival event's own; the link is still busy at its end
+  // time for events ordered before its free event.
+  void arrive(std::uint32_t id, std::uint32_t hop, Ps t, std::uint64_t seq) {
     const int link = route(id)[hop];
     Queue& q = queues_[static_cast<std::size_t>(link)];
-    if (q.busy) q.waiting.push_back({id, hop});
-    else begin(link, id, hop, t);
+    const bool busy = q.busy_until > t || (q.busy_until == t && seq < q.free_seq);
+    if (!busy) {
+      begin(link, id, hop, t);
+      return;
+    }
+    if (q.waiting.empty()) heap_.push(Ev{q.busy_until, q.free_seq, static_cast<std::uint32_t>(link), 0, Kind::free});
+    q.waiting.push_back({id, hop});
   }
 
   void begin(int link, std::uint32_t id, std::uint32_t hop, Ps t) {
@@ -230,23 +245,23 @@ class AggregatedNetwork final : public Network {
     Ps& prev = prev_end_[id];
     if (hop > 0) end = std::max(end, prev + hop_ps_ + tx_ps(packet_size(m, m.packets - 1)));
     prev = end;
-    queues_[static_cast<std::size_t>(link)].busy = true;
+    Queue& q = queues_[static_cast<std::size_t>(link)];
+    q.busy_until = end;
+    q.free_seq = seq_++;
     LinkStats& st = links_[static_cast<std::size_t>(link)];
     st.bytes_sent += m.bytes;
     st.messages += 1;
     st.busy += whole;
-    push(Ev{end, 0, static_cast<std::uint32_t>(link), 0, Kind::free});
     if (hop + 1 == m.hops) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
-    else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, hop + 1, Kind::arrive});
+    else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, static_cast<std::uint16_t>(hop + 1), Kind::arrive});
   }
 
   void free_link(int link, Ps t) {
     Queue& q = queues_[static_cast<std::size_t>(link)];
-    q.busy = false;
-    if (q.waiting.empty()) return;
-    const auto [id, hop] = q.waiting.front();
+    const auto [id, hop] = q.waiting.front();  // non-empty: see Queue
     q.waiting.pop_front();
     begin(link, id, hop, t);
+    if (!q.waiting.empty()) heap_.push(Ev{q.busy_until, q.free_seq, static_cast<std::uint32_t>(link), 0, Kind::free});
   }
 
   std::vector<Queue> queues_;
