@@ -20,17 +20,13 @@
 #include <sstream>
 
 #include "../unit/sim/config_test_util.h"
+#include "cli_test_util.h"
 
 namespace {
 
 using tpusim::sim::testing::TempDir;
 
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tpusim::test::slurp;
 
 struct Result {
   int rc = -1;
@@ -38,11 +34,8 @@ struct Result {
 };
 
 Result run_tpusim(const std::string& args, const TempDir& d) {
-  const char* b = std::getenv("TPUSIM_BINARY");
-  if (!b) throw std::runtime_error("TPUSIM_BINARY is not set");
-  const std::string out = d.path() + "/stdout", err = d.path() + "/stderr";
-  const int status = std::system(("'" + std::string(b) + "' " + args + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+  const tpusim::test::CliResult r = tpusim::test::run_tpusim_in(d.path(), args);
+  return {r.rc, r.err};
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {

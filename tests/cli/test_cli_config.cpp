@@ -13,49 +13,20 @@
 #include "../unit/sim/config_test_util.h"
 #include "arch/common/errors.h"
 #include "sim/cli/cli.h"
+#include "cli_test_util.h"
 
 namespace tpusim::sim {
 namespace {
 
 using testing::TempDir;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// $TPUSIM_BINARY, or else the build tree's sim/tpusim next to tests/: the
-// shared tpusim_test_dir() passes two variables in one ENVIRONMENT property
-// and POST_BUILD discovery splits them, so CTest sets only the first.
-std::string binary() {
-  if (const char* b = std::getenv("TPUSIM_BINARY")) return b;
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  auto guess = self.parent_path().parent_path() / "sim" / "tpusim";
-  if (ec || !std::filesystem::exists(guess))
-    throw std::runtime_error("TPUSIM_BINARY is not set and " + guess.string() + " is missing");
-  return guess.string();
-}
+using Result = tpusim::test::CliResult;
+using tpusim::test::slurp;
 
 // Runs `tpusim <args>` (args already shell-quoted where needed).
 Result tpusim(const std::string& args, const std::string& env = "") {
-  const std::string bin = binary();
   TempDir d;
-  std::string out = d.path() + "/out", err = d.path() + "/err";
-  std::string cmd = env + " '" + bin + "' " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return tpusim::test::run_tpusim_in(d.path(), args, env);
 }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }

@@ -14,33 +14,16 @@
 #include <vector>
 
 #include "../unit/sim/config_test_util.h"
+#include "cli_test_util.h"
 
 namespace {
 
 using tpusim::sim::testing::TempDir;
 
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tpusim::test::slurp;
+using Result = tpusim::test::CliResult;
 
-std::string binary() {
-  if (const char* b = std::getenv("TPUSIM_BINARY")) return b;
-  throw std::runtime_error("TPUSIM_BINARY is not set");
-}
-
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-Result run_tpusim(const std::string& args, const TempDir& d) {
-  const std::string out = d.path() + "/stdout", err = d.path() + "/stderr";
-  const int status = std::system(("'" + binary() + "' " + args + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+Result run_tpusim(const std::string& args, const TempDir& d) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
 // summary.csv without its sim_wall_seconds column (host time varies).
 std::string summary_without_wall(const std::string& file) {
@@ -117,8 +100,9 @@ TEST(CliRun, NoCmemKeepsEveryTensorInHbm) {
     cmem += std::stoull(with[i].at("cmem_bytes"));
     for (const auto* rows : {&with, &without}) {
       const auto& r = (*rows)[i];
-      if (!r.at("cycles").empty())
+      if (!r.at("cycles").empty()) {
         EXPECT_GE(std::stod(r.at("cycles")), std::stod(r.at("roofline_cycles"))) << r.at("name");
+      }
     }
   }
   // The hidden activation (512 x 2048 bf16, 2 MiB: `up` with `act` fused

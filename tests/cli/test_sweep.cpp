@@ -20,19 +20,14 @@
 
 #include "sim/sweep/results_table.h"
 #include "sim/sweep/sweep_spec.h"
+#include "cli_test_util.h"
 
 namespace tpusim::sim::sweep {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string binary() {
-  if (const char* b = std::getenv("TPUSIM_BINARY")) return b;
-  std::error_code ec;
-  auto guess = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "sim" / "tpusim";
-  if (ec || !fs::exists(guess)) throw std::runtime_error("TPUSIM_BINARY is not set");
-  return guess.string();
-}
+using tpusim::test::tpusim_binary;
 
 struct TmpDir {
   fs::path p;
@@ -49,23 +44,10 @@ struct TmpDir {
   std::string operator/(const std::string& s) const { return (p / s).string(); }
 };
 
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tpusim::test::slurp;
+using Result = tpusim::test::CliResult;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-Result tpusim(const TmpDir& d, const std::string& args) {
-  const std::string cmd = "'" + binary() + "' " + args + " >" + (d / "stdout") + " 2>" + (d / "stderr");
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(d / "stdout"), slurp(d / "stderr")};
-}
+Result tpusim(const TmpDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.p.string(), args); }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -194,7 +176,7 @@ TEST(SweepCli, KilledWithSigkillAndResumedGivesEveryPointOnce) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string bin = binary(), spec = d / "s.yaml", out = d / "out";
+    const std::string bin = tpusim_binary(), spec = d / "s.yaml", out = d / "out";
     ::freopen("/dev/null", "w", stderr);
     ::execl(bin.c_str(), bin.c_str(), "sweep", spec.c_str(), "--out", out.c_str(), "--jobs", "1", "--keep-runs",
             static_cast<char*>(nullptr));
