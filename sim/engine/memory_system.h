@@ -4,7 +4,8 @@
 // memory's bandwidth, CMEM shared by all engines) over the HBM model's
 // SystemC shell (detailed DRAM or calibrated, as hbm.model says). Copies
 // on different engines contend in the HBM model.
-// Leaves out: ICI destinations (the multi-chip work adds them).
+// Leaves out: ICI destinations (collectives go through the ICI backend,
+// sim/engine/ici_backend.h, not through the DMA engines).
 #pragma once
 
 #include <memory>
