@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -28,10 +29,57 @@ std::uint64_t pow2_round(std::uint64_t u) {
   return static_cast<double>(u) >= 1.41421356 * static_cast<double>(lo) ? 2 * lo : lo;
 }
 
+// Every field of the config that the detailed model reads, as text: two
+// configs share a calibration only when all of them are equal. `model` is
+// left out (calibration always runs the detailed model). Doubles are
+// written exactly (hex float).
+std::string calibration_key(const HbmConfig& c) {
+  // A field added to HbmConfig or HbmTimings changes their size: add it
+  // to the key below, then update these sizes (x86-64, libstdc++).
+  static_assert(sizeof(HbmTimings) == 19 * sizeof(double), "HbmTimings changed: update calibration_key");
+  static_assert(sizeof(HbmConfig) == 4 * sizeof(std::string) + sizeof(HbmTimings) + 80,
+                "HbmConfig changed: update calibration_key");
+  std::string k;
+  char buf[64];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof buf, "%a|", v);
+    k += buf;
+  };
+  auto i = [&](std::uint64_t v) { k += std::to_string(v) + "|"; };
+  k += c.preset + "|" + c.address_mapping + "|" + c.page_policy + "|";
+  i(static_cast<std::uint64_t>(c.stacks));
+  i(static_cast<std::uint64_t>(c.channels));
+  i(static_cast<std::uint64_t>(c.pseudo_channels));
+  i(static_cast<std::uint64_t>(c.bank_groups));
+  i(static_cast<std::uint64_t>(c.banks_per_group));
+  i(c.row_bytes);
+  num(c.data_rate);
+  i(static_cast<std::uint64_t>(c.bus_width_bits));
+  i(static_cast<std::uint64_t>(c.burst_length));
+  i(c.capacity_bytes);
+  i(c.address_hash ? 1 : 0);
+  i(static_cast<std::uint64_t>(c.queue_depth));
+  num(c.controller_latency);
+  i(static_cast<std::uint64_t>(c.refresh_postpone));
+  const HbmTimings& t = c.t;
+  for (double v : {t.tCK, t.tCL, t.tCWL, t.tRCD, t.tRP, t.tRAS, t.tRC, t.tCCD_S, t.tCCD_L, t.tRRD_S, t.tRRD_L,
+                   t.tFAW, t.tWR, t.tWTR_S, t.tWTR_L, t.tRTP, t.tRTW, t.tRFC, t.tREFI})
+    num(v);
+  return k;
+}
+
 }  // namespace
 
+std::shared_ptr<CalibratedHbm::Calibration> CalibratedHbm::shared_calibration(const HbmConfig& config) {
+  // Simulation is single-threaded (one SystemC kernel per process).
+  static std::map<std::string, std::shared_ptr<Calibration>> table;
+  std::shared_ptr<Calibration>& c = table[calibration_key(config)];
+  if (!c) c = std::make_shared<Calibration>();
+  return c;
+}
+
 CalibratedHbm::CalibratedHbm(const HbmConfig& config)
-    : cfg_(config), peak_(hbm_peak_bandwidth(config)) {
+    : cfg_(config), peak_(hbm_peak_bandwidth(config)), cal_(shared_calibration(config)) {
   cfg_.model = "detailed";
   DetailedDram probe(cfg_);  // validates the config now rather than at first use
   sweep_bytes_ = probe.mapping().interleave_bytes() * probe.mapping().pseudo_channels_total();
@@ -110,10 +158,10 @@ Ps CalibratedHbm::run_alone(const HbmTransfer& t, bool refresh) {
 
 Ps CalibratedHbm::exact(const HbmTransfer& t) {
   auto key = std::make_pair(exact_key(t), t.contiguous() ? t.bytes() : t.rows);
-  auto it = exact_.find(key);
-  if (it != exact_.end()) return it->second;
+  auto it = cal_->exact.find(key);
+  if (it != cal_->exact.end()) return it->second;
   const Ps v = run_alone(t);
-  exact_.emplace(key, v);
+  cal_->exact.emplace(key, v);
   return v;
 }
 
@@ -122,13 +170,13 @@ Ps CalibratedHbm::exact(const HbmTransfer& t) {
 // postponed refreshes, then its share of time), so the slope carries no
 // refresh staircase and a short window is exact.
 double CalibratedHbm::slope0(const Key& k) {
-  auto it = slopes_.find(k);
-  if (it != slopes_.end()) return it->second;
+  auto it = cal_->slopes.find(k);
+  if (it != cal_->slopes.end()) return it->second;
   const std::uint64_t b1 = 1ull << 20, w = 2ull << 20;
   const Ps t1 = run_alone(shape_of(k, b1), false);
   const Ps t2 = run_alone(shape_of(k, b1 + w), false);
   const double v = static_cast<double>(t2 - t1) / static_cast<double>(w);
-  slopes_.emplace(k, v);
+  cal_->slopes.emplace(k, v);
   return v;
 }
 
@@ -164,8 +212,8 @@ double CalibratedHbm::steady_efficiency(const HbmTransfer& t) {
 }
 
 double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
-  auto it = mixed_.find(atom_bytes);
-  if (it != mixed_.end()) return it->second;
+  auto it = cal_->mixed.find(atom_bytes);
+  if (it != cal_->mixed.end()) return it->second;
   // A read and a write of kMixBytes each at unrelated addresses (1 GiB +
   // 160 KiB apart: different banks), started together.
   HbmTransfer r;
@@ -188,7 +236,7 @@ double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
                       (slope0(class_of(r)) + slope0(class_of(w)));
   const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
   const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
-  mixed_.emplace(atom_bytes, v);
+  cal_->mixed.emplace(atom_bytes, v);
   return v;
 }
 
@@ -379,7 +427,7 @@ Ps CalibratedHbm::next_event_time() const {
 }
 
 std::size_t CalibratedHbm::classes() const {
-  return slopes_.size();
+  return cal_->slopes.size();
 }
 
 StatList CalibratedHbm::stats() const {

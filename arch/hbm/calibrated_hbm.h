@@ -31,6 +31,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -60,6 +61,8 @@ class CalibratedHbm : public HbmModel {
   // Memory capacity (1 = one direction at the classes' steady rates) while
   // reads and writes of this atom size are both active.
   double mixed_capacity(std::uint64_t atom_bytes);
+  // Detailed runs this instance made (calibrations shared with an earlier
+  // instance of the same config are not repeated).
   std::uint64_t detailed_runs() const { return detailed_runs_; }
   // Rounded pattern classes whose steady rate was measured so far.
   std::size_t classes() const;
@@ -100,9 +103,16 @@ class CalibratedHbm : public HbmModel {
   HbmConfig cfg_;
   double peak_;
   std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
-  std::map<std::pair<Key, std::uint64_t>, Ps> exact_;   // exact shape, rows -> T
-  std::map<Key, double> slopes_;                        // class -> refresh-free ps per byte
-  std::map<std::uint64_t, double> mixed_;              // atom bytes -> capacity
+  // What the detailed runs measured. A pure function of the HBM config,
+  // so instances with the same config share it (a process-wide table keyed
+  // by every config field): the chips of an --all-chips run calibrate once.
+  struct Calibration {
+    std::map<std::pair<Key, std::uint64_t>, Ps> exact;  // exact shape, rows -> T
+    std::map<Key, double> slopes;                       // class -> refresh-free ps per byte
+    std::map<std::uint64_t, double> mixed;              // atom bytes -> capacity
+  };
+  static std::shared_ptr<Calibration> shared_calibration(const HbmConfig& config);
+  std::shared_ptr<Calibration> cal_;
   std::uint64_t detailed_runs_ = 0;
 
   double now_ = 0;  // ps, service clock

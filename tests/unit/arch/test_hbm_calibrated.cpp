@@ -112,6 +112,32 @@ TEST(Calibrated, CalibrationIsMeasuredOnceAndReused) {
   EXPECT_EQ(cal.detailed_runs(), runs);
 }
 
+// The chips of an --all-chips run each build a calibrated model of the same
+// config: the second finds every figure measured by the first and gives
+// the same times; a config that differs in any field measures anew.
+TEST(Calibrated, InstancesWithTheSameConfigShareTheCalibration) {
+  const auto t = seq(3ull << 20);
+  arch::CalibratedHbm first(v5e());
+  const Ps alone = first.alone_time(t);
+  const double eff = first.steady_efficiency(t);
+  EXPECT_GT(first.detailed_runs(), 0u);
+  arch::CalibratedHbm second(v5e());
+  EXPECT_EQ(second.alone_time(t), alone);
+  EXPECT_EQ(second.steady_efficiency(t), eff);
+  EXPECT_EQ(second.detailed_runs(), 0u);
+  for (auto change : std::vector<void (*)(arch::HbmConfig&)>{
+           [](arch::HbmConfig& c) { c.t.tRFC *= 2; },
+           [](arch::HbmConfig& c) { c.refresh_postpone = 0; },
+           [](arch::HbmConfig& c) { c.address_hash = false; },
+           [](arch::HbmConfig& c) { c.queue_depth = 8; }}) {
+    arch::HbmConfig cfg = v5e();
+    change(cfg);
+    arch::CalibratedHbm other(cfg);
+    other.alone_time(t);
+    EXPECT_GT(other.detailed_runs(), 0u);
+  }
+}
+
 // An issue-rate limit slower than HBM makes the last atom's arrival the
 // bound: n atoms 10 ns apart finish at (n-1) x 10 ns + one atom's latency.
 TEST(Calibrated, IssueRateLimitBoundsCompletion) {
