@@ -18,6 +18,7 @@
 
 using namespace tpusim::arch;
 using namespace tpusim::arch::ici;
+using tpusim::arch::test::req;
 
 namespace {
 double wall(std::chrono::steady_clock::time_point t0) {
@@ -25,13 +26,6 @@ double wall(std::chrono::steady_clock::time_point t0) {
 }
 void out(const std::string& name, double v, const char* unit) { std::printf("%-52s %14.6g %s\n", name.c_str(), v, unit); }
 
-CollectiveRequest req(CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes) {
-  CollectiveRequest r;
-  r.kind = k;
-  r.bytes = bytes;
-  r.axes = std::move(axes);
-  return r;
-}
 
 void timed(const Slice& s, const CollectiveRequest& r, Fidelity f, const std::string& tag) {
   NetworkOptions o;

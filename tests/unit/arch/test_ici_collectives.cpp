@@ -18,18 +18,12 @@
 
 using namespace tpusim::arch;
 using namespace tpusim::arch::ici;
+using tpusim::arch::test::req;
 
 namespace {
 
 constexpr std::uint64_t MiB = 1ull << 20;
 
-CollectiveRequest req(CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes) {
-  CollectiveRequest r;
-  r.kind = k;
-  r.bytes = bytes;
-  r.axes = std::move(axes);
-  return r;
-}
 
 double run(const Slice& s, CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes,
            Fidelity f = Fidelity::aggregated) {

@@ -24,19 +24,13 @@
 
 using namespace tpusim::arch;
 using namespace tpusim::arch::ici;
+using tpusim::arch::test::req;
 
 namespace {
 
 constexpr Ps kT = 4 * 91022 + 1000000;  // one line step of a 16 KiB shard
 constexpr std::uint64_t kShard = 4 * 4096;
 
-CollectiveRequest req(CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes) {
-  CollectiveRequest r;
-  r.kind = k;
-  r.bytes = bytes;
-  r.axes = std::move(axes);
-  return r;
-}
 
 int x_of(const Slice& s, int chip) { return s.coords(chip)[0]; }
 int y_of(const Slice& s, int chip) { return s.coords(chip)[1]; }

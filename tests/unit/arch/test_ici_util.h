@@ -3,9 +3,24 @@
 // sections), sourced there from the Cloud TPU docs and the scaling book.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "arch/common/chip_config.h"
+#include "arch/ici/collectives.h"
 
 namespace tpusim::arch::test {
+
+// A collective of `bytes` per chip over mesh `axes`.
+inline ici::CollectiveRequest req(ici::CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes) {
+  ici::CollectiveRequest r;
+  r.kind = k;
+  r.bytes = bytes;
+  r.axes = std::move(axes);
+  return r;
+}
 
 inline IciConfig ici_v5e() {
   IciConfig c;
