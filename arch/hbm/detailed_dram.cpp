@@ -24,7 +24,9 @@ DetailedDram::DetailedDram(const HbmConfig& config)
   for (std::uint32_t i = 0; i < n; ++i) {
     Pc& pc = pcs_[i];
     pc.banks.resize(map_.banks_per_pc());
-    pc.hot.resize(map_.banks_per_pc());
+    pc.ready.resize(map_.banks_per_pc());
+    pc.age.resize(map_.banks_per_pc());
+    pc.part.resize(map_.banks_per_pc());
     pc.groups.resize(static_cast<std::size_t>(cfg_.bank_groups));
     // Refreshes are staggered evenly so that the PCs of a stack never all
     // stall at once (what controllers do to smooth bandwidth).
@@ -67,7 +69,7 @@ void DetailedDram::append(Pc& pc, const Atom* first, std::size_t n) {
   const bool single = n == 1;
   Stream* tgt = nullptr;
   for (Stream& s : pc.streams) {
-    const bool empty = s.pos == s.atoms.size();
+    const bool empty = s.atoms.empty();
     const Ps last = empty ? kNever : s.atoms.back().arrival;
     if ((empty && s.singles == single) ||
         (!empty && (single ? s.singles && last <= first->arrival : !s.singles && last < first->arrival))) {
@@ -80,11 +82,43 @@ void DetailedDram::append(Pc& pc, const Atom* first, std::size_t n) {
     tgt = &pc.streams.back();
     tgt->singles = single;
   }
-  if (tgt->pos == tgt->atoms.size()) {
-    tgt->atoms.clear();
-    tgt->pos = 0;
+  if (tgt->atoms.empty()) tgt->atoms.clear();
+  tgt->atoms.push(first, n);
+}
+
+DetailedDram::Atom& DetailedDram::AtomFifo::pop() {
+  // Entering a new chunk: the one before it is consumed.
+  if (head_ % kChunk == 0 && head_ != 0) chunks_[head_ / kChunk - 1].reset();
+  return at(head_++);
+}
+
+void DetailedDram::AtomFifo::push(const Atom* first, std::size_t n) {
+  // Drop the freed chunks' slots once they are half of the table, so that a
+  // stream fed while it drains keeps a table the size of its backlog.
+  const std::size_t dead = head_ / kChunk;
+  if (dead >= 16 && dead * 2 >= chunks_.size()) {
+    if (head_ % kChunk == 0) chunks_[dead - 1].reset();  // pop() frees it only on the next pop
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(dead));
+    head_ -= dead * kChunk;
+    tail_ -= dead * kChunk;
   }
-  tgt->atoms.insert(tgt->atoms.end(), first, first + n);
+  while (n > 0) {
+    const std::size_t c = tail_ / kChunk, off = tail_ % kChunk;
+    if (c == chunks_.size()) chunks_.push_back(std::unique_ptr<Atom[]>(new Atom[kChunk]));
+    const std::size_t k = std::min(n, kChunk - off);
+    std::copy(first, first + k, chunks_[c].get() + off);
+    first += k;
+    n -= k;
+    tail_ += k;
+  }
+}
+
+void DetailedDram::AtomFifo::clear() {
+  if (tail_ == 0) return;
+  std::unique_ptr<Atom[]> keep = std::move(chunks_[(tail_ - 1) / kChunk]);
+  chunks_.clear();
+  chunks_.push_back(std::move(keep));
+  head_ = tail_ = 0;
 }
 
 void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
@@ -171,7 +205,7 @@ std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t byt
 Ps DetailedDram::next_arrival(const Pc& pc) const {
   Ps best = kNever;
   for (const Stream& s : pc.streams)
-    if (s.pos < s.atoms.size()) best = std::min(best, s.atoms[s.pos].arrival);
+    if (!s.atoms.empty()) best = std::min(best, s.atoms.front().arrival);
   return best;
 }
 
@@ -186,27 +220,29 @@ bool DetailedDram::admit(Pc& pc) {
     for (std::size_t k = 0; k < ns; ++k) {
       const std::size_t i = (pc.rr + 1 + k) % ns;
       Stream& s = pc.streams[i];
-      if (s.pos < s.atoms.size() && s.atoms[s.pos].arrival <= pc.now &&
-          (!src || s.atoms[s.pos].arrival < src->atoms[src->pos].arrival)) {
+      if (!s.atoms.empty() && s.atoms.front().arrival <= pc.now &&
+          (!src || s.atoms.front().arrival < src->atoms.front().arrival)) {
         src = &s;
         src_i = i;
       }
     }
     if (!src) break;
     pc.rr = src_i;
-    Atom& a = src->atoms[src->pos++];
+    Atom& a = src->atoms.pop();
     a.seq = next_seq_++;  // age = admission order, for FCFS ties
     Bank& bk = pc.banks[a.bank];
     bk.q.push_back(a);
-    pc.hot[a.bank].dirty = true;
-    if (a.bank < 64) pc.nonempty |= 1ull << a.bank;
+    if (a.bank < 64) {
+      pc.nonempty |= 1ull << a.bank;
+      pc.dirty |= 1ull << a.bank;
+    }
     ++pc.queued;
     any = true;
   }
   // Drop exhausted streams so that the scans above stay short.
   if (pc.streams.size() > 1) {
     auto end = std::remove_if(pc.streams.begin(), pc.streams.end(),
-                              [](const Stream& s) { return s.pos == s.atoms.size(); });
+                              [](const Stream& s) { return s.atoms.empty(); });
     if (end != pc.streams.end()) {
       pc.streams.erase(end, pc.streams.end());
       pc.rr = pc.streams.empty() ? 0 : pc.rr % pc.streams.size();
@@ -238,12 +274,10 @@ void DetailedDram::plan_bank(Pc& pc, std::size_t b) const {
   const Atom& a = bk.q[bk.next_qi];
   bk.next_seq = a.seq;
   bk.next_write = a.write;
-  BankHot& h = pc.hot[b];
-  h.dirty = false;
-  h.cls = static_cast<std::uint8_t>(bk.next_kind == 0 ? (a.write ? 1 : 0) : bk.next_kind + 1);
-  h.part = static_cast<std::uint32_t>(h.cls * pc.groups.size() + b / static_cast<std::size_t>(cfg_.banks_per_group));
-  h.seq = a.seq;
-  h.ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
+  const std::size_t cls = bk.next_kind == 0 ? (a.write ? 1u : 0u) : bk.next_kind + 1u;
+  pc.part[b] = static_cast<std::uint32_t>(cls * pc.groups.size() + b / static_cast<std::size_t>(cfg_.banks_per_group));
+  pc.age[b] = a.seq;
+  pc.ready[b] = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
 }
 
 DetailedDram::Cand DetailedDram::best(Pc& pc) const {
@@ -255,7 +289,7 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   const Ps col_wr = std::max({col, pc.bus_free - tm_.CWL, pc.rd_end + tm_.RTW - tm_.CWL});
   const Ps act = std::max({pc.now, pc.act_ok, pc.faw[pc.faw_i] + tm_.FAW, pc.rowbus_ok});
   const Ps pre = std::max(pc.now, pc.rowbus_ok);
-  // Per command class (BankHot::cls: read, write, ACT, PRE) and bank
+  // Per command class (read, write, ACT, PRE; see Pc::part) and bank
   // group: the larger of the PC and the group part.
   const std::size_t ng = pc.groups.size();
   Ps* part = group_scratch_.data();  // [cls * ng + group]
@@ -268,39 +302,46 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   }
   // Earliest time wins; at equal times column commands (row hits) first,
   // then the oldest request: one key (2t + not-a-column) and the age.
-  std::uint64_t best_key = ~0ull, best_seq = ~0ull;
-  int best_bank = -1;
+  std::uint64_t best_key = ~0ull, best_seq = ~0ull, best_bank = ~0ull;
   const int nb = static_cast<int>(pc.banks.size());
-  // Banks with requests: from the mask (up to 64 banks), else every bank.
-  const bool masked = nb <= 64 && !reference_scan_;
+  const std::uint32_t first_row_part = static_cast<std::uint32_t>(2 * ng);
+  const Ps* ready = pc.ready.data();
+  const std::uint64_t* age = pc.age.data();
+  const std::uint32_t* bpart = pc.part.data();
+  // Without branches on the comparison: which bank wins is data, and
+  // mispredicted branches cost more than the selects.
   auto consider = [&](int b) {
-    const BankHot& h = pc.hot[static_cast<std::size_t>(b)];
-    const Ps t = std::max(h.ready, part[h.part]);
-    const std::uint64_t key = (static_cast<std::uint64_t>(t) << 1) | (h.cls >= 2 ? 1u : 0u);
-    if (key < best_key || (key == best_key && h.seq < best_seq)) {
-      best_key = key;
-      best_seq = h.seq;
-      best_bank = b;
-    }
+    const std::uint32_t p = bpart[b];
+    const Ps t = std::max(ready[b], part[p]);
+    const std::uint64_t key = (static_cast<std::uint64_t>(t) << 1) | (p >= first_row_part ? 1u : 0u);
+    const std::uint64_t s = age[b];
+    // All ones when this bank beats the best so far (arithmetic, so that
+    // the compiler cannot turn it back into a branch).
+    const std::uint64_t take =
+        0 - static_cast<std::uint64_t>((key < best_key) | ((key == best_key) & (s < best_seq)));
+    best_key ^= (best_key ^ key) & take;
+    best_seq ^= (best_seq ^ s) & take;
+    best_bank ^= (best_bank ^ static_cast<std::uint64_t>(b)) & take;
   };
-  if (masked) {
-    for (std::uint64_t m = pc.nonempty; m != 0; m &= m - 1) {
-      const int b = __builtin_ctzll(m);
-      if (pc.hot[static_cast<std::size_t>(b)].dirty) plan_bank(pc, static_cast<std::size_t>(b));
-      consider(b);
-    }
+  if (nb <= 64 && !reference_scan_) {
+    // Banks with requests, from the mask; only changed ones are re-planned.
+    for (std::uint64_t m = pc.dirty & pc.nonempty; m != 0; m &= m - 1)
+      plan_bank(pc, static_cast<std::size_t>(__builtin_ctzll(m)));
+    pc.dirty = 0;
+    for (std::uint64_t m = pc.nonempty; m != 0; m &= m - 1) consider(__builtin_ctzll(m));
   } else {
     for (int b = 0; b < nb; ++b) {
       if (pc.banks[static_cast<std::size_t>(b)].q.empty()) continue;
       plan_bank(pc, static_cast<std::size_t>(b));
       consider(b);
     }
+    pc.dirty = ~0ull;  // planned with the reference scan: re-plan if it is switched off
   }
   Cand best;
-  if (best_bank >= 0) {
-    const Bank& bk = pc.banks[static_cast<std::size_t>(best_bank)];
+  if (best_bank != ~0ull) {
+    const Bank& bk = pc.banks[best_bank];
     best.t = static_cast<Ps>(best_key >> 1);
-    best.bank = best_bank;
+    best.bank = static_cast<int>(best_bank);
     best.kind = bk.next_kind;
     best.qi = bk.next_qi;
     best.seq = best_seq;
@@ -309,7 +350,7 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
 }
 
 void DetailedDram::add_done(Ps t, std::uint64_t id) {
-  done_.push_back({t, id});
+  done_.push_back({id, t});
   done_min_ = std::min(done_min_, t);
 }
 
@@ -342,7 +383,7 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   Group& g = pc.groups[static_cast<std::size_t>(c.bank / cfg_.banks_per_group)];
   const Ps t = c.t;
   pc.now = t;
-  pc.hot[static_cast<std::size_t>(c.bank)].dirty = true;
+  if (c.bank < 64) pc.dirty |= 1ull << c.bank;
   Atom& a = bk.q[c.qi];
   if (c.kind == 1) {  // ACT
     if (a.kind == 0) a.kind = 1;
@@ -423,7 +464,7 @@ void DetailedDram::refresh(Pc& pc, Ps start) {
     b.act_ok = end;
     b.streak = 0;
   }
-  for (BankHot& h : pc.hot) h.dirty = true;
+  pc.dirty = ~0ull;
   pc.rowbus_ok = std::max(pc.rowbus_ok, ref_t + tm_.tCK);
   pc.now = std::max(pc.now, start);
   ++c_.refreshes;
@@ -505,13 +546,19 @@ std::vector<HbmCompletion> DetailedDram::run_until(Ps limit) {
   // Completions by limit, in (time, id) order; later ones stay pending.
   std::vector<HbmCompletion> out;
   if (done_min_ <= limit) {
-    auto mid = std::partition(done_.begin(), done_.end(), [limit](const Done& d) { return d.first <= limit; });
-    std::sort(done_.begin(), mid);
-    out.reserve(static_cast<std::size_t>(mid - done_.begin()));
-    for (auto it = done_.begin(); it != mid; ++it) out.push_back({it->second, it->first});
-    done_.erase(done_.begin(), mid);
+    auto mid = std::partition(done_.begin(), done_.end(),
+                              [limit](const HbmCompletion& d) { return d.time <= limit; });
+    std::sort(done_.begin(), mid, [](const HbmCompletion& a, const HbmCompletion& b) {
+      return a.time < b.time || (a.time == b.time && a.id < b.id);
+    });
+    if (mid == done_.end() && done_.size() >= 4096) {
+      out.swap(done_);  // a large batch: no copy (done_ regrows when needed)
+    } else {
+      out.assign(done_.begin(), mid);
+      done_.erase(done_.begin(), mid);
+    }
     done_min_ = kNever;
-    for (const Done& d : done_) done_min_ = std::min(done_min_, d.first);
+    for (const HbmCompletion& d : done_) done_min_ = std::min(done_min_, d.time);
   }
   return out;
 }

@@ -26,7 +26,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -86,9 +86,29 @@ class DetailedDram : public HbmModel {
     std::uint64_t id;        // completion id when transfer == kSingle
   };
   static constexpr std::uint32_t kSingle = 0xffffffffu;  // a request outside any transfer
+  // Atoms waiting for admission, first in first out, in chunks of kChunk:
+  // admission reads them front to back through contiguous memory (a
+  // deque's 512-byte nodes, interleaved over the PCs by the submissions,
+  // cost a cache miss per atom), appending never copies queued atoms (a
+  // vector's regrowth did, with fresh pages each time), and a consumed
+  // chunk is freed as soon as admission leaves it.
+  class AtomFifo {
+   public:
+    static constexpr std::size_t kChunk = 256;
+    bool empty() const { return head_ == tail_; }
+    const Atom& front() const { return at(head_); }
+    const Atom& back() const { return at(tail_ - 1); }
+    Atom& pop();  // valid until the next pop()
+    void push(const Atom* first, std::size_t n);
+    void clear();  // when empty: keeps one chunk for the next push
+
+   private:
+    Atom& at(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+    std::vector<std::unique_ptr<Atom[]>> chunks_;  // null before head_'s chunk
+    std::size_t head_ = 0, tail_ = 0;              // positions from chunks_[0]
+  };
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
-    std::deque<Atom> atoms;  // a deque: appending never moves queued atoms
-    std::size_t pos = 0;
+    AtomFifo atoms;
     bool singles = false;  // holds one-atom submissions, in submission order
   };
   struct Bank {
@@ -102,15 +122,6 @@ class DetailedDram : public HbmModel {
     std::uint8_t next_kind = 0;  // 0 column, 1 activate, 2 precharge
     std::size_t next_qi = 0;
     std::uint64_t next_seq = 0;
-  };
-  // What best() reads of a bank with requests, packed: its next command's
-  // kind, the bank's own earliest time for it, and the request's age.
-  struct BankHot {
-    Ps ready = 0;
-    std::uint64_t seq = 0;
-    std::uint32_t part = 0;  // index of its class and group in best()'s table
-    std::uint8_t cls = 0;    // 0 read, 1 write (column commands), 2 ACT, 3 PRE
-    bool dirty = true;       // the bank's queue or state changed since planned
   };
   struct Group {
     Ps act_ok = 0, col_ok = 0, wr_end = -(1LL << 50);
@@ -126,10 +137,19 @@ class DetailedDram : public HbmModel {
     Ps busy_ps = 0;
     int queued = 0;
     std::uint64_t nonempty = 0;  // banks with queued requests (banks <= 64)
+    // Banks whose queue or state changed since plan_bank() (banks <= 64).
+    std::uint64_t dirty = ~0ull;
     int owed = 0;  // refreshes postponed, paid when the PC idles
     std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
-    std::vector<BankHot> hot;  // valid for banks with requests and not dirty
+    // What best() reads of each planned bank, kept apart from Bank (three
+    // short arrays) so that its scan over the banks stays in a few cache
+    // lines: the bank's own earliest time for its next command, the
+    // request's age, and the index of the command's class (0 read, 1 write,
+    // 2 ACT, 3 PRE) and bank group in best()'s table (class * groups + group).
+    std::vector<Ps> ready;
+    std::vector<std::uint64_t> age;
+    std::vector<std::uint32_t> part;
     std::vector<Group> groups;
     std::vector<Stream> streams;
   };
@@ -175,8 +195,9 @@ class DetailedDram : public HbmModel {
   std::vector<std::vector<Atom>> scratch_;  // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
-  using Done = std::pair<Ps, std::uint64_t>;
-  std::vector<Done> done_;  // completions not yet returned (unordered)
+  // Completions not yet returned (unordered); in the returned type, so that
+  // a batch that is wholly due is handed over without a copy.
+  std::vector<HbmCompletion> done_;
   Ps done_min_ = kNever;
   mutable std::vector<Ps> group_scratch_;
   std::uint64_t next_id_ = 1, next_seq_ = 0;
