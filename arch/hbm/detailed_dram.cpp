@@ -19,12 +19,13 @@ DetailedDram::DetailedDram(const HbmConfig& config)
                       std::to_string(cfg_.refresh_postpone));
   closed_page_ = cfg_.page_policy == "closed";
   group_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
+  key_scratch_.resize(std::max<std::size_t>(4 * static_cast<std::size_t>(cfg_.bank_groups), map_.banks_per_pc()));
   const std::uint32_t n = map_.pseudo_channels_total();
   pcs_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     Pc& pc = pcs_[i];
     pc.banks.resize(map_.banks_per_pc());
-    pc.ready.resize(map_.banks_per_pc());
+    pc.ready_key.assign(map_.banks_per_pc(), ~0ull);
     pc.age.resize(map_.banks_per_pc());
     pc.part.resize(map_.banks_per_pc());
     pc.groups.resize(static_cast<std::size_t>(cfg_.bank_groups));
@@ -277,7 +278,8 @@ void DetailedDram::plan_bank(Pc& pc, std::size_t b) const {
   const std::size_t cls = bk.next_kind == 0 ? (a.write ? 1u : 0u) : bk.next_kind + 1u;
   pc.part[b] = static_cast<std::uint32_t>(cls * pc.groups.size() + b / static_cast<std::size_t>(cfg_.banks_per_group));
   pc.age[b] = a.seq;
-  pc.ready[b] = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
+  const Ps ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
+  pc.ready_key[b] = (static_cast<std::uint64_t>(ready) << 1) | (cls >= 2 ? 1u : 0u);
 }
 
 DetailedDram::Cand DetailedDram::best(Pc& pc) const {
@@ -300,56 +302,89 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
     part[2 * ng + g] = std::max(act, gr.act_ok);
     part[3 * ng + g] = pre;
   }
+  if (reference_scan_ || pc.banks.size() > 64) return reference_best(pc, part);
   // Earliest time wins; at equal times column commands (row hits) first,
-  // then the oldest request: one key (2t + not-a-column) and the age.
-  std::uint64_t best_key = ~0ull, best_seq = ~0ull, best_bank = ~0ull;
-  const int nb = static_cast<int>(pc.banks.size());
-  const std::uint32_t first_row_part = static_cast<std::uint32_t>(2 * ng);
-  const Ps* ready = pc.ready.data();
+  // then the oldest request. A bank's time is the later of its own part and
+  // its class and group's part; as keys 2t + not-a-column (the same bit in
+  // both, as it depends on the class only), the bank's key is the larger of
+  // the two keys. Banks without requests have an all-ones key and lose.
+  for (std::uint64_t m = pc.dirty & pc.nonempty; m != 0; m &= m - 1)
+    plan_bank(pc, static_cast<std::size_t>(__builtin_ctzll(m)));
+  pc.dirty = 0;
+  const std::size_t np = 4 * ng, nb = pc.banks.size();
+  std::uint64_t* part_key = key_scratch_.data();
+  for (std::size_t p = 0; p < np; ++p)
+    part_key[p] = (static_cast<std::uint64_t>(part[p]) << 1) | (p >= 2 * ng ? 1u : 0u);
+  const std::uint64_t* ready_key = pc.ready_key.data();
   const std::uint64_t* age = pc.age.data();
   const std::uint32_t* bpart = pc.part.data();
-  // Without branches on the comparison: which bank wins is data, and
-  // mispredicted branches cost more than the selects.
-  auto consider = [&](int b) {
-    const std::uint32_t p = bpart[b];
-    const Ps t = std::max(ready[b], part[p]);
-    const std::uint64_t key = (static_cast<std::uint64_t>(t) << 1) | (p >= first_row_part ? 1u : 0u);
-    const std::uint64_t s = age[b];
-    // All ones when this bank beats the best so far (arithmetic, so that
-    // the compiler cannot turn it back into a branch).
-    const std::uint64_t take =
-        0 - static_cast<std::uint64_t>((key < best_key) | ((key == best_key) & (s < best_seq)));
-    best_key ^= (best_key ^ key) & take;
-    best_seq ^= (best_seq ^ s) & take;
-    best_bank ^= (best_bank ^ static_cast<std::uint64_t>(b)) & take;
-  };
-  if (nb <= 64 && !reference_scan_) {
-    // Banks with requests, from the mask; only changed ones are re-planned.
-    for (std::uint64_t m = pc.dirty & pc.nonempty; m != 0; m &= m - 1)
-      plan_bank(pc, static_cast<std::size_t>(__builtin_ctzll(m)));
-    pc.dirty = 0;
-    for (std::uint64_t m = pc.nonempty; m != 0; m &= m - 1) consider(__builtin_ctzll(m));
-  } else {
-    for (int b = 0; b < nb; ++b) {
-      if (pc.banks[static_cast<std::size_t>(b)].q.empty()) continue;
-      plan_bank(pc, static_cast<std::size_t>(b));
-      consider(b);
+  // Two independent running minima (even and odd banks), merged at the
+  // end: the loop is bound by the latency of each comparison chain.
+  struct Min {
+    std::uint64_t key = ~0ull, age = ~0ull, bank = 0;
+    // All ones when (k, a) beats the best so far: arithmetic, so that the
+    // compiler cannot make it a branch (which bank wins is data, and
+    // mispredicted branches cost more than the selects).
+    void take(std::uint64_t k, std::uint64_t a, std::uint64_t b) {
+      const std::uint64_t m = 0 - static_cast<std::uint64_t>((k < key) | ((k == key) & (a < age)));
+      key ^= (key ^ k) & m;
+      age ^= (age ^ a) & m;
+      bank ^= (bank ^ b) & m;
     }
-    pc.dirty = ~0ull;  // planned with the reference scan: re-plan if it is switched off
+  } even, odd;
+  std::size_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    even.take(std::max(ready_key[b], part_key[bpart[b]]), age[b], b);
+    odd.take(std::max(ready_key[b + 1], part_key[bpart[b + 1]]), age[b + 1], b + 1);
   }
+  if (b < nb) even.take(std::max(ready_key[b], part_key[bpart[b]]), age[b], b);
+  even.take(odd.key, odd.age, odd.bank);
+  const std::uint64_t min_key = even.key, min_age = even.age, win = even.bank;
+  if (min_key == ~0ull) return Cand{};  // no bank has a request
+  const Bank& bk = pc.banks[win];
   Cand best;
-  if (best_bank != ~0ull) {
-    const Bank& bk = pc.banks[best_bank];
-    best.t = static_cast<Ps>(best_key >> 1);
-    best.bank = static_cast<int>(best_bank);
-    best.kind = bk.next_kind;
-    best.qi = bk.next_qi;
-    best.seq = best_seq;
+  best.t = static_cast<Ps>(min_key >> 1);
+  best.bank = static_cast<int>(win);
+  best.kind = bk.next_kind;
+  best.qi = bk.next_qi;
+  best.seq = min_age;
+  return best;
+}
+
+// The obvious form of best()'s choice: re-plan every bank with requests
+// and keep the earliest (time, column first, oldest) in one pass.
+DetailedDram::Cand DetailedDram::reference_best(Pc& pc, const Ps* part) const {
+  Cand best;
+  bool best_col = false;
+  for (std::size_t b = 0; b < pc.banks.size(); ++b) {
+    const Bank& bk = pc.banks[b];
+    if (bk.q.empty()) continue;
+    plan_bank(pc, b);
+    const Ps ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
+    const Ps t = std::max(ready, part[pc.part[b]]);
+    const bool col = bk.next_kind == 0;
+    const std::uint64_t seq = bk.q[bk.next_qi].seq;
+    if (best.bank < 0 || t < best.t || (t == best.t && col && !best_col) ||
+        (t == best.t && col == best_col && seq < best.seq)) {
+      best.t = t;
+      best.bank = static_cast<int>(b);
+      best.kind = bk.next_kind;
+      best.qi = bk.next_qi;
+      best.seq = seq;
+      best_col = col;
+    }
   }
+  pc.dirty = ~0ull;  // planned here: re-plan all if the reference scan is switched off
   return best;
 }
 
 void DetailedDram::add_done(Ps t, std::uint64_t id) {
+  // Room for every submission still outstanding at once: a million requests
+  // submitted together would otherwise regrow (copy) the vector 20 times.
+  const std::uint64_t outstanding = next_id_ - 1 - completed_;
+  if (done_.size() == done_.capacity())
+    done_.reserve(std::max<std::size_t>(2 * done_.capacity(), done_.size() + outstanding));
+  ++completed_;
   done_.push_back({id, t});
   done_min_ = std::min(done_min_, t);
 }
@@ -434,7 +469,10 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   const std::uint64_t row = a.row;
   bk.q.erase(bk.q.begin() + static_cast<std::ptrdiff_t>(c.qi));
   --pc.queued;
-  if (bk.q.empty() && c.bank < 64) pc.nonempty &= ~(1ull << c.bank);
+  if (bk.q.empty()) {
+    pc.ready_key[static_cast<std::size_t>(c.bank)] = ~0ull;
+    if (c.bank < 64) pc.nonempty &= ~(1ull << c.bank);
+  }
   if (closed_page_) {
     bool more = false;
     for (const Atom& x : bk.q) more = more || x.row == row;

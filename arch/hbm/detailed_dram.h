@@ -142,12 +142,13 @@ class DetailedDram : public HbmModel {
     int owed = 0;  // refreshes postponed, paid when the PC idles
     std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
-    // What best() reads of each planned bank, kept apart from Bank (three
-    // short arrays) so that its scan over the banks stays in a few cache
-    // lines: the bank's own earliest time for its next command, the
-    // request's age, and the index of the command's class (0 read, 1 write,
-    // 2 ACT, 3 PRE) and bank group in best()'s table (class * groups + group).
-    std::vector<Ps> ready;
+    // What best() reads of each bank, kept apart from Bank (three short
+    // arrays) so that its scan stays in a few cache lines: the bank's own
+    // earliest time for its next command as a key 2t + not-a-column (all
+    // ones while the bank has no request, so it never wins), the request's
+    // age, and the index of the command's class (0 read, 1 write, 2 ACT,
+    // 3 PRE) and bank group in best()'s table (class * groups + group).
+    std::vector<std::uint64_t> ready_key;
     std::vector<std::uint64_t> age;
     std::vector<std::uint32_t> part;
     std::vector<Group> groups;
@@ -170,6 +171,7 @@ class DetailedDram : public HbmModel {
   bool admit(Pc& pc);
   Ps next_arrival(const Pc& pc) const;
   Cand best(Pc& pc) const;
+  Cand reference_best(Pc& pc, const Ps* part) const;
   void plan_bank(Pc& pc, std::size_t b) const;
   void add_done(Ps t, std::uint64_t id);
   void issue(Pc& pc, const Cand& c);
@@ -199,8 +201,10 @@ class DetailedDram : public HbmModel {
   // a batch that is wholly due is handed over without a copy.
   std::vector<HbmCompletion> done_;
   Ps done_min_ = kNever;
-  mutable std::vector<Ps> group_scratch_;
+  mutable std::vector<Ps> group_scratch_;       // best(): PC and group parts by class
+  mutable std::vector<std::uint64_t> key_scratch_;  // best(): per part, then per bank
   std::uint64_t next_id_ = 1, next_seq_ = 0;
+  std::uint64_t completed_ = 0;  // ids that have completed (next_id_ - 1 - completed_ outstanding)
   Ps limit_ = 0;
   Counters c_;
 };
