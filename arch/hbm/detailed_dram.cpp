@@ -35,11 +35,11 @@ DetailedDram::DetailedDram(const HbmConfig& config)
   }
 }
 
-void DetailedDram::add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr,
-                            std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival) {
+void DetailedDram::add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
+                            bool write, std::uint32_t tidx, Ps arrival) {
   std::uint32_t pc;
   const Atom a = make_atom(addr, bytes, write, tidx, arrival, pc);
-  per_pc[pc].push_back(a);
+  per_pc[pc].push(&a, 1);
 }
 
 DetailedDram::Atom DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write,
@@ -61,19 +61,18 @@ DetailedDram::Atom DetailedDram::make_atom(std::uint64_t addr, std::uint64_t byt
   return a;
 }
 
-void DetailedDram::append(Pc& pc, const Atom* first, std::size_t n) {
-  pc.next_time = std::min(pc.next_time, std::max(pc.now, first->arrival));
+DetailedDram::Stream& DetailedDram::target_stream(Pc& pc, Ps first_arrival, bool single) {
+  pc.next_time = std::min(pc.next_time, std::max(pc.now, first_arrival));
   // Appending keeps one stream per PC in the common case (submissions in
   // arrival order). A transfer that arrives together with another gets its
   // own stream so admission alternates between them; one-atom submissions
   // (the request API) share a stream in submission order.
-  const bool single = n == 1;
   Stream* tgt = nullptr;
   for (Stream& s : pc.streams) {
     const bool empty = s.atoms.empty();
     const Ps last = empty ? kNever : s.atoms.back().arrival;
     if ((empty && s.singles == single) ||
-        (!empty && (single ? s.singles && last <= first->arrival : !s.singles && last < first->arrival))) {
+        (!empty && (single ? s.singles && last <= first_arrival : !s.singles && last < first_arrival))) {
       tgt = &s;
       break;
     }
@@ -84,7 +83,17 @@ void DetailedDram::append(Pc& pc, const Atom* first, std::size_t n) {
     tgt->singles = single;
   }
   if (tgt->atoms.empty()) tgt->atoms.clear();
-  tgt->atoms.push(first, n);
+  return *tgt;
+}
+
+void DetailedDram::append(Pc& pc, AtomFifo& atoms) {
+  Stream& tgt = target_stream(pc, atoms.front().arrival, atoms.size() == 1);
+  if (tgt.atoms.empty()) {
+    std::swap(tgt.atoms, atoms);  // the usual case: no copy
+  } else {
+    while (!atoms.empty()) tgt.atoms.push(&atoms.pop(), 1);
+    atoms.clear();
+  }
 }
 
 DetailedDram::Atom& DetailedDram::AtomFifo::pop() {
@@ -107,7 +116,11 @@ void DetailedDram::AtomFifo::push(const Atom* first, std::size_t n) {
     const std::size_t c = tail_ / kChunk, off = tail_ % kChunk;
     if (c == chunks_.size()) chunks_.push_back(std::unique_ptr<Atom[]>(new Atom[kChunk]));
     const std::size_t k = std::min(n, kChunk - off);
-    std::copy(first, first + k, chunks_[c].get() + off);
+    Atom* to = chunks_[c].get() + off;
+    if (k == 1)
+      *to = *first;  // the request API's case: no call to memmove
+    else
+      std::copy(first, first + k, to);
     first += k;
     n -= k;
     tail_ += k;
@@ -122,13 +135,9 @@ void DetailedDram::AtomFifo::clear() {
   head_ = tail_ = 0;
 }
 
-void DetailedDram::push_streams(std::vector<std::vector<Atom>>& per_pc) {
-  for (std::size_t i = 0; i < per_pc.size(); ++i) {
-    std::vector<Atom>& v = per_pc[i];
-    if (v.empty()) continue;
-    append(pcs_[i], v.data(), v.size());
-    v.clear();
-  }
+void DetailedDram::push_streams(std::vector<AtomFifo>& per_pc) {
+  for (std::size_t i = 0; i < per_pc.size(); ++i)
+    if (!per_pc[i].empty()) append(pcs_[i], per_pc[i]);
 }
 
 std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
@@ -142,7 +151,7 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
   const std::uint32_t tidx = new_transfer(id, arrival);
   // Scratch reused across submissions: the request API submits one atom at
   // a time, and 32+ fresh vectors per request dominated its cost.
-  std::vector<std::vector<Atom>>& per_pc = scratch_;
+  std::vector<AtomFifo>& per_pc = scratch_;
   if (per_pc.size() != pcs_.size()) per_pc.resize(pcs_.size());
   const std::uint64_t unit = map_.interleave_bytes();
   const std::uint64_t rows = t.row_bytes == 0 ? 0 : std::max<std::uint64_t>(t.rows, 1);
@@ -153,8 +162,10 @@ std::uint64_t DetailedDram::submit(const HbmTransfer& t, Ps arrival) {
     std::uint64_t left = t.row_bytes;
     while (left > 0) {
       std::uint64_t b = std::min({left, t.atom_bytes, unit - addr % unit});
-      add_atom(per_pc, addr, b, t.write, tidx,
-               arrival + static_cast<Ps>(std::llround(static_cast<double>(n) * t.atom_interval_ps)));
+      const Ps at = t.atom_interval_ps == 0
+                        ? arrival
+                        : arrival + static_cast<Ps>(std::llround(static_cast<double>(n) * t.atom_interval_ps));
+      add_atom(per_pc, addr, b, t.write, tidx, at);
       ++n;
       addr += b;
       left -= b;
@@ -199,7 +210,7 @@ std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t byt
   std::uint32_t pc;
   Atom a = make_atom(addr, bytes, write, kSingle, arrival, pc);
   a.id = id;
-  append(pcs_[pc], &a, 1);
+  target_stream(pcs_[pc], a.arrival, true).atoms.push(&a, 1);
   return id;
 }
 

@@ -96,6 +96,7 @@ class DetailedDram : public HbmModel {
    public:
     static constexpr std::size_t kChunk = 256;
     bool empty() const { return head_ == tail_; }
+    std::size_t size() const { return tail_ - head_; }
     const Atom& front() const { return at(head_); }
     const Atom& back() const { return at(tail_ - 1); }
     Atom& pop();  // valid until the next pop()
@@ -179,12 +180,13 @@ class DetailedDram : public HbmModel {
   void refresh_due(Pc& pc);  // the scheduled one; advances ref_due
   void skip_idle_refreshes(Pc& pc, Ps until);
   void atom_done(Atom& a, Ps time);
-  void add_atom(std::vector<std::vector<Atom>>& per_pc, std::uint64_t addr, std::uint64_t bytes,
+  void add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
                 bool write, std::uint32_t tidx, Ps arrival);
-  void push_streams(std::vector<std::vector<Atom>>& per_pc);
+  void push_streams(std::vector<AtomFifo>& per_pc);
   Atom make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival,
                  std::uint32_t& pc) const;
-  void append(Pc& pc, const Atom* first, std::size_t n);
+  Stream& target_stream(Pc& pc, Ps first_arrival, bool single);
+  void append(Pc& pc, AtomFifo& atoms);  // leaves `atoms` empty
   std::uint32_t new_transfer(std::uint64_t id, Ps arrival);
 
   HbmConfig cfg_;
@@ -194,7 +196,7 @@ class DetailedDram : public HbmModel {
   bool closed_page_;
   bool reference_scan_ = false;
   std::vector<Pc> pcs_;
-  std::vector<std::vector<Atom>> scratch_;  // per-PC atoms of the submission being split
+  std::vector<AtomFifo> scratch_;  // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   // Completions not yet returned (unordered); in the returned type, so that
