@@ -329,28 +329,35 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   const std::uint64_t* ready_key = pc.ready_key.data();
   const std::uint64_t* age = pc.age.data();
   const std::uint32_t* bpart = pc.part.data();
-  // Two independent running minima (even and odd banks), merged at the
-  // end: the loop is bound by the latency of each comparison chain.
-  struct Min {
-    std::uint64_t key = ~0ull, age = ~0ull, bank = 0;
-    // All ones when (k, a) beats the best so far: arithmetic, so that the
-    // compiler cannot make it a branch (which bank wins is data, and
-    // mispredicted branches cost more than the selects).
-    void take(std::uint64_t k, std::uint64_t a, std::uint64_t b) {
-      const std::uint64_t m = 0 - static_cast<std::uint64_t>((k < key) | ((k == key) & (a < age)));
-      key ^= (key ^ k) & m;
-      age ^= (age ^ a) & m;
-      bank ^= (bank ^ b) & m;
-    }
-  } even, odd;
+  // The least (key, age) as one 128-bit number, in two independent running
+  // minima (even and odd banks) merged at the end: the loop is bound by the
+  // latency of each comparison chain.
+  __extension__ typedef unsigned __int128 u128;
+  u128 even = ~u128(0), odd = ~u128(0);
+  std::size_t even_bank = 0, odd_bank = 0;
+  auto val = [&](std::size_t b) {
+    return (u128(std::max(ready_key[b], part_key[bpart[b]])) << 64) | age[b];
+  };
   std::size_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    even.take(std::max(ready_key[b], part_key[bpart[b]]), age[b], b);
-    odd.take(std::max(ready_key[b + 1], part_key[bpart[b + 1]]), age[b + 1], b + 1);
+    const u128 v0 = val(b), v1 = val(b + 1);
+    const bool t0 = v0 < even, t1 = v1 < odd;
+    even = t0 ? v0 : even;
+    even_bank = t0 ? b : even_bank;
+    odd = t1 ? v1 : odd;
+    odd_bank = t1 ? b + 1 : odd_bank;
   }
-  if (b < nb) even.take(std::max(ready_key[b], part_key[bpart[b]]), age[b], b);
-  even.take(odd.key, odd.age, odd.bank);
-  const std::uint64_t min_key = even.key, min_age = even.age, win = even.bank;
+  if (b < nb) {
+    const u128 v0 = val(b);
+    const bool t0 = v0 < even;
+    even = t0 ? v0 : even;
+    even_bank = t0 ? b : even_bank;
+  }
+  const bool t = odd < even;
+  even = t ? odd : even;
+  even_bank = t ? odd_bank : even_bank;
+  const std::uint64_t min_key = static_cast<std::uint64_t>(even >> 64), min_age = static_cast<std::uint64_t>(even),
+                      win = even_bank;
   if (min_key == ~0ull) return Cand{};  // no bank has a request
   const Bank& bk = pc.banks[win];
   Cand best;
