@@ -61,13 +61,17 @@ AddressMapping::AddressMapping(const HbmConfig& c) {
       case F::Pc: r = pcs_per_ch_; break;
       case F::Co: r = cols; break;
     }
-    low_to_high_.push_back({*it, r});
+    low_to_high_.push_back({*it, r, Divisor(r == 0 ? 1 : r)});
   }
   interleave_ = low_to_high_.front().f == F::Co ? burst_bytes_ * cols : burst_bytes_;
+  burst_div_ = Divisor(burst_bytes_);
+  sweep_div_ = Divisor(interleave_ * pcs_total_);
+  pcs_div_ = Divisor(pcs_total_);
+  banks_div_ = Divisor(banks_);
 }
 
 DramCoord AddressMapping::decode(std::uint64_t addr) const {
-  std::uint64_t v = addr / burst_bytes_;
+  std::uint64_t v = burst_div_.div(addr);
   std::uint64_t ch = 0, pc = 0, ba = 0, bg = 0;
   DramCoord d;
   for (const Field& f : low_to_high_) {
@@ -76,8 +80,8 @@ DramCoord AddressMapping::decode(std::uint64_t addr) const {
       x = v;
       v = 0;
     } else {
-      x = v % f.radix;
-      v /= f.radix;
+      x = f.by.mod(v);
+      v = f.by.div(v);
     }
     switch (f.f) {
       case F::Ro: d.row = x; break;
@@ -91,10 +95,10 @@ DramCoord AddressMapping::decode(std::uint64_t addr) const {
   d.pc = static_cast<std::uint32_t>(ch * pcs_per_ch_ + pc);
   d.bank = static_cast<std::uint32_t>(bg * banks_per_group_ + ba);
   if (hash_) {
-    const std::uint64_t sweep = addr / (interleave_ * pcs_total_);
+    const std::uint64_t sweep = sweep_div_.div(addr);
     const std::uint64_t h = (sweep * 0x9E3779B97F4A7C15ull) >> 32;
-    d.pc = static_cast<std::uint32_t>((d.pc + h % pcs_total_) % pcs_total_);
-    d.bank = static_cast<std::uint32_t>((d.bank + d.row % banks_) % banks_);
+    d.pc = static_cast<std::uint32_t>(pcs_div_.mod(d.pc + pcs_div_.mod(h)));
+    d.bank = static_cast<std::uint32_t>(banks_div_.mod(d.bank + banks_div_.mod(d.row)));
   }
   return d;
 }

@@ -44,14 +44,29 @@ class AddressMapping {
 
  private:
   enum class F : std::uint8_t { Ro, Ba, Bg, Ch, Pc, Co };
+  // Division by a divisor fixed at construction: a shift and a mask when it
+  // is a power of two (every HBM preset), else the division. decode() does
+  // a dozen of them per request; same results either way.
+  struct Divisor {
+    std::uint64_t d = 1;
+    int shift = 0;  // log2(d), or -1 when d is not a power of two
+    Divisor() = default;
+    explicit Divisor(std::uint64_t v) : d(v), shift(-1) {
+      if (v != 0 && (v & (v - 1)) == 0) shift = __builtin_ctzll(v);
+    }
+    std::uint64_t div(std::uint64_t x) const { return shift >= 0 ? x >> shift : x / d; }
+    std::uint64_t mod(std::uint64_t x) const { return shift >= 0 ? x & (d - 1) : x % d; }
+  };
   struct Field {
     F f;
     std::uint64_t radix;  // 0 = unbounded (only the most significant field)
+    Divisor by;           // radix, when bounded
   };
   std::vector<Field> low_to_high_;
   std::uint64_t burst_bytes_ = 0, interleave_ = 0;
   std::uint32_t pcs_total_ = 0, banks_ = 0, banks_per_group_ = 0, pcs_per_ch_ = 0;
   bool hash_ = false;
+  Divisor burst_div_, sweep_div_, pcs_div_, banks_div_;
 };
 
 }  // namespace tpusim::arch

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <string>
 
 #include "arch/common/errors.h"
 #include "arch/hbm/detailed_dram.h"
@@ -66,6 +67,59 @@ TEST(HbmAddressMapping, BurstInterleaveWhenColumnIsNotLowest) {
   EXPECT_EQ(m.interleave_bytes(), 32u);
   EXPECT_EQ(m.decode(32).pc, 1u);
   EXPECT_EQ(m.decode(32 * 16).col, 1u);
+}
+
+// decode() divides by shifts where a field's count is a power of two. The
+// plain mixed-radix arithmetic of the mapping (written out here for two field
+// orders, with the hash as address_mapping.h describes it) must give the
+// same coordinates on power-of-two and other geometries, hashed or not.
+TEST(HbmAddressMapping, DecodeMatchesPlainMixedRadixArithmetic) {
+  struct Geometry {
+    int stacks, bank_groups, banks_per_group;
+    std::uint64_t row_bytes;
+  };
+  for (const Geometry g : {Geometry{1, 4, 4, 1024}, Geometry{3, 3, 4, 1024}, Geometry{2, 4, 3, 96 * 32}})
+    for (const char* mapping : {"RoBaBgChPcCo", "RoBaBgCoChPc"})
+      for (bool hash : {false, true}) {
+        arch::HbmConfig c = hbm2e_no_refresh();
+        c.stacks = g.stacks;
+        c.bank_groups = g.bank_groups;
+        c.banks_per_group = g.banks_per_group;
+        c.row_bytes = g.row_bytes;
+        c.address_mapping = mapping;
+        c.address_hash = hash;
+        const arch::AddressMapping m(c);
+        const std::uint64_t bb = 32, cols = g.row_bytes / bb, pcs = 2, chs = 8ull * g.stacks;
+        const std::uint64_t bgs = g.bank_groups, bas = g.banks_per_group, banks = bgs * bas;
+        const bool co_lowest = std::string(mapping) == "RoBaBgChPcCo";
+        const std::uint64_t interleave = co_lowest ? bb * cols : bb;
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < 20000; ++i) {
+          const std::uint64_t addr = i < 10000 ? rng() % (64ull << 30) : rng();
+          std::uint64_t v = addr / bb, co, pc, ch;
+          if (co_lowest) {
+            co = v % cols, v /= cols;
+            pc = v % pcs, v /= pcs;
+            ch = v % chs, v /= chs;
+          } else {
+            pc = v % pcs, v /= pcs;
+            ch = v % chs, v /= chs;
+            co = v % cols, v /= cols;
+          }
+          const std::uint64_t bg = v % bgs, ba = (v / bgs) % bas, row = v / bgs / bas;
+          std::uint64_t gpc = ch * pcs + pc, bank = bg * bas + ba;
+          if (hash) {
+            const std::uint64_t h = ((addr / (interleave * pcs * chs)) * 0x9E3779B97F4A7C15ull) >> 32;
+            gpc = (gpc + h % (pcs * chs)) % (pcs * chs);
+            bank = (bank + row % banks) % banks;
+          }
+          const arch::DramCoord d = m.decode(addr);
+          ASSERT_EQ(d.col, co) << mapping << " " << addr;
+          ASSERT_EQ(d.row, row) << mapping << " " << addr;
+          ASSERT_EQ(d.pc, gpc) << mapping << " " << addr;
+          ASSERT_EQ(d.bank, bank) << mapping << " " << addr;
+        }
+      }
 }
 
 TEST(HbmAddressMapping, RejectsBadStrings) {
