@@ -19,7 +19,7 @@ DetailedDram::DetailedDram(const HbmConfig& config)
                       std::to_string(cfg_.refresh_postpone));
   closed_page_ = cfg_.page_policy == "closed";
   group_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
-  key_scratch_.resize(std::max<std::size_t>(4 * static_cast<std::size_t>(cfg_.bank_groups), map_.banks_per_pc()));
+  key_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
   const std::uint32_t n = map_.pseudo_channels_total();
   pcs_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -305,13 +305,19 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   // Per command class (read, write, ACT, PRE; see Pc::part) and bank
   // group: the larger of the PC and the group part.
   const std::size_t ng = pc.groups.size();
+  // Also as keys 2t + not-a-column (see below).
   Ps* part = group_scratch_.data();  // [cls * ng + group]
+  std::uint64_t* part_key = key_scratch_.data();
   for (std::size_t g = 0; g < ng; ++g) {
     const Group& gr = pc.groups[g];
     part[g] = std::max({col_rd, gr.col_ok, gr.wr_end + tm_.WTR_L});
     part[ng + g] = std::max(col_wr, gr.col_ok);
     part[2 * ng + g] = std::max(act, gr.act_ok);
     part[3 * ng + g] = pre;
+    part_key[g] = static_cast<std::uint64_t>(part[g]) << 1;
+    part_key[ng + g] = static_cast<std::uint64_t>(part[ng + g]) << 1;
+    part_key[2 * ng + g] = (static_cast<std::uint64_t>(part[2 * ng + g]) << 1) | 1u;
+    part_key[3 * ng + g] = (static_cast<std::uint64_t>(pre) << 1) | 1u;
   }
   if (reference_scan_ || pc.banks.size() > 64) return reference_best(pc, part);
   // Earliest time wins; at equal times column commands (row hits) first,
@@ -322,10 +328,7 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   for (std::uint64_t m = pc.dirty & pc.nonempty; m != 0; m &= m - 1)
     plan_bank(pc, static_cast<std::size_t>(__builtin_ctzll(m)));
   pc.dirty = 0;
-  const std::size_t np = 4 * ng, nb = pc.banks.size();
-  std::uint64_t* part_key = key_scratch_.data();
-  for (std::size_t p = 0; p < np; ++p)
-    part_key[p] = (static_cast<std::uint64_t>(part[p]) << 1) | (p >= 2 * ng ? 1u : 0u);
+  const std::size_t nb = pc.banks.size();
   const std::uint64_t* ready_key = pc.ready_key.data();
   const std::uint64_t* age = pc.age.data();
   const std::uint32_t* bpart = pc.part.data();

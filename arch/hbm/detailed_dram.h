@@ -204,7 +204,7 @@ class DetailedDram : public HbmModel {
   std::vector<HbmCompletion> done_;
   Ps done_min_ = kNever;
   mutable std::vector<Ps> group_scratch_;       // best(): PC and group parts by class
-  mutable std::vector<std::uint64_t> key_scratch_;  // best(): per part, then per bank
+  mutable std::vector<std::uint64_t> key_scratch_;  // best(): the parts as keys
   std::uint64_t next_id_ = 1, next_seq_ = 0;
   std::uint64_t completed_ = 0;  // ids that have completed (next_id_ - 1 - completed_ outstanding)
   Ps limit_ = 0;
