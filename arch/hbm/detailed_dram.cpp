@@ -38,26 +38,38 @@ DetailedDram::DetailedDram(const HbmConfig& config)
 void DetailedDram::add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
                             bool write, std::uint32_t tidx, Ps arrival) {
   std::uint32_t pc;
-  const Atom a = make_atom(addr, bytes, write, tidx, arrival, pc);
+  const Pending a = make_atom(addr, bytes, write, tidx, arrival, pc);
   per_pc[pc].push(&a, 1);
 }
 
-DetailedDram::Atom DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write,
-                                           std::uint32_t tidx, Ps arrival, std::uint32_t& pc) const {
+DetailedDram::Pending DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write,
+                                              std::uint32_t tidx, Ps arrival, std::uint32_t& pc) const {
   const DramCoord d = map_.decode(addr);
   pc = d.pc;
   const std::uint64_t bb = map_.burst_bytes();
-  Atom a;
+  Pending a;
   a.arrival = arrival;
   a.row = d.row;
-  a.transfer = tidx;
+  a.tag = (write ? kWriteBit : 0) | tidx;
   a.bank = static_cast<std::uint16_t>(d.bank);
   a.bursts = static_cast<std::uint16_t>((addr + bytes - 1) / bb - addr / bb + 1);
   a.bytes = static_cast<std::uint32_t>(bytes);
-  a.write = write;
+  return a;
+}
+
+DetailedDram::Atom DetailedDram::unpack(const Pending& p) {
+  Atom a;
+  a.arrival = p.arrival;
+  a.row = p.row;
+  const bool single = (p.tag & kSingleBit) != 0;
+  a.transfer = single ? kSingle : static_cast<std::uint32_t>(p.tag);
+  a.bank = p.bank;
+  a.bursts = p.bursts;
+  a.bytes = p.bytes;
+  a.write = (p.tag & kWriteBit) != 0;
   a.kind = 0;
   a.seq = 0;
-  a.id = 0;
+  a.id = single ? p.tag & ~(kWriteBit | kSingleBit) : 0;
   return a;
 }
 
@@ -96,13 +108,13 @@ void DetailedDram::append(Pc& pc, AtomFifo& atoms) {
   }
 }
 
-DetailedDram::Atom& DetailedDram::AtomFifo::pop() {
+const DetailedDram::Pending& DetailedDram::AtomFifo::pop() {
   // Entering a new chunk: the one before it is consumed.
   if (head_ % kChunk == 0 && head_ != 0) chunks_[head_ / kChunk - 1].reset();
   return at(head_++);
 }
 
-void DetailedDram::AtomFifo::push(const Atom* first, std::size_t n) {
+void DetailedDram::AtomFifo::push(const Pending* first, std::size_t n) {
   // Drop the freed chunks' slots once they are half of the table, so that a
   // stream fed while it drains keeps a table the size of its backlog.
   const std::size_t dead = head_ / kChunk;
@@ -114,9 +126,9 @@ void DetailedDram::AtomFifo::push(const Atom* first, std::size_t n) {
   }
   while (n > 0) {
     const std::size_t c = tail_ / kChunk, off = tail_ % kChunk;
-    if (c == chunks_.size()) chunks_.push_back(std::unique_ptr<Atom[]>(new Atom[kChunk]));
+    if (c == chunks_.size()) chunks_.push_back(std::unique_ptr<Pending[]>(new Pending[kChunk]));
     const std::size_t k = std::min(n, kChunk - off);
-    Atom* to = chunks_[c].get() + off;
+    Pending* to = chunks_[c].get() + off;
     if (k == 1)
       *to = *first;  // the request API's case: no call to memmove
     else
@@ -129,7 +141,7 @@ void DetailedDram::AtomFifo::push(const Atom* first, std::size_t n) {
 
 void DetailedDram::AtomFifo::clear() {
   if (tail_ == 0) return;
-  std::unique_ptr<Atom[]> keep = std::move(chunks_[(tail_ - 1) / kChunk]);
+  std::unique_ptr<Pending[]> keep = std::move(chunks_[(tail_ - 1) / kChunk]);
   chunks_.clear();
   chunks_.push_back(std::move(keep));
   head_ = tail_ = 0;
@@ -207,9 +219,10 @@ std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t byt
                         " ps is before the time already simulated (" + std::to_string(limit_) + " ps)");
   // One request needs no transfer bookkeeping: its atom carries the id.
   const std::uint64_t id = next_id_++;
+  if (id >= kSingleBit) throw InternalError("DetailedDram::submit_request: request ids exhausted");
   std::uint32_t pc;
-  Atom a = make_atom(addr, bytes, write, kSingle, arrival, pc);
-  a.id = id;
+  Pending a = make_atom(addr, bytes, write, 0, arrival, pc);
+  a.tag |= kSingleBit | id;
   target_stream(pcs_[pc], a.arrival, true).atoms.push(&a, 1);
   return id;
 }
@@ -240,7 +253,7 @@ bool DetailedDram::admit(Pc& pc) {
     }
     if (!src) break;
     pc.rr = src_i;
-    Atom& a = src->atoms.pop();
+    Atom a = unpack(src->atoms.pop());
     a.seq = next_seq_++;  // age = admission order, for FCFS ties
     Bank& bk = pc.banks[a.bank];
     bk.q.push_back(a);

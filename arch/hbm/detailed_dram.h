@@ -86,7 +86,21 @@ class DetailedDram : public HbmModel {
     std::uint64_t id;        // completion id when transfer == kSingle
   };
   static constexpr std::uint32_t kSingle = 0xffffffffu;  // a request outside any transfer
-  // Atoms waiting for admission, first in first out, in chunks of kChunk:
+  // An atom waiting for admission, packed into 32 bytes: a million requests
+  // submitted at once take 32 MB, and each fresh 4 KiB page costs a page
+  // fault. Admission unpacks it into an Atom.
+  struct Pending {
+    Ps arrival;
+    std::uint64_t row;
+    // kWriteBit if a write, plus kSingleBit and the id for a single request,
+    // else the transfer index.
+    std::uint64_t tag;
+    std::uint16_t bank, bursts;
+    std::uint32_t bytes;
+  };
+  static constexpr std::uint64_t kWriteBit = 1ull << 63, kSingleBit = 1ull << 62;
+  static Atom unpack(const Pending& p);
+  // Pending atoms, first in first out, in chunks of kChunk:
   // admission reads them front to back through contiguous memory (a
   // deque's 512-byte nodes, interleaved over the PCs by the submissions,
   // cost a cache miss per atom), appending never copies queued atoms (a
@@ -97,15 +111,15 @@ class DetailedDram : public HbmModel {
     static constexpr std::size_t kChunk = 256;
     bool empty() const { return head_ == tail_; }
     std::size_t size() const { return tail_ - head_; }
-    const Atom& front() const { return at(head_); }
-    const Atom& back() const { return at(tail_ - 1); }
-    Atom& pop();  // valid until the next pop()
-    void push(const Atom* first, std::size_t n);
+    const Pending& front() const { return at(head_); }
+    const Pending& back() const { return at(tail_ - 1); }
+    const Pending& pop();  // valid until the next pop()
+    void push(const Pending* first, std::size_t n);
     void clear();  // when empty: keeps one chunk for the next push
 
    private:
-    Atom& at(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
-    std::vector<std::unique_ptr<Atom[]>> chunks_;  // null before head_'s chunk
+    Pending& at(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+    std::vector<std::unique_ptr<Pending[]>> chunks_;  // null before head_'s chunk
     std::size_t head_ = 0, tail_ = 0;              // positions from chunks_[0]
   };
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
@@ -183,7 +197,7 @@ class DetailedDram : public HbmModel {
   void add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
                 bool write, std::uint32_t tidx, Ps arrival);
   void push_streams(std::vector<AtomFifo>& per_pc);
-  Atom make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival,
+  Pending make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival,
                  std::uint32_t& pc) const;
   Stream& target_stream(Pc& pc, Ps first_arrival, bool single);
   void append(Pc& pc, AtomFifo& atoms);  // leaves `atoms` empty
