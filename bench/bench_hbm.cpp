@@ -1,8 +1,9 @@
 // HBM model speed and headline figures, printed as "name value unit" lines:
 // detailed-model requests per wall second (sequential and random 64-byte
 // reads; the random ones all submitted at once, and fed over time),
-// calibrated-model simulated bytes per wall second, the wall time to simulate a 64 GiB sequential read on TPU v5e's HBM (2 stacks HBM2e)
-// in calibrated mode (with and without its one-time calibration), and the
+// calibrated-model simulated bytes per wall second, the wall time to
+// simulate a 64 GiB sequential read on TPU v5e's HBM (2 stacks HBM2e) in
+// calibrated mode (with and without its one-time calibration), and the
 // measured sequential/random efficiencies and unloaded latency.
 #include <chrono>
 #include <cstdio>
