@@ -20,6 +20,7 @@ DetailedDram::DetailedDram(const HbmConfig& config)
   closed_page_ = cfg_.page_policy == "closed";
   group_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
   key_scratch_.resize(4 * static_cast<std::size_t>(cfg_.bank_groups));
+  for (std::uint32_t b = 0; b < map_.banks_per_pc(); ++b) group_of_.push_back(map_.bank_group_of(b));
   const std::uint32_t n = map_.pseudo_channels_total();
   pcs_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -242,8 +243,8 @@ bool DetailedDram::admit(Pc& pc) {
     // transfers) take turns, as interleaved requests from several engines.
     Stream* src = nullptr;
     std::size_t src_i = 0;
-    for (std::size_t k = 0; k < ns; ++k) {
-      const std::size_t i = (pc.rr + 1 + k) % ns;
+    std::size_t i = ns <= 1 ? 0 : (pc.rr + 1) % ns;  // starting after the last one admitted
+    for (std::size_t k = 0; k < ns; ++k, i = i + 1 == ns ? 0 : i + 1) {
       Stream& s = pc.streams[i];
       if (!s.atoms.empty() && s.atoms.front().arrival <= pc.now &&
           (!src || s.atoms.front().arrival < src->atoms.front().arrival)) {
@@ -256,10 +257,14 @@ bool DetailedDram::admit(Pc& pc) {
     Atom a = unpack(src->atoms.pop());
     a.seq = next_seq_++;  // age = admission order, for FCFS ties
     Bank& bk = pc.banks[a.bank];
+    // A request joining the back of a queue changes the bank's next command
+    // only if the queue was empty or the bank is to close its row (PRE) and
+    // the request hits that row (plan_bank() takes the oldest hit).
+    const bool replan = bk.q.empty() || (bk.next_kind == 2 && a.row == static_cast<std::uint64_t>(bk.open));
     bk.q.push_back(a);
     if (a.bank < 64) {
       pc.nonempty |= 1ull << a.bank;
-      pc.dirty |= 1ull << a.bank;
+      if (replan) pc.dirty |= 1ull << a.bank;
     }
     ++pc.queued;
     any = true;
@@ -300,7 +305,7 @@ void DetailedDram::plan_bank(Pc& pc, std::size_t b) const {
   bk.next_seq = a.seq;
   bk.next_write = a.write;
   const std::size_t cls = bk.next_kind == 0 ? (a.write ? 1u : 0u) : bk.next_kind + 1u;
-  pc.part[b] = static_cast<std::uint32_t>(cls * pc.groups.size() + b / static_cast<std::size_t>(cfg_.banks_per_group));
+  pc.part[b] = static_cast<std::uint32_t>(cls * pc.groups.size() + group_of_[b]);
   pc.age[b] = a.seq;
   const Ps ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
   pc.ready_key[b] = (static_cast<std::uint64_t>(ready) << 1) | (cls >= 2 ? 1u : 0u);
@@ -449,7 +454,7 @@ void DetailedDram::atom_done(Atom& a, Ps time) {
 
 void DetailedDram::issue(Pc& pc, const Cand& c) {
   Bank& bk = pc.banks[static_cast<std::size_t>(c.bank)];
-  Group& g = pc.groups[static_cast<std::size_t>(c.bank / cfg_.banks_per_group)];
+  Group& g = pc.groups[group_of_[static_cast<std::size_t>(c.bank)]];
   const Ps t = c.t;
   pc.now = t;
   if (c.bank < 64) pc.dirty |= 1ull << c.bank;

@@ -210,6 +210,7 @@ class DetailedDram : public HbmModel {
   bool closed_page_;
   bool reference_scan_ = false;
   std::vector<Pc> pcs_;
+  std::vector<std::uint32_t> group_of_;  // bank -> bank group (no division per command)
   std::vector<AtomFifo> scratch_;  // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
