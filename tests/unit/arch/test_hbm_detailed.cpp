@@ -156,6 +156,29 @@ TEST(HbmDetailed, SingleBankHitMissConflictClosedForm) {
   EXPECT_EQ(d.counters().bytes_read, 96u);
 }
 
+// Two transfers that arrive together on one PC are admitted from two
+// streams, which are dropped once both are drained; the PC must then still
+// take later requests (admission once divided by the stream count there).
+// The later request goes to a bank the transfers never opened: a miss,
+// ACT at arrival, RD at +tRCD -> tRCD + tCL + burst + controller latency.
+TEST(HbmDetailed, PseudoChannelServesRequestsAfterConcurrentTransfersDrain) {
+  arch::DetailedDram d(hbm2e_no_refresh());
+  const auto& t = d.timing();
+  arch::HbmTransfer a, b;
+  a.row_bytes = b.row_bytes = 1024;  // one row slice: stays on PC 0
+  a.base = addr_of(0, 0, 0, 1);
+  b.base = addr_of(0, 1, 0, 1);
+  const auto ia = d.submit(a, 0), ib = d.submit(b, 0);
+  std::map<std::uint64_t, Ps> done;
+  for (const auto& c : d.run_until(ps(0.5e-6))) done[c.id] = c.time;
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_GT(done[ia], 0);
+  EXPECT_GT(done[ib], 0);
+  const Ps t1 = ps(1e-6);
+  const auto r = d.submit_request(addr_of(0, 2, 0, 5), 32, false, t1);
+  EXPECT_EQ(finish(d, r), t1 + t.RCD + t.CL + t.burst + t.controller);
+}
+
 // A conflict right behind an ACT waits for tRAS before its PRE:
 // ACT0 at 0, PRE at tRAS (> tRCD + tRTP), ACT1 at tRAS + tRP (= tRC here),
 // RD at + tRCD.
