@@ -4,7 +4,8 @@
 // calibrated-model simulated bytes per wall second, the wall time to
 // simulate a 64 GiB sequential read on TPU v5e's HBM (2 stacks HBM2e) in
 // calibrated mode (with and without its one-time calibration), and the
-// measured sequential/random efficiencies and unloaded latency.
+// measured sequential/random efficiencies and unloaded latency; the same
+// for the per-pseudo-channel model (channel).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <systemc>
 
 #include "arch/hbm/calibrated_hbm.h"
+#include "arch/hbm/channel_hbm.h"
 #include "arch/hbm/detailed_dram.h"
 #include "tests/unit/arch/hbm_test_util.h"
 
@@ -125,6 +127,35 @@ int sc_main(int, char*[]) {
     const double w = wall(t0);
     out("calibrated_simulated_bytes_per_wall_s", static_cast<double>(bytes) / w, "B/s");
     out("calibrated_transfers_per_wall_s", 200000 / w, "transfers/s");
+  }
+  {  // per-pseudo-channel model: the same 64 GiB read, then the same mix
+    ChannelHbm c(v5e);
+    HbmTransfer t;
+    t.row_bytes = 64ull << 30;
+    t.atom_bytes = 64;
+    auto t0 = std::chrono::steady_clock::now();
+    const Ps first = c.transfer(t, 0);
+    out("channel_64GiB_wall_incl_calibration", wall(t0), "s");
+    out("channel_64GiB_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(first) / c.peak_bandwidth(), "ratio");
+    const std::uint64_t sizes[] = {1ull << 20, 4ull << 20, 16ull << 20, 64ull << 20};
+    std::uint64_t bytes = 0;
+    Ps at = first;
+    t0 = std::chrono::steady_clock::now();
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) {
+      HbmTransfer x;
+      x.row_bytes = sizes[i % 4];
+      x.base = static_cast<std::uint64_t>(i % 7) << 30;
+      x.atom_bytes = 64;
+      c.submit(x, at);
+      bytes += x.row_bytes;
+      at += 40000000;
+      c.run_until(at);
+    }
+    c.run_until(kNever / 4);
+    const double w = wall(t0);
+    out("channel_simulated_bytes_per_wall_s", static_cast<double>(bytes) / w, "B/s");
+    out("channel_transfers_per_wall_s", n / w, "transfers/s");
   }
   return 0;
 }

@@ -11,75 +11,14 @@
 #include "arch/common/errors.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
+#include "arch/hbm/hbm_calibration.h"
 #include "arch/hbm/dram_timing.h"
 
 namespace tpusim::arch {
 
-namespace {
-
-std::uint64_t pow2_floor(std::uint64_t u) {
-  std::uint64_t p = 1;
-  while (p <= u / 2) p *= 2;
-  return p;
-}
-
-// Nearest power of two on a log scale (1536 -> 2048, 1400 -> 1024).
-std::uint64_t pow2_round(std::uint64_t u) {
-  const std::uint64_t lo = pow2_floor(std::max<std::uint64_t>(u, 1));
-  return static_cast<double>(u) >= 1.41421356 * static_cast<double>(lo) ? 2 * lo : lo;
-}
-
-// Every field of the config that the detailed model reads, as text: two
-// configs share a calibration only when all of them are equal. `model` is
-// left out (calibration always runs the detailed model). Doubles are
-// written exactly (hex float).
-std::string calibration_key(const HbmConfig& c) {
-  // A field added to HbmConfig or HbmTimings changes their size: add it
-  // to the key below, then update these sizes (x86-64, libstdc++).
-  static_assert(sizeof(HbmTimings) == 19 * sizeof(double), "HbmTimings changed: update calibration_key");
-  static_assert(sizeof(HbmConfig) == 4 * sizeof(std::string) + sizeof(HbmTimings) + 80,
-                "HbmConfig changed: update calibration_key");
-  std::string k;
-  char buf[64];
-  auto num = [&](double v) {
-    std::snprintf(buf, sizeof buf, "%a|", v);
-    k += buf;
-  };
-  auto i = [&](std::uint64_t v) { k += std::to_string(v) + "|"; };
-  k += c.preset + "|" + c.address_mapping + "|" + c.page_policy + "|";
-  i(static_cast<std::uint64_t>(c.stacks));
-  i(static_cast<std::uint64_t>(c.channels));
-  i(static_cast<std::uint64_t>(c.pseudo_channels));
-  i(static_cast<std::uint64_t>(c.bank_groups));
-  i(static_cast<std::uint64_t>(c.banks_per_group));
-  i(c.row_bytes);
-  num(c.data_rate);
-  i(static_cast<std::uint64_t>(c.bus_width_bits));
-  i(static_cast<std::uint64_t>(c.burst_length));
-  i(c.capacity_bytes);
-  i(c.address_hash ? 1 : 0);
-  i(static_cast<std::uint64_t>(c.queue_depth));
-  num(c.controller_latency);
-  i(static_cast<std::uint64_t>(c.refresh_postpone));
-  const HbmTimings& t = c.t;
-  for (double v : {t.tCK, t.tCL, t.tCWL, t.tRCD, t.tRP, t.tRAS, t.tRC, t.tCCD_S, t.tCCD_L, t.tRRD_S, t.tRRD_L,
-                   t.tFAW, t.tWR, t.tWTR_S, t.tWTR_L, t.tRTP, t.tRTW, t.tRFC, t.tREFI})
-    num(v);
-  return k;
-}
-
-}  // namespace
-
-std::shared_ptr<CalibratedHbm::Calibration> CalibratedHbm::shared_calibration(const HbmConfig& config) {
-  // Simulation is single-threaded (one SystemC kernel per process).
-  static std::map<std::string, std::shared_ptr<Calibration>> table;
-  std::shared_ptr<Calibration>& c = table[calibration_key(config)];
-  if (!c) c = std::make_shared<Calibration>();
-  return c;
-}
 
 CalibratedHbm::CalibratedHbm(const HbmConfig& config)
-    : cfg_(config), peak_(hbm_peak_bandwidth(config)), cal_(shared_calibration(config)) {
+    : cfg_(config), peak_(hbm_peak_bandwidth(config)), calib_(config) {
   cfg_.model = "detailed";
   DetailedDram probe(cfg_);  // validates the config now rather than at first use
   sweep_bytes_ = probe.mapping().interleave_bytes() * probe.mapping().pseudo_channels_total();
@@ -112,80 +51,24 @@ double CalibratedHbm::fluid_alone(double service) const {
   return credit_cap_ + (service - credit_cap_) / (1.0 - refresh_share_);
 }
 
-CalibratedHbm::Key CalibratedHbm::exact_key(const HbmTransfer& t) {
-  if (t.contiguous()) return {t.write, t.atom_bytes, true, 0, 0};
-  return {t.write, t.atom_bytes, false, t.row_bytes, t.stride};
-}
+CalibratedHbm::Key CalibratedHbm::exact_key(const HbmTransfer& t) { return exact_pattern(t); }
 
-CalibratedHbm::Key CalibratedHbm::class_of(const HbmTransfer& t) const {
-  // Rows of a whole sweep or more keep every pseudo-channel busy like a
-  // contiguous stream does.
-  if (t.contiguous() || t.row_bytes >= sweep_bytes_) return {t.write, t.atom_bytes, true, 0, 0};
-  const std::uint64_t row = pow2_round(t.row_bytes);
-  const std::uint64_t stride = std::max(row, pow2_round(t.stride));
-  if (stride == row) return {t.write, t.atom_bytes, true, 0, 0};
-  return {t.write, t.atom_bytes, false, row, stride};
-}
+CalibratedHbm::Key CalibratedHbm::class_of(const HbmTransfer& t) const { return pattern_class(t, sweep_bytes_); }
 
-HbmTransfer CalibratedHbm::shape_of(const Key& k, std::uint64_t bytes) {
-  HbmTransfer s;
-  s.write = std::get<0>(k);
-  s.atom_bytes = std::get<1>(k);
-  if (std::get<2>(k)) {
-    s.row_bytes = bytes;
-    s.rows = 1;
-  } else {
-    s.row_bytes = std::get<3>(k);
-    s.stride = std::get<4>(k);
-    s.rows = std::max<std::uint64_t>(1, bytes / s.row_bytes);
-  }
-  return s;
-}
-
-Ps CalibratedHbm::run_alone(const HbmTransfer& t, bool refresh) {
-  HbmConfig c = cfg_;
-  if (!refresh) c.t.tREFI = 0;
-  DetailedDram d(c);
-  ++detailed_runs_;
-  HbmTransfer x = t;
-  x.base = 0;
-  x.atom_interval_ps = 0;
-  d.submit(x, 0);
-  const auto done = d.run_until(kNever / 2);  // nothing else arrives: run to the end at once
-  if (done.size() != 1) throw InternalError("CalibratedHbm: calibration run did not complete");
-  return done.front().time;
-}
-
-Ps CalibratedHbm::exact(const HbmTransfer& t) {
-  auto key = std::make_pair(exact_key(t), t.contiguous() ? t.bytes() : t.rows);
-  auto it = cal_->exact.find(key);
-  if (it != cal_->exact.end()) return it->second;
-  const Ps v = run_alone(t);
-  cal_->exact.emplace(key, v);
-  return v;
-}
+HbmTransfer CalibratedHbm::shape_of(const Key& k, std::uint64_t bytes) { return pattern_shape(k, bytes); }
 
 // Refresh-free ps per byte of class k: the slope between detailed runs of
 // 1 MiB and 3 MiB with refresh off. Refresh is modelled on top (credit of
 // postponed refreshes, then its share of time), so the slope carries no
 // refresh staircase and a short window is exact.
-double CalibratedHbm::slope0(const Key& k) {
-  auto it = cal_->slopes.find(k);
-  if (it != cal_->slopes.end()) return it->second;
-  const std::uint64_t b1 = 1ull << 20, w = 2ull << 20;
-  const Ps t1 = run_alone(shape_of(k, b1), false);
-  const Ps t2 = run_alone(shape_of(k, b1 + w), false);
-  const double v = static_cast<double>(t2 - t1) / static_cast<double>(w);
-  cal_->slopes.emplace(k, v);
-  return v;
-}
+double CalibratedHbm::slope0(const Key& k) { return calib_.slope0(k); }
 
 double CalibratedHbm::slope(const Key& k) { return slope0(k) / (1.0 - refresh_share_); }
 
 Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
   const std::uint64_t b = t.bytes();
   if (b == 0) return 0;
-  if (b <= kExactBytes) return exact(t);
+  if (b <= kExactBytes) return calib_.time_alone(t, true);
   // Beyond kExactBytes: the exact time of the first kExactBytes' worth of
   // the same shape plus the class's steady rate for the rest.
   HbmTransfer head = t;
@@ -195,7 +78,7 @@ Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
   } else {
     head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
   }
-  const Ps t1 = exact(head);
+  const Ps t1 = calib_.time_alone(head, true);
   return t1 + static_cast<Ps>(std::llround(slope(class_of(t)) * static_cast<double>(b - head.bytes())));
 }
 
@@ -212,31 +95,21 @@ double CalibratedHbm::steady_efficiency(const HbmTransfer& t) {
 }
 
 double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
-  auto it = cal_->mixed.find(atom_bytes);
-  if (it != cal_->mixed.end()) return it->second;
-  // A read and a write of kMixBytes each at unrelated addresses (1 GiB +
-  // 160 KiB apart: different banks), started together.
+  auto it = mixed_.find(atom_bytes);
+  if (it != mixed_.end()) return it->second;
+  // A read and a write of kMixBytes each, together, refresh off: the
+  // refresh credit and share apply on top, as for one direction.
+  const Ps last = calib_.read_write_time(atom_bytes, kMixBytes);
   HbmTransfer r;
   r.atom_bytes = atom_bytes;
   r.row_bytes = kMixBytes;
   HbmTransfer w = r;
   w.write = true;
-  w.base = (1ull << 30) + (160ull << 10);
-  // Refresh off: the refresh credit and share apply on top, as for one
-  // direction.
-  HbmConfig c = cfg_;
-  c.t.tREFI = 0;
-  DetailedDram d(c);
-  ++detailed_runs_;
-  d.submit(r, 0);
-  d.submit(w, 0);
-  Ps last = 0;
-  for (const HbmCompletion& x : d.run_until(kNever / 2)) last = std::max(last, x.time);
   const double need = static_cast<double>(kMixBytes) *
                       (slope0(class_of(r)) + slope0(class_of(w)));
   const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
   const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
-  cal_->mixed.emplace(atom_bytes, v);
+  mixed_.emplace(atom_bytes, v);
   return v;
 }
 
@@ -248,8 +121,7 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   ++transfers_;
   (t.write ? bytes_written_ : bytes_read_) += t.bytes();
   if (t.bytes() == 0) {
-    done_.push_back({arrival, id});
-    std::push_heap(done_.begin(), done_.end(), std::greater<Done>());
+    done_.push(arrival, id);
     return id;
   }
   Active a{};
@@ -374,8 +246,7 @@ void CalibratedHbm::advance(Ps to) {
         const Active& a = active_[i];
         const Ps slowest = static_cast<Ps>(std::llround(slowest_channel(a.pcs, a.forced)));
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
-        done_.push_back({std::max(fin + a.tail, a.floor), a.id});
-        std::push_heap(done_.begin(), done_.end(), std::greater<Done>());
+        done_.push(std::max(fin + a.tail, a.floor), a.id);
         active_[i] = active_.back();
         active_.pop_back();
         changed = true;
@@ -407,17 +278,11 @@ std::vector<HbmCompletion> CalibratedHbm::run_until(Ps limit) {
   if (limit < limit_) limit = limit_;
   advance(limit);
   limit_ = limit;
-  std::vector<HbmCompletion> out;
-  while (!done_.empty() && done_.front().first <= limit) {
-    std::pop_heap(done_.begin(), done_.end(), std::greater<Done>());
-    out.push_back({done_.back().second, done_.back().first});
-    done_.pop_back();
-  }
-  return out;
+  return done_.take_until(limit);
 }
 
 Ps CalibratedHbm::next_event_time() const {
-  Ps t = done_.empty() ? kNever : done_.front().first;
+  Ps t = done_.next();
   for (const Pending& p : pending_) t = std::min(t, p.arrival);
   // Shares are current: advance() leaves them valid whenever it returns
   // with transfers active.
@@ -426,17 +291,13 @@ Ps CalibratedHbm::next_event_time() const {
   return std::max(t, limit_);
 }
 
-std::size_t CalibratedHbm::classes() const {
-  return cal_->slopes.size();
-}
-
 StatList CalibratedHbm::stats() const {
   return {
       {"transfers", static_cast<double>(transfers_), "count", "transfers submitted"},
       {"bytes_read", static_cast<double>(bytes_read_), "bytes", "bytes read"},
       {"bytes_written", static_cast<double>(bytes_written_), "bytes", "bytes written"},
       {"busy_time", busy_ps_ * 1e-12, "s", "time with at least one transfer in service"},
-      {"calibration_runs", static_cast<double>(detailed_runs_), "count",
+      {"calibration_runs", static_cast<double>(calib_.detailed_runs()), "count",
        "detailed-model runs made to calibrate pattern classes"},
   };
 }

@@ -35,6 +35,7 @@
 #include <tuple>
 #include <vector>
 
+#include "arch/hbm/hbm_calibration.h"
 #include "arch/hbm/hbm_model.h"
 
 namespace tpusim::arch {
@@ -63,13 +64,13 @@ class CalibratedHbm : public HbmModel {
   double mixed_capacity(std::uint64_t atom_bytes);
   // Detailed runs this instance made (calibrations shared with an earlier
   // instance of the same config are not repeated).
-  std::uint64_t detailed_runs() const { return detailed_runs_; }
+  std::uint64_t detailed_runs() const { return calib_.detailed_runs(); }
   // Rounded pattern classes whose steady rate was measured so far.
-  std::size_t classes() const;
+  std::size_t classes() const { return calib_.classes(); }
 
  private:
   // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.
-  using Key = std::tuple<bool, std::uint64_t, bool, std::uint64_t, std::uint64_t>;
+  using Key = HbmPattern;
   struct Active {
     std::uint64_t id;
     Ps arrival;
@@ -90,8 +91,6 @@ class CalibratedHbm : public HbmModel {
   Key class_of(const HbmTransfer& t) const;
   static Key exact_key(const HbmTransfer& t);
   static HbmTransfer shape_of(const Key& k, std::uint64_t bytes);
-  Ps run_alone(const HbmTransfer& t, bool refresh = true);
-  Ps exact(const HbmTransfer& t);
   double slope0(const Key& k);  // refresh-free
   double slope(const Key& k);   // steady, with refresh's share
   double fluid_alone(double service) const;
@@ -103,17 +102,8 @@ class CalibratedHbm : public HbmModel {
   HbmConfig cfg_;
   double peak_;
   std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
-  // What the detailed runs measured. A pure function of the HBM config,
-  // so instances with the same config share it (a process-wide table keyed
-  // by every config field): the chips of an --all-chips run calibrate once.
-  struct Calibration {
-    std::map<std::pair<Key, std::uint64_t>, Ps> exact;  // exact shape, rows -> T
-    std::map<Key, double> slopes;                       // class -> refresh-free ps per byte
-    std::map<std::uint64_t, double> mixed;              // atom bytes -> capacity
-  };
-  static std::shared_ptr<Calibration> shared_calibration(const HbmConfig& config);
-  std::shared_ptr<Calibration> cal_;
-  std::uint64_t detailed_runs_ = 0;
+  HbmCalibration calib_;  // what the detailed runs measured, shared per config
+  std::map<std::uint64_t, double> mixed_;  // atom bytes -> read+write capacity
 
   double now_ = 0;  // ps, service clock
   Ps limit_ = 0;
@@ -121,8 +111,7 @@ class CalibratedHbm : public HbmModel {
   std::vector<Pending> pending_;
   bool shares_valid_ = false;
   std::vector<std::size_t> order_;  // scratch for split()
-  using Done = std::pair<Ps, std::uint64_t>;
-  std::vector<Done> done_;  // min-heap by time
+  HbmCompletionQueue done_;
   std::uint64_t next_id_ = 1;
   std::uint64_t transfers_ = 0, bytes_read_ = 0, bytes_written_ = 0;
   double busy_ps_ = 0;  // time with at least one transfer in service

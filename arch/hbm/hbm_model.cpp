@@ -5,6 +5,7 @@
 
 #include "arch/common/errors.h"
 #include "arch/hbm/calibrated_hbm.h"
+#include "arch/hbm/channel_hbm.h"
 #include "arch/hbm/detailed_dram.h"
 
 namespace tpusim::arch {
@@ -24,7 +25,8 @@ Ps HbmModel::transfer(const HbmTransfer& t, Ps arrival) {
 std::unique_ptr<HbmModel> make_hbm_model(const HbmConfig& config) {
   if (config.model == "detailed") return std::make_unique<DetailedDram>(config);
   if (config.model == "calibrated") return std::make_unique<CalibratedHbm>(config);
-  throw ConfigError("hbm.model must be 'detailed' or 'calibrated', got '" + config.model + "'");
+  if (config.model == "channel") return std::make_unique<ChannelHbm>(config);
+  throw ConfigError("hbm.model must be 'detailed', 'channel' or 'calibrated', got '" + config.model + "'");
 }
 
 }  // namespace tpusim::arch

@@ -66,7 +66,7 @@ class HbmModel {
   Ps transfer(const HbmTransfer& t, Ps arrival);
 };
 
-// Detailed or calibrated, as config.model says.
+// Detailed, channel or calibrated, as config.model says.
 std::unique_ptr<HbmModel> make_hbm_model(const HbmConfig& config);
 
 // hbm_peak_bandwidth(const HbmConfig&): bytes per second of all stacks at

@@ -12,6 +12,7 @@
 #include "arch/common/errors.h"
 #include "arch/dma/dma_module.h"
 #include "arch/hbm/calibrated_hbm.h"
+#include "arch/hbm/channel_hbm.h"
 #include "arch/hbm/hbm_module.h"
 
 using namespace tpusim;
@@ -116,6 +117,44 @@ void issue_bound(int max_outstanding) {
 
 TEST(DmaModule, CalibratedIssueBoundReadClosedForm) { issue_bound(256); }    // cycle-bound: 667 ps
 TEST(DmaModule, CalibratedWindowBoundReadClosedForm) { issue_bound(32); }   // window-bound: L / 32
+
+// The same issue-bound reads on the detailed and the per-pseudo-channel
+// models, which see banks: the last 1 KiB
+// interleave unit (16 requests) sits in one bank, so its 32 bursts are
+// tCCD_L = 2.5 ns apart (80 ns), slower than the requests arrive: the copy
+// ends when that unit, served from its first request's issue, is done
+// (T_unit = its time alone), unless the last request's own latency ends
+// later:
+//   T = setup + max((n - 1) x interval + L, (n - 16) x interval + T_unit).
+// The per-pseudo-channel model gives it exactly, the detailed one within
+// 1%. (The whole-memory calibrated model above has no banks and ends
+// such a copy with the last request's latency: 2.2% early at 667 ps.)
+void issue_bound_last_unit(const char* model, int max_outstanding) {
+  DmaConfig d = fast_dma();
+  d.issue_per_cycle = 1;
+  d.request_bytes = 64;
+  d.max_outstanding = max_outstanding;
+  Rig rig(v5e_hbm(model), d);
+  rig.run({hbm_read(0, 4096 * 64)});
+  ChannelHbm ref(v5e_hbm("channel"));
+  HbmTransfer t;
+  t.row_bytes = 4096 * 64;
+  t.atom_bytes = 64;
+  HbmTransfer unit = t;
+  unit.row_bytes = 1024;
+  const double L = static_cast<double>(hbm_unloaded_latency(v5e_hbm("calibrated"), 64));
+  EXPECT_NEAR(L, 92500, 1);
+  const double interval = std::max(1e12 / kClock, L / max_outstanding);
+  const Ps expect = setup_ps(d) + std::max(std::llround(4095 * interval) + ref.atom_latency(t),
+                                           std::llround(4080 * interval) + ref.alone_time(unit));
+  const double tol = std::string(model) == "channel" ? 1.0 : 0.01 * static_cast<double>(expect);
+  EXPECT_NEAR(static_cast<double>(rig.done[0]), static_cast<double>(expect), tol);
+}
+
+TEST(DmaModule, ChannelIssueBoundReadClosedForm) { issue_bound_last_unit("channel", 256); }
+TEST(DmaModule, ChannelWindowBoundReadClosedForm) { issue_bound_last_unit("channel", 32); }
+TEST(DmaModule, DetailedIssueBoundReadClosedForm) { issue_bound_last_unit("detailed", 256); }
+TEST(DmaModule, DetailedWindowBoundReadClosedForm) { issue_bound_last_unit("detailed", 32); }
 
 // Two 16 MiB reads on two engines at once: each gets half the bandwidth,
 // so both finish near twice the time of one alone.

@@ -5,14 +5,21 @@
 // throws, so a preset that changes shape fails loudly here.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "arch/common/chip_config.h"
+#include <gtest/gtest.h>
+
+#include "arch/hbm/detailed_dram.h"
+#include "arch/hbm/hbm_model.h"
 
 namespace tpusim::test {
 
@@ -87,6 +94,65 @@ inline arch::HbmConfig load_hbm_preset(const std::string& file_stem, int stacks)
       {"tREFI", &arch::HbmTimings::tREFI}};
   for (const auto& [name, m] : fields) t.*m = hbm_parse_quantity(get(name));
   return c;
+}
+
+// `rows` rows of `row` bytes, `stride` apart, from `base`.
+inline arch::HbmTransfer strided(std::uint64_t base, std::uint64_t row, std::uint64_t stride, std::uint64_t rows,
+                                 bool write = false) {
+  arch::HbmTransfer t;
+  t.base = base;
+  t.row_bytes = row;
+  t.stride = stride;
+  t.rows = rows;
+  t.write = write;
+  return t;
+}
+
+inline arch::HbmTransfer contiguous(std::uint64_t base, std::uint64_t bytes, bool write = false) {
+  return strided(base, bytes, bytes, 1, write);
+}
+
+// A transfer submitted at its arrival time.
+struct HbmJob {
+  arch::HbmTransfer t;
+  arch::Ps arrival = 0;
+};
+
+// Completion time of each job on model m, in job order; event by event
+// (next_event_time), as the SystemC shell drives a model.
+inline std::vector<arch::Ps> run_hbm_jobs(arch::HbmModel& m, const std::vector<HbmJob>& jobs) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& j : jobs) ids.push_back(m.submit(j.t, j.arrival));
+  std::map<std::uint64_t, arch::Ps> done;
+  while (done.size() < ids.size()) {
+    const arch::Ps next = m.next_event_time();
+    if (next == arch::kNever) throw std::runtime_error("HBM model went idle with transfers outstanding");
+    for (const auto& c : m.run_until(next)) done[c.id] = c.time;
+  }
+  std::vector<arch::Ps> out;
+  for (auto id : ids) out.push_back(done.at(id));
+  return out;
+}
+
+// Every job's duration (completion - arrival) on model M within tol of the
+// detailed model's, as gtest expectations; returns the largest relative
+// error.
+template <class M>
+double expect_hbm_close(const arch::HbmConfig& c, const std::vector<HbmJob>& jobs, double tol) {
+  arch::DetailedDram det(c);
+  M model(c);
+  const auto d = run_hbm_jobs(det, jobs);
+  const auto m = run_hbm_jobs(model, jobs);
+  double worst = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const double dd = static_cast<double>(d[i] - jobs[i].arrival);
+    const double err = std::abs(static_cast<double>(m[i] - d[i])) / dd;
+    worst = std::max(worst, err);
+    EXPECT_LE(err, tol) << "transfer " << i << " (" << jobs[i].t.bytes() << " bytes, rows " << jobs[i].t.rows
+                        << " x " << jobs[i].t.row_bytes << ", write " << jobs[i].t.write << "): detailed " << dd
+                        << " ps, model " << static_cast<double>(m[i] - jobs[i].arrival) << " ps";
+  }
+  return worst;
 }
 
 }  // namespace tpusim::test

@@ -20,18 +20,9 @@ arch::HbmConfig v5e() { return test::load_hbm_preset("hbm2e", 2); }
 
 // Completion time of each transfer, all submitted at t = 0, in submit order.
 std::vector<Ps> run_all(arch::HbmModel& m, const std::vector<arch::HbmTransfer>& ts) {
-  std::vector<std::uint64_t> ids;
-  for (const auto& t : ts) ids.push_back(m.submit(t, 0));
-  std::map<std::uint64_t, Ps> done;
-  while (done.size() < ids.size()) {
-    const Ps next = m.next_event_time();
-    if (next == arch::kNever) break;
-    // Nothing else arrives: large strides are exact here.
-    for (const auto& c : m.run_until(std::max(next, arch::kNever / 4))) done[c.id] = c.time;
-  }
-  std::vector<Ps> out;
-  for (auto id : ids) out.push_back(done.at(id));
-  return out;
+  std::vector<test::HbmJob> jobs;
+  for (const auto& t : ts) jobs.push_back({t, 0});
+  return test::run_hbm_jobs(m, jobs);
 }
 
 void expect_close(const std::vector<arch::HbmTransfer>& ts, double tol = 0.02) {

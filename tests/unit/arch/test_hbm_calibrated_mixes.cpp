@@ -16,6 +16,8 @@
 #include "hbm_test_util.h"
 
 using namespace tpusim;
+using test::contiguous;
+using test::strided;
 using arch::Ps;
 
 namespace {
@@ -24,60 +26,15 @@ constexpr double kTol = 0.05;
 
 arch::HbmConfig v5e() { return test::load_hbm_preset("hbm2e", 2); }
 
-struct Job {
-  arch::HbmTransfer t;
-  Ps arrival;
-};
-
-std::vector<Ps> run_all(arch::HbmModel& m, const std::vector<Job>& jobs) {
-  std::vector<std::uint64_t> ids;
-  for (const auto& j : jobs) ids.push_back(m.submit(j.t, j.arrival));
-  std::map<std::uint64_t, Ps> done;
-  while (done.size() < ids.size()) {
-    const Ps next = m.next_event_time();
-    if (next == arch::kNever) break;
-    for (const auto& c : m.run_until(std::max(next, arch::kNever / 4))) done[c.id] = c.time;
-  }
-  std::vector<Ps> out;
-  for (auto id : ids) out.push_back(done.at(id));
-  return out;
-}
+using Job = test::HbmJob;
 
 // Returns the largest relative error of a transfer's duration (completion -
 // arrival), recorded as a test property.
 double expect_close(const std::vector<Job>& jobs, double tol = kTol) {
-  arch::DetailedDram det(v5e());
-  arch::CalibratedHbm cal(v5e());
-  const auto d = run_all(det, jobs);
-  const auto c = run_all(cal, jobs);
-  double worst = 0;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const double dd = static_cast<double>(d[i] - jobs[i].arrival);
-    const double err = std::abs(static_cast<double>(c[i] - d[i])) / dd;
-    worst = std::max(worst, err);
-    EXPECT_LE(err, tol) << "transfer " << i << " (" << jobs[i].t.bytes() << " bytes, rows "
-                         << jobs[i].t.rows << " x " << jobs[i].t.row_bytes << ", write "
-                         << jobs[i].t.write << "): detailed " << dd << " ps, calibrated "
-                         << static_cast<double>(c[i] - jobs[i].arrival) << " ps";
-  }
+  const double worst = test::expect_hbm_close<arch::CalibratedHbm>(v5e(), jobs, tol);
   ::testing::Test::RecordProperty("worst_error_permille", static_cast<int>(worst * 1000 + 0.5));
   std::printf("worst relative error %.4f\n", worst);
   return worst;
-}
-
-arch::HbmTransfer strided(std::uint64_t base, std::uint64_t row, std::uint64_t stride, std::uint64_t rows,
-                          bool write = false) {
-  arch::HbmTransfer t;
-  t.base = base;
-  t.row_bytes = row;
-  t.stride = stride;
-  t.rows = rows;
-  t.write = write;
-  return t;
-}
-
-arch::HbmTransfer contiguous(std::uint64_t base, std::uint64_t bytes, bool write = false) {
-  return strided(base, bytes, bytes, 1, write);
 }
 
 }  // namespace

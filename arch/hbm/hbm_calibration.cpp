@@ -1,0 +1,189 @@
+// See hbm_calibration.h.
+#include "arch/hbm/hbm_calibration.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "arch/common/errors.h"
+#include "arch/hbm/detailed_dram.h"
+
+namespace tpusim::arch {
+
+namespace {
+
+std::uint64_t pow2_floor(std::uint64_t u) {
+  std::uint64_t p = 1;
+  while (p <= u / 2) p *= 2;
+  return p;
+}
+
+// Nearest power of two on a log scale (1536 -> 2048, 1400 -> 1024).
+std::uint64_t pow2_round(std::uint64_t u) {
+  const std::uint64_t lo = pow2_floor(std::max<std::uint64_t>(u, 1));
+  return static_cast<double>(u) >= 1.41421356 * static_cast<double>(lo) ? 2 * lo : lo;
+}
+
+}  // namespace
+
+// Every field of the config that the detailed model reads, as text: two
+// configs share a calibration only when all of them are equal. `model` is
+// left out (calibration always runs the detailed model). Doubles are
+// written exactly (hex float).
+std::string hbm_calibration_key(const HbmConfig& c) {
+  // A field added to HbmConfig or HbmTimings changes their size: add it
+  // to the key below, then update these sizes (x86-64, libstdc++).
+  static_assert(sizeof(HbmTimings) == 19 * sizeof(double), "HbmTimings changed: update calibration_key");
+  static_assert(sizeof(HbmConfig) == 4 * sizeof(std::string) + sizeof(HbmTimings) + 80,
+                "HbmConfig changed: update calibration_key");
+  std::string k;
+  char buf[64];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof buf, "%a|", v);
+    k += buf;
+  };
+  auto i = [&](std::uint64_t v) { k += std::to_string(v) + "|"; };
+  k += c.preset + "|" + c.address_mapping + "|" + c.page_policy + "|";
+  i(static_cast<std::uint64_t>(c.stacks));
+  i(static_cast<std::uint64_t>(c.channels));
+  i(static_cast<std::uint64_t>(c.pseudo_channels));
+  i(static_cast<std::uint64_t>(c.bank_groups));
+  i(static_cast<std::uint64_t>(c.banks_per_group));
+  i(c.row_bytes);
+  num(c.data_rate);
+  i(static_cast<std::uint64_t>(c.bus_width_bits));
+  i(static_cast<std::uint64_t>(c.burst_length));
+  i(c.capacity_bytes);
+  i(c.address_hash ? 1 : 0);
+  i(static_cast<std::uint64_t>(c.queue_depth));
+  num(c.controller_latency);
+  i(static_cast<std::uint64_t>(c.refresh_postpone));
+  const HbmTimings& t = c.t;
+  for (double v : {t.tCK, t.tCL, t.tCWL, t.tRCD, t.tRP, t.tRAS, t.tRC, t.tCCD_S, t.tCCD_L, t.tRRD_S, t.tRRD_L,
+                   t.tFAW, t.tWR, t.tWTR_S, t.tWTR_L, t.tRTP, t.tRTW, t.tRFC, t.tREFI})
+    num(v);
+  return k;
+}
+
+HbmPattern exact_pattern(const HbmTransfer& t) {
+  if (t.contiguous()) return {t.write, t.atom_bytes, true, 0, 0};
+  return {t.write, t.atom_bytes, false, t.row_bytes, t.stride};
+}
+
+HbmPattern pattern_class(const HbmTransfer& t, std::uint64_t sweep_bytes) {
+  // Rows of a whole sweep or more keep every pseudo-channel busy like a
+  // contiguous stream does.
+  if (t.contiguous() || t.row_bytes >= sweep_bytes) return {t.write, t.atom_bytes, true, 0, 0};
+  const std::uint64_t row = pow2_round(t.row_bytes);
+  const std::uint64_t stride = std::max(row, pow2_round(t.stride));
+  if (stride == row) return {t.write, t.atom_bytes, true, 0, 0};
+  return {t.write, t.atom_bytes, false, row, stride};
+}
+
+HbmTransfer pattern_shape(const HbmPattern& k, std::uint64_t bytes) {
+  HbmTransfer s;
+  s.write = std::get<0>(k);
+  s.atom_bytes = std::get<1>(k);
+  if (std::get<2>(k)) {
+    s.row_bytes = bytes;
+    s.rows = 1;
+  } else {
+    s.row_bytes = std::get<3>(k);
+    s.stride = std::get<4>(k);
+    s.rows = std::max<std::uint64_t>(1, bytes / s.row_bytes);
+  }
+  return s;
+}
+
+Ps detailed_time_alone(const HbmConfig& c, const HbmTransfer& t, bool refresh) {
+  HbmConfig cfg = c;
+  cfg.model = "detailed";
+  if (!refresh) cfg.t.tREFI = 0;
+  DetailedDram d(cfg);
+  HbmTransfer x = t;
+  x.base = 0;
+  x.atom_interval_ps = 0;
+  d.submit(x, 0);
+  const auto done = d.run_until(kNever / 2);  // nothing else arrives: run to the end at once
+  if (done.size() != 1) throw InternalError("HBM calibration: a detailed run did not complete");
+  return done.front().time;
+}
+
+double detailed_class_slope(const HbmConfig& c, const HbmPattern& k) {
+  const std::uint64_t b1 = 1ull << 20, w = 2ull << 20;
+  const Ps t1 = detailed_time_alone(c, pattern_shape(k, b1), false);
+  const Ps t2 = detailed_time_alone(c, pattern_shape(k, b1 + w), false);
+  return static_cast<double>(t2 - t1) / static_cast<double>(w);
+}
+
+Ps detailed_read_write_time(const HbmConfig& c, std::uint64_t atom_bytes, std::uint64_t bytes) {
+  HbmTransfer r;
+  r.atom_bytes = atom_bytes;
+  r.row_bytes = bytes;
+  HbmTransfer w = r;
+  w.write = true;
+  w.base = (1ull << 30) + (160ull << 10);
+  HbmConfig cfg = c;
+  cfg.model = "detailed";
+  cfg.t.tREFI = 0;
+  DetailedDram d(cfg);
+  d.submit(r, 0);
+  d.submit(w, 0);
+  Ps last = 0;
+  for (const HbmCompletion& x : d.run_until(kNever / 2)) last = std::max(last, x.time);
+  return last;
+}
+
+HbmCalibration::HbmCalibration(const HbmConfig& c) : cfg_(c) {
+  // Simulation is single-threaded (one SystemC kernel per process).
+  static std::map<std::string, std::shared_ptr<Tables>> all;
+  std::shared_ptr<Tables>& t = all[hbm_calibration_key(c)];
+  if (!t) t = std::make_shared<Tables>();
+  tables_ = t;
+}
+
+Ps HbmCalibration::time_alone(const HbmTransfer& t, bool refresh) {
+  const auto key = std::make_tuple(exact_pattern(t), t.contiguous() ? t.bytes() : t.rows, refresh);
+  auto it = tables_->exact.find(key);
+  if (it != tables_->exact.end()) return it->second;
+  ++runs_;
+  const Ps v = detailed_time_alone(cfg_, t, refresh);
+  tables_->exact.emplace(key, v);
+  return v;
+}
+
+double HbmCalibration::slope0(const HbmPattern& k) {
+  auto it = tables_->slopes.find(k);
+  if (it != tables_->slopes.end()) return it->second;
+  runs_ += 2;
+  const double v = detailed_class_slope(cfg_, k);
+  tables_->slopes.emplace(k, v);
+  return v;
+}
+
+Ps HbmCalibration::read_write_time(std::uint64_t atom_bytes, std::uint64_t bytes) {
+  const auto key = std::make_pair(atom_bytes, bytes);
+  auto it = tables_->read_write.find(key);
+  if (it != tables_->read_write.end()) return it->second;
+  ++runs_;
+  const Ps v = detailed_read_write_time(cfg_, atom_bytes, bytes);
+  tables_->read_write.emplace(key, v);
+  return v;
+}
+
+void HbmCompletionQueue::push(Ps t, std::uint64_t id) {
+  heap_.push_back({t, id});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+std::vector<HbmCompletion> HbmCompletionQueue::take_until(Ps limit) {
+  std::vector<HbmCompletion> out;
+  while (!heap_.empty() && heap_.front().first <= limit) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    out.push_back({heap_.back().second, heap_.back().first});
+    heap_.pop_back();
+  }
+  return out;
+}
+
+}  // namespace tpusim::arch
