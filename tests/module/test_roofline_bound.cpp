@@ -142,7 +142,9 @@ TEST_P(RooflineBound, NoOperatorBeatsItsRoofline) {
         << r.lowered.ops[op.index].name << " " << r.lowered.ops[op.index].shapes << " ("
         << r.lowered.ops[op.index].blocking << ")";
   }
-  if (kind != "reshape") EXPECT_EQ(timed, kShapes);
+  if (kind != "reshape") {
+    EXPECT_EQ(timed, kShapes);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
