@@ -27,7 +27,6 @@ ChannelHbm::ChannelHbm(const HbmConfig& config)
   pcs_total_ = m.pseudo_channels_total();
   pcs_.resize(m.pseudo_channels_total());
   spread_.assign(pcs_.size(), 0.0);
-  first_atom_.assign(pcs_.size(), 0);
   last_atom_.assign(pcs_.size(), 0);
   // With column bits lowest and the channel and pseudo-channel fields just
   // above them, an aligned sweep (interleave x PCs bytes) holds one unit of
@@ -85,10 +84,7 @@ double ChannelHbm::spread(const HbmTransfer& t) {
   touched_.clear();
   std::uint64_t i = 0;  // atoms so far, in the detailed model's order
   auto add = [&](std::uint32_t pc, double b, std::uint64_t atoms) {
-    if (spread_[pc] == 0) {
-      touched_.push_back(pc);
-      first_atom_[pc] = i;
-    }
+    if (spread_[pc] == 0) touched_.push_back(pc);
     spread_[pc] += b;
     last_atom_[pc] = i + atoms - 1;
   };
@@ -276,9 +272,11 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
   pend.x = x;
   pend.proto = Piece{arrival, last, id, x, t.write, t.atom_bytes, 0, 0, p.ramp};
   pend.pieces.reserve(touched_.size());
-  // Each PC's demand arrives evenly between its first and last atom.
+  // Each PC's demand arrives evenly from the copy's arrival to its last
+  // atom there. (From its first atom there was no more accurate on whole
+  // workloads and 1.5x slower: every piece opened with an event.)
   for (std::uint32_t pc : touched_)
-    pend.pieces.push_back({pc, spread_[pc] * p.scale, at(first_atom_[pc]), at(last_atom_[pc])});
+    pend.pieces.push_back({pc, spread_[pc] * p.scale, arrival, at(last_atom_[pc])});
   pending_.push_back(std::move(pend));
   return id;
 }

@@ -21,9 +21,10 @@
 // burst's latency; the ramp (row opening, pipeline fill) is what T at base
 // 0 has beyond the rest there.
 // Each PC serves demand first come first served by atom arrival: an
-// issue-paced transfer's demand arrives evenly over its issue window, an
-// unpaced one's at once; demand that arrived together is served together
-// (round robin), so concurrent paced copies progress side by side and
+// issue-paced transfer's demand on a PC arrives evenly from its arrival to
+// its last atom there, an unpaced one's at once; demand that arrived
+// together is served together (round robin), so concurrent paced copies
+// progress side by side and
 // staggered unpaced copies one after another. A PC found idle by a
 // transfer waits its ramp first. A PC serving reads and writes at once has
 // the measured read+write capacity (bus turnarounds). Refresh per PC as the
@@ -125,7 +126,7 @@ class ChannelHbm : public HbmModel {
     struct Part {
       std::uint32_t pc;
       double demand;
-      Ps a, e;  // its first and last atom's arrival on this PC
+      Ps a, e;  // the copy's arrival, its last atom's arrival on this PC
     };
     std::vector<Part> pieces;
   };
@@ -136,7 +137,7 @@ class ChannelHbm : public HbmModel {
   double slope0(const Key& k);    // whole memory, ps per byte
   double pc_scale(const Key& k);  // PC ps per byte on one PC
   // Bytes of `t` (at t.base) on each PC into spread_, the first and last
-  // atom index on each into first_atom_/last_atom_, all atoms into atoms_;
+  // atom index on each into last_atom_, all atoms into atoms_;
   // returns the largest.
   double spread(const HbmTransfer& t);
   std::uint64_t atoms_in(std::uint64_t addr, std::uint64_t n, std::uint64_t atom) const;
@@ -180,7 +181,7 @@ class ChannelHbm : public HbmModel {
   std::vector<Pending> pending_;
   std::multiset<Ps> in_service_;  // latencies of the submitted, unfinished transfers
   std::vector<double> spread_;  // scratch: bytes per PC
-  std::vector<std::uint64_t> first_atom_, last_atom_;  // scratch: atom indices per PC
+  std::vector<std::uint64_t> last_atom_;  // scratch: last atom index per PC
   std::uint64_t atoms_ = 0;
   std::vector<std::uint32_t> touched_;  // scratch: PCs with bytes in spread_
   HbmCompletionQueue done_;
