@@ -29,8 +29,8 @@
 // transfer waits its ramp first. A PC serving reads and writes at once has
 // the measured read+write capacity (bus turnarounds). Refresh per PC as the
 // detailed controller does it: due every tREFI (PCs staggered over tREFI),
-// postponed while work waits (up to hbm.refresh_postpone), paid when the PC
-// idles, blocking it for tRP + tRFC.
+// postponed while work waits (up to hbm.refresh_postpone), paid when
+// nothing waits, blocking the PC for tRP + tRFC.
 // Completion: its last byte served + one burst's latency, and never before
 // its last atom's arrival + one atom's latency, nor before its last
 // interleave units (one bank each: their bursts are tCCD_L apart) are
@@ -65,7 +65,8 @@ class ChannelHbm : public HbmModel {
   StatList stats() const override;
   double peak_bandwidth() const override { return peak_; }
 
-  // Time of `t` alone on idle memory (no issue-rate limit), from calibration.
+  // Time of `t` alone on idle memory from t = 0, as this model gives it
+  // (its pacing and the per-PC refresh schedule included).
   Ps alone_time(const HbmTransfer& t);
   // Unloaded latency of one atom of `t`'s class.
   Ps atom_latency(const HbmTransfer& t);
