@@ -66,20 +66,9 @@ double CalibratedHbm::slope0(const Key& k) { return calib_.slope0(k); }
 double CalibratedHbm::slope(const Key& k) { return slope0(k) / (1.0 - refresh_share_); }
 
 Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
-  const std::uint64_t b = t.bytes();
-  if (b == 0) return 0;
-  if (b <= kExactBytes) return calib_.time_alone(t, true);
-  // Beyond kExactBytes: the exact time of the first kExactBytes' worth of
-  // the same shape plus the class's steady rate for the rest.
-  HbmTransfer head = t;
-  if (t.contiguous()) {
-    head.row_bytes = kExactBytes;
-    head.rows = 1;
-  } else {
-    head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
-  }
-  const Ps t1 = calib_.time_alone(head, true);
-  return t1 + static_cast<Ps>(std::llround(slope(class_of(t)) * static_cast<double>(b - head.bytes())));
+  // Beyond kExactBytes the class's steady rate (with refresh's share).
+  if (t.bytes() == 0) return 0;
+  return calib_.time_alone_extrapolated(t, true, t.bytes() > kExactBytes ? slope(class_of(t)) : 0.0);
 }
 
 Ps CalibratedHbm::atom_latency(const HbmTransfer& t) {

@@ -55,20 +55,9 @@ double ChannelHbm::slope0(const Key& k) { return calib_.slope0(k); }
 
 // T of `t`'s shape at base 0, where the calibration runs measure it.
 Ps ChannelHbm::time_at_base0(const HbmTransfer& t) {
-  const std::uint64_t b = t.bytes();
-  if (b == 0) return 0;
-  if (b <= kExactBytes) return calib_.time_alone(t, false);  // refresh is simulated on top
-  // Beyond kExactBytes: the exact time of the first kExactBytes' worth of
-  // the same shape plus the class's slope for the rest.
-  HbmTransfer head = t;
-  if (t.contiguous()) {
-    head.row_bytes = kExactBytes;
-    head.rows = 1;
-  } else {
-    head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
-  }
-  const Ps t1 = calib_.time_alone(head, false);
-  return t1 + static_cast<Ps>(std::llround(slope0(class_of(t)) * static_cast<double>(b - head.bytes())));
+  // Refresh off: it is simulated per PC on top.
+  if (t.bytes() == 0) return 0;
+  return calib_.time_alone_extrapolated(t, false, t.bytes() > kExactBytes ? slope0(class_of(t)) : 0.0);
 }
 
 std::uint64_t ChannelHbm::atoms_in(std::uint64_t addr, std::uint64_t n, std::uint64_t atom) const {

@@ -54,7 +54,7 @@ namespace tpusim::arch {
 
 class ChannelHbm : public HbmModel {
  public:
-  static constexpr std::uint64_t kExactBytes = 8ull << 20;  // exact-shape runs up to here
+  static constexpr std::uint64_t kExactBytes = HbmCalibration::kExactBytes;
   static constexpr std::uint64_t kMixBytes = 4ull << 20;    // read+write capacity run, each way
 
   explicit ChannelHbm(const HbmConfig& config);

@@ -2,6 +2,7 @@
 #include "arch/hbm/hbm_calibration.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -150,6 +151,20 @@ Ps HbmCalibration::time_alone(const HbmTransfer& t, bool refresh) {
   const Ps v = detailed_time_alone(cfg_, t, refresh);
   tables_->exact.emplace(key, v);
   return v;
+}
+
+Ps HbmCalibration::time_alone_extrapolated(const HbmTransfer& t, bool refresh, double slope) {
+  const std::uint64_t b = t.bytes();
+  if (b == 0) return 0;
+  if (b <= kExactBytes) return time_alone(t, refresh);
+  HbmTransfer head = t;
+  if (t.contiguous()) {
+    head.row_bytes = kExactBytes;
+    head.rows = 1;
+  } else {
+    head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
+  }
+  return time_alone(head, refresh) + static_cast<Ps>(std::llround(slope * static_cast<double>(b - head.bytes())));
 }
 
 double HbmCalibration::slope0(const HbmPattern& k) {

@@ -52,8 +52,14 @@ Ps detailed_read_write_time(const HbmConfig& c, std::uint64_t atom_bytes, std::u
 class HbmCalibration {
  public:
   explicit HbmCalibration(const HbmConfig& c);
+  static constexpr std::uint64_t kExactBytes = 8ull << 20;  // exact-shape runs up to here
+
   // detailed_time_alone(), cached per exact shape.
   Ps time_alone(const HbmTransfer& t, bool refresh);
+  // The same up to kExactBytes; beyond, the exact time of the first
+  // kExactBytes' worth of the same shape plus `slope` ps per byte for the
+  // rest (a detailed run of every large size would cost seconds).
+  Ps time_alone_extrapolated(const HbmTransfer& t, bool refresh, double slope);
   // detailed_class_slope(), cached per pattern class.
   double slope0(const HbmPattern& k);
   // detailed_read_write_time(), cached.
