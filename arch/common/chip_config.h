@@ -156,6 +156,18 @@ struct IciConfig {
   int chips_per_host = 4;
 };
 
+// What the compiler's kernels cost beyond the hardware's own timing (the
+// software half of a run: XLA's and Pallas's pipelined kernels).
+struct KernelConfig {
+  // Seconds the scalar core spends per pipeline (grid) step on bookkeeping:
+  // semaphore waits, DMA descriptor issue, address arithmetic; serial with
+  // the step's compute. 0 = free.
+  double step_overhead = 0;
+  // Bytes of VMEM per TensorCore one kernel's blocks may use (the
+  // compiler's scoped VMEM limit); 0 = all of VMEM.
+  std::uint64_t scoped_vmem = 0;
+};
+
 struct PowerConfig {
   bool present = false;
   double tdp_w = 0;
@@ -187,6 +199,7 @@ struct TpuConfig {
   double dcn_bandwidth = 0;   // bytes/s per chip
   double pcie_bandwidth = 0;  // bytes/s per chip
   int sparsecores = 0;
+  KernelConfig kernel;
   PowerConfig power;
   PublishedFigures published;
 };

@@ -5,8 +5,10 @@
 // consumers fused into their producer's epilogue as XLA would (unless
 // fusion is off), work split across the TensorCores of megacore chips.
 // On chips with CMEM (v4, v4i) intermediate activations that fit are placed
-// there instead of HBM (see place_in_cmem in lowering.cpp).
-// Collectives become ICI instructions on multi-chip runs.
+// there instead of HBM (memory_plan.h). Collectives become ICI instructions
+// on multi-chip runs. The parts: fusion.h, memory_plan.h, gemm_tiling.h (the
+// pure block search), op_lowering.h (one rule per op family, dispatched by
+// op kind, in lower_<family>.cpp), roofline.h, pipeline.h.
 // Leaves out: cross-operator VMEM residency, prefetching weights into CMEM.
 #pragma once
 

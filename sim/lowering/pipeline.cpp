@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-namespace tpusim::sim {
+namespace tpusim::sim::lowering {
 
 using arch::Instr;
 using arch::InstrId;
@@ -198,4 +198,4 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
   return done;
 }
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::sim::lowering

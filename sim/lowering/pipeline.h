@@ -16,7 +16,7 @@
 
 #include "arch/chip/isa.h"
 
-namespace tpusim::sim {
+namespace tpusim::sim::lowering {
 
 // An instruction inside a step; `after` lists earlier compute instructions
 // of the same step (by position) it waits for.
@@ -64,4 +64,4 @@ class ProgramBuilder {
   std::uint64_t split_bytes_;
 };
 
-}  // namespace tpusim::sim
+}  // namespace tpusim::sim::lowering

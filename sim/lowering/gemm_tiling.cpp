@@ -1,0 +1,73 @@
+#include "sim/lowering/gemm_tiling.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "sim/lowering/instrs.h"
+
+namespace tpusim::sim::lowering {
+
+namespace {
+
+std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t unit, std::int64_t lo) {
+  std::vector<std::int64_t> v;
+  const std::int64_t top = round_up(full, unit);
+  for (std::int64_t b = lo; b < top && b <= 65536; b *= 2)
+    if (b % unit == 0 || unit % b == 0) v.push_back(round_up(b, std::min(unit, b)));
+  v.push_back(top);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigures& f, int cores) {
+  const double tp = f.throughput(g.in_dtype);
+  const std::int64_t R = f.rows, C = f.cols;
+  const std::uint64_t ab = arch::dtype_bits(g.in_dtype), bb = arch::dtype_bits(g.w_dtype),
+                      ob = arch::dtype_bits(g.out_dtype);
+  const auto bms = candidates(g.m, 8, 8), bks = candidates(g.k, R, R), bns = candidates(g.n, C, C);
+  std::optional<GemmTiling> best;
+  double best_t = std::numeric_limits<double>::max();
+  for (std::int64_t m : bms)
+    for (std::int64_t k : bks)
+      for (std::int64_t n : bns) {
+        const std::uint64_t vmem =
+            (2 * (static_cast<std::uint64_t>(m * k) * ab + static_cast<std::uint64_t>(k * n) * bb) +
+             static_cast<std::uint64_t>(m * n) * 32 + 2 * static_cast<std::uint64_t>(m * n) * ob) / 8;
+        if (vmem > f.vmem_budget) continue;
+        const double nm = static_cast<double>(ceil_div(g.m, m)), nk = static_cast<double>(ceil_div(g.k, k)),
+                     nn = static_cast<double>(ceil_div(g.n, n));
+        const double a_bytes = static_cast<double>(g.batch) * g.m * g.k * ab / 8.0 * g.a_read_factor;
+        const double b_bytes = static_cast<double>(g.b_batched ? g.batch : 1) * g.k * g.n * bb / 8.0;
+        const double c_bytes = static_cast<double>(g.batch) * g.m * g.n * ob / 8.0;
+        const double b_reloads = g.b_batched ? 1.0 : static_cast<double>(g.batch);
+        const double t_m_outer = a_bytes * (nk == 1 ? 1 : nn) + b_bytes * nm * b_reloads;
+        const double t_n_outer = a_bytes * nn + b_bytes * (nk == 1 ? 1 : nm) * b_reloads;
+        const bool no = t_n_outer < t_m_outer;
+        const double traffic = std::min(t_m_outer, t_n_outer) + c_bytes;
+        // Compute: weight tiles spread over every MXU of every core; each
+        // tile streams m rows (at the dtype's rate) or, when m is short,
+        // takes at least its weight load.
+        const double tiles = static_cast<double>(g.batch) * nm * nk * nn *
+                             static_cast<double>(ceil_div(k, R) * ceil_div(n, C));
+        const double per_tile = std::max(static_cast<double>(m) / tp, static_cast<double>(R));
+        const double compute = tiles * per_tile / (static_cast<double>(f.mxus) * cores);
+        const double blocks = static_cast<double>(g.batch) * nm * nk * nn;
+        const double first = (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 /
+                             f.hbm_bytes_per_cycle;
+        const double last = static_cast<double>(m * n) * ob / 8.0 / f.hbm_bytes_per_cycle +
+                            static_cast<double>(R + C);
+        const double t = std::max(compute + blocks * f.step_overhead / cores, traffic / f.hbm_bytes_per_cycle) +
+                         first + last + blocks * f.block_latency;
+        if (t < best_t) {
+          best_t = t;
+          best = GemmTiling{m, k, n, no, vmem, t};
+        }
+      }
+  return best;
+}
+
+}  // namespace tpusim::sim::lowering

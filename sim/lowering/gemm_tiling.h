@@ -1,0 +1,41 @@
+// The block-size search for matmul-shaped work (matmuls, convolutions as
+// implicit GEMMs): pure, no steps emitted, so it can be tested on its own.
+// Candidates are powers of two from the MXU tile up to the padded extent,
+// kept when their double-buffered operand blocks, f32 accumulator and
+// double-buffered output block fit the kernel's VMEM budget. Each is
+// scored by an estimate of its pipeline: max(compute over every MXU,
+// HBM traffic with the loop order that re-reads less) + the exposed first
+// load and last store + per-step costs (block latency and the scalar
+// core's step overhead).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "arch/common/dtype.h"
+#include "sim/lowering/chip_figures.h"
+
+namespace tpusim::sim::lowering {
+
+struct GemmShape {
+  std::int64_t batch = 1, m = 1, k = 1, n = 1;
+  arch::DType in_dtype = arch::DType::bf16, w_dtype = arch::DType::bf16;
+  arch::DType out_dtype = arch::DType::bf16;
+  bool b_batched = true;  // B differs per batch (else one B for all)
+  // Bytes of A actually read for a block of bm rows x bk (convolutions
+  // read an input window, not the im2col matrix).
+  double a_read_factor = 1.0;
+};
+
+struct GemmTiling {
+  std::int64_t bm = 0, bk = 0, bn = 0;
+  bool n_outer = false;       // loop over N blocks outside M blocks
+  std::uint64_t vmem = 0;     // bytes per core
+  double est_cycles = 0;      // the search's estimate
+};
+
+// nullopt when no block fits the VMEM budget. `cores`: TensorCores the
+// work is split over.
+std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigures& f, int cores);
+
+}  // namespace tpusim::sim::lowering

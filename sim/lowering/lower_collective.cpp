@@ -1,0 +1,90 @@
+// A collective is one ICI instruction: every chip takes part and the
+// network model times it on the whole slice. Its lower bound: a chip
+// cannot receive its share of the data faster than all of its links
+// together deliver it.
+#include "arch/ici/collectives.h"
+#include "sim/lowering/op_lowering.h"
+
+namespace tpusim::sim::lowering {
+
+using workloads::Op;
+using workloads::OpKind;
+using workloads::Tensor;
+
+namespace {
+
+arch::ici::CollectiveKind collective_kind(OpKind k) {
+  using arch::ici::CollectiveKind;
+  switch (k) {
+    case OpKind::all_gather: return CollectiveKind::all_gather;
+    case OpKind::reduce_scatter: return CollectiveKind::reduce_scatter;
+    case OpKind::all_reduce: return CollectiveKind::all_reduce;
+    case OpKind::all_to_all: return CollectiveKind::all_to_all;
+    case OpKind::collective_permute: return CollectiveKind::collective_permute;
+    case OpKind::broadcast: return CollectiveKind::broadcast;
+    case OpKind::matmul:
+    case OpKind::conv2d:
+    case OpKind::elementwise:
+    case OpKind::reduce:
+    case OpKind::softmax:
+    case OpKind::layer_norm:
+    case OpKind::rms_norm:
+    case OpKind::attention:
+    case OpKind::gather:
+    case OpKind::transpose:
+    case OpKind::reshape:
+    case OpKind::concat:
+    case OpKind::slice: break;
+  }
+  throw std::logic_error("collective_kind: not a collective");
+}
+
+}  // namespace
+
+std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const Epilogue&, OpPlan& plan) {
+  const Op& op = cx.op(i);
+  if (!cx.opt.multi_chip)
+    throw LoweringError("operator '" + op.name + "' is a " + plan.kind +
+                        ", a collective: it needs a multi-chip slice (--slice), and this run simulates one chip");
+  const auto& a = op.as<workloads::CollectiveAttrs>();
+  std::int64_t group = 1;
+  for (const std::string& axis : a.mesh_axes) {
+    const auto want = cx.wl.mesh_axis_size(axis);
+    std::int64_t have = -1;
+    for (const auto& [name, size] : cx.opt.mesh)
+      if (name == axis) have = size;
+    if (have < 0)
+      throw LoweringError("operator '" + op.name + "' runs over mesh axis '" + axis +
+                          "', which the run's --mesh does not name");
+    if (want && *want != have)
+      throw LoweringError("operator '" + op.name + "': mesh axis '" + axis + "' has size " + std::to_string(*want) +
+                          " in the workload but " + std::to_string(have) + " in --mesh");
+    group *= have;
+  }
+  const Tensor& in = cx.tensor(op.inputs[0]);
+  const Tensor& out = cx.tensor(op.outputs[0]);
+  arch::IciWork w;
+  w.kind = static_cast<std::uint8_t>(collective_kind(op.kind));
+  w.bytes = std::max(in.bytes(), out.bytes());
+  w.dtype = in.dtype;  // the VPU adds reductions in the operand's dtype
+  w.axes = a.mesh_axes;
+  w.root = static_cast<int>(a.root);
+  for (const auto& [s, d] : a.pairs) w.pairs.emplace_back(static_cast<int>(s), static_cast<int>(d));
+  const double n = static_cast<double>(group);
+  const double v = static_cast<double>(w.bytes);
+  double received = v * (n - 1) / n;
+  if (op.kind == OpKind::all_reduce) received *= 2;
+  if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) received = group > 1 ? v : 0;
+  const double links_bw = static_cast<double>(cx.cfg.ici.ports) * cx.cfg.ici.link_bandwidth;
+  plan.roofline_cycles = links_bw > 0 ? received / links_bw * cx.cfg.chip.clock_hz : 0;
+  arch::Instr ici;
+  ici.unit = arch::UnitKind::ici;
+  ici.work = w;
+  Step s;
+  s.core = 0;
+  s.compute.push_back({ici, {}});
+  plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
+  return {s};
+}
+
+}  // namespace tpusim::sim::lowering

@@ -1,0 +1,201 @@
+// Matmul-shaped operators: matmuls (einsums with batch, M, K, N) and
+// convolutions as implicit GEMMs (depthwise ones on the VPU). The block
+// loop walks output blocks (the loop order from the tiling search) and K
+// blocks inside; each block's matmul is spread over the MXUs by column
+// tiles, or also by rows when there are fewer column tiles than MXUs.
+#include <cmath>
+#include <sstream>
+
+#include "sim/lowering/gemm_tiling.h"
+#include "sim/lowering/op_lowering.h"
+#include "workloads/ir/shape_inference.h"
+
+namespace tpusim::sim::lowering {
+
+using arch::DType;
+using workloads::Op;
+using workloads::Tensor;
+
+namespace {
+
+// Where the GEMM's operands live (the shape is what the tiling sees).
+struct GemmOperands {
+  Ref a, b;
+};
+
+std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const GemmOperands& at,
+                             const Epilogue& ep, OpPlan& plan) {
+  const ChipFigures& f = cx.f;
+  if (f.throughput(g.in_dtype) <= 0)
+    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
+                        std::string(arch::dtype_name(g.in_dtype)) + " operands");
+  const int cores = cx.cores();
+  const auto tiling = choose_gemm_tiling(g, f, cores);
+  if (!tiling)
+    throw LoweringError("no block of " + plan.name + " fits the VMEM budget of " + std::to_string(f.vmem_budget) +
+                        " bytes");
+  const std::int64_t bm = tiling->bm, bk = tiling->bk, bn = tiling->bn;
+  const bool n_outer = tiling->n_outer;
+  const std::int64_t R = f.rows, C = f.cols;
+  plan.vmem_peak = tiling->vmem;
+  {
+    std::ostringstream os;
+    os << "bm=" << bm << " bk=" << bk << " bn=" << bn << (n_outer ? " n-outer" : " m-outer");
+    plan.blocking = os.str();
+  }
+
+  const std::int64_t nm = ceil_div(g.m, bm), nk = ceil_div(g.k, bk), nn = ceil_div(g.n, bn);
+  const std::int64_t outer = n_outer ? nn : nm, inner = n_outer ? nm : nn;
+  const std::int64_t total_out_blocks = g.batch * outer * inner;
+  const std::uint64_t out_elems = static_cast<std::uint64_t>(g.batch * g.m * g.n);
+  std::vector<Step> steps;
+  steps.reserve(static_cast<std::size_t>(total_out_blocks * nk));
+  std::int64_t last_a = -1, last_b = -1;
+  int last_core = -1;
+  std::int64_t ob_index = 0;
+  for (std::int64_t b = 0; b < g.batch; ++b)
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t in = 0; in < inner; ++in, ++ob_index) {
+        const std::int64_t mi = n_outer ? in : o, ni = n_outer ? o : in;
+        const int core = static_cast<int>(ob_index * cores / std::max<std::int64_t>(1, total_out_blocks));
+        if (core != last_core) {
+          last_a = last_b = -1;
+          last_core = core;
+        }
+        const std::int64_t m = std::min(bm, g.m - mi * bm), n = std::min(bn, g.n - ni * bn);
+        for (std::int64_t ki = 0; ki < nk; ++ki) {
+          const std::int64_t k = std::min(bk, g.k - ki * bk);
+          Step s;
+          s.core = core;
+          const std::int64_t a_id = (b * nm + mi) * nk + ki;
+          const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
+          if (a_id != last_a) {
+            const std::uint64_t row = bytes_of(g.in_dtype, k);
+            const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
+            s.loads.push_back(load(at.a + bytes_of(g.in_dtype, (b * g.m + mi * bm) * g.k + ki * bk), row,
+                                   std::max<std::uint64_t>(1, rows), bytes_of(g.in_dtype, g.k)));
+            last_a = a_id;
+          }
+          if (b_id != last_b) {
+            s.loads.push_back(load(at.b + bytes_of(g.w_dtype, ((g.b_batched ? b : 0) * g.k + ki * bk) * g.n + ni * bn),
+                                   bytes_of(g.w_dtype, n), static_cast<std::uint64_t>(k), bytes_of(g.w_dtype, g.n)));
+            last_b = b_id;
+          }
+          const std::int64_t ntiles = ceil_div(n, C);
+          const int mx = f.mxus;
+          if (ntiles >= mx) {
+            for (int u = 0; u < mx; ++u) {
+              const std::int64_t t0 = ntiles * u / mx, t1 = ntiles * (u + 1) / mx;
+              const std::int64_t cols = std::min(n, t1 * C) - t0 * C;
+              if (cols <= 0) continue;
+              s.compute.push_back({mxu(m, k, cols, g.in_dtype, u), {}});
+              plan.padded_macs += static_cast<std::uint64_t>(m * round_up(k, R) * round_up(cols, C));
+            }
+          } else {
+            const int per_tile = mx / static_cast<int>(ntiles);
+            int u = 0;
+            for (std::int64_t t = 0; t < ntiles; ++t) {
+              const std::int64_t cols = std::min(n, (t + 1) * C) - t * C;
+              for (int r = 0; r < per_tile; ++r, ++u) {
+                const std::int64_t r0 = m * r / per_tile, r1 = m * (r + 1) / per_tile;
+                if (r1 <= r0) continue;
+                s.compute.push_back({mxu(r1 - r0, k, cols, g.in_dtype, u), {}});
+                plan.padded_macs += static_cast<std::uint64_t>((r1 - r0) * round_up(k, R) * round_up(cols, C));
+              }
+            }
+          }
+          if (ki == nk - 1) {
+            const std::uint64_t off = static_cast<std::uint64_t>((b * g.m + mi * bm) * g.n + ni * bn);
+            add_extra_loads(s, ep, off, static_cast<std::uint64_t>(m * n), out_elems, ob_index == 0);
+            add_epilogue(s, ep,
+                         {static_cast<std::uint64_t>(m * n), static_cast<std::uint64_t>(n),
+                          static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(g.n), off},
+                         {DType::f32, 0, 0, 1});
+          }
+          steps.push_back(std::move(s));
+        }
+      }
+  return steps;
+}
+
+}  // namespace
+
+std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
+  const Op& op = cx.op(i);
+  const Tensor& a = cx.tensor(op.inputs[0]);
+  const Tensor& w = cx.tensor(op.inputs[1]);
+  const auto& attrs = op.as<workloads::MatmulAttrs>();
+  const auto d = workloads::matmul_dims(attrs, a.shape, w.shape);
+  const auto spec = workloads::parse_einsum(attrs.equation);
+  GemmShape g;
+  g.batch = d.batch;
+  g.m = d.m;
+  g.k = d.k;
+  g.n = d.n;
+  g.in_dtype = a.dtype;
+  g.w_dtype = w.dtype;
+  g.out_dtype = ep.out_dtype;
+  g.b_batched = !spec.batch.empty();
+  if (a.dtype != w.dtype)
+    g.in_dtype = arch::dtype_bits(a.dtype) >= arch::dtype_bits(w.dtype) ? a.dtype : w.dtype;
+  return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(w.name)}, ep, plan);
+}
+
+std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
+  const Op& op = cx.op(i);
+  const Tensor& x = cx.tensor(op.inputs[0]);
+  const Tensor& w = cx.tensor(op.inputs[1]);
+  const auto& a = op.as<workloads::Conv2dAttrs>();
+  const std::int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], Cin = x.shape[3];
+  const std::int64_t KH = w.shape[0], KW = w.shape[1], OC = w.shape[3];
+  const auto geo = workloads::conv2d_geometry(a, H, W, KH, KW);
+  const std::int64_t G = a.groups;
+  const std::int64_t pixels = N * geo.out_h * geo.out_w;
+  if (G > 1 && G == Cin) {
+    // Depthwise: no contraction worth an MXU pass; the VPU does KH*KW
+    // multiply-adds per output element.
+    const std::uint64_t out_elems = static_cast<std::uint64_t>(pixels * OC);
+    const std::uint64_t in_bytes = x.bytes();
+    const int cores = cx.cores();
+    const std::uint64_t chunks =
+        std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8,
+                                std::min<std::uint64_t>(4096, out_elems / (64 * 1024) + 1));
+    std::vector<Step> steps;
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+      const std::uint64_t e0 = out_elems * c / chunks, e1 = out_elems * (c + 1) / chunks;
+      if (e1 == e0) continue;
+      Step s;
+      s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
+      const std::uint64_t ib = in_bytes * c / chunks, ie = in_bytes * (c + 1) / chunks;
+      s.loads.push_back(load(cx.ref(x.name) + ib, std::max<std::uint64_t>(1, ie - ib)));
+      if (c == 0) s.loads.push_back(load(cx.ref(w.name), w.bytes()));
+      s.compute.push_back({vpu(e1 - e0, x.dtype, 2.0 * KH * KW, 0, 1, 0), {}});
+      add_extra_loads(s, ep, e0, e1 - e0, out_elems, c == 0);
+      add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {x.dtype, 0, 0, 1});
+      steps.push_back(std::move(s));
+    }
+    plan.blocking = "depthwise on VPU, " + std::to_string(chunks) + " chunks";
+    plan.vmem_peak = 2 * (in_bytes / chunks + bytes_of(x.dtype, static_cast<std::int64_t>(out_elems / chunks)));
+    return steps;
+  }
+  // Implicit GEMM per group: M = output pixels, K = KH*KW*Cin/G, N = OC/G.
+  // A block of output pixels reads its input window once (halo included),
+  // not the KH*KW-times larger im2col matrix.
+  GemmShape g;
+  g.batch = G;
+  g.m = pixels;
+  g.k = KH * KW * (Cin / G);
+  g.n = OC / G;
+  g.in_dtype = x.dtype;
+  g.w_dtype = w.dtype;
+  g.out_dtype = ep.out_dtype;
+  g.b_batched = G > 1;
+  const double window = static_cast<double>(a.stride_h * a.stride_w) > 0
+                            ? std::min(1.0, static_cast<double>(H * W) /
+                                                static_cast<double>(geo.out_h * geo.out_w * KH * KW))
+                            : 1.0;
+  g.a_read_factor = std::max(window, 1.0 / static_cast<double>(KH * KW));
+  return gemm_steps(cx, g, {cx.ref(x.name), cx.ref(w.name)}, ep, plan);
+}
+
+}  // namespace tpusim::sim::lowering

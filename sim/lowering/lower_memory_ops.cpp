@@ -1,0 +1,95 @@
+// Operators that mostly move bytes: embedding lookups (gathers of table
+// rows) and layout ops (transpose through VMEM and the XLU; concat and
+// slice as copies; reshape a relabelling of the same bytes that costs
+// nothing).
+#include "sim/lowering/op_lowering.h"
+
+namespace tpusim::sim::lowering {
+
+using workloads::Op;
+using workloads::OpKind;
+using workloads::Tensor;
+
+// Each index fetches one table row (a strided gather from HBM), then the
+// rows are stored contiguously.
+std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
+  const Op& op = cx.op(i);
+  const Tensor& table = cx.tensor(op.inputs[0]);
+  const Tensor& idx = cx.tensor(op.inputs[1]);
+  const Tensor& out = cx.tensor(op.outputs[0]);
+  const std::int64_t V = table.shape[0];
+  const std::int64_t n = idx.num_elements();
+  const std::uint64_t row = bytes_of(table.dtype, table.num_elements() / std::max<std::int64_t>(1, V));
+  const int cores = cx.cores();
+  const std::int64_t chunks = std::max<std::int64_t>(1, std::min<std::int64_t>(n, cores * 8));
+  // Lookups land on rows spread over the table; a stride of the table over
+  // the lookups stands for that spread in the memory system.
+  const std::uint64_t spread =
+      row * static_cast<std::uint64_t>(std::max<std::int64_t>(1, V / std::max<std::int64_t>(1, n)));
+  const std::uint64_t per = static_cast<std::uint64_t>(out.num_elements() / std::max<std::int64_t>(1, n));
+  std::vector<Step> steps;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t i0 = n * c / chunks, i1 = n * (c + 1) / chunks;
+    if (i1 == i0) continue;
+    Step s;
+    s.core = static_cast<int>(c * cores / chunks);
+    s.loads.push_back(load(cx.ref(idx.name) + bytes_of(idx.dtype, i0), bytes_of(idx.dtype, i1 - i0)));
+    s.loads.push_back(load(cx.ref(table.name) +
+                               static_cast<std::uint64_t>(i0) * spread % std::max<std::uint64_t>(1, table.bytes()),
+                           row, static_cast<std::uint64_t>(i1 - i0), spread));
+    // The VPU pass only forms addresses; rows go straight to the output.
+    s.compute.push_back({vpu(static_cast<std::uint64_t>(i1 - i0), idx.dtype, 1, 0, 1, 0), {}});
+    const std::uint64_t e0 = static_cast<std::uint64_t>(i0) * per, en = static_cast<std::uint64_t>(i1 - i0) * per;
+    add_extra_loads(s, ep, e0, en, static_cast<std::uint64_t>(out.num_elements()), c == 0);
+    add_epilogue(s, ep, {en, en, 1, en, e0}, {table.dtype, 0, 0, 0});
+    steps.push_back(std::move(s));
+  }
+  plan.vmem_peak = 2 * (row * static_cast<std::uint64_t>(ceil_div(n, chunks)));
+  plan.blocking = std::to_string(chunks) + " chunks";
+  return steps;
+}
+
+std::vector<Step> lower_copy(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
+  const Op& op = cx.op(i);
+  const Tensor& out = cx.tensor(op.outputs[0]);
+  if (op.kind == OpKind::reshape) {
+    plan.blocking = "bitcast";  // the memory plan gave the result its input's bytes
+    return {};
+  }
+  const std::uint64_t elems = static_cast<std::uint64_t>(out.num_elements());
+  const int cores = cx.cores();
+  const std::uint64_t chunks = chunk_count(cores, 8, out.bytes(), elems / 1024 + 1);
+  std::vector<Step> steps;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
+    if (e1 == e0) continue;
+    Step s;
+    s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
+    if (op.kind == OpKind::slice) {
+      // Read only the selected elements: rows of the innermost extent.
+      s.loads.push_back(load(cx.ref(op.inputs[0]) + bytes_of(out.dtype, static_cast<std::int64_t>(e0)),
+                             bytes_of(out.dtype, static_cast<std::int64_t>(e1 - e0))));
+    } else {
+      for (const auto& in : op.inputs) {
+        const Tensor& t = cx.tensor(in);
+        const std::uint64_t te = static_cast<std::uint64_t>(t.num_elements());
+        const std::uint64_t a0 = te * c / chunks, a1 = te * (c + 1) / chunks;
+        if (a1 > a0)
+          s.loads.push_back(load(cx.ref(in) + bytes_of(t.dtype, static_cast<std::int64_t>(a0)),
+                                 bytes_of(t.dtype, static_cast<std::int64_t>(a1 - a0))));
+      }
+    }
+    if (op.kind == OpKind::transpose)
+      s.compute.push_back({xlu(cx.f, arch::XluOp::transpose, e1 - e0, out.dtype), {}});
+    else
+      s.compute.push_back({vpu(e1 - e0, out.dtype, 1, 0, 1, 0), {}});
+    add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
+    add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 0});
+    steps.push_back(std::move(s));
+  }
+  plan.vmem_peak = 2 * out.bytes() / chunks + 1;
+  plan.blocking = std::to_string(chunks) + " chunks";
+  return steps;
+}
+
+}  // namespace tpusim::sim::lowering

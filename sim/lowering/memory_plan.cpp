@@ -1,0 +1,227 @@
+#include "sim/lowering/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tpusim::sim::lowering {
+
+using arch::MemSpace;
+using workloads::Op;
+using workloads::OpKind;
+using workloads::Tensor;
+using workloads::Workload;
+
+namespace {
+
+constexpr std::uint64_t kAlign = 4096;
+
+std::uint64_t aligned(std::uint64_t b) { return std::max<std::uint64_t>(kAlign, (b + kAlign - 1) / kAlign * kAlign); }
+
+std::unordered_set<std::string> reshape_aliases(const Workload& wl) {
+  std::unordered_set<std::string> aliased;
+  for (const Op& op : wl.ops)
+    if (op.kind == OpKind::reshape) {
+      aliased.insert(op.inputs[0]);
+      aliased.insert(op.outputs[0]);
+    }
+  return aliased;
+}
+
+// CMEM placement (TPU v4/v4i: 128 MiB on-chip, shared by the TensorCores).
+// Candidates are intermediate activations that are materialised (not
+// sources, which must come from HBM anyway, not workload outputs, not
+// values internal to a fusion, not reshape aliases, not collective
+// results, which land where the ICI puts them). A candidate lives from its
+// producer to its last consumer; its benefit is the HBM traffic it saves
+// (written once, read by each consumer) per byte of CMEM per operator of
+// its lifetime. Greedy in that order, first fit over the addresses of the
+// already placed tensors whose lifetimes overlap (4 KiB aligned).
+void place_in_cmem(const Workload& wl, const FusionPlan& fusion, std::uint64_t capacity, MemoryPlan& plan) {
+  std::unordered_set<std::string> internal;
+  for (std::size_t a = 0; a < fusion.chain.size(); ++a) {
+    if (fusion.chain[a].empty()) continue;
+    internal.insert(wl.ops[a].outputs[0]);
+    for (std::size_t k = 0; k + 1 < fusion.chain[a].size(); ++k)
+      internal.insert(wl.ops[fusion.chain[a][k]].outputs[0]);
+  }
+  const auto aliased = reshape_aliases(wl);
+  struct Cand {
+    std::string name;
+    std::size_t first = 0, last = 0;
+    std::uint64_t size = 0;
+    double score = 0;
+  };
+  std::unordered_map<std::string, std::size_t> producer;
+  std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> use;  // last consumer, readers
+  for (std::size_t i = 0; i < wl.ops.size(); ++i) {
+    for (const std::string& o : wl.ops[i].outputs) producer.emplace(o, i);
+    for (const std::string& in : wl.ops[i].inputs) {
+      auto& u = use[in];
+      u.first = i;
+      ++u.second;
+    }
+  }
+  std::vector<Cand> cands;
+  for (const Tensor& t : wl.tensors) {
+    if (t.is_source() || t.kind == workloads::TensorKind::output) continue;
+    if (internal.count(t.name) || aliased.count(t.name)) continue;
+    auto p = producer.find(t.name);
+    auto u = use.find(t.name);
+    if (p == producer.end() || u == use.end()) continue;
+    if (workloads::is_collective(wl.ops[p->second].kind)) continue;
+    Cand c;
+    c.name = t.name;
+    c.first = p->second;
+    c.last = u->second.first;
+    c.size = aligned(t.bytes());
+    if (c.size > capacity) continue;
+    const double saved = static_cast<double>(t.bytes()) * static_cast<double>(1 + u->second.second);
+    c.score = saved / (static_cast<double>(c.size) * static_cast<double>(c.last - c.first + 1));
+    cands.push_back(std::move(c));
+  }
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return a.score != b.score ? a.score > b.score : a.first < b.first;
+  });
+  struct Placed {
+    std::size_t first, last;
+    std::uint64_t at, size;
+  };
+  std::vector<Placed> placed;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;  // reused per candidate
+  for (const Cand& c : cands) {
+    busy.clear();
+    for (const Placed& q : placed)
+      if (q.first <= c.last && c.first <= q.last) busy.emplace_back(q.at, q.size);
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t at = 0;
+    for (const auto& [b_at, b_size] : busy) {
+      if (at + c.size <= b_at) break;
+      at = std::max(at, b_at + b_size);
+    }
+    if (at + c.size > capacity) continue;
+    placed.push_back({c.first, c.last, at, c.size});
+    plan.at[c.name] = Ref{MemSpace::cmem, at};
+  }
+}
+
+// HBM placement by liveness, as XLA's buffer assignment does: sources
+// (inputs, weights, KV caches) and results live throughout; an activation
+// lives from its producer to its last consumer, and its range is reused
+// afterwards (best fit over a free list, 4 KiB aligned).
+void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, MemoryPlan& plan) {
+  std::map<std::uint64_t, std::uint64_t> free;  // offset -> size
+  std::uint64_t top = 0, peak = 0, live = 0;
+  auto alloc = [&](const std::string& name, std::uint64_t bytes) {
+    const std::uint64_t need = aligned(bytes);
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second >= need && (best == free.end() || it->second < best->second)) best = it;
+    std::uint64_t at;
+    if (best != free.end()) {
+      at = best->first;
+      const std::uint64_t rest = best->second - need;
+      free.erase(best);
+      if (rest) free[at + need] = rest;
+    } else {
+      at = top;
+      top += need;
+    }
+    plan.at[name] = Ref{MemSpace::hbm, at};
+    live += need;
+    peak = std::max(peak, live);
+  };
+  auto release = [&](const std::string& name, std::uint64_t bytes) {
+    const std::uint64_t need = aligned(bytes);
+    std::uint64_t at = plan.of(name).addr;
+    live -= need;
+    auto next = free.lower_bound(at);
+    std::uint64_t size = need;
+    if (next != free.end() && next->first == at + size) {
+      size += next->second;
+      free.erase(next);
+    }
+    auto prev = free.lower_bound(at);
+    if (prev != free.begin()) {
+      --prev;
+      if (prev->first + prev->second == at) {
+        at = prev->first;
+        size += prev->second;
+        free.erase(prev);
+      }
+    }
+    free[at] = size;
+  };
+  auto tensor = [&](const std::string& n) -> const Tensor& { return *index.find(n); };
+  std::unordered_map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < wl.ops.size(); ++i)
+    for (const std::string& in : wl.ops[i].inputs) last_use[in] = i;
+  auto permanent = [&](const Tensor& t) {
+    return t.is_source() || t.kind == workloads::TensorKind::output || !last_use.count(t.name);
+  };
+  auto on_chip = [&](const std::string& n) {
+    auto it = plan.at.find(n);
+    return it != plan.at.end() && it->second.space != MemSpace::hbm;
+  };
+  const auto aliased = reshape_aliases(wl);
+  std::unordered_set<std::string> donors;
+  for (const Tensor& t : wl.tensors)
+    if (t.is_source()) alloc(t.name, t.bytes());
+  for (std::size_t i = 0; i < wl.ops.size(); ++i) {
+    const Op& op = wl.ops[i];
+    for (const std::string& o : op.outputs) {
+      const Tensor& t = tensor(o);
+      if (on_chip(o)) continue;
+      // A reshape's result is a relabelling of its input's bytes.
+      if (op.kind == OpKind::reshape) {
+        plan.at[o] = plan.of(op.inputs[0]);
+        continue;
+      }
+      // Buffer donation: an elementwise update whose source operand (a
+      // weight, optimizer state, KV cache) of the same size is read for the
+      // last time here writes in place, as jitted training steps do with
+      // donated arguments.
+      bool donated = false;
+      if (op.kind == OpKind::elementwise)
+        for (const std::string& in : op.inputs) {
+          const Tensor& src = tensor(in);
+          if (src.is_source() && src.bytes() == t.bytes() && last_use.at(in) == i && !donors.count(in) &&
+              !aliased.count(in)) {
+            plan.at[o] = plan.of(in);
+            donors.insert(in);
+            donated = true;
+            break;
+          }
+        }
+      if (!donated) alloc(o, t.bytes());
+    }
+    for (const std::string& in : op.inputs) {
+      const Tensor& t = tensor(in);
+      if (permanent(t) || last_use.at(in) != i || on_chip(in)) continue;
+      // A reshape's input and result share one range; it is kept (not
+      // reused) rather than tracking the alias's combined lifetime.
+      if (aliased.count(in)) continue;
+      release(in, t.bytes());
+    }
+  }
+  plan.hbm_peak_bytes = peak;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Workload& wl, const workloads::TensorIndex& index, const FusionPlan& fusion,
+                       const arch::TpuConfig& cfg, bool use_cmem) {
+  MemoryPlan plan;
+  if (use_cmem && cfg.cmem.present && cfg.cmem.size_bytes > 0 && cfg.cmem.bandwidth > 0)
+    place_in_cmem(wl, fusion, cfg.cmem.size_bytes, plan);
+  place_in_hbm(wl, index, plan);
+  if (cfg.hbm.capacity_bytes > 0 && plan.hbm_peak_bytes > cfg.hbm.capacity_bytes)
+    throw LoweringError("workload '" + wl.name + "' needs " + std::to_string(plan.hbm_peak_bytes) +
+                        " bytes of HBM at its peak but " + cfg.chip.name + " has " +
+                        std::to_string(cfg.hbm.capacity_bytes));
+  return plan;
+}
+
+}  // namespace tpusim::sim::lowering

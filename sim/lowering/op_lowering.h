@@ -1,0 +1,60 @@
+// The per-operator lowering rules. Each rule turns one (anchor) operator,
+// with the elementwise ops fused into its epilogue, into pipeline steps
+// (see pipeline.h) and fills the parts of its OpPlan it decides (blocking,
+// VMEM use, padded MACs). All rules have one signature and are found by
+// op kind through `lowering_for`; each lives in its own file
+// (lower_<family>.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sim/lowering/chip_figures.h"
+#include "sim/lowering/fusion.h"
+#include "sim/lowering/instrs.h"
+#include "sim/lowering/lowering.h"
+#include "sim/lowering/memory_plan.h"
+#include "sim/lowering/pipeline.h"
+#include "workloads/ir/workload.h"
+
+namespace tpusim::sim::lowering {
+
+// Everything a rule reads; nothing in it changes while rules run.
+struct LowerContext {
+  const workloads::Workload& wl;
+  const workloads::TensorIndex& index;
+  const arch::TpuConfig& cfg;
+  const ChipFigures& f;
+  const MemoryPlan& mem;
+  const FusionPlan& fusion;
+  const LoweringOptions& opt;
+
+  const workloads::Op& op(std::size_t i) const { return wl.ops[i]; }
+  const workloads::Tensor& tensor(const std::string& name) const { return *index.find(name); }
+  Ref ref(const std::string& name) const { return mem.of(name); }
+  // TensorCores one operator is split over.
+  int cores() const { return opt.megacore_split ? f.cores : 1; }
+};
+
+using LowerFn = std::vector<Step> (*)(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+
+std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_conv(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_stream(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_rows(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_attention(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_gather(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+std::vector<Step> lower_copy(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+// Sets plan.roofline_cycles itself: a collective's bound is its links'.
+std::vector<Step> lower_collective(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+
+// The rule for an op kind (a switch without default: a new kind that is
+// not handled here is a compiler warning).
+LowerFn lowering_for(workloads::OpKind kind);
+
+// The anchor's epilogue: its fused ops' work and operands, and where the
+// group's final output goes.
+Epilogue epilogue_for(const LowerContext& cx, std::size_t anchor);
+
+}  // namespace tpusim::sim::lowering

@@ -1,0 +1,115 @@
+// The GEMM block-size search on its own (no steps emitted): every chosen
+// block fits the VMEM budget and is a whole number of MXU tiles (or the
+// padded extent), the estimate never beats the roofline, a larger budget
+// never makes the estimate worse, and per-step costs push towards fewer,
+// larger blocks.
+#include <gtest/gtest.h>
+
+#include "arch/common/derived.h"
+#include "sim/config/config_loader.h"
+#include "sim/lowering/gemm_tiling.h"
+
+using namespace tpusim;
+using sim::lowering::choose_gemm_tiling;
+using sim::lowering::GemmShape;
+
+namespace {
+
+GemmShape square(std::int64_t n) {
+  GemmShape g;
+  g.m = g.k = g.n = n;
+  return g;
+}
+
+sim::lowering::ChipFigures figures(const arch::TpuConfig& cfg) {
+  sim::LoweringOptions opt;
+  return sim::lowering::chip_figures(cfg, opt);
+}
+
+TEST(GemmTiling, BlocksFitTheBudgetAndAreWholeMxuTiles) {
+  for (const char* arch_name : {"v5e", "v6e", "v7", "v4"}) {
+    const arch::TpuConfig cfg = sim::load_tpu_config(arch_name);
+    const auto f = figures(cfg);
+    for (std::int64_t n : {256, 1000, 4096, 16384}) {
+      const auto t = choose_gemm_tiling(square(n), f, f.cores);
+      ASSERT_TRUE(t) << arch_name << " " << n;
+      EXPECT_LE(t->vmem, f.vmem_budget) << arch_name << " " << n;
+      EXPECT_EQ(t->bk % f.rows, 0) << arch_name << " " << n;
+      EXPECT_EQ(t->bn % f.cols, 0) << arch_name << " " << n;
+      EXPECT_EQ(t->bm % 8, 0) << arch_name << " " << n;
+      EXPECT_LE(t->bm, (n + 7) / 8 * 8);
+    }
+  }
+}
+
+TEST(GemmTiling, EstimateNeverBeatsTheRoofline) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const auto f = figures(cfg);
+  for (std::int64_t n : {128, 512, 2048, 8192}) {
+    const GemmShape g = square(n);
+    const auto t = choose_gemm_tiling(g, f, f.cores);
+    ASSERT_TRUE(t);
+    const double macs = static_cast<double>(n) * n * n;
+    const double bytes = 3.0 * n * n * 2;  // A, B and C once, bf16
+    const double roofline = std::max(macs / f.peak_macs(arch::DType::bf16), bytes / f.hbm_bytes_per_cycle);
+    EXPECT_GE(t->est_cycles, roofline) << n;
+  }
+}
+
+TEST(GemmTiling, MoreVmemNeverMakesTheEstimateWorse) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  auto f = figures(cfg);
+  double previous = 1e300;
+  for (std::uint64_t budget : {1ull << 20, 4ull << 20, 16ull << 20, 64ull << 20}) {
+    f.vmem_budget = budget;
+    const auto t = choose_gemm_tiling(square(8192), f, f.cores);
+    ASSERT_TRUE(t) << budget;
+    EXPECT_LE(t->est_cycles, previous) << budget;
+    previous = t->est_cycles;
+  }
+}
+
+TEST(GemmTiling, NothingFitsATinyBudget) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  auto f = figures(cfg);
+  // The smallest block (8 x 128 x 128 bf16, double buffered, f32 acc):
+  // 2 x (2 KiB + 32 KiB) + 4 KiB + 2 x 2 KiB = 76 KiB.
+  f.vmem_budget = 76 * 1024 - 1;
+  EXPECT_FALSE(choose_gemm_tiling(square(1024), f, 1));
+  f.vmem_budget = 76 * 1024;
+  const auto t = choose_gemm_tiling(square(1024), f, 1);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->bm, 8);
+  EXPECT_EQ(t->bk, 128);
+  EXPECT_EQ(t->bn, 128);
+}
+
+TEST(GemmTiling, StepOverheadFavoursFewerSteps) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  auto f = figures(cfg);
+  f.vmem_budget = 16ull << 20;
+  auto steps = [](const sim::lowering::GemmTiling& t, std::int64_t n) {
+    return ((n + t.bm - 1) / t.bm) * ((n + t.bk - 1) / t.bk) * ((n + t.bn - 1) / t.bn);
+  };
+  f.step_overhead = 0;
+  const auto free = choose_gemm_tiling(square(4096), f, 1);
+  f.step_overhead = 100000;  // a step costs more than any block's compute
+  const auto costly = choose_gemm_tiling(square(4096), f, 1);
+  ASSERT_TRUE(free && costly);
+  EXPECT_LE(steps(*costly, 4096), steps(*free, 4096));
+  EXPECT_GT(costly->est_cycles, free->est_cycles);
+}
+
+TEST(GemmTiling, DecodeRowsArePaddedToOneSublaneTile) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const auto f = figures(cfg);
+  GemmShape g;
+  g.m = 1;
+  g.k = 4096;
+  g.n = 14336;
+  const auto t = choose_gemm_tiling(g, f, 1);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->bm, 8);
+}
+
+}  // namespace
