@@ -92,7 +92,8 @@ void ChipModule::sequencer(int c) {
       while (!done_[d]) sc_core::wait(changed_);
     const std::uint64_t now = now_cycles();
     if (now > blocked_at) core.dep_stall_cycles += now - std::max(blocked_at, next_slot);
-    const std::uint64_t issue = std::max(next_slot, now);
+    const std::uint64_t issue = std::max(next_slot, now) + in.scalar_cycles;
+    core.scalar_cycles += in.scalar_cycles;
     next_slot = issue + 1;
     ++core.issued;
     InstrRecord& rec = records_[id];
@@ -229,7 +230,9 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
                    {{"instructions", static_cast<double>(core.issued), "count",
                      "instructions issued"},
                     {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles),
-                     "cycles", "cycles the sequencer waited for earlier instructions"}}});
+                     "cycles", "cycles the sequencer waited for earlier instructions"},
+                    {"scalar_overhead_cycles", static_cast<double>(core.scalar_cycles), "cycles",
+                     "cycles the scalar core spent on pipeline-step bookkeeping"}}});
     if (ici_) {
       StatList& seq = out.back().second;
       seq.push_back({"collective_reductions", static_cast<double>(core.reductions), "count",

@@ -75,7 +75,7 @@ class ChipModule : public sc_core::sc_module {
     std::vector<std::unique_ptr<UnitTiming>> mxu, vpu, xlu;
     std::vector<InstrId> instrs;  // this core's instructions, in order
     std::size_t next_mxu = 0, next_xlu = 0;
-    std::uint64_t issued = 0, dep_stall_cycles = 0;
+    std::uint64_t issued = 0, dep_stall_cycles = 0, scalar_cycles = 0;
     // Collective reductions charged to this core's VPU.
     std::uint64_t reductions = 0, reduction_cycles = 0;
   };

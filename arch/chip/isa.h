@@ -5,8 +5,8 @@
 // Each instruction names the instructions it must wait for (semaphores in
 // the real machine); the sequencer issues in program order and blocks on
 // those waits, the units execute their queues in order and overlap each
-// other. Leaves out: scalar ALU work and instruction fetch (one issue slot
-// per cycle stands for them).
+// other. Scalar work is one issue slot per instruction plus the
+// `scalar_cycles` an instruction carries. Leaves out: instruction fetch.
 #pragma once
 
 #include <cstdint>
@@ -66,10 +66,13 @@ struct VpuWork {
 
 enum class XluOp : std::uint8_t { reduce, transpose, permute };
 
+// `cols`: the extent of the last dimension (a reduction's row length);
+// 0 = one vreg's lanes, i.e. every 128 elements reduced on their own.
 struct XluWork {
   XluOp op = XluOp::reduce;
   std::uint64_t elements = 0;
   DType dtype = DType::bf16;
+  std::uint64_t cols = 0;
 };
 
 // A strided copy: `rows` rows of `row_bytes`, rows `src_stride` and
@@ -109,6 +112,11 @@ struct Instr {
   std::int16_t index = -1;  // which MXU/XLU/DMA engine; -1 = next in turn
   std::uint32_t op = 0;     // workload operator it belongs to (for reports)
   std::vector<InstrId> deps;  // earlier instructions that must complete first
+  // Cycles the scalar core spends before issuing this instruction, once its
+  // waits are over (a pipeline step's bookkeeping: semaphores, DMA
+  // descriptors, address arithmetic). The sequencer issues nothing else
+  // meanwhile.
+  std::uint32_t scalar_cycles = 0;
   std::variant<MxuWork, VpuWork, XluWork, DmaWork, IciWork> work;
 };
 

@@ -163,6 +163,9 @@ struct KernelConfig {
   // semaphore waits, DMA descriptor issue, address arithmetic; serial with
   // the step's compute. 0 = free.
   double step_overhead = 0;
+  // Seconds the scalar core spends starting a kernel (an operator), after
+  // the previous kernel on its TensorCore has ended. 0 = free.
+  double launch_overhead = 0;
   // Bytes of VMEM per TensorCore one kernel's blocks may use (the
   // compiler's scoped VMEM limit); 0 = all of VMEM.
   std::uint64_t scoped_vmem = 0;

@@ -25,9 +25,9 @@ XluArrayOp to_array_op(const XluWork& w, const VpuConfig& vpu) {
     case XluOp::transpose: op.kind = XluOpKind::transpose; break;
     case XluOp::permute: op.kind = XluOpKind::permute; break;
   }
-  const auto lanes = static_cast<std::uint64_t>(vpu.lanes);
-  op.cols = w.elements == 0 ? 0 : lanes;
-  op.rows = (w.elements + lanes - 1) / lanes;
+  const auto cols = w.cols > 0 ? w.cols : static_cast<std::uint64_t>(vpu.lanes);
+  op.cols = w.elements == 0 ? 0 : cols;
+  op.rows = (w.elements + cols - 1) / cols;
   op.dtype = w.dtype;
   return op;
 }

@@ -293,6 +293,17 @@ std::vector<FieldSpec> build() {
   b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth),
         "Host PCIe bandwidth per chip", true);
   b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip");
+  // kernels: what the compiler's pipelined kernels cost beyond the hardware
+  b.qty("kernel.step_overhead", U::time, TPUSIM_FIELD(c.kernel.step_overhead),
+        "Scalar-core time per pipeline (grid) step, serial with the step's compute; 0 = free", true);
+  b.qty("kernel.launch_overhead", U::time, TPUSIM_FIELD(c.kernel.launch_overhead),
+        "Scalar-core time to start a kernel (an operator) after the previous one on its TensorCore "
+        "ended; 0 = free",
+        true);
+  b.qty("kernel.scoped_vmem", U::size, TPUSIM_FIELD(c.kernel.scoped_vmem),
+        "VMEM per TensorCore one kernel's blocks may use (the compiler's scoped VMEM limit); "
+        "0 = all of VMEM",
+        true);
   // power (optional)
   b.boolean("power.present", TPUSIM_FIELD(c.power.present),
             "Power figures are given (a `power:` section switches this on)");

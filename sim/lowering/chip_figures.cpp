@@ -29,6 +29,7 @@ ChipFigures chip_figures(const arch::TpuConfig& cfg, const LoweringOptions& opt)
   const auto& h = cfg.hbm;
   f.block_latency = (h.controller_latency + h.t.tRCD + h.t.tCL) * cfg.chip.clock_hz + 16;
   f.step_overhead = cfg.kernel.step_overhead * cfg.chip.clock_hz;
+  f.launch_overhead = cfg.kernel.launch_overhead * cfg.chip.clock_hz;
   std::uint64_t budget = cfg.kernel.scoped_vmem > 0 ? std::min(cfg.kernel.scoped_vmem, cfg.vmem.size_bytes)
                                                     : cfg.vmem.size_bytes;
   if (opt.vmem_budget_fraction < 1.0)

@@ -25,6 +25,8 @@ struct ChipFigures {
   // Cycles the scalar core spends per pipeline (grid) step on bookkeeping
   // (kernel.step_overhead), serial with the step's compute.
   double step_overhead = 0;
+  // Cycles to start a kernel (kernel.launch_overhead).
+  double launch_overhead = 0;
   // Bytes of VMEM per core that one kernel's blocks may use (the compiler's
   // scoped VMEM limit, kernel.scoped_vmem).
   std::uint64_t vmem_budget = 0;

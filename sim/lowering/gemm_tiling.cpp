@@ -30,7 +30,7 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
                       ob = arch::dtype_bits(g.out_dtype);
   const auto bms = candidates(g.m, 8, 8), bks = candidates(g.k, R, R), bns = candidates(g.n, C, C);
   std::optional<GemmTiling> best;
-  double best_t = std::numeric_limits<double>::max();
+  double best_t = std::numeric_limits<double>::max(), best_pieces = 0;
   for (std::int64_t m : bms)
     for (std::int64_t k : bks)
       for (std::int64_t n : bns) {
@@ -51,10 +51,13 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
         // Compute: weight tiles spread over every MXU of every core; each
         // tile streams m rows (at the dtype's rate) or, when m is short,
         // takes at least its weight load.
-        const double tiles = static_cast<double>(g.batch) * nm * nk * nn *
-                             static_cast<double>(ceil_div(k, R) * ceil_div(n, C));
-        const double per_tile = std::max(static_cast<double>(m) / tp, static_cast<double>(R));
-        const double compute = tiles * per_tile / (static_cast<double>(f.mxus) * cores);
+        const double blocks_all = static_cast<double>(g.batch) * nm * nk * nn;
+        const double a_stat = blocks_all * static_cast<double>(ceil_div(k, R) * ceil_div(n, C)) *
+                              std::max(static_cast<double>(m) / tp, static_cast<double>(R));
+        const double b_stream = blocks_all * static_cast<double>(ceil_div(k, R) * ceil_div(m, C)) *
+                                std::max(static_cast<double>(n) / tp, static_cast<double>(R));
+        const bool flip = b_stream < a_stat;
+        const double compute = std::min(a_stat, b_stream) / (static_cast<double>(f.mxus) * cores);
         const double blocks = static_cast<double>(g.batch) * nm * nk * nn;
         const double first = (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 /
                              f.hbm_bytes_per_cycle;
@@ -62,9 +65,17 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
                             static_cast<double>(R + C);
         const double t = std::max(compute + blocks * f.step_overhead / cores, traffic / f.hbm_bytes_per_cycle) +
                          first + last + blocks * f.block_latency;
-        if (t < best_t) {
+        // Among blocks whose estimates are within 2%, the one whose
+        // weight blocks come in the fewest DMA pieces (a block as wide as
+        // B is one contiguous piece, else one piece per tile row): long
+        // contiguous reads keep more DRAM rows open.
+        const double pieces = blocks * (n >= g.n ? 1.0 : static_cast<double>(ceil_div(k, tile_rows(g.w_dtype))));
+        const bool better = !best || t < best_t * 0.98 || (t <= best_t * 1.02 && pieces < best_pieces) ||
+                            (t < best_t && pieces <= best_pieces);
+        if (better) {
           best_t = t;
-          best = GemmTiling{m, k, n, no, vmem, t};
+          best_pieces = pieces;
+          best = GemmTiling{m, k, n, no, flip, vmem, t};
         }
       }
   return best;

@@ -6,7 +6,10 @@
 // scored by an estimate of its pipeline: max(compute over every MXU,
 // HBM traffic with the loop order that re-reads less) + the exposed first
 // load and last store + per-step costs (block latency and the scalar
-// core's step overhead).
+// core's step overhead). Compute takes the cheaper MXU orientation: B's
+// tiles stationary with A's rows streaming, or the reverse. Among blocks
+// whose estimates are within 2% of each other, the one whose weight blocks
+// come in the fewest contiguous DMA pieces wins.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,11 @@ struct GemmShape {
 struct GemmTiling {
   std::int64_t bm = 0, bk = 0, bn = 0;
   bool n_outer = false;       // loop over N blocks outside M blocks
+  // The MXU holds the A block (activations) as its weights and streams B's
+  // columns through it (C^T = B^T A^T), as XLA does when M is short: a
+  // weight tile then serves bn rows instead of bm, so the array is not
+  // bound by loading weight tiles that only a few rows use.
+  bool stream_b = false;
   std::uint64_t vmem = 0;     // bytes per core
   double est_cycles = 0;      // the search's estimate
 };

@@ -1,6 +1,7 @@
 #include "sim/lowering/instrs.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tpusim::sim::lowering {
 
@@ -54,6 +55,72 @@ Instr mxu(std::int64_t m, std::int64_t k, std::int64_t n, DType t, int index) {
   return in;
 }
 
+std::int64_t tile_rows(DType t) {
+  const std::uint64_t bits = arch::dtype_bits(t);
+  return bits >= 32 ? 8 : static_cast<std::int64_t>(8 * 32 / std::max<std::uint64_t>(1, bits));
+}
+
+namespace {
+
+struct BlockDma {
+  std::uint64_t offset = 0, row_bytes = 0, rows = 0, stride = 0;
+};
+
+BlockDma block_dma(DType t, const Block2d& b) {
+  const std::int64_t tr = tile_rows(t);
+  const bool whole_cols = b.cols % 128 == 0 || b.c0 + b.cols == b.total_cols;
+  if (b.rows >= tr && b.rows % tr == 0 && b.r0 % tr == 0 && b.c0 % 128 == 0 && b.total_cols % 128 == 0 &&
+      whole_cols) {
+    // Tile (i, j) starts at (i x total_cols / 128 + j) tiles.
+    return {bytes_of(t, b.r0 * b.total_cols + b.c0 * tr), bytes_of(t, tr * b.cols),
+            static_cast<std::uint64_t>(b.rows / tr), bytes_of(t, tr * b.total_cols)};
+  }
+  return {bytes_of(t, b.r0 * b.total_cols + b.c0), bytes_of(t, b.cols), static_cast<std::uint64_t>(b.rows),
+          bytes_of(t, b.total_cols)};
+}
+
+}  // namespace
+
+Instr load_block(Ref base, DType t, const Block2d& b) {
+  const BlockDma d = block_dma(t, b);
+  return load(base + d.offset, d.row_bytes, std::max<std::uint64_t>(1, d.rows), d.stride);
+}
+
+Instr store_block(Ref base, DType t, const Block2d& b) {
+  const BlockDma d = block_dma(t, b);
+  return store(base + d.offset, d.row_bytes, std::max<std::uint64_t>(1, d.rows), d.stride);
+}
+
+std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int64_t k, std::int64_t n, DType t,
+                         const std::vector<int>& after, int first_mxu, int mxus) {
+  const std::int64_t R = f.rows, C = f.cols;
+  const int mx = mxus > 0 ? mxus : f.mxus;
+  const std::int64_t ntiles = ceil_div(n, C);
+  std::uint64_t slots = 0;
+  if (ntiles >= mx) {
+    for (int u = 0; u < mx; ++u) {
+      const std::int64_t t0 = ntiles * u / mx, t1 = ntiles * (u + 1) / mx;
+      const std::int64_t cols = std::min(n, t1 * C) - t0 * C;
+      if (cols <= 0) continue;
+      s.compute.push_back({mxu(m, k, cols, t, first_mxu + u), after});
+      slots += static_cast<std::uint64_t>(m * round_up(k, R) * round_up(cols, C));
+    }
+  } else {
+    const int per_tile = mx / static_cast<int>(ntiles);
+    int u = 0;
+    for (std::int64_t tt = 0; tt < ntiles; ++tt) {
+      const std::int64_t cols = std::min(n, (tt + 1) * C) - tt * C;
+      for (int r = 0; r < per_tile; ++r, ++u) {
+        const std::int64_t r0 = m * r / per_tile, r1 = m * (r + 1) / per_tile;
+        if (r1 <= r0) continue;
+        s.compute.push_back({mxu(r1 - r0, k, cols, t, first_mxu + u), after});
+        slots += static_cast<std::uint64_t>((r1 - r0) * round_up(k, R) * round_up(cols, C));
+      }
+    }
+  }
+  return slots;
+}
+
 Instr vpu(std::uint64_t elements, DType t, double alu, double trans, int inputs, int outputs) {
   Instr in;
   in.unit = UnitKind::vpu;
@@ -69,18 +136,27 @@ Instr vpu(std::uint64_t elements, DType t, double alu, double trans, int inputs,
   return in;
 }
 
-Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, DType t) {
+Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, DType t, std::uint64_t cols) {
   if (f.xlus == 0) return vpu(elements, t, 1, 0, 1, 1);
   Instr in;
   in.unit = UnitKind::xlu;
-  in.work = arch::XluWork{op, elements, t};
+  in.work = arch::XluWork{op, elements, t, cols};
   return in;
 }
 
-std::uint64_t chunk_count(int cores, std::uint64_t per_core, std::uint64_t traffic_bytes, std::uint64_t cap) {
-  const std::uint64_t wanted =
-      std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * per_core, traffic_bytes / (4u << 20) + 1);
-  return std::min(wanted, std::max<std::uint64_t>(1, cap));
+std::uint64_t chunk_count(const ChipFigures& f, int cores, std::uint64_t per_core, std::uint64_t traffic_bytes,
+                          std::uint64_t cap) {
+  cap = std::max<std::uint64_t>(1, cap);
+  if (f.step_overhead <= 0) {
+    const std::uint64_t wanted =
+        std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * per_core, traffic_bytes / (4u << 20) + 1);
+    return std::min(wanted, cap);
+  }
+  const double per_core_cycles = static_cast<double>(traffic_bytes) / f.hbm_bytes_per_cycle / cores;
+  const auto ideal = static_cast<std::uint64_t>(std::ceil(std::sqrt(2.0 * per_core_cycles / f.step_overhead)));
+  std::uint64_t n = static_cast<std::uint64_t>(cores) * std::max<std::uint64_t>(1, ideal);
+  if (f.vmem_budget > 0) n = std::max<std::uint64_t>(n, (2 * traffic_bytes + f.vmem_budget - 1) / f.vmem_budget);
+  return std::min(n, cap);
 }
 
 bool first_on_core(std::uint64_t chunk, const Step& s, const std::vector<Step>& steps) {
@@ -94,6 +170,14 @@ void add_epilogue(Step& s, const Epilogue& ep, const OutBlock& b, const AnchorWo
   const double alu = w.alu + ep.alu;
   if (alu > 0 || ep.trans + w.trans > 0 || w.acc != ep.out_dtype || !ep.extras.empty())
     s.epilogue.push_back(vpu(b.elems, w.acc, std::max(1.0, alu), ep.trans + w.trans, inputs, 1));
+  if (b.tiled && b.row_stride_elems > 0) {
+    const auto total = static_cast<std::int64_t>(b.row_stride_elems);
+    const auto off = static_cast<std::int64_t>(b.offset_elems);
+    s.epilogue.push_back(store_block(ep.out, ep.out_dtype,
+                                     {off / total, off % total, static_cast<std::int64_t>(b.rows),
+                                      static_cast<std::int64_t>(b.row_elems), total}));
+    return;
+  }
   s.epilogue.push_back(store(ep.out + bytes_of(ep.out_dtype, static_cast<std::int64_t>(b.offset_elems)),
                              bytes_of(ep.out_dtype, static_cast<std::int64_t>(b.row_elems)), b.rows,
                              bytes_of(ep.out_dtype, static_cast<std::int64_t>(b.row_stride_elems))));

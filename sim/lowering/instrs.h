@@ -25,15 +25,48 @@ arch::Instr load(Ref src, std::uint64_t row_bytes, std::uint64_t rows = 1, std::
 // The same from VMEM to `dst`.
 arch::Instr store(Ref dst, std::uint64_t row_bytes, std::uint64_t rows = 1, std::uint64_t stride = 0);
 arch::Instr mxu(std::int64_t m, std::int64_t k, std::int64_t n, arch::DType t, int index);
-arch::Instr vpu(std::uint64_t elements, arch::DType t, double alu, double trans, int inputs, int outputs);
-// Cross-lane work on an XLU; a chip without XLUs (TPUv1) does it on the
-// VPU as one extra ALU pass over the elements.
-arch::Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, arch::DType t);
 
-// How many chunks a streamed operator is cut into: at least `per_core` per
+// Rows of one HBM tile of a 2-D array in XLA's TPU layout: arrays are tiled
+// in their last two dimensions as (8, 128) of 32-bit words, so (16, 128)
+// for 16-bit and (32, 128) for 8-bit elements (Pallas TPU docs: "arrays
+// are tiled as (8,128)"; narrower types pack along sublanes).
+std::int64_t tile_rows(arch::DType t);
+
+// A [rows, cols] block at (r0, c0) of a row-major [*, total_cols] array in
+// the tiled HBM layout: each tile row of the block is one contiguous piece
+// of tile_rows x cols elements (the block's tiles side by side), so a block
+// is rows / tile_rows pieces, not `rows` pieces of `cols` elements. Blocks
+// that do not cover whole tiles (fewer rows than a tile, a ragged column
+// edge, a width that is not a whole number of 128-lane tiles) are read row
+// by row as in a row-major layout.
+struct Block2d {
+  std::int64_t r0 = 0, c0 = 0, rows = 0, cols = 0, total_cols = 0;
+};
+arch::Instr load_block(Ref base, arch::DType t, const Block2d& b);
+arch::Instr store_block(Ref base, arch::DType t, const Block2d& b);
+
+// Appends an [m, k] x [k, n] matmul spread over the MXUs: by column tiles
+// when there are at least as many as MXUs, else also by rows. `after`: the
+// step's compute instructions it waits for. Returns the MAC slots issued
+// (padding to the MXU tile included).
+std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int64_t k, std::int64_t n,
+                         arch::DType t, const std::vector<int>& after = {}, int first_mxu = 0, int mxus = 0);
+arch::Instr vpu(std::uint64_t elements, arch::DType t, double alu, double trans, int inputs, int outputs);
+// Cross-lane work on an XLU over rows of `cols` elements (0: one vreg's
+// lanes); a chip without XLUs (TPUv1) does it on the VPU as one extra ALU
+// pass over the elements.
+arch::Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, arch::DType t,
+                std::uint64_t cols = 0);
+
+// How many chunks (pipeline steps) a streamed operator is cut into, never
+// more than `cap`. Without a step overhead: at least `per_core` per
 // TensorCore, so that the exposed first load and last store are small, and
-// at most 4 MiB of traffic per chunk; never more than `cap`.
-std::uint64_t chunk_count(int cores, std::uint64_t per_core, std::uint64_t traffic_bytes, std::uint64_t cap);
+// at most 4 MiB of traffic per chunk. With one, the count that minimises
+// steps x overhead + the exposed first load and last store (2 x traffic /
+// chunks): sqrt(2 x traffic time / overhead) per core, and enough chunks
+// for two buffers of each to fit the VMEM budget.
+std::uint64_t chunk_count(const ChipFigures& f, int cores, std::uint64_t per_core, std::uint64_t traffic_bytes,
+                          std::uint64_t cap);
 
 // Whether a step is its core's first: operands every chunk needs whole
 // (broadcast inputs, norm scales) are loaded once per core, with it.
@@ -62,6 +95,9 @@ struct OutBlock {
   std::uint64_t rows = 1;
   std::uint64_t row_stride_elems = 0;
   std::uint64_t offset_elems = 0;
+  // The output is a 2-D array of rows of row_stride_elems in the tiled HBM
+  // layout (see load_block).
+  bool tiled = false;
 };
 
 // The anchor's own epilogue work per output element, before the fused

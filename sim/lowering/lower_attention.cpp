@@ -1,8 +1,16 @@
-// Flash attention: per (batch, KV head) the query rows of its head group
-// are folded into M; for each query block, K and V blocks stream through
-// VMEM: S = Q K^T (MXU), online softmax (VPU, XLU), O += P V (MXU); the
-// normalised output is stored once per query block. Causal blocks wholly
-// above the diagonal are skipped.
+// Flash attention (see attention_tiling.h for the blocking): per (batch,
+// group of hb KV heads, block of bp query positions) the query rows of
+// every head of each KV head's group are folded into M, and K and V blocks
+// of bkv positions stream through VMEM. Inside a step the kernel walks
+// sub-blocks of the keys, software-pipelined so that the MXU computes the
+// next sub-block's scores while the VPU and XLU do this one's online
+// softmax: S = Q K^T (MXU), softmax (VPU, EUP; row max and sum on the XLU),
+// O += P V (MXU). The normalised output block is stored once per query
+// block. Key blocks wholly above the causal diagonal are skipped; blocks
+// on it are computed whole, as kernels do.
+#include <sstream>
+
+#include "sim/lowering/attention_tiling.h"
 #include "sim/lowering/op_lowering.h"
 
 namespace tpusim::sim::lowering {
@@ -11,73 +19,123 @@ using arch::DType;
 using workloads::Op;
 using workloads::Tensor;
 
+namespace {
+
+// The MXU work of one matmul over `hb` heads: heads take MXUs in turn, or
+// each head is spread over its share of the MXUs when there are more MXUs
+// than heads. Returns the indices of the instructions added.
+std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, std::int64_t m, std::int64_t k,
+                              std::int64_t n, DType t, const std::vector<int>& after, std::uint64_t& slots) {
+  std::vector<int> ids;
+  const int mx = f.mxus;
+  for (std::int64_t h = 0; h < hb; ++h) {
+    const std::size_t before = s.compute.size();
+    if (hb >= mx) {
+      slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h % mx), 1);
+    } else {
+      const int share = mx / static_cast<int>(hb);
+      slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h) * share, share);
+    }
+    for (std::size_t i = before; i < s.compute.size(); ++i) ids.push_back(static_cast<int>(i));
+  }
+  return ids;
+}
+
+}  // namespace
+
 std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
   const Op& op = cx.op(i);
   const ChipFigures& f = cx.f;
   const Tensor& q = cx.tensor(op.inputs[0]);
   const Tensor& k = cx.tensor(op.inputs[1]);
   const Tensor& v = cx.tensor(op.inputs[2]);
-  const bool causal = op.as<workloads::AttentionAttrs>().causal;
-  const std::int64_t B = q.shape[0], Lq = q.shape[1], H = q.shape[2], D = q.shape[3];
-  const std::int64_t Lkv = k.shape[1], KVH = k.shape[2], Dv = v.shape[3];
-  const std::int64_t group = H / KVH;
-  const std::int64_t rows = Lq * group;  // query rows per KV head
+  AttentionShape a;
+  a.batch = q.shape[0];
+  a.q_len = q.shape[1];
+  a.heads = q.shape[2];
+  a.head_dim = q.shape[3];
+  a.kv_len = k.shape[1];
+  a.kv_heads = k.shape[2];
+  a.v_dim = v.shape[3];
+  a.causal = op.as<workloads::AttentionAttrs>().causal;
+  a.q_dtype = q.dtype;
+  a.kv_dtype = k.dtype;
+  a.out_dtype = ep.out_dtype;
   const DType t = q.dtype;
   if (f.throughput(t) <= 0)
     throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
                         std::string(arch::dtype_name(t)) + " attention");
-  const std::int64_t bq = std::min<std::int64_t>(round_up(rows, 8), 512);
-  const std::int64_t bkv = std::min<std::int64_t>(round_up(Lkv, f.cols), 512);
   const int cores = cx.cores();
-  const std::int64_t nq = ceil_div(rows, bq);
-  const std::int64_t units = B * KVH * nq;
-  const std::uint64_t out_elems = static_cast<std::uint64_t>(q.num_elements() / D * Dv);
+  const auto tiling = choose_attention_tiling(a, f, cores);
+  if (!tiling)
+    throw LoweringError("no block of " + plan.name + " fits the VMEM budget of " + std::to_string(f.vmem_budget) +
+                        " bytes");
+  const std::int64_t hb = tiling->hb, bp = tiling->bp, bkv = tiling->bkv, G = a.group();
+  const std::int64_t B = a.batch, Lq = a.q_len, H = a.heads, D = a.head_dim, Dv = a.v_dim, Lkv = a.kv_len,
+                     KVH = a.kv_heads;
+  const std::int64_t sub = attention_sub_block(f, bkv);
+  const std::int64_t nq = ceil_div(Lq, bp), ng = KVH / hb;
+  const std::int64_t units = B * ng * nq;
+  const std::uint64_t out_elems = static_cast<std::uint64_t>(B * Lq * H * Dv);
   const Ref qr = cx.ref(q.name), kr = cx.ref(k.name), vr = cx.ref(v.name);
   std::vector<Step> steps;
   std::int64_t unit = 0;
   for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < KVH; ++h)
+    for (std::int64_t g = 0; g < ng; ++g)
       for (std::int64_t qi = 0; qi < nq; ++qi, ++unit) {
         const int core = static_cast<int>(unit * cores / std::max<std::int64_t>(1, units));
-        const std::int64_t r0 = qi * bq, rn = std::min(bq, rows - r0);
-        // Last query position in this block (rows are [query, head] pairs).
-        const std::int64_t q_last = (r0 + rn - 1) / group;
-        const std::int64_t visible = causal ? std::min(Lkv, q_last + (Lkv - Lq) + 1) : Lkv;
-        const std::int64_t kv_blocks = std::max<std::int64_t>(1, ceil_div(visible, bkv));
+        const std::int64_t p0 = qi * bp, pn = std::min(bp, Lq - p0);
+        const std::int64_t h0 = g * hb;       // first KV head
+        const std::int64_t rows = pn * G;     // query rows per KV head
+        const std::int64_t kv_blocks = std::max<std::int64_t>(1, ceil_div(a.visible(p0 + pn - 1), bkv));
         for (std::int64_t kj = 0; kj < kv_blocks; ++kj) {
           const std::int64_t c0 = kj * bkv, cn = std::min(bkv, Lkv - c0);
           Step s;
           s.core = core;
-          if (kj == 0)
-            s.loads.push_back(load(qr + bytes_of(t, ((b * Lq) * H + h * group) * D + r0 / group * H * D),
-                                   bytes_of(t, group * D), static_cast<std::uint64_t>(ceil_div(rn, group)),
-                                   bytes_of(t, H * D)));
-          s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * Lkv + c0) * KVH + h) * D), bytes_of(k.dtype, D),
-                                 static_cast<std::uint64_t>(cn), bytes_of(k.dtype, KVH * D)));
-          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * Lkv + c0) * KVH + h) * Dv), bytes_of(v.dtype, Dv),
-                                 static_cast<std::uint64_t>(cn), bytes_of(v.dtype, KVH * Dv)));
-          const std::uint64_t scores = static_cast<std::uint64_t>(rn * cn);
-          s.compute.push_back({mxu(rn, D, cn, t, 0), {}});
-          s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), {0}});
-          s.compute.push_back({xlu(f, arch::XluOp::reduce, 2 * scores, DType::f32), {1}});
-          s.compute.push_back({mxu(rn, cn, Dv, t, f.mxus > 1 ? 1 : 0), {2}});
-          plan.padded_macs += static_cast<std::uint64_t>(rn * round_up(D, f.rows) * round_up(cn, f.cols) +
-                                                         rn * round_up(cn, f.rows) * round_up(Dv, f.cols));
+          if (kj == 0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
+            s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
+                                   static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
+          // K and V head-major [B, KVH, Lkv, D]: one piece per head.
+          s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * KVH + h0) * Lkv + c0) * D), bytes_of(k.dtype, cn * D),
+                                 static_cast<std::uint64_t>(hb), bytes_of(k.dtype, Lkv * D)));
+          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * KVH + h0) * Lkv + c0) * Dv),
+                                 bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
+                                 bytes_of(v.dtype, Lkv * Dv)));
+          // Sub-blocks, pipelined: QK(j+1) is issued before softmax(j); the
+          // row max and row sum go to the two XLUs side by side.
+          const std::int64_t ns = ceil_div(cn, sub);
+          auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
+          std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
+          qk[0] = heads_matmul(s, f, hb, rows, D, width(0), t, {}, plan.padded_macs);
+          for (std::int64_t j = 0; j < ns; ++j) {
+            if (j + 1 < ns)
+              qk[static_cast<std::size_t>(j + 1)] =
+                  heads_matmul(s, f, hb, rows, D, width(j + 1), t, {}, plan.padded_macs);
+            const std::uint64_t w = static_cast<std::uint64_t>(width(j));
+            const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
+            s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
+            const int soft = static_cast<int>(s.compute.size()) - 1;
+            s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
+            s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
+            const int red = static_cast<int>(s.compute.size()) - 1;
+            heads_matmul(s, f, hb, rows, width(j), Dv, t, {red - 1, red}, plan.padded_macs);
+          }
           if (kj == kv_blocks - 1) {
-            const std::uint64_t off =
-                static_cast<std::uint64_t>(((b * Lq) * H + h * group) * Dv + r0 / group * H * Dv);
-            add_extra_loads(s, ep, off, static_cast<std::uint64_t>(rn * Dv), out_elems, unit == 0);
+            const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);
+            const std::uint64_t blk = static_cast<std::uint64_t>(pn * hb * G * Dv);
+            add_extra_loads(s, ep, off, blk, out_elems, unit == 0);
             add_epilogue(s, ep,
-                         {static_cast<std::uint64_t>(rn * Dv), static_cast<std::uint64_t>(group * Dv),
-                          static_cast<std::uint64_t>(ceil_div(rn, group)), static_cast<std::uint64_t>(H * Dv), off},
+                         {blk, static_cast<std::uint64_t>(hb * G * Dv), static_cast<std::uint64_t>(pn),
+                          static_cast<std::uint64_t>(H * Dv), off},
                          {DType::f32, 1, 0, 1});
           }
           steps.push_back(std::move(s));
         }
       }
-  plan.vmem_peak = 2 * (bytes_of(t, bq * D) + bytes_of(k.dtype, bkv * D) + bytes_of(v.dtype, bkv * Dv)) +
-                   static_cast<std::uint64_t>(bq * bkv * 4 + bq * Dv * 4);
-  plan.blocking = "bq=" + std::to_string(bq) + " bkv=" + std::to_string(bkv);
+  plan.vmem_peak = tiling->vmem;
+  std::ostringstream os;
+  os << "heads=" << hb << " bq=" << bp * G << " bkv=" << bkv;
+  plan.blocking = os.str();
   return steps;
 }
 

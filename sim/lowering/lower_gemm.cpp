@@ -36,11 +36,11 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
                         " bytes");
   const std::int64_t bm = tiling->bm, bk = tiling->bk, bn = tiling->bn;
   const bool n_outer = tiling->n_outer;
-  const std::int64_t R = f.rows, C = f.cols;
   plan.vmem_peak = tiling->vmem;
   {
     std::ostringstream os;
-    os << "bm=" << bm << " bk=" << bk << " bn=" << bn << (n_outer ? " n-outer" : " m-outer");
+    os << "bm=" << bm << " bk=" << bk << " bn=" << bn << (n_outer ? " n-outer" : " m-outer")
+       << (tiling->stream_b ? " b-streams" : "");
     plan.blocking = os.str();
   }
 
@@ -70,46 +70,30 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
           const std::int64_t a_id = (b * nm + mi) * nk + ki;
           const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
           if (a_id != last_a) {
-            const std::uint64_t row = bytes_of(g.in_dtype, k);
-            const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
-            s.loads.push_back(load(at.a + bytes_of(g.in_dtype, (b * g.m + mi * bm) * g.k + ki * bk), row,
-                                   std::max<std::uint64_t>(1, rows), bytes_of(g.in_dtype, g.k)));
+            if (g.a_read_factor == 1.0) {
+              s.loads.push_back(load_block(at.a, g.in_dtype, {b * g.m + mi * bm, ki * bk, m, k, g.k}));
+            } else {
+              // A convolution's input window: rows of the im2col view.
+              const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
+              s.loads.push_back(load(at.a + bytes_of(g.in_dtype, (b * g.m + mi * bm) * g.k + ki * bk),
+                                     bytes_of(g.in_dtype, k), std::max<std::uint64_t>(1, rows),
+                                     bytes_of(g.in_dtype, g.k)));
+            }
             last_a = a_id;
           }
           if (b_id != last_b) {
-            s.loads.push_back(load(at.b + bytes_of(g.w_dtype, ((g.b_batched ? b : 0) * g.k + ki * bk) * g.n + ni * bn),
-                                   bytes_of(g.w_dtype, n), static_cast<std::uint64_t>(k), bytes_of(g.w_dtype, g.n)));
+            s.loads.push_back(
+                load_block(at.b, g.w_dtype, {(g.b_batched ? b : 0) * g.k + ki * bk, ni * bn, k, n, g.n}));
             last_b = b_id;
           }
-          const std::int64_t ntiles = ceil_div(n, C);
-          const int mx = f.mxus;
-          if (ntiles >= mx) {
-            for (int u = 0; u < mx; ++u) {
-              const std::int64_t t0 = ntiles * u / mx, t1 = ntiles * (u + 1) / mx;
-              const std::int64_t cols = std::min(n, t1 * C) - t0 * C;
-              if (cols <= 0) continue;
-              s.compute.push_back({mxu(m, k, cols, g.in_dtype, u), {}});
-              plan.padded_macs += static_cast<std::uint64_t>(m * round_up(k, R) * round_up(cols, C));
-            }
-          } else {
-            const int per_tile = mx / static_cast<int>(ntiles);
-            int u = 0;
-            for (std::int64_t t = 0; t < ntiles; ++t) {
-              const std::int64_t cols = std::min(n, (t + 1) * C) - t * C;
-              for (int r = 0; r < per_tile; ++r, ++u) {
-                const std::int64_t r0 = m * r / per_tile, r1 = m * (r + 1) / per_tile;
-                if (r1 <= r0) continue;
-                s.compute.push_back({mxu(r1 - r0, k, cols, g.in_dtype, u), {}});
-                plan.padded_macs += static_cast<std::uint64_t>((r1 - r0) * round_up(k, R) * round_up(cols, C));
-              }
-            }
-          }
+          plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, k, m, g.in_dtype)
+                                               : add_matmul(s, f, m, k, n, g.in_dtype);
           if (ki == nk - 1) {
             const std::uint64_t off = static_cast<std::uint64_t>((b * g.m + mi * bm) * g.n + ni * bn);
             add_extra_loads(s, ep, off, static_cast<std::uint64_t>(m * n), out_elems, ob_index == 0);
             add_epilogue(s, ep,
                          {static_cast<std::uint64_t>(m * n), static_cast<std::uint64_t>(n),
-                          static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(g.n), off},
+                          static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(g.n), off, true},
                          {DType::f32, 0, 0, 1});
           }
           steps.push_back(std::move(s));

@@ -58,7 +58,7 @@ std::vector<Step> lower_copy(const LowerContext& cx, std::size_t i, const Epilog
   }
   const std::uint64_t elems = static_cast<std::uint64_t>(out.num_elements());
   const int cores = cx.cores();
-  const std::uint64_t chunks = chunk_count(cores, 8, out.bytes(), elems / 1024 + 1);
+  const std::uint64_t chunks = chunk_count(cx.f, cores, 8, out.bytes(), elems / 1024 + 1);
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;

@@ -20,7 +20,7 @@ std::vector<Step> lower_stream(const LowerContext& cx, std::size_t i, const Epil
   std::uint64_t traffic = 0;
   for (const auto& in : op.inputs) traffic += cx.tensor(in).bytes();
   traffic += out.bytes();
-  const std::uint64_t chunks = chunk_count(cores, 16, traffic, elems / 1024);
+  const std::uint64_t chunks = chunk_count(cx.f, cores, 16, traffic, elems / 1024);
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
@@ -61,9 +61,14 @@ std::vector<Step> lower_rows(const LowerContext& cx, std::size_t i, const Epilog
   const double alu = elems ? static_cast<double>(cost.flops) / static_cast<double>(elems) : 0;
   const double trans = elems ? static_cast<double>(cost.transcendentals) / static_cast<double>(elems) : 0;
   const int reductions = op.kind == OpKind::softmax ? 2 : op.kind == OpKind::layer_norm ? 2 : 1;
+  // The reduced extent: what a reduce folds per output element, else the
+  // last dimension (norms and softmax reduce over it).
+  const std::uint64_t row_len = out_elems > 0 && out_elems < elems
+                                    ? elems / out_elems
+                                    : static_cast<std::uint64_t>(x.shape.empty() ? 1 : x.shape.back());
   const int cores = cx.cores();
   const std::uint64_t traffic = x.bytes() + out.bytes();
-  const std::uint64_t chunks = chunk_count(cores, 16, traffic, std::min(elems, out_elems ? out_elems : 1));
+  const std::uint64_t chunks = chunk_count(cx.f, cores, 16, traffic, std::min(elems, out_elems ? out_elems : 1));
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
@@ -79,7 +84,7 @@ std::vector<Step> lower_rows(const LowerContext& cx, std::size_t i, const Epilog
     s.compute.push_back({vpu(e1 - e0, x.dtype, std::max(1.0, alu), trans, 1, 1), {}});
     for (int r = 0; r < reductions; ++r)
       s.compute.push_back(
-          {xlu(cx.f, arch::XluOp::reduce, e1 - e0, x.dtype), {static_cast<int>(s.compute.size()) - 1}});
+          {xlu(cx.f, arch::XluOp::reduce, e1 - e0, x.dtype, row_len), {static_cast<int>(s.compute.size()) - 1}});
     add_extra_loads(s, ep, o0, o1 - o0, out_elems, c == 0);
     const std::uint64_t on = std::max<std::uint64_t>(1, o1 - o0);
     add_epilogue(s, ep, {on, on, 1, on, o0}, {out.dtype, 0, 0, 1});

@@ -5,6 +5,7 @@
 #include "sim/lowering/lowering.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <unordered_map>
 
@@ -38,7 +39,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
   const workloads::TensorIndex index(wl);
   const lowering::ChipFigures f = lowering::chip_figures(cfg, opt);
   const lowering::FusionPlan fusion = lowering::plan_fusion(wl, index, opt.fusion);
-  const lowering::MemoryPlan mem = lowering::plan_memory(wl, index, fusion, cfg, opt.cmem);
+  const lowering::MemoryPlan mem = lowering::plan_memory(wl, index, fusion, cfg, opt, f.vmem_budget);
   const lowering::LowerContext cx{wl, index, cfg, f, mem, fusion, opt};
 
   LoweredWorkload out;
@@ -46,7 +47,9 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
   out.program.instrs.reserve(wl.ops.size() * 16);
   out.hbm_peak_bytes = mem.hbm_peak_bytes;
   out.ops.resize(wl.ops.size());
-  lowering::ProgramBuilder pb(out.program, cfg.dma.engines);
+  lowering::ProgramBuilder pb(out.program, cfg.dma.engines, 256 * 1024,
+                              static_cast<std::uint32_t>(std::lround(f.step_overhead)),
+                              static_cast<std::uint32_t>(std::lround(f.launch_overhead)));
   std::unordered_map<std::string, std::vector<InstrId>> ready;  // tensor -> instrs writing it
   auto deps_of = [&](std::size_t i) {
     std::vector<InstrId> d;

@@ -27,6 +27,9 @@ struct LoweringOptions {
   bool fusion = true;
   bool megacore_split = true;         // split each operator over the TensorCores
   bool cmem = true;                   // place intermediates in CMEM where the chip has it
+  // Keep intermediates that fit in the VMEM kernels leave free (chips
+  // without CMEM), as XLA's memory-space assignment does.
+  bool vmem_residency = true;
   double vmem_budget_fraction = 0.75;  // of VMEM per core that blocks may use
   // Multi-chip runs: the mesh axes of the slice (name, size). Collectives
   // are lowered to ICI instructions only when this is set, and each one's

@@ -30,16 +30,20 @@ std::unordered_set<std::string> reshape_aliases(const Workload& wl) {
   return aliased;
 }
 
-// CMEM placement (TPU v4/v4i: 128 MiB on-chip, shared by the TensorCores).
-// Candidates are intermediate activations that are materialised (not
-// sources, which must come from HBM anyway, not workload outputs, not
-// values internal to a fusion, not reshape aliases, not collective
-// results, which land where the ICI puts them). A candidate lives from its
-// producer to its last consumer; its benefit is the HBM traffic it saves
-// (written once, read by each consumer) per byte of CMEM per operator of
-// its lifetime. Greedy in that order, first fit over the addresses of the
-// already placed tensors whose lifetimes overlap (4 KiB aligned).
-void place_in_cmem(const Workload& wl, const FusionPlan& fusion, std::uint64_t capacity, MemoryPlan& plan) {
+// Alternate-memory placement, in the spirit of XLA's memory-space
+// assignment: CMEM on chips that have it (v4, v4i: 128 MiB shared by the
+// TensorCores), else the part of VMEM that kernels' scoped allocations
+// leave free. Candidates are intermediate activations that are
+// materialised: not sources (they must come from HBM anyway), not workload
+// outputs, not values internal to a fusion, not collective results (they
+// land where the ICI puts them). A reshape's input and result are one
+// buffer (an alias class). A candidate lives from its producer to its last
+// consumer; its benefit is the HBM traffic it saves (written once, read by
+// each consumer) per byte per operator of its lifetime. Greedy in that
+// order, first fit over the addresses of the already placed tensors whose
+// lifetimes overlap (4 KiB aligned).
+void place_alternate(const Workload& wl, const FusionPlan& fusion, MemSpace space, std::uint64_t capacity,
+                     MemoryPlan& plan) {
   std::unordered_set<std::string> internal;
   for (std::size_t a = 0; a < fusion.chain.size(); ++a) {
     if (fusion.chain[a].empty()) continue;
@@ -47,40 +51,61 @@ void place_in_cmem(const Workload& wl, const FusionPlan& fusion, std::uint64_t c
     for (std::size_t k = 0; k + 1 < fusion.chain[a].size(); ++k)
       internal.insert(wl.ops[fusion.chain[a][k]].outputs[0]);
   }
-  const auto aliased = reshape_aliases(wl);
+  // Alias classes: a reshape's result belongs to its input's class.
+  std::unordered_map<std::string, std::string> root;
+  auto find = [&](const std::string& n) -> std::string {
+    auto it = root.find(n);
+    return it == root.end() ? n : it->second;
+  };
+  for (const Op& op : wl.ops)
+    if (op.kind == OpKind::reshape) root[op.outputs[0]] = find(op.inputs[0]);
+  struct Class {
+    std::vector<std::string> members;
+    std::size_t first = 0, last = 0, readers = 0;
+    bool produced = false, excluded = false;
+  };
+  std::unordered_map<std::string, Class> classes;
+  for (const Tensor& t : wl.tensors) {
+    Class& c = classes[find(t.name)];
+    c.members.push_back(t.name);
+    if (t.is_source() || t.kind == workloads::TensorKind::output || internal.count(t.name)) c.excluded = true;
+  }
+  for (std::size_t i = 0; i < wl.ops.size(); ++i) {
+    const Op& op = wl.ops[i];
+    for (const std::string& o : op.outputs) {
+      if (op.kind == OpKind::reshape) continue;
+      Class& c = classes[find(o)];
+      if (workloads::is_collective(op.kind)) c.excluded = true;
+      if (!c.produced) c.first = i;
+      c.produced = true;
+    }
+    if (op.kind == OpKind::reshape) continue;
+    for (const std::string& in : op.inputs) {
+      Class& c = classes[find(in)];
+      c.last = std::max(c.last, i);
+      ++c.readers;
+    }
+  }
   struct Cand {
-    std::string name;
+    std::string root;
     std::size_t first = 0, last = 0;
     std::uint64_t size = 0;
     double score = 0;
   };
-  std::unordered_map<std::string, std::size_t> producer;
-  std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> use;  // last consumer, readers
-  for (std::size_t i = 0; i < wl.ops.size(); ++i) {
-    for (const std::string& o : wl.ops[i].outputs) producer.emplace(o, i);
-    for (const std::string& in : wl.ops[i].inputs) {
-      auto& u = use[in];
-      u.first = i;
-      ++u.second;
-    }
-  }
   std::vector<Cand> cands;
   for (const Tensor& t : wl.tensors) {
-    if (t.is_source() || t.kind == workloads::TensorKind::output) continue;
-    if (internal.count(t.name) || aliased.count(t.name)) continue;
-    auto p = producer.find(t.name);
-    auto u = use.find(t.name);
-    if (p == producer.end() || u == use.end()) continue;
-    if (workloads::is_collective(wl.ops[p->second].kind)) continue;
-    Cand c;
-    c.name = t.name;
-    c.first = p->second;
-    c.last = u->second.first;
-    c.size = aligned(t.bytes());
-    if (c.size > capacity) continue;
-    const double saved = static_cast<double>(t.bytes()) * static_cast<double>(1 + u->second.second);
-    c.score = saved / (static_cast<double>(c.size) * static_cast<double>(c.last - c.first + 1));
-    cands.push_back(std::move(c));
+    if (find(t.name) != t.name) continue;  // one candidate per class, named by its root
+    const Class& c = classes[t.name];
+    if (c.excluded || !c.produced || c.readers == 0 || c.last < c.first) continue;
+    Cand cand;
+    cand.root = t.name;
+    cand.first = c.first;
+    cand.last = c.last;
+    cand.size = aligned(t.bytes());
+    if (cand.size > capacity) continue;
+    const double saved = static_cast<double>(t.bytes()) * static_cast<double>(1 + c.readers);
+    cand.score = saved / (static_cast<double>(cand.size) * static_cast<double>(c.last - c.first + 1));
+    cands.push_back(std::move(cand));
   }
   std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
     return a.score != b.score ? a.score > b.score : a.first < b.first;
@@ -103,7 +128,7 @@ void place_in_cmem(const Workload& wl, const FusionPlan& fusion, std::uint64_t c
     }
     if (at + c.size > capacity) continue;
     placed.push_back({c.first, c.last, at, c.size});
-    plan.at[c.name] = Ref{MemSpace::cmem, at};
+    for (const std::string& m : classes[c.root].members) plan.at[m] = Ref{space, at};
   }
 }
 
@@ -212,10 +237,14 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
 }  // namespace
 
 MemoryPlan plan_memory(const Workload& wl, const workloads::TensorIndex& index, const FusionPlan& fusion,
-                       const arch::TpuConfig& cfg, bool use_cmem) {
+                       const arch::TpuConfig& cfg, const LoweringOptions& opt, std::uint64_t kernel_vmem) {
   MemoryPlan plan;
-  if (use_cmem && cfg.cmem.present && cfg.cmem.size_bytes > 0 && cfg.cmem.bandwidth > 0)
-    place_in_cmem(wl, fusion, cfg.cmem.size_bytes, plan);
+  if (cfg.cmem.present && cfg.cmem.size_bytes > 0 && cfg.cmem.bandwidth > 0) {
+    if (opt.cmem) place_alternate(wl, fusion, MemSpace::cmem, cfg.cmem.size_bytes, plan);
+  } else if (opt.vmem_residency && cfg.vmem.size_bytes > kernel_vmem) {
+    const std::uint64_t cores = static_cast<std::uint64_t>(std::max(1, cfg.chip.tensorcores));
+    place_alternate(wl, fusion, MemSpace::vmem, (cfg.vmem.size_bytes - kernel_vmem) * cores, plan);
+  }
   place_in_hbm(wl, index, plan);
   if (cfg.hbm.capacity_bytes > 0 && plan.hbm_peak_bytes > cfg.hbm.capacity_bytes)
     throw LoweringError("workload '" + wl.name + "' needs " + std::to_string(plan.hbm_peak_bytes) +

@@ -1,8 +1,10 @@
 // Where each tensor of a workload lives: its memory space and offset. Two
 // passes, in the spirit of XLA's buffer and memory-space assignment:
-//  * alternate memory (CMEM on v4/v4i): intermediate activations that fit,
-//    greedily by HBM traffic saved per byte and per operator of lifetime,
-//    first fit among tensors whose lifetimes overlap;
+//  * alternate memory (CMEM on v4/v4i, else the VMEM that kernels' scoped
+//    allocations leave free): intermediate activations that fit, greedily
+//    by HBM traffic saved per byte and per operator of lifetime, first fit
+//    among tensors whose lifetimes overlap; a kernel reads and writes a
+//    VMEM-resident tensor in place (no DMA);
 //  * HBM for the rest, by liveness with buffer donation; the peak must fit.
 // Leaves out: prefetching sources into the alternate memory ahead of use,
 // and eviction (a tensor is in the alternate memory for its whole life or
@@ -37,8 +39,11 @@ struct MemoryPlan {
   bool in(const std::string& name, arch::MemSpace s) const { return of(name).space == s; }
 };
 
-// `use_cmem`: place intermediates in CMEM where the chip has it.
+// `kernel_vmem`: VMEM per core reserved for kernels' blocks. Leaves out on
+// multi-core chips: which core's VMEM holds a resident tensor (operators
+// split over the cores are assumed to split its rows the same way).
 MemoryPlan plan_memory(const workloads::Workload& wl, const workloads::TensorIndex& index,
-                       const FusionPlan& fusion, const arch::TpuConfig& cfg, bool use_cmem);
+                       const FusionPlan& fusion, const arch::TpuConfig& cfg, const LoweringOptions& opt,
+                       std::uint64_t kernel_vmem);
 
 }  // namespace tpusim::sim::lowering

@@ -49,6 +49,14 @@ std::vector<Instr> ProgramBuilder::split(const Instr& in) const {
 
 namespace {
 
+// A copy between VMEM and VMEM: the operand is resident and the kernel
+// uses it in place.
+bool in_place(const Instr& in) {
+  if (in.unit != arch::UnitKind::dma) return false;
+  const auto& w = std::get<arch::DmaWork>(in.work);
+  return w.src == arch::MemSpace::vmem && w.dst == arch::MemSpace::vmem;
+}
+
 struct Emitted {
   std::vector<InstrId> loads;
   std::vector<InstrId> compute;
@@ -84,12 +92,15 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     const std::size_t n = list.size();
     std::vector<Emitted> em(n);
     bool first = true;
+    constexpr InstrId kNone = ~InstrId{0};
+    InstrId first_id = kNone;
     // The waits the next instruction of this core must carry in addition to
     // its own: producers' completion, for the operator's first instruction.
     auto with_entry = [&](std::vector<InstrId> d) {
       if (first) {
         append(d, deps);
         first = false;
+        first_id = static_cast<InstrId>(p_.instrs.size());  // the instruction these waits go to
       }
       return d;
     };
@@ -112,7 +123,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       if (w >= 0) wait = em[static_cast<std::size_t>(w)].compute;
       load_steps.push_back(i);
       for (const Instr& l : s.loads)
-        for (Instr in : split(l)) {
+        for (Instr in : in_place(l) ? std::vector<Instr>{} : split(l)) {
           in.op = op;
           in.core = static_cast<std::uint16_t>(core);
           in.deps = with_entry(wait);
@@ -153,7 +164,13 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         in.op = op;
         in.core = static_cast<std::uint16_t>(core);
         std::vector<InstrId> d = operands;
-        if (k == 0) append(d, out_wait);
+        if (k == 0) {
+          append(d, out_wait);
+          if (step_overhead_ > 0 && in.unit != arch::UnitKind::ici) {  // collectives: see the ICI model
+            in.scalar_cycles = step_overhead_;
+            if (i > 0) append(d, em[i - 1].compute);
+          }
+        }
         for (int a : s.compute[k].after) d.push_back(em[i].compute.at(static_cast<std::size_t>(a)));
         in.deps = with_entry(std::move(d));
         em[i].compute.push_back(add(std::move(in)));
@@ -166,6 +183,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       store_steps.push_back(static_cast<long>(i));
       std::vector<InstrId> wait = em[i].compute;
       for (const Instr& e : s.epilogue) {
+        if (in_place(e)) continue;
         // A store split over engines: its pieces run together, and what
         // follows waits for all of them.
         std::vector<InstrId> ids;
@@ -181,17 +199,37 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     };
 
     // L0 L1 C0 | C1 S0 L2 | C2 S1 L3 | ...: the loads of step i+2 come after
-    // C(i+1), so the sequencer's wait for C(i) never delays C(i+1).
+    // C(i+1), so the sequencer's wait for C(i) never delays C(i+1). With a
+    // serial step overhead C(i+1) waits for C(i) anyway, and the loads go
+    // first, as a Pallas pipeline starts the next block's copy before the
+    // step's compute: L0 L1 C0 | L2 C1 S0 | L3 C2 S1 | ...
+    const bool serial = step_overhead_ > 0;
     emit_loads_until(n, -1, false);
     if (n > 0) emit_compute(0);
     for (std::size_t i = 0; i < n; ++i) {
+      if (serial) emit_loads_until(n, static_cast<long>(i), false);
       if (i + 1 < n) emit_compute(i + 1);
       emit_epilogue(i);
-      emit_loads_until(n, static_cast<long>(i), false);
+      if (!serial) emit_loads_until(n, static_cast<long>(i), false);
     }
+    std::vector<InstrId> core_done;
     for (std::size_t i = 0; i < n; ++i)
-      if (!em[i].epilogue.empty()) append(done, last_group(em[i].epilogue, p_));
-    if (n > 0 && list[n - 1]->epilogue.empty()) append(done, em[n - 1].compute);
+      if (!em[i].epilogue.empty()) append(core_done, last_group(em[i].epilogue, p_));
+    if (n > 0 && list[n - 1]->epilogue.empty()) append(core_done, em[n - 1].compute);
+    // Kernels run one after another on a core: the first instruction of
+    // this one waits for the previous kernel's end and pays the launch.
+    // Collectives are asynchronous: they neither wait nor are waited for.
+    bool async = false;
+    for (const Step* s : list)
+      for (const StepInstr& c : s->compute) async = async || c.instr.unit == arch::UnitKind::ici;
+    if (!async && first_id != kNone) {
+      Instr& head = p_.instrs[first_id];
+      auto prev = last_kernel_.find(core);
+      if (prev != last_kernel_.end()) append(head.deps, prev->second);
+      head.scalar_cycles += launch_overhead_;
+      last_kernel_[core] = core_done;
+    }
+    append(done, core_done);
   }
   std::sort(done.begin(), done.end());
   done.erase(std::unique(done.begin(), done.end()), done.end());

@@ -7,11 +7,14 @@
 // Instruction order per TensorCore is the one that keeps the blocking,
 // in-order sequencer from stalling the compute units:
 //   L0 L1 C0 | C1 S0 L2 | C2 S1 L3 | ...
-// Leaves out: more than two buffers (a deeper pipeline); cross-operator
-// VMEM sharing (each operator's buffers are counted on their own).
+// Each step costs the scalar core a fixed overhead, serial with compute
+// (see ProgramBuilder). Leaves out: more than two buffers (a deeper
+// pipeline); cross-operator VMEM sharing (each operator's buffers are
+// counted on their own).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "arch/chip/isa.h"
@@ -41,9 +44,19 @@ class ProgramBuilder {
   // to `dma_engines` descriptors, so that one block load keeps several DMA
   // engines and more of HBM busy at once, as the hardware's many
   // outstanding requests do.
-  explicit ProgramBuilder(arch::Program& p, int dma_engines = 1,
-                          std::uint64_t split_bytes = 256 * 1024)
-      : p_(p), engines_(dma_engines), split_bytes_(split_bytes) {}
+  // `step_overhead_cycles`: the scalar core's bookkeeping per step. It is
+  // serial with compute, as in a Pallas/Mosaic pipeline, where the scalar
+  // core issues the step's compute bundles itself: a step's first compute
+  // instruction waits for the previous step's compute and then carries the
+  // overhead as scalar cycles.
+  // `launch_overhead_cycles`: the scalar core's cost to start a kernel (an
+  // operator); kernels run one after another on a core (an operator's first
+  // instruction waits for the previous operator's end on that core), except
+  // collectives, which are asynchronous.
+  explicit ProgramBuilder(arch::Program& p, int dma_engines = 1, std::uint64_t split_bytes = 256 * 1024,
+                          std::uint32_t step_overhead_cycles = 0, std::uint32_t launch_overhead_cycles = 0)
+      : p_(p), engines_(dma_engines), split_bytes_(split_bytes), step_overhead_(step_overhead_cycles),
+        launch_overhead_(launch_overhead_cycles) {}
 
   arch::InstrId add(arch::Instr in);
 
@@ -62,6 +75,9 @@ class ProgramBuilder {
   arch::Program& p_;
   int engines_;
   std::uint64_t split_bytes_;
+  std::uint32_t step_overhead_;
+  std::uint32_t launch_overhead_;
+  std::map<int, std::vector<arch::InstrId>> last_kernel_;  // core -> end of its last kernel
 };
 
 }  // namespace tpusim::sim::lowering

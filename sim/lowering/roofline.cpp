@@ -30,6 +30,7 @@ void fill_roofline(const LowerContext& cx, std::size_t i, const std::vector<Step
   }
   std::uint64_t bytes = 0, cmem = 0;
   auto count = [&](const std::string& name, std::uint64_t b) {
+    if (cx.mem.in(name, MemSpace::vmem)) return;  // resident: no traffic
     (cx.mem.in(name, MemSpace::cmem) ? cmem : bytes) += b;
   };
   if (op.kind != OpKind::reshape) {
@@ -37,9 +38,9 @@ void fill_roofline(const LowerContext& cx, std::size_t i, const std::vector<Step
     // op_cost reads every non-gather operand whole; move those in CMEM.
     if (op.kind != OpKind::gather)
       for (const auto& in : op.inputs)
-        if (cx.mem.in(in, MemSpace::cmem)) {
+        if (!cx.mem.in(in, MemSpace::hbm)) {
           bytes -= std::min(bytes, cx.tensor(in).bytes());
-          cmem += cx.tensor(in).bytes();
+          if (cx.mem.in(in, MemSpace::cmem)) cmem += cx.tensor(in).bytes();
         }
     for (std::size_t j : chain)
       for (const auto& in : cx.op(j).inputs) {

@@ -2,7 +2,8 @@
 // the whole chip, max(MACs / MXU peak, memory traffic / bandwidth). The
 // traffic is the group's external inputs once and its final output once
 // (operands in CMEM count against CMEM's bandwidth, HBM and CMEM being
-// separate paths), never more than what the program actually moves (an
+// separate paths; VMEM-resident operands cost none), never more than what
+// the program actually moves (an
 // operator that reads a subset, such as a slice or a strided 1x1
 // convolution, has that as its bound). Vector work is bounded by memory.
 // Collectives keep the link bound their lowering set.

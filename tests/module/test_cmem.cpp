@@ -104,9 +104,29 @@ TEST(Cmem, IntermediatesMoveFromHbmToCmem) {
 TEST(Cmem, ChipsWithoutCmemKeepEverythingInHbm) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
   ASSERT_FALSE(cfg.cmem.present);
-  const Traffic t = traffic(sim::lower(chain(4), cfg, no_fusion(true)));
+  sim::LoweringOptions o = no_fusion(true);
+  o.vmem_residency = false;
+  const Traffic t = traffic(sim::lower(chain(4), cfg, o));
   EXPECT_EQ(t.cmem, 0u);
   EXPECT_EQ(t.hbm, 8 * kBytes);
+}
+
+// Without CMEM, the VMEM that kernels' scoped blocks leave free (v5e: 128
+// MiB - 16 MiB) holds the chain's three 16 MiB intermediates: only the
+// input is read from HBM and the output written, and nothing goes to CMEM.
+TEST(Cmem, ChipsWithoutCmemKeepIntermediatesInFreeVmem) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  ASSERT_FALSE(cfg.cmem.present);
+  const auto lw = sim::lower(chain(4), cfg, no_fusion(true));
+  const Traffic t = traffic(lw);
+  EXPECT_EQ(t.cmem, 0u);
+  EXPECT_EQ(t.hbm, 2 * kBytes);
+  // The same with only 16 MiB free: one intermediate at a time fits and
+  // neighbours along the chain are alive together, so the first and the
+  // last are resident and the middle one is written to and read from HBM.
+  arch::TpuConfig small = cfg;
+  small.vmem.size_bytes = cfg.kernel.scoped_vmem + kBytes;
+  EXPECT_EQ(traffic(sim::lower(chain(4), small, no_fusion(true))).hbm, 2 * kBytes + 2 * kBytes);
 }
 
 TEST(Cmem, CapacityAndOverlappingLifetimesAreRespected) {

@@ -1,0 +1,107 @@
+#include "sim/lowering/attention_tiling.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "sim/lowering/instrs.h"
+
+namespace tpusim::sim::lowering {
+
+namespace {
+
+std::vector<std::int64_t> powers_up_to(std::int64_t lo, std::int64_t full, std::int64_t cap) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t b = lo; b < full && b <= cap; b *= 2) v.push_back(b);
+  if (full <= cap || v.empty()) v.push_back(std::min(full, std::max(cap, lo)));
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) v.push_back(d);
+  return v;
+}
+
+// Cycles one MXU takes for an [m, k] x [k, n] product: each weight tile
+// streams m rows at the dtype's rate, at least its weight load.
+double mxu_cycles(const ChipFigures& f, double m, std::int64_t k, std::int64_t n, double tp) {
+  const double tiles = static_cast<double>(ceil_div(k, f.rows) * ceil_div(n, f.cols));
+  return tiles * std::max(m / tp, static_cast<double>(f.rows));
+}
+
+double vpu_cycles(const ChipFigures& f, double elements, double alu, double trans) {
+  const auto& v = f.cfg->vpu;
+  const double vregs = elements / (static_cast<double>(v.sublanes) * v.lanes);
+  return std::max(vregs * alu / v.alus_per_lane, vregs * trans / v.transcendental_rate);
+}
+
+}  // namespace
+
+std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) {
+  return std::min<std::int64_t>(bkv, f.cols);
+}
+
+std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores) {
+  const double tp = f.throughput(a.q_dtype);
+  const std::int64_t G = a.group();
+  const double qb = static_cast<double>(arch::dtype_bits(a.q_dtype)) / 8,
+               kb = static_cast<double>(arch::dtype_bits(a.kv_dtype)) / 8,
+               ob = static_cast<double>(arch::dtype_bits(a.out_dtype)) / 8;
+  // At least one sublane tile of rows (8) per head: bp x group >= 8.
+  const std::int64_t bp_lo = std::max<std::int64_t>(1, ceil_div(8, G));
+  const auto bps = powers_up_to(bp_lo, a.q_len, 4096);
+  const auto bkvs = powers_up_to(f.cols, round_up(a.kv_len, f.cols), 8192);
+  const auto hbs = divisors(a.kv_heads);
+  std::optional<AttentionTiling> best;
+  double best_t = std::numeric_limits<double>::max();
+  for (std::int64_t hb : hbs)
+    for (std::int64_t bp : bps)
+      for (std::int64_t bkv : bkvs) {
+        const double rows = static_cast<double>(bp * G);  // per head
+        const double h = static_cast<double>(hb);
+        const std::int64_t sub = attention_sub_block(f, bkv);
+        const double vmem = 2 * (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) +
+                            2 * h * rows * static_cast<double>(sub) * 4 + h * rows * a.v_dim * 4 +
+                            2 * h * rows * a.v_dim * ob;
+        if (vmem > static_cast<double>(f.vmem_budget)) continue;
+        // Steps: (batch, head group, query block) units, each over the key
+        // blocks its last query sees.
+        const std::int64_t nq = ceil_div(a.q_len, bp);
+        double kv_blocks = 0, kv_positions = 0;
+        for (std::int64_t qi = 0; qi < nq; ++qi) {
+          const std::int64_t vis = a.visible(std::min(a.q_len, (qi + 1) * bp) - 1);
+          kv_blocks += static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv)));
+          kv_positions += static_cast<double>(std::min(round_up(vis, bkv), round_up(a.kv_len, f.cols)));
+        }
+        const double units = static_cast<double>(a.batch) * static_cast<double>(a.kv_heads / hb);
+        const double steps = units * kv_blocks;
+        // Compute of one full step, per core: sub-blocks pipelined, the
+        // MXU's QK^T and PV against the VPU's softmax followed by the XLU's
+        // reductions (max and sum on two XLUs), plus one sub-block's fill.
+        const double nsub = static_cast<double>(ceil_div(bkv, sub));
+        const double mxu = h *
+                           (mxu_cycles(f, rows, a.head_dim, sub, tp) + mxu_cycles(f, rows, sub, a.v_dim, tp)) /
+                           static_cast<double>(f.mxus);
+        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), 5, 1);
+        const double xlu = f.xlus > 0 ? h * rows / 8.0 : vpu;  // one vreg per 8 rows per reduction
+        const double compute = steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead) / cores;
+        const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
+        const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
+        const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
+        const double first = (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) /
+                             f.hbm_bytes_per_cycle;
+        const double t = std::max(compute, traffic) + first + steps / cores * f.block_latency;
+        if (t < best_t) {
+          best_t = t;
+          best = AttentionTiling{hb, bp, bkv, static_cast<std::uint64_t>(vmem), t,
+                                 static_cast<std::int64_t>(steps)};
+        }
+      }
+  return best;
+}
+
+}  // namespace tpusim::sim::lowering

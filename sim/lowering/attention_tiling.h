@@ -1,0 +1,52 @@
+// The block-size search for attention (flash attention with online
+// softmax): pure, no steps emitted. A step holds `hb` KV heads, `bp` query
+// positions (all query heads of each KV head's group, folded into the
+// MXU's M: bp x group rows) and `bkv` key positions. K and V are read in a
+// head-major layout ([batch, KV head, position, dim]: paged KV caches keep
+// each head's pages contiguous, and XLA's layout assignment gives a flash
+// kernel's producers that layout), so a step's K block is `hb` contiguous
+// pieces of bkv x D. Candidates are kept when their double-buffered Q, K,
+// V and output blocks, the f32 scores and the f32 accumulator fit the
+// kernel's VMEM budget, and scored like the GEMM search: max(compute,
+// traffic) + exposed first load + per-step costs. Compute per step is the
+// larger of the MXU work (QK^T and PV of every head, spread over the MXUs;
+// a tile streams max(rows, weight load) cycles) and the VPU's softmax, the
+// two overlapping as the kernel interleaves sub-blocks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "arch/common/dtype.h"
+#include "sim/lowering/chip_figures.h"
+
+namespace tpusim::sim::lowering {
+
+struct AttentionShape {
+  std::int64_t batch = 1, q_len = 1, heads = 1, kv_heads = 1, head_dim = 128, v_dim = 128, kv_len = 1;
+  bool causal = false;
+  arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
+
+  std::int64_t group() const { return heads / kv_heads; }
+  // Key positions the last query of a block ending at position q_last sees
+  // (queries align with the last keys).
+  std::int64_t visible(std::int64_t q_last) const {
+    return causal ? std::min(kv_len, q_last + (kv_len - q_len) + 1) : kv_len;
+  }
+};
+
+struct AttentionTiling {
+  std::int64_t hb = 1, bp = 1, bkv = 128;
+  std::uint64_t vmem = 0;
+  double est_cycles = 0;
+  std::int64_t steps = 0;
+};
+
+// Key positions of one sub-block (one MXU tile wide): the kernel
+// interleaves QK^T, softmax and PV over sub-blocks so that the MXU, the
+// VPU and the XLUs overlap; only a sub-block's scores are held in VMEM.
+std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv);
+
+std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);
+
+}  // namespace tpusim::sim::lowering
