@@ -1,7 +1,8 @@
 // Validation case files without running anything: parsing with defaults,
 // run arguments, the metric formulas against hand-computed values, the
 // outcome rules (strict expected misses), a table of malformed files (each
-// message names file:line:column and the key) and the reports.
+// message names file:line:column and the key), the reports, and the
+// repository's own suite (it loads, has >= 15 cases from >= 4 generations).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "sim/config/config_error.h"
 #include "sim/validate/case_file.h"
@@ -260,6 +262,20 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   const std::string html = html_page(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("exit 2: boom"), std::string::npos);
+}
+
+TEST(ValidateSuite, RepositorySuiteLoads) {
+  const auto cases = load_cases(default_cases_dir(), default_search_path());
+  EXPECT_GE(cases.size(), 15u);
+  std::set<std::string> archs, kinds;
+  for (const auto& c : cases) {
+    archs.insert(c.arch);
+    kinds.insert(metric_kind_name(c.metric.kind));
+    EXPECT_FALSE(c.source.empty()) << c.id;
+    EXPECT_LE(c.tolerance, 0.25) << c.id;
+    if (c.expect_miss) EXPECT_FALSE(c.reason.empty()) << c.id;
+  }
+  EXPECT_GE(archs.size(), 4u);
 }
 
 }  // namespace
