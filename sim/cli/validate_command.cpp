@@ -78,7 +78,9 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   else
     validate::write_table(ctx.out, results);
   validate::write_reports(o.out_dir, results);
-  ctx.out << "results: " << (fs::path(o.out_dir) / "validation.csv").string() << ", validation.svg, validation.html\n";
+  // With --markdown, stdout is the table alone (pasted into docs).
+  (vm["markdown"].as<bool>() ? ctx.err : ctx.out)
+      << "results: " << (fs::path(o.out_dir) / "validation.csv").string() << ", validation.svg, validation.html\n";
   return validate::exit_code(results);
 }
 

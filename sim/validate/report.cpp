@@ -206,35 +206,66 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
       default: return "#999";
     }
   };
+  // Legend.
+  const std::pair<Outcome, const char*> legend[] = {{Outcome::Pass, "pass"},
+                                                    {Outcome::Fail, "fail"},
+                                                    {Outcome::ExpectedMiss, "expected miss"},
+                                                    {Outcome::UnexpectedPass, "unexpected pass"}};
+  // In the lower right corner, away from the diagonal where points lie.
+  const double lx = L + pw - 345;
+  double gy = T + ph - 95;
+  for (const auto& [o, name] : legend) {
+    s << "<circle cx=\"" << lx + 4 << "\" cy=\"" << gy - 4 << "\" r=\"4\" fill=\"" << color(o) << "\"/><text x=\""
+      << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
+    gy += 15;
+  }
+  s << "<text x=\"" << lx << "\" y=\"" << gy << "\">dashed: y = x; band: ±25%; grey bar: the case's "
+       "tolerance</text>\n"
+    << "<text x=\"" << lx << "\" y=\"" << gy + 15 << "\">" << xml(summary_line(results)) << "</text>\n";
+  // Labels are placed right of their point (left of it near the right
+  // edge), moved up or down in steps until they overlap no label placed
+  // before, with a leader line when moved.
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> placed = {{lx - 5, T + ph - 110, L + pw, T + ph}};  // the legend
+  auto overlaps = [&](const Box& b) {
+    for (const auto& p : placed)
+      if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return true;
+    return false;
+  };
   for (const auto& r : results) {
     if (!has_value(r) || !(r.simulated > 0)) continue;
     const Case& c = *r.c;
     const double x = X(c.measured);
     const double y = std::min(std::max(Y(r.simulated), T), T + ph);
+    const double tw = 5.0 * static_cast<double>(c.id.size());  // ~9 px font
+    const bool left = x + 6 + tw > L + pw;
+    // Candidate offsets 0, +10, -10, +20, -20, ... px from beside the point.
+    double ly = y - 4;
+    Box b{};
+    for (int k = 0; k < 25; ++k) {
+      ly = y - 4 + 10.0 * ((k + 1) / 2) * (k % 2 ? 1 : -1);
+      b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
+      if (!overlaps(b)) break;
+    }
+    placed.push_back(b);
+    const bool moved = ly != y - 4;
     s << "<g><title>" << xml(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " +
                              num(r.simulated) + " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
       << "</title>\n"
       << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x)
       << "\" y2=\"" << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
       << "stroke-opacity=\"0.35\"/>\n"
-      << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n"
-      << "<text x=\"" << f(x + 6) << "\" y=\"" << f(y - 4) << "\" font-size=\"9\">" << xml(c.id) << "</text></g>\n";
+      << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n";
+    if (moved)  // a leader line from the point to its displaced label
+      s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
+        << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
+    s
+      << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
+      << (left ? " text-anchor=\"end\"" : "") << ">" << xml(c.id) << "</text></g>\n";
   }
-  // Legend.
-  const std::pair<Outcome, const char*> legend[] = {{Outcome::Pass, "pass"},
-                                                    {Outcome::Fail, "fail"},
-                                                    {Outcome::ExpectedMiss, "expected miss"},
-                                                    {Outcome::UnexpectedPass, "unexpected pass"}};
-  double ly = T + 14;
-  for (const auto& [o, name] : legend) {
-    s << "<circle cx=\"" << L + 14 << "\" cy=\"" << ly - 4 << "\" r=\"4\" fill=\"" << color(o) << "\"/><text x=\""
-      << L + 24 << "\" y=\"" << ly << "\">" << name << "</text>\n";
-    ly += 15;
-  }
-  s << "<text x=\"" << L + 10 << "\" y=\"" << ly << "\">dashed: y = x; band: ±25%; grey bar: the case's "
-       "tolerance</text>\n"
-    << "<text x=\"" << L + 10 << "\" y=\"" << ly + 15 << "\">" << xml(summary_line(results)) << "</text>\n"
-    << "</svg>\n";
+  s << "</svg>\n";
   return s.str();
 }
 
