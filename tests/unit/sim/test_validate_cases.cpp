@@ -5,13 +5,12 @@
 // repository's own suite (it loads, has >= 15 cases from >= 4 generations).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "config_test_util.h"
 #include "sim/config/config_error.h"
 #include "sim/validate/case_file.h"
 #include "sim/validate/report.h"
@@ -22,18 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TmpDir {
-  fs::path p;
-  TmpDir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("tpusim_validate_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::create_directories(p);
-  }
-  ~TmpDir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-};
+using testing::TempDir;
 
 const char* kGood = R"yaml(family: demo
 defaults:
@@ -74,15 +62,13 @@ ops:
   - {name: c, op: slice, inputs: [a], start: [0], limit: [1024]}
 )";
 
-std::vector<Case> parse_in(const TmpDir& d, const std::string& text) {
-  std::ofstream(d.p / "wl.yaml") << kWorkload;
-  const std::string file = (d.p / "cases.yaml").string();
-  std::ofstream(file) << text;
-  return load_cases(file, default_search_path());
+std::vector<Case> parse_in(const TempDir& d, const std::string& text) {
+  d.write("wl.yaml", kWorkload);
+  return load_cases(d.write("cases.yaml", text), default_search_path());
 }
 
 TEST(ValidateCases, ParsesDefaultsAndOverrides) {
-  TmpDir d;
+  TempDir d;
   const auto cases = parse_in(d, kGood);
   ASSERT_EQ(cases.size(), 3u);
   EXPECT_EQ(cases[0].id, "gemm-a");
@@ -99,18 +85,18 @@ TEST(ValidateCases, ParsesDefaultsAndOverrides) {
   EXPECT_DOUBLE_EQ(cases[1].metric.unit_scale, 1e9);
   EXPECT_TRUE(cases[1].expect_miss);
   EXPECT_EQ(cases[1].reason, "too slow today (-40%)");
-  EXPECT_EQ(cases[1].workload.value, (d.p / "wl.yaml").lexically_normal().string());
+  EXPECT_EQ(cases[1].workload.value, (fs::path(d.path()) / "wl.yaml").lexically_normal().string());
   EXPECT_EQ(cases[2].arch, "v6e");
 }
 
 TEST(ValidateCases, RunArguments) {
-  TmpDir d;
+  TempDir d;
   const auto cases = parse_in(d, kGood);
   EXPECT_EQ(run_args(cases[0]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--gemm",
                                                           "256,512,1024", "--dtype", "bf16"}));
   EXPECT_EQ(run_args(cases[1]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--set",
                                                           "hbm.model=channel", "--workload",
-                                                          (d.p / "wl.yaml").lexically_normal().string()}));
+                                                          (fs::path(d.path()) / "wl.yaml").lexically_normal().string()}));
   EXPECT_EQ(run_args(cases[2]),
             (std::vector<std::string>{"run", "--arch", "v6e", "--quiet", "--slice", "2x2", "--mesh", "fsdp=4",
                                       "--model", "llama3-8b", "--phase", "train", "--batch", "4", "--seq", "256",
@@ -118,7 +104,7 @@ TEST(ValidateCases, RunArguments) {
 }
 
 TEST(ValidateCases, MetricFormulas) {
-  TmpDir d;
+  TempDir d;
   const auto cases = parse_in(d, kGood);
   const std::map<std::string, std::string> summary = {
       {"seconds", "0.002"}, {"total_flops", "4e11"}, {"hbm_bytes", "123"}};
@@ -206,7 +192,7 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"no cases", "family: x\n", "cases: expected a non-empty list"},
   };
   for (const auto& b : bad) {
-    TmpDir d;
+    TempDir d;
     try {
       parse_in(d, b.text);
       ADD_FAILURE() << b.name << ": no error";
@@ -219,7 +205,7 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
 }
 
 TEST(ValidateCases, EveryProblemIsReported) {
-  TmpDir d;
+  TempDir d;
   std::string t = replace(kGood, "measured: 100", "measured: -1");
   t = replace(t, "tolerance: 0.2", "tolerance: 0");
   try {
@@ -231,7 +217,7 @@ TEST(ValidateCases, EveryProblemIsReported) {
 }
 
 TEST(ValidateReports, TableCsvSvgAndHtml) {
-  TmpDir d;
+  TempDir d;
   const auto cases = parse_in(d, kGood);
   std::vector<CaseResult> r = {{&cases[0], Outcome::Pass, 95, -5, "", 1},
                                {&cases[1], Outcome::ExpectedMiss, 300, -40, "", 1},
