@@ -164,7 +164,7 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   }
   if (!(hi > 0)) lo = 1, hi = 10;
   const double d0 = std::floor(std::log10(lo)), d1 = std::max(std::ceil(std::log10(hi)), d0 + 1);
-  const double W = 760, H = 640, L = 70, R = 20, T = 40, B = 60;
+  const double W = 760, H = 650, L = 70, R = 20, T = 50, B = 60;
   const double pw = W - L - R, ph = H - T - B;
   auto X = [&](double v) { return L + (std::log10(v) - d0) / (d1 - d0) * pw; };
   auto Y = [&](double v) { return T + ph - (std::log10(v) - d0) / (d1 - d0) * ph; };
@@ -213,22 +213,22 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
                                                     {Outcome::UnexpectedPass, "unexpected pass"}};
   // In the lower right corner, away from the diagonal where points lie.
   const double lx = L + pw - 345;
-  double gy = T + ph - 95;
+  double gy = T + ph - 80;
   for (const auto& [o, name] : legend) {
     s << "<circle cx=\"" << lx + 4 << "\" cy=\"" << gy - 4 << "\" r=\"4\" fill=\"" << color(o) << "\"/><text x=\""
       << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
     gy += 15;
   }
   s << "<text x=\"" << lx << "\" y=\"" << gy << "\">dashed: y = x; band: ±25%; grey bar: the case's "
-       "tolerance</text>\n"
-    << "<text x=\"" << lx << "\" y=\"" << gy + 15 << "\">" << xml(summary_line(results)) << "</text>\n";
+       "tolerance</text>\n";
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml(summary_line(results)) << "</text>\n";
   // Labels are placed right of their point (left of it near the right
   // edge), moved up or down in steps until they overlap no label placed
   // before, with a leader line when moved.
   struct Box {
     double x0, y0, x1, y1;
   };
-  std::vector<Box> placed = {{lx - 5, T + ph - 110, L + pw, T + ph}};  // the legend
+  std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph}};  // the legend
   auto overlaps = [&](const Box& b) {
     for (const auto& p : placed)
       if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return true;
