@@ -245,15 +245,15 @@ void parse_metric(const YAML::Node& m, Case& k, Collector& c) {
   }
   if (!found && !unit.empty())
     c.add(m["unit"], where + ".unit", "for kind " + kind + ": " + join(names), "'" + unit + "'");
-  auto only_for = [&](const std::string& key, std::vector<MetricKind> kinds) {
+  // Keys that only some kinds read, with the kinds named for the message.
+  auto only_for = [&](const std::string& key, std::vector<MetricKind> kinds, const std::string& names) {
     if (m[key] && std::find(kinds.begin(), kinds.end(), mt.kind) == kinds.end())
-      c.add(m[key], where + "." + key, "'" + key + "' only for kind " + (key == "bytes" ? "bandwidth" : key == "tokens" ? "tokens_per_second" : key == "peak_tflops" ? "mfu" : "tflops or mfu"),
-            "kind " + kind);
+      c.add(m[key], where + "." + key, "'" + key + "' only for kind " + names, "kind " + kind);
   };
-  only_for("flops", {MetricKind::Tflops, MetricKind::Mfu});
-  only_for("bytes", {MetricKind::Bandwidth});
-  only_for("tokens", {MetricKind::TokensPerSecond});
-  only_for("peak_tflops", {MetricKind::Mfu});
+  only_for("flops", {MetricKind::Tflops, MetricKind::Mfu}, "tflops or mfu");
+  only_for("bytes", {MetricKind::Bandwidth}, "bandwidth");
+  only_for("tokens", {MetricKind::TokensPerSecond}, "tokens_per_second");
+  only_for("peak_tflops", {MetricKind::Mfu}, "mfu");
   auto required = [&](const std::string& key, MetricKind kd) {
     if (mt.kind == kd && !m[key]) c.add(m, where + "." + key, "'" + key + "' for kind " + kind, "none");
   };

@@ -175,6 +175,8 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases.yaml:6:18: cases[gemm-a].metric.kind"},
       {"unit of another kind", replace(g, "unit: GB/s", "unit: ms"), "cases.yaml:17:37: cases[copy-b].metric.unit"},
       {"bandwidth without bytes", replace(g, ", bytes: \"2 * 1048576\"", ""), "cases[copy-b].metric.bytes"},
+      {"flops on a bandwidth metric", replace(g, "bytes: \"2 * 1048576\"", "bytes: \"2 * 1048576\", flops: 1"),
+       "cases[copy-b].metric.flops: expected 'flops' only for kind tflops or mfu"},
       {"unknown name in bytes", replace(g, "2 * 1048576", "2 * hbm_byte"), "unknown name 'hbm_byte'"},
       {"tolerance above 1", replace(g, "tolerance: 0.2", "tolerance: 20"), "cases[copy-b].tolerance: expected a "
                                                                            "relative tolerance"},
