@@ -21,11 +21,13 @@ void register_list_command();
 void register_model_commands();
 void register_run_command();
 void register_sweep_commands();
+void register_validate_command();
 
 namespace {
 
 void (*const kCommandModules[])() = {register_config_commands, register_list_command, register_model_commands,
-                                         register_run_command, register_sweep_commands};
+                                         register_run_command, register_sweep_commands,
+                                         register_validate_command};
 
 struct Command {
   std::string summary;

@@ -1,24 +1,16 @@
-// Child-process execution of sweep points, crash-safe row appends and the
-// progress display; see runner.h.
+// Sweep points run as child processes (child_pool.h), crash-safe row
+// appends and the progress display; see runner.h.
 #include "sim/sweep/runner.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "sim/results/format.h"
+#include "sim/sweep/child_pool.h"
 #include "sim/sweep/results_table.h"
 
 namespace tpusim::sim::sweep {
@@ -29,28 +21,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The child's stderr as one line: lines joined with " | ", at most 1000
-// characters (the start holds the error; later lines are usually context).
-std::string stderr_line(const std::string& text) {
-  std::string out;
-  std::stringstream ss(text);
-  std::string line;
-  while (std::getline(ss, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (line.empty()) continue;
-    out += (out.empty() ? "" : " | ") + line;
-  }
-  if (out.size() > 1000) out = out.substr(0, 997) + "...";
-  return out;
-}
 
 std::string duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -106,60 +76,6 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
-struct Running {
-  const PreparedPoint* pp = nullptr;
-  pid_t pid = -1;
-  Clock::time_point start;
-  bool timed_out = false;
-  std::string dir;
-};
-
-// The running binary itself: in the forked child /proc/self/exe is still
-// the parent's inode, so a rebuild of tpusim during a sweep does not mix
-// two versions in one results.csv.
-std::string self_exe() {
-  if (::access("/proc/self/exe", X_OK) != 0)
-    throw std::runtime_error(std::string("cannot execute /proc/self/exe: ") + std::strerror(errno));
-  return "/proc/self/exe";
-}
-
-pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& dir, bool keep_stdout) {
-  // Everything the child touches is built before fork(): after it only
-  // async-signal-safe calls are allowed.
-  std::vector<std::string> all = {exe};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // stdout (the human summary) is only worth a file when the run folder
-  // is kept; each file costs a create and an unlink on a slow filesystem.
-  const std::string out = keep_stdout ? dir + "/stdout.txt" : "/dev/null", err = dir + "/stderr.txt";
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    // A child must not outlive a killed sweep: it would write into a run
-    // folder that the resumed sweep reuses.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the sweep blocks SIGCHLD; the run must not inherit that
-    if (::getppid() != parent) ::_exit(126);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);  // /dev/null ignores the flags
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o >= 0) ::dup2(o, 1);
-    if (e >= 0) ::dup2(e, 2);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::execv(argv[0], argv.data());
-    const char msg[] = "tpusim sweep: cannot execute the tpusim binary\n";
-    ssize_t ignored = ::write(2, msg, sizeof msg - 1);
-    (void)ignored;
-    ::_exit(127);
-  }
-  return pid;
-}
-
 std::vector<std::string> base_row(const SweepSpec& spec, const PreparedPoint& pp) {
   std::vector<std::string> row = {pp.point->id, pp.config_hash};
   for (const auto& a : spec.axes) {
@@ -197,34 +113,26 @@ std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::
   return row;
 }
 
-std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::string>& header, const Running& r,
-                                int status, bool* ok) {
+std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::string>& header,
+                                const PreparedPoint& pp, const std::string& dir, const ChildExit& e, bool* ok) {
   std::map<std::string, std::string> metrics;
-  std::string message;
-  const std::string err = stderr_line(slurp(r.dir + "/stderr.txt"));
-  if (r.timed_out) {
-    message = "timeout: killed after the point timeout";
-  } else if (WIFSIGNALED(status)) {
-    message = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-    if (!err.empty()) message += ": " + err;
-  } else if (WEXITSTATUS(status) != 0) {
-    message = "exit " + std::to_string(WEXITSTATUS(status)) + ": " + err;
-  } else {
-    const auto rows = parse_csv(slurp(r.dir + "/summary.csv"));
+  std::string message = child_failure(e, dir);
+  if (message.empty()) {
+    const auto rows = parse_csv(slurp_file(dir + "/summary.csv"));
     if (rows.size() < 2 || rows[0].size() != rows[1].size()) {
       message = "the run exited 0 but wrote no readable summary.csv";
     } else {
       for (std::size_t i = 0; i < rows[0].size(); ++i) metrics[rows[0][i]] = rows[1][i];
       // The child resolved the config itself; the digest must agree with
       // the one computed up front, or the row would describe another chip.
-      if (metrics["config_hash"] != r.pp->config_hash)
-        message = "config hash mismatch: the sweep resolved " + r.pp->config_hash + ", the run wrote " +
+      if (metrics["config_hash"] != pp.config_hash)
+        message = "config hash mismatch: the sweep resolved " + pp.config_hash + ", the run wrote " +
                   metrics["config_hash"];
     }
   }
   *ok = message.empty();
   if (!*ok) metrics.clear();
-  return make_row(spec, header, *r.pp, *ok ? "ok" : "error", message, metrics);
+  return make_row(spec, header, pp, *ok ? "ok" : "error", message, metrics);
 }
 
 }  // namespace
@@ -304,67 +212,31 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
       runnable.push_back(pp);
   }
 
-  const std::string exe = opt.executable.empty() ? self_exe() : opt.executable;
-  int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::thread::hardware_concurrency());
-  if (jobs < 1) jobs = 1;
-  // SIGCHLD stays blocked so that sigtimedwait() sleeps until a child
-  // ends (or the next timeout/progress check) instead of polling; a child
-  // that ends between waitpid() and sigtimedwait() leaves the signal
-  // pending, so no exit is missed.
-  sigset_t chld, old_mask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::sigprocmask(SIG_BLOCK, &chld, &old_mask);
-  struct MaskGuard {
-    sigset_t m;
-    ~MaskGuard() { ::sigprocmask(SIG_SETMASK, &m, nullptr); }
-  } guard{old_mask};
-  std::vector<Running> running;
-  std::size_t next = 0;
-  while (next < runnable.size() || !running.empty()) {
-    while (static_cast<int>(running.size()) < jobs && next < runnable.size()) {
-      const PreparedPoint* pp = runnable[next++];
-      Running r;
-      r.pp = pp;
-      r.dir = (fs::path(opt.out_dir) / "runs" / pp->point->id).string();
-      fs::remove_all(r.dir);  // a folder left by a killed sweep
-      fs::create_directories(r.dir);
-      std::vector<std::string> args;
-      for (const auto& d : opt.config_path) args.insert(args.end(), {"--config-path", d});
-      args.insert(args.end(), pp->run_args.begin(), pp->run_args.end());
-      args.insert(args.end(), {"--out", r.dir});
-      r.start = Clock::now();
-      r.pid = spawn(exe, args, r.dir, opt.keep_runs);
-      ++sum.ran;
-      running.push_back(std::move(r));
-    }
-    bool reaped = false;
-    for (std::size_t i = 0; i < running.size();) {
-      Running& r = running[i];
-      int status = 0;
-      const pid_t w = ::waitpid(r.pid, &status, WNOHANG);
-      if (w == r.pid) {
-        sum.child_seconds += since(r.start);
+  ChildPoolOptions pool;
+  pool.executable = opt.executable;
+  pool.jobs = opt.jobs;
+  pool.timeout = opt.point_timeout;
+  auto dir_of = [&](std::size_t i) { return (fs::path(opt.out_dir) / "runs" / runnable[i]->point->id).string(); };
+  run_children(
+      runnable.size(), pool,
+      [&](std::size_t i) {
+        ChildSpec c;
+        c.dir = dir_of(i);
+        for (const auto& d : opt.config_path) c.args.insert(c.args.end(), {"--config-path", d});
+        c.args.insert(c.args.end(), runnable[i]->run_args.begin(), runnable[i]->run_args.end());
+        c.args.insert(c.args.end(), {"--out", c.dir});
+        c.keep_stdout = opt.keep_runs;
+        ++sum.ran;
+        return c;
+      },
+      [&](std::size_t i, const ChildExit& e) {
+        sum.child_seconds += e.seconds;
         bool ok = false;
-        const std::vector<std::string> row = finish(spec, header, r, status, &ok);
+        const std::vector<std::string> row = finish(spec, header, *runnable[i], dir_of(i), e, &ok);
         record(row, ok);
-        if (!opt.keep_runs) fs::remove_all(r.dir);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-        reaped = true;
-        continue;
-      }
-      if (opt.point_timeout > 0 && !r.timed_out && since(r.start) > opt.point_timeout) {
-        ::kill(r.pid, SIGKILL);
-        r.timed_out = true;
-      }
-      ++i;
-    }
-    if (!reaped) {
-      progress.tick();
-      const timespec wait = {0, 100 * 1000 * 1000};  // timeouts and progress are checked at least every 100 ms
-      ::sigtimedwait(&chld, nullptr, &wait);
-    }
-  }
+        if (!opt.keep_runs) fs::remove_all(dir_of(i));
+      },
+      [&] { progress.tick(); });
   progress.end();
 
   // Every point of the shard has a row: put them in spec order.

@@ -171,4 +171,27 @@ TEST(CliRun, BadInputExitsTwoWithTheReason) {
   r = run_tpusim("run --arch v1 --gemm 64,64,64 --dtype bf16 --quiet --out " + d.path() + "/o", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
+
+  r = run_tpusim("run --arch v5e --gemm 64,64,64 --recompute --quiet --out " + d.path() + "/o", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--recompute needs --model"), std::string::npos) << r.err;
+}
+
+// --recompute re-emits each layer's forward before its backward: the train
+// step of a one-layer encoder (small, so the two runs take a second) has the
+// layers.0.recompute.* operators only with the flag.
+TEST(CliRun, RecomputeAddsTheRecomputedForward) {
+  TempDir d;
+  const std::string model = d.write("tiny.yaml",
+                                    "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
+                                    "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
+                                    "ffn: {kind: gelu, size: 256}\n");
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/plain", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run_tpusim(base + d.path() + "/re --recompute", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string plain = slurp(d.path() + "/plain/ops.csv"), re = slurp(d.path() + "/re/ops.csv");
+  EXPECT_EQ(plain.find(".recompute."), std::string::npos);
+  EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
 }

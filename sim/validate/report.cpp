@@ -1,0 +1,307 @@
+// Tables, CSV, SVG plot and HTML page of a validation run; see report.h.
+#include "sim/validate/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/results/format.h"
+#include "sim/sweep/results_table.h"
+
+namespace tpusim::sim::validate {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The ±band drawn on the plot: the suite's limit for any single case.
+constexpr double kBand = 0.25;
+
+bool has_value(const CaseResult& r) { return r.outcome != Outcome::Error; }
+
+std::string num(double v) { return format_real(v, 4); }
+
+std::string pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.1f", v);
+  return b;
+}
+
+std::string tol(const Case& c) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", c.tolerance * 100);
+  return std::string("±") + b + "%";
+}
+
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
+
+struct Counts {
+  int pass = 0, fail = 0, xfail = 0, xpass = 0, error = 0;
+  double mean_abs = 0;  // over cases with a value
+  double max_abs = 0;
+  int valued = 0;
+};
+
+Counts count(const std::vector<CaseResult>& results) {
+  Counts n;
+  for (const auto& r : results) {
+    switch (r.outcome) {
+      case Outcome::Pass: ++n.pass; break;
+      case Outcome::Fail: ++n.fail; break;
+      case Outcome::ExpectedMiss: ++n.xfail; break;
+      case Outcome::UnexpectedPass: ++n.xpass; break;
+      case Outcome::Error: ++n.error; break;
+    }
+    if (has_value(r)) {
+      n.mean_abs += std::fabs(r.error_pct);
+      n.max_abs = std::max(n.max_abs, std::fabs(r.error_pct));
+      ++n.valued;
+    }
+  }
+  if (n.valued) n.mean_abs /= n.valued;
+  return n;
+}
+
+std::string summary_line(const std::vector<CaseResult>& results) {
+  const Counts n = count(results);
+  std::ostringstream os;
+  os << results.size() << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail
+     << " expected miss, " << n.xpass << " unexpected pass, " << n.error << " error";
+  if (n.valued)
+    os << "; mean |error| " << format_fixed(n.mean_abs, 1) << "%, max " << format_fixed(n.max_abs, 1) << "%";
+  return os.str();
+}
+
+std::string note(const CaseResult& r) {
+  switch (r.outcome) {
+    case Outcome::UnexpectedPass: return "now within tolerance: remove its expect: miss";
+    case Outcome::Error: return r.message;
+    default: return "";
+  }
+}
+
+}  // namespace
+
+void write_table(std::ostream& os, const std::vector<CaseResult>& results) {
+  std::size_t w = 4;
+  for (const auto& r : results) w = std::max(w, r.c->id.size());
+  os << std::left << std::setw(static_cast<int>(w)) << "case" << std::right << std::setw(11) << "measured"
+     << std::setw(11) << "simulated" << "  " << std::left << std::setw(9) << "unit" << std::right << std::setw(8)
+     << "error%" << std::setw(8) << "tol" << "  outcome\n";
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    os << std::left << std::setw(static_cast<int>(w)) << c.id << std::right << std::setw(11) << num(c.measured)
+       << std::setw(11) << (has_value(r) ? num(r.simulated) : "-") << "  " << std::left << std::setw(9)
+       << c.metric.unit << std::right << std::setw(8) << (has_value(r) ? pct(r.error_pct) : "-") << std::setw(9)
+       << tol(c) << "  " << outcome_name(r.outcome);
+    const std::string n = note(r);
+    if (!n.empty()) os << " (" << n << ")";
+    os << "\n";
+  }
+  os << summary_line(results) << "\n";
+}
+
+void write_markdown(std::ostream& os, const std::vector<CaseResult>& results) {
+  os << "| case | metric | measured | simulated | error | tolerance | outcome |\n"
+        "|---|---|---:|---:|---:|---:|---|\n";
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    os << "| `" << c.id << "` | " << metric_kind_name(c.metric.kind) << " (" << c.metric.unit << ") | "
+       << num(c.measured) << " | " << (has_value(r) ? num(r.simulated) : "-") << " | "
+       << (has_value(r) ? pct(r.error_pct) + "%" : "-") << " | " << tol(c) << " | " << outcome_name(r.outcome);
+    const std::string n = note(r);
+    if (!n.empty()) os << ": " << n;
+    os << " |\n";
+  }
+  os << "\n" << summary_line(results) << "\n";
+}
+
+std::string csv_text(const std::vector<CaseResult>& results) {
+  std::string out = sweep::csv_line({"id", "family", "title", "arch", "metric", "unit", "measured", "simulated",
+                                     "error_pct", "tolerance_pct", "within_tolerance", "expect", "outcome",
+                                     "message", "source"});
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    const bool v = has_value(r);
+    out += sweep::csv_line({c.id, c.family, c.title, c.arch, metric_kind_name(c.metric.kind), c.metric.unit,
+                            format_real(c.measured), v ? format_real(r.simulated) : "",
+                            v ? format_fixed(r.error_pct, 2) : "", format_real(c.tolerance * 100),
+                            v ? (within_tolerance(c, r.simulated) ? "true" : "false") : "",
+                            c.expect_miss ? "miss" : "", outcome_name(r.outcome), note(r), c.source});
+  }
+  return out;
+}
+
+std::string svg_plot(const std::vector<CaseResult>& results) {
+  // Axes span every measured and simulated value (and tolerance ends), in
+  // whole decades.
+  double lo = INFINITY, hi = 0;
+  for (const auto& r : results) {
+    if (!has_value(r) || !(r.simulated > 0)) continue;
+    const Case& c = *r.c;
+    for (double v : {c.measured, r.simulated, c.measured * (1 - c.tolerance), c.measured * (1 + kBand)}) {
+      if (v > 0) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+  if (!(hi > 0)) lo = 1, hi = 10;
+  const double d0 = std::floor(std::log10(lo)), d1 = std::max(std::ceil(std::log10(hi)), d0 + 1);
+  const double W = 760, H = 650, L = 70, R = 20, T = 50, B = 60;
+  const double pw = W - L - R, ph = H - T - B;
+  auto X = [&](double v) { return L + (std::log10(v) - d0) / (d1 - d0) * pw; };
+  auto Y = [&](double v) { return T + ph - (std::log10(v) - d0) / (d1 - d0) * ph; };
+  auto f = [](double v) { return format_fixed(v, 1); };
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+    << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    << "<rect width=\"" << W << "\" height=\"" << H << "\" fill=\"white\"/>\n"
+    << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">tpusim validation: simulated vs "
+       "measured (each case in its own unit)</text>\n";
+  // ±25% band around y = x.
+  const double a = std::pow(10, d0), b = std::pow(10, d1);
+  s << "<polygon fill=\"#dfe9f5\" points=\"" << f(X(a)) << "," << f(Y(std::max(a * (1 - kBand), a))) << " " << f(X(b))
+    << "," << f(Y(b * (1 - kBand))) << " " << f(X(b / (1 + kBand))) << "," << f(Y(b)) << " " << f(X(a)) << ","
+    << f(Y(a * (1 + kBand))) << "\"/>\n";
+  // Grid and decade labels.
+  for (double d = d0; d <= d1; d += 1) {
+    const double v = std::pow(10, d);
+    s << "<line x1=\"" << f(X(v)) << "\" y1=\"" << T << "\" x2=\"" << f(X(v)) << "\" y2=\"" << T + ph
+      << "\" stroke=\"#ccc\"/>\n<line x1=\"" << L << "\" y1=\"" << f(Y(v)) << "\" x2=\"" << L + pw << "\" y2=\""
+      << f(Y(v)) << "\" stroke=\"#ccc\"/>\n"
+      << "<text x=\"" << f(X(v)) << "\" y=\"" << T + ph + 16 << "\" text-anchor=\"middle\">1e" << d << "</text>\n"
+      << "<text x=\"" << L - 6 << "\" y=\"" << f(Y(v) + 4) << "\" text-anchor=\"end\">1e" << d << "</text>\n";
+  }
+  s << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"#333\"/>\n"
+    << "<line x1=\"" << f(X(a)) << "\" y1=\"" << f(Y(a)) << "\" x2=\"" << f(X(b)) << "\" y2=\"" << f(Y(b))
+    << "\" stroke=\"#333\" stroke-dasharray=\"5,4\"/>\n"
+    << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\" font-size=\"13\">measured on "
+       "a real TPU</text>\n"
+    << "<text x=\"16\" y=\"" << T + ph / 2 << "\" text-anchor=\"middle\" font-size=\"13\" transform=\"rotate(-90 16 "
+    << T + ph / 2 << ")\">simulated by tpusim</text>\n";
+  const auto color = [](Outcome o) {
+    switch (o) {
+      case Outcome::Pass: return "#1a9850";
+      case Outcome::Fail: return "#d73027";
+      case Outcome::ExpectedMiss: return "#f46d43";
+      case Outcome::UnexpectedPass: return "#7b3294";
+      default: return "#999";
+    }
+  };
+  // Legend.
+  const std::pair<Outcome, const char*> legend[] = {{Outcome::Pass, "pass"},
+                                                    {Outcome::Fail, "fail"},
+                                                    {Outcome::ExpectedMiss, "expected miss"},
+                                                    {Outcome::UnexpectedPass, "unexpected pass"}};
+  // In the lower right corner, away from the diagonal where points lie.
+  const double lx = L + pw - 345;
+  double gy = T + ph - 80;
+  for (const auto& [o, name] : legend) {
+    s << "<circle cx=\"" << lx + 4 << "\" cy=\"" << gy - 4 << "\" r=\"4\" fill=\"" << color(o) << "\"/><text x=\""
+      << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
+    gy += 15;
+  }
+  s << "<text x=\"" << lx << "\" y=\"" << gy << "\">dashed: y = x; band: ±25%; grey bar: the case's "
+       "tolerance</text>\n";
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml(summary_line(results)) << "</text>\n";
+  // Labels are placed right of their point (left of it near the right
+  // edge), moved up or down in steps until they overlap no label placed
+  // before, with a leader line when moved.
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph}};  // the legend
+  auto overlaps = [&](const Box& b) {
+    for (const auto& p : placed)
+      if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return true;
+    return false;
+  };
+  for (const auto& r : results) {
+    if (!has_value(r) || !(r.simulated > 0)) continue;
+    const Case& c = *r.c;
+    const double x = X(c.measured);
+    const double y = std::min(std::max(Y(r.simulated), T), T + ph);
+    const double tw = 5.0 * static_cast<double>(c.id.size());  // ~9 px font
+    const bool left = x + 6 + tw > L + pw;
+    // Candidate offsets 0, +10, -10, +20, -20, ... px from beside the point.
+    double ly = y - 4;
+    Box b{};
+    for (int k = 0; k < 25; ++k) {
+      ly = y - 4 + 10.0 * ((k + 1) / 2) * (k % 2 ? 1 : -1);
+      b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
+      if (!overlaps(b)) break;
+    }
+    placed.push_back(b);
+    const bool moved = ly != y - 4;
+    s << "<g><title>" << xml(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " +
+                             num(r.simulated) + " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
+      << "</title>\n"
+      << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x)
+      << "\" y2=\"" << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
+      << "stroke-opacity=\"0.35\"/>\n"
+      << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n";
+    if (moved)  // a leader line from the point to its displaced label
+      s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
+        << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
+    s
+      << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
+      << (left ? " text-anchor=\"end\"" : "") << ">" << xml(c.id) << "</text></g>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string html_page(const std::vector<CaseResult>& results) {
+  std::ostringstream s;
+  s << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tpusim validation</title>\n"
+       "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}td.n{text-align:right}</style>\n"
+       "</head><body>\n<h1>tpusim validation</h1>\n<p>"
+    << xml(summary_line(results)) << "</p>\n" << svg_plot(results)
+    << "<table>\n<tr><th>case</th><th>title</th><th>measured</th><th>simulated</th><th>unit</th><th>error</th>"
+       "<th>tolerance</th><th>outcome</th><th>source</th></tr>\n";
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    const bool v = has_value(r);
+    s << "<tr><td>" << xml(c.id) << "</td><td>" << xml(c.title) << "</td><td class=\"n\">" << num(c.measured)
+      << "</td><td class=\"n\">" << (v ? num(r.simulated) : "-") << "</td><td>" << xml(c.metric.unit)
+      << "</td><td class=\"n\">" << (v ? pct(r.error_pct) + "%" : "-") << "</td><td class=\"n\">" << xml(tol(c))
+      << "</td><td>" << outcome_name(r.outcome) << (note(r).empty() ? "" : ": " + xml(note(r))) << "</td><td>"
+      << xml(c.source) << "</td></tr>\n";
+  }
+  s << "</table>\n</body></html>\n";
+  return s.str();
+}
+
+void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {
+  fs::create_directories(dir);
+  const std::pair<const char*, std::string> files[] = {{"validation.csv", csv_text(results)},
+                                                       {"validation.svg", svg_plot(results)},
+                                                       {"validation.html", html_page(results)}};
+  for (const auto& [name, text] : files) {
+    const std::string path = (fs::path(dir) / name).string();
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    if (!f) throw std::runtime_error("cannot write " + path);
+  }
+}
+
+}  // namespace tpusim::sim::validate

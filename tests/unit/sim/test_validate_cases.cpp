@@ -1,0 +1,270 @@
+// Validation case files without running anything: parsing with defaults,
+// run arguments, the metric formulas against hand-computed values, the
+// outcome rules (strict expected misses), a table of malformed files (each
+// message names file:line:column and the key), the reports, and the
+// repository's own suite (it loads, has >= 15 cases from >= 4 generations).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "config_test_util.h"
+#include "sim/config/config_error.h"
+#include "sim/validate/case_file.h"
+#include "sim/validate/report.h"
+#include "sim/validate/runner.h"
+
+namespace tpusim::sim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+using testing::TempDir;
+
+const char* kGood = R"yaml(family: demo
+defaults:
+  source: "a paper, table 1"
+  source_metric: "per chip, profiler time"
+  arch: v5e
+  metric: {kind: tflops, unit: TFLOP/s}
+  tolerance: 0.1
+cases:
+  - id: gemm-a
+    title: a gemm
+    workload: {gemm: "256,512,1024", dtype: bf16}
+    measured: 100
+  - id: copy-b
+    title: a copy
+    set: [hbm.model=channel]
+    workload: {file: wl.yaml}
+    metric: {kind: bandwidth, unit: GB/s, bytes: "2 * 1048576"}
+    measured: 500
+    tolerance: 0.2
+    expect: miss
+    reason: "too slow today (-40%)"
+  - id: step-c
+    title: a model step
+    arch: v6e
+    slice: 2x2
+    mesh: fsdp=4
+    workload: {model: llama3-8b, phase: train, batch: 4, seq: 256, fusion: false}
+    metric: {kind: mfu, unit: "%", peak_tflops: 918}
+    measured: 40
+)yaml";
+
+const char* kWorkload = R"(tpusim_workload: 1
+name: wl
+tensors:
+  - {name: a, shape: [1024], dtype: bf16, kind: input}
+ops:
+  - {name: c, op: slice, inputs: [a], start: [0], limit: [1024]}
+)";
+
+std::vector<Case> parse_in(const TempDir& d, const std::string& text) {
+  d.write("wl.yaml", kWorkload);
+  return load_cases(d.write("cases.yaml", text), default_search_path());
+}
+
+TEST(ValidateCases, ParsesDefaultsAndOverrides) {
+  TempDir d;
+  const auto cases = parse_in(d, kGood);
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].id, "gemm-a");
+  EXPECT_EQ(cases[0].family, "demo");
+  EXPECT_EQ(cases[0].arch, "v5e");
+  EXPECT_EQ(cases[0].source, "a paper, table 1");
+  EXPECT_EQ(cases[0].line, 9);
+  EXPECT_DOUBLE_EQ(cases[0].tolerance, 0.1);
+  EXPECT_EQ(cases[0].metric.kind, MetricKind::Tflops);
+  EXPECT_FALSE(cases[0].expect_miss);
+  // The case's own keys replace the defaults' whole value.
+  EXPECT_DOUBLE_EQ(cases[1].tolerance, 0.2);
+  EXPECT_EQ(cases[1].metric.kind, MetricKind::Bandwidth);
+  EXPECT_DOUBLE_EQ(cases[1].metric.unit_scale, 1e9);
+  EXPECT_TRUE(cases[1].expect_miss);
+  EXPECT_EQ(cases[1].reason, "too slow today (-40%)");
+  EXPECT_EQ(cases[1].workload.value, (fs::path(d.path()) / "wl.yaml").lexically_normal().string());
+  EXPECT_EQ(cases[2].arch, "v6e");
+}
+
+TEST(ValidateCases, RunArguments) {
+  TempDir d;
+  const auto cases = parse_in(d, kGood);
+  EXPECT_EQ(run_args(cases[0]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--gemm",
+                                                          "256,512,1024", "--dtype", "bf16"}));
+  EXPECT_EQ(run_args(cases[1]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--set",
+                                                          "hbm.model=channel", "--workload",
+                                                          (fs::path(d.path()) / "wl.yaml").lexically_normal().string()}));
+  EXPECT_EQ(run_args(cases[2]),
+            (std::vector<std::string>{"run", "--arch", "v6e", "--quiet", "--slice", "2x2", "--mesh", "fsdp=4",
+                                      "--model", "llama3-8b", "--phase", "train", "--batch", "4", "--seq", "256",
+                                      "--no-fusion"}));
+}
+
+TEST(ValidateCases, MetricFormulas) {
+  TempDir d;
+  const auto cases = parse_in(d, kGood);
+  const std::map<std::string, std::string> summary = {
+      {"seconds", "0.002"}, {"total_flops", "4e11"}, {"hbm_bytes", "123"}};
+  // tflops: total_flops / seconds / 1e12 = 4e11 / 0.002 / 1e12 = 200.
+  EXPECT_NEAR(simulated_value(cases[0], summary), 200.0, 1e-9);
+  // bandwidth: 2 * 1048576 B / 0.002 s / 1e9 = 1.048576 GB/s.
+  EXPECT_NEAR(simulated_value(cases[1], summary), 1.048576, 1e-12);
+  // mfu: 100 * 4e11 / 0.002 / 918e12 = 21.786...%.
+  EXPECT_NEAR(simulated_value(cases[2], summary), 100.0 * 2e14 / 918e12, 1e-9);
+  Case t = cases[0];
+  t.metric.kind = MetricKind::Time;
+  t.metric.unit_scale = 1e-3;  // ms
+  EXPECT_NEAR(simulated_value(t, summary), 2.0, 1e-12);
+  Case tok = cases[0];
+  tok.metric.kind = MetricKind::TokensPerSecond;
+  tok.metric.tokens = sweep::Expr::parse("4 * 256");
+  EXPECT_NEAR(simulated_value(tok, summary), 1024 / 0.002, 1e-6);
+  // Missing or non-positive seconds is an error, not a value.
+  EXPECT_THROW(simulated_value(cases[0], {{"total_flops", "1"}}), std::runtime_error);
+  EXPECT_THROW(simulated_value(cases[0], {{"seconds", "0"}, {"total_flops", "1"}}), std::runtime_error);
+}
+
+TEST(ValidateCases, OutcomesAreStrict) {
+  Case c;
+  c.measured = 100;
+  c.tolerance = 0.1;
+  EXPECT_TRUE(within_tolerance(c, 110));   // exactly +10%
+  EXPECT_TRUE(within_tolerance(c, 90));    // exactly -10%
+  EXPECT_FALSE(within_tolerance(c, 110.01));
+  EXPECT_FALSE(within_tolerance(c, 89.99));
+  EXPECT_FALSE(within_tolerance(c, NAN));
+  EXPECT_EQ(judge(c, 105), Outcome::Pass);
+  EXPECT_EQ(judge(c, 120), Outcome::Fail);
+  c.expect_miss = true;
+  EXPECT_EQ(judge(c, 120), Outcome::ExpectedMiss);
+  EXPECT_EQ(judge(c, 105), Outcome::UnexpectedPass);
+  CaseResult pass{&c, Outcome::Pass, 1, 0, "", 0}, xfail{&c, Outcome::ExpectedMiss, 1, 0, "", 0};
+  CaseResult fail{&c, Outcome::Fail, 1, 0, "", 0}, xpass{&c, Outcome::UnexpectedPass, 1, 0, "", 0};
+  CaseResult error{&c, Outcome::Error, 0, 0, "exit 2", 0};
+  EXPECT_EQ(exit_code({pass, xfail}), 0);
+  EXPECT_EQ(exit_code({pass, fail}), 1);
+  EXPECT_EQ(exit_code({pass, xpass}), 1);
+  EXPECT_EQ(exit_code({pass, error}), 1);
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  std::string expect;  // substring of the rendered message
+};
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  if (at == std::string::npos) throw std::logic_error("test text lacks '" + from + "'");
+  return s.replace(at, from.size(), to);
+}
+
+TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
+  const std::string g = kGood;
+  const std::vector<BadCase> bad = {
+      {"unknown case key", replace(g, "    title: a gemm", "    titel: a gemm\n    title: a gemm"),
+       "cases.yaml:10:5: cases[0].titel: expected one of"},
+      {"suggestion", replace(g, "    title: a gemm", "    titel: a gemm\n    title: a gemm"), "did you mean 'title'"},
+      {"missing measured", replace(g, "    measured: 100\n", ""), "cases[gemm-a].measured: expected a value for"},
+      {"two workload sources", replace(g, "{gemm: \"256,512,1024\", dtype: bf16}", "{gemm: \"1,1,1\", conv: x}"),
+       "cases[gemm-a].workload: expected exactly one of"},
+      {"unknown metric kind", replace(g, "{kind: tflops, unit: TFLOP/s}", "{kind: tflop, unit: TFLOP/s}"),
+       "cases.yaml:6:18: cases[gemm-a].metric.kind"},
+      {"unit of another kind", replace(g, "unit: GB/s", "unit: ms"), "cases.yaml:17:37: cases[copy-b].metric.unit"},
+      {"bandwidth without bytes", replace(g, ", bytes: \"2 * 1048576\"", ""), "cases[copy-b].metric.bytes"},
+      {"flops on a bandwidth metric", replace(g, "bytes: \"2 * 1048576\"", "bytes: \"2 * 1048576\", flops: 1"),
+       "cases[copy-b].metric.flops: expected 'flops' only for kind tflops or mfu"},
+      {"unknown name in bytes", replace(g, "2 * 1048576", "2 * hbm_byte"), "unknown name 'hbm_byte'"},
+      {"tolerance above 1", replace(g, "tolerance: 0.2", "tolerance: 20"), "cases[copy-b].tolerance: expected a "
+                                                                           "relative tolerance"},
+      {"expect without reason", replace(g, "    reason: \"too slow today (-40%)\"\n", ""),
+       "cases[copy-b].reason: expected a reason with expect: miss"},
+      {"expect other than miss", replace(g, "expect: miss", "expect: pass"), "cases[copy-b].expect: expected miss"},
+      {"missing workload file", replace(g, "file: wl.yaml", "file: nope.yaml"), "nope.yaml' does not exist"},
+      {"unknown model", replace(g, "model: llama3-8b", "model: llama9"), "cases[step-c].workload.model"},
+      {"model key on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, batch: 4}"), "'batch' only with model"},
+      {"duplicate id", replace(g, "id: copy-b", "id: gemm-a"), "already the id of the case at line 9"},
+      {"bad override", replace(g, "hbm.model=channel", "hbm.modle=channel"), "cases[copy-b].set"},
+      {"unknown chip", replace(g, "arch: v6e", "arch: v99"), "cases[step-c].arch"},
+      {"mesh without slice", replace(g, "    slice: 2x2\n", ""), "cases[step-c].mesh: expected a slice"},
+      {"not yaml", "family: [", "cases.yaml:"},
+      {"no cases", "family: x\n", "cases: expected a non-empty list"},
+  };
+  for (const auto& b : bad) {
+    TempDir d;
+    try {
+      parse_in(d, b.text);
+      ADD_FAILURE() << b.name << ": no error";
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(b.expect), std::string::npos) << b.name << ": " << what;
+      EXPECT_NE(what.find("cases.yaml"), std::string::npos) << b.name << ": " << what;
+    }
+  }
+}
+
+TEST(ValidateCases, EveryProblemIsReported) {
+  TempDir d;
+  std::string t = replace(kGood, "measured: 100", "measured: -1");
+  t = replace(t, "tolerance: 0.2", "tolerance: 0");
+  try {
+    parse_in(d, t);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.diagnostics().size(), 2u) << e.what();
+  }
+}
+
+TEST(ValidateReports, TableCsvSvgAndHtml) {
+  TempDir d;
+  const auto cases = parse_in(d, kGood);
+  std::vector<CaseResult> r = {{&cases[0], Outcome::Pass, 95, -5, "", 1},
+                               {&cases[1], Outcome::ExpectedMiss, 300, -40, "", 1},
+                               {&cases[2], Outcome::Error, 0, 0, "exit 2: boom", 1}};
+  std::ostringstream table;
+  write_table(table, r);
+  EXPECT_NE(table.str().find("gemm-a"), std::string::npos);
+  EXPECT_NE(table.str().find("-5.0"), std::string::npos);
+  EXPECT_NE(table.str().find("exit 2: boom"), std::string::npos);
+  // Mean |error| over the cases with a value: (5 + 40) / 2 = 22.5.
+  EXPECT_NE(table.str().find("3 cases: 1 pass, 0 fail, 1 expected miss, 0 unexpected pass, 1 error; mean |error| "
+                             "22.5%, max 40.0%"),
+            std::string::npos)
+      << table.str();
+  const std::string csv = csv_text(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "id,family,title,arch,metric,unit,measured,simulated,error_pct,tolerance_pct,within_tolerance,expect,"
+            "outcome,message,source");
+  EXPECT_NE(csv.find("gemm-a,demo,a gemm,v5e,tflops,TFLOP/s,100,95,-5.00,10,true,,pass,,"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("copy-b,demo,a copy,v5e,bandwidth,GB/s,500,300,-40.00,20,false,miss,xfail,,"),
+            std::string::npos)
+      << csv;
+  const std::string svg = svg_plot(r);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find(">gemm-a</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">step-c</text>"), std::string::npos);  // an error has no point
+  const std::string html = html_page(r);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("exit 2: boom"), std::string::npos);
+}
+
+TEST(ValidateSuite, RepositorySuiteLoads) {
+  const auto cases = load_cases(default_cases_dir(), default_search_path());
+  EXPECT_GE(cases.size(), 15u);
+  std::set<std::string> archs, kinds;
+  for (const auto& c : cases) {
+    archs.insert(c.arch);
+    kinds.insert(metric_kind_name(c.metric.kind));
+    EXPECT_FALSE(c.source.empty()) << c.id;
+    EXPECT_LE(c.tolerance, 0.25) << c.id;
+    if (c.expect_miss) EXPECT_FALSE(c.reason.empty()) << c.id;
+  }
+  EXPECT_GE(archs.size(), 4u);
+}
+
+}  // namespace
+}  // namespace tpusim::sim::validate
