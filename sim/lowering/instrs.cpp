@@ -43,6 +43,12 @@ Instr load(Ref src, std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t s
   return dma(src.space, MemSpace::vmem, src.addr, row_bytes, rows, stride, row_bytes);
 }
 
+Instr copy(Ref src, Ref dst, std::uint64_t bytes) {
+  Instr in = dma(src.space, dst.space, src.addr, bytes, 1, bytes, bytes);
+  std::get<DmaWork>(in.work).dst_addr = dst.addr;
+  return in;
+}
+
 Instr store(Ref dst, std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t stride) {
   return dma(MemSpace::vmem, dst.space, dst.addr, row_bytes, rows, row_bytes, stride);
 }

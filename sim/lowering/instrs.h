@@ -22,6 +22,9 @@ std::uint64_t bytes_of(arch::DType t, std::int64_t n);
 // `rows` rows of `row_bytes` from `src` (rows `stride` bytes apart; 0 =
 // contiguous) into VMEM.
 arch::Instr load(Ref src, std::uint64_t row_bytes, std::uint64_t rows = 1, std::uint64_t stride = 0);
+// A copy from `src` to `dst` without VMEM staging (HBM to HBM: the DMA
+// engines read and write side by side).
+arch::Instr copy(Ref src, Ref dst, std::uint64_t bytes);
 // The same from VMEM to `dst`.
 arch::Instr store(Ref dst, std::uint64_t row_bytes, std::uint64_t rows = 1, std::uint64_t stride = 0);
 arch::Instr mxu(std::int64_t m, std::int64_t k, std::int64_t n, arch::DType t, int index);

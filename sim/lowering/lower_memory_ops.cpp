@@ -1,7 +1,7 @@
 // Operators that mostly move bytes: embedding lookups (gathers of table
 // rows) and layout ops (transpose through VMEM and the XLU; concat and
-// slice as copies; reshape a relabelling of the same bytes that costs
-// nothing).
+// slice as direct DMAs, or through VMEM when ops are fused into them;
+// reshape a relabelling of the same bytes that costs nothing).
 #include "sim/lowering/op_lowering.h"
 
 namespace tpusim::sim::lowering {
@@ -58,6 +58,31 @@ std::vector<Step> lower_copy(const LowerContext& cx, std::size_t i, const Epilog
   }
   const std::uint64_t elems = static_cast<std::uint64_t>(out.num_elements());
   const int cores = cx.cores();
+  // A slice or concat with nothing fused into it moves bytes and computes
+  // nothing: XLA emits it as DMAs from the source straight to the result
+  // (no VMEM staging), one per input piece, split over the DMA engines.
+  // Pieces are taken as contiguous (exact for the major dimension).
+  const bool plain = ep.extras.empty() && ep.alu == 0 && ep.trans == 0 && ep.out.space != arch::MemSpace::vmem;
+  if (plain && (op.kind == OpKind::slice || op.kind == OpKind::concat)) {
+    std::vector<Step> steps;
+    std::uint64_t at = 0;
+    const std::size_t n_in = op.kind == OpKind::slice ? 1 : op.inputs.size();
+    for (std::size_t k = 0; k < n_in; ++k) {
+      const std::uint64_t bytes = op.kind == OpKind::slice ? out.bytes() : cx.tensor(op.inputs[k]).bytes();
+      for (int c = 0; c < cores; ++c) {
+        const std::uint64_t b0 = bytes * static_cast<std::uint64_t>(c) / static_cast<std::uint64_t>(cores),
+                            b1 = bytes * static_cast<std::uint64_t>(c + 1) / static_cast<std::uint64_t>(cores);
+        if (b1 == b0) continue;
+        Step s;
+        s.core = c;
+        s.epilogue.push_back(copy(cx.ref(op.inputs[k]) + b0, ep.out + (at + b0), b1 - b0));
+        steps.push_back(std::move(s));
+      }
+      at += bytes;
+    }
+    plan.blocking = "direct DMA, " + std::to_string(steps.size()) + " pieces";
+    return steps;
+  }
   const std::uint64_t chunks = chunk_count(cx.f, cores, 8, out.bytes(), elems / 1024 + 1);
   std::vector<Step> steps;
   for (std::uint64_t c = 0; c < chunks; ++c) {

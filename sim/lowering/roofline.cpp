@@ -15,8 +15,9 @@ void fill_roofline(const LowerContext& cx, std::size_t i, const std::vector<Step
   const auto& chain = cx.fusion.chain[i];
   auto add_dma = [&](const arch::Instr& in) {
     const DmaWork& w = std::get<DmaWork>(in.work);
-    if (w.src == MemSpace::hbm || w.dst == MemSpace::hbm) plan.dma_bytes += w.bytes();
-    if (w.src == MemSpace::cmem || w.dst == MemSpace::cmem) plan.cmem_dma_bytes += w.bytes();
+    // A copy between two places of the same memory moves its bytes twice.
+    plan.dma_bytes += w.bytes() * ((w.src == MemSpace::hbm) + (w.dst == MemSpace::hbm));
+    plan.cmem_dma_bytes += w.bytes() * ((w.src == MemSpace::cmem) + (w.dst == MemSpace::cmem));
   };
   for (const Step& s : steps) {
     for (const arch::Instr& l : s.loads) add_dma(l);
