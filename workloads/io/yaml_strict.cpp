@@ -1,7 +1,11 @@
 // See yaml_strict.h.
 #include "workloads/io/yaml_strict.h"
 
+#include <cstdint>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -10,24 +14,73 @@ namespace tpusim::workloads {
 
 namespace {
 
-// Iterative walk: a document nested thousands of levels deep must not
-// overflow the stack here (yaml-cpp's own parser stops at its depth limit).
+// Largest document after aliases are expanded: a "billion laughs" of
+// nested aliases would otherwise make every reader walk 10^9 nodes.
+constexpr std::uint64_t kMaxExpandedNodes = 20'000'000;
+
+// Identity of a map or sequence: its start in the text. Aliases share the
+// node (and so the mark) of their anchor.
+using Key = std::tuple<int, int, int>;
+Key key_of(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return {m.pos, m.line, m.column};
+}
+
+// Iterative depth-first walk: a document nested thousands of levels deep
+// must not overflow the stack here. Checks duplicate keys once per node,
+// refuses an alias inside its own anchor (a cycle every reader would
+// follow forever) and a document whose expansion is too large.
 void walk(const YAML::Node& root) {
-  std::vector<YAML::Node> todo{root};
-  while (!todo.empty()) {
-    YAML::Node n = todo.back();
-    todo.pop_back();
+  struct Frame {
+    YAML::Node node;
+    std::vector<YAML::Node> kids;
+    std::size_t next = 0;
+    std::uint64_t size = 1;
+  };
+  std::map<Key, std::uint64_t> done;  // expanded size of each finished node
+  std::set<Key> on_path;
+  std::vector<Frame> stack;
+  auto enter = [&](const YAML::Node& n) -> std::optional<std::uint64_t> {
+    if (!n.IsMap() && !n.IsSequence()) return 1;
+    const Key k = key_of(n);
+    if (auto it = done.find(k); it != done.end()) return it->second;
+    if (on_path.count(k))
+      throw YAML::ParserException(n.Mark(), "an alias refers to a node that contains it (a cycle)");
+    Frame f{n, {}, 0, 1};
     if (n.IsMap()) {
       std::set<std::string> seen;
       for (const auto& kv : n) {
         if (kv.first.IsScalar() && !seen.insert(kv.first.Scalar()).second)
           throw YAML::ParserException(kv.first.Mark(),
                                       "duplicate key '" + kv.first.Scalar() + "' (each key may appear once in a map)");
-        todo.push_back(kv.second);
+        f.kids.push_back(kv.second);
       }
-    } else if (n.IsSequence()) {
-      for (const auto& e : n) todo.push_back(e);
+    } else {
+      for (const auto& e : n) f.kids.push_back(e);
     }
+    on_path.insert(k);
+    stack.push_back(std::move(f));
+    return std::nullopt;
+  };
+  auto add = [&](Frame& f, std::uint64_t n) {
+    f.size += n;
+    if (f.size > kMaxExpandedNodes)
+      throw YAML::ParserException(f.node.Mark(), "the document expands to more than 20 million nodes (aliases)");
+  };
+  if (enter(root)) return;
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.next < f.kids.size()) {
+      const YAML::Node kid = f.kids[f.next++];
+      if (auto n = enter(kid)) add(stack.back(), *n);
+      continue;
+    }
+    const Key k = key_of(f.node);
+    const std::uint64_t size = f.size;
+    on_path.erase(k);
+    done[k] = size;
+    stack.pop_back();
+    if (!stack.empty()) add(stack.back(), size);
   }
 }
 

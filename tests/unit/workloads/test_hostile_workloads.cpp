@@ -153,6 +153,29 @@ TEST(HostileWorkload, DuplicateKeysAndSecondDocumentsAreErrors) {
   EXPECT_NE(jdup.find("duplicate key 'name'"), std::string::npos) << jdup;
 }
 
+TEST(HostileWorkload, AliasCyclesAndAliasBombsAreRefused) {
+  // An alias inside its own anchor made the config loader spin forever.
+  const std::string cyc = error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nops: &a [*a]\n", "c.yaml"); });
+  EXPECT_NE(cyc.find("cycle"), std::string::npos) << cyc;
+  // Ten levels of ten aliases each: 10^10 nodes once expanded.
+  std::string bomb = "tpusim_workload: 1\nname: a\nx0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 10; ++i) {
+    bomb += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string e = error_of([&] { read_workload_string(bomb + "ops: []\n", "b.yaml"); });
+  EXPECT_NE(e.find("more than 20 million nodes"), std::string::npos) << e;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // A plain shared alias is fine (and still an unknown key here).
+  const std::string ok = error_of([] {
+    read_workload_string("tpusim_workload: 1\nname: a\nx: &s [1]\ny: *s\nops: []\n", "s.yaml");
+  });
+  EXPECT_EQ(ok.find("cycle"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("unknown key 'x'"), std::string::npos) << ok;
+}
+
 TEST(HostileWorkload, NonRegularFilesAreRefusedWithoutReading) {
   EXPECT_NE(error_of([] { read_workload_file("/dev/zero"); }).find("not a regular file"), std::string::npos);
   EXPECT_NE(error_of([] { read_scalesim_csv("/dev/zero"); }).find("not a regular file"), std::string::npos);
