@@ -21,19 +21,8 @@ namespace fs = std::filesystem;
 using tpusim::test::CliResult;
 using tpusim::test::slurp;
 
-struct TmpDir {
-  fs::path p;
-  TmpDir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("tpusim_hostile_cli_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~TmpDir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-  std::string operator/(const std::string& s) const { return (p / s).string(); }
+struct TmpDir : tpusim::test::TmpDir {
+  TmpDir() : tpusim::test::TmpDir("tpusim_hostile_cli_") {}
 };
 
 CliResult tpusim(const TmpDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.p.string(), args); }

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "workload_test_util.h"
 #include "workloads/builtin.h"
 #include "workloads/io/scalesim_csv.h"
 #include "workloads/io/workload_file.h"
@@ -21,14 +22,7 @@ using namespace tpusim::workloads;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const WorkloadError& e) {
-    return e.what();
-  }
-  return "";
-}
+using tpusim::workloads::testing::error_of;
 
 std::string wl_with_shape(const std::string& shape, const std::string& dtype = "bf16") {
   return "tpusim_workload: 1\nname: big\ntensors:\n  - {name: x, shape: " + shape + ", dtype: " + dtype +
