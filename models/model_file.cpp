@@ -250,7 +250,7 @@ void read_transformer(Map& m, ModelSpec& s, Ctx& c) {
     t.image_size = m.integer("image_size", true, 1);
     t.channels = m.integer("channels", false, 3);
     t.classes = m.integer("classes", false, 0, 0);
-    if (t.patch > 0 && t.image_size % t.patch != 0)
+    if (t.patch > 0 && t.image_size % t.patch != 0 && m.node()["image_size"])  // a missing one is reported above
       c.error(m.node()["image_size"].Mark(), "image_size", "a multiple of patch " + std::to_string(t.patch),
               std::to_string(t.image_size));
   }

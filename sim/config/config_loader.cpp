@@ -650,7 +650,11 @@ arch::TpuConfig build(const Resolved& r) {
     model_check([&] { arch::DmaEngineTiming t(c.dma, c.hbm, c.chip.clock_hz); });
     for (const auto& [n, m] : {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem},
                                {"smem", &c.smem}, {"cmem", &c.cmem}})
-      if (m->present) model_check([&] { arch::MemoryPorts p(n, *m, c.chip.clock_hz); });
+      if (m->present) {
+        const std::string name = n;  // C++17: structured bindings cannot be captured
+        const arch::MemoryConfig& mem = *m;
+        model_check([&] { arch::MemoryPorts p(name, mem, c.chip.clock_hz); });
+      }
   }
   // Derived figures are only meaningful for an otherwise valid config.
   if (v.diags.empty()) {

@@ -1,6 +1,9 @@
 // See yaml_strict.h.
 #include "workloads/io/yaml_strict.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -88,13 +91,44 @@ void walk(const YAML::Node& root) {
 
 void check_no_duplicate_keys(const YAML::Node& root) { walk(root); }
 
+namespace {
+// Records where the first content of a document is, if it has any.
+class ContentProbe : public YAML::EventHandler {
+ public:
+  bool content = false;
+  YAML::Mark at;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { note(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    note(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& m) {
+    if (!content) at = m;
+    content = true;
+  }
+};
+}  // namespace
+
 YAML::Node load_yaml_strict(const std::string& text) {
-  std::vector<YAML::Node> docs = YAML::LoadAll(text);
-  for (std::size_t i = 1; i < docs.size(); ++i)
-    if (!docs[i].IsNull())
-      throw YAML::ParserException(docs[i].Mark(),
-                                  "a second document (only one YAML document or JSON value per file)");
-  YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+  // Not YAML::LoadAll: yaml-cpp 0.7 loops forever in it on some malformed
+  // input (found by tests/fuzz/fuzz_workload_yaml). The first document is
+  // loaded, and the parser is asked for exactly one more.
+  YAML::Node root = YAML::Load(text);
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ContentProbe first, second;
+  if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) && second.content)
+    throw YAML::ParserException(second.at, "a second document (only one YAML document or JSON value per file)");
   walk(root);
   return root;
 }

@@ -178,6 +178,12 @@ TEST(HostileModelFile, DuplicateKeysAndNonRegularFilesAreErrors) {
   EXPECT_NE(model_error([] { models::parse_model_text("name: a\n---\nname: b\n", "m.yaml"); }).find("second document"),
             std::string::npos);
   EXPECT_NE(model_error([] { models::read_model_file("/dev/zero"); }).find("not a regular file"), std::string::npos);
+  // Found by tests/fuzz/fuzz_model_file: a vit model whose image_size key
+  // is garbled threw YAML::InvalidNode (std::terminate in the fuzzer).
+  const std::string vit = model_error([] {
+    models::read_model_file(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/model_file_vit_no_image_size.yaml");
+  });
+  EXPECT_NE(vit.find("image_size"), std::string::npos) << vit;
 }
 
 }  // namespace

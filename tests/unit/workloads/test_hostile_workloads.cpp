@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "workload_test_util.h"
 #include "workloads/builtin.h"
@@ -168,6 +169,18 @@ TEST(HostileWorkload, AliasCyclesAndAliasBombsAreRefused) {
   });
   EXPECT_EQ(ok.find("cycle"), std::string::npos) << ok;
   EXPECT_NE(ok.find("unknown key 'x'"), std::string::npos) << ok;
+}
+
+// Inputs the fuzzers found (tests/fuzz/regressions/).
+TEST(HostileWorkload, FuzzFindingYamlLoadAllLoopEndsInAnError) {
+  // A mutated JSON workload on which yaml-cpp's LoadAll never returned.
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/workload_yaml_loadall_hang.json",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(error_of([&] { read_workload_string(text, "hang.json"); }), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 TEST(HostileWorkload, NonRegularFilesAreRefusedWithoutReading) {
