@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test test-asan bench clean
+.PHONY: all bootstrap configure build run test test-asan fuzz fuzz-build bench clean
 
 all: build
 
@@ -23,10 +23,32 @@ build: configure
 run: build
 	$(BUILD)/sim/tpusim run --arch v5e --gemm 4096,4096,4096 --out results/default
 
-# The whole test suite, then the unit tests again under ASan + UBSan.
+# The whole test suite, the unit tests again under ASan + UBSan, then a
+# short run of every fuzzer.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
+	$(MAKE) fuzz FUZZ_SECONDS=3
+
+# libFuzzer targets (tests/fuzz/), built with Debian's clang in their own
+# folder; each runs FUZZ_SECONDS on a seed corpus of the shipped files.
+# A crash leaves its input in $(BUILD)-fuzz/artifacts/ and fails the target.
+FUZZ_SECONDS ?= 120
+FUZZERS = fuzz_workload_yaml:configs/workloads fuzz_scalesim_csv:configs/workloads \
+          fuzz_model_file:models/zoo fuzz_config:configs fuzz_sweep_expr:tests/fuzz/seeds/expr
+fuzz-build: bootstrap
+	CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPUSIM_FUZZ=ON
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzzers
+
+fuzz: fuzz-build
+	@mkdir -p $(BUILD)-fuzz/artifacts
+	@for f in $(FUZZERS); do n=$${f%%:*}; seeds=$${f#*:}; mkdir -p $(BUILD)-fuzz/corpus/$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
+	  $(BUILD)-fuzz/tests/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+	    -artifact_prefix=$(BUILD)-fuzz/artifacts/$$n- -print_final_stats=1 \
+	    $(BUILD)-fuzz/corpus/$$n $$seeds 2>&1 | grep -E "^stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" || true; \
+	  if ls $(BUILD)-fuzz/artifacts/$$n-* >/dev/null 2>&1; then echo "$$n: findings in $(BUILD)-fuzz/artifacts"; exit 1; fi; \
+	done
 
 test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_SANITIZE=ON

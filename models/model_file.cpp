@@ -10,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "workloads/io/input_file.h"
+#include "workloads/io/yaml_strict.h"
+
 namespace tpusim::models {
 
 
@@ -247,7 +250,7 @@ void read_transformer(Map& m, ModelSpec& s, Ctx& c) {
     t.image_size = m.integer("image_size", true, 1);
     t.channels = m.integer("channels", false, 3);
     t.classes = m.integer("classes", false, 0, 0);
-    if (t.patch > 0 && t.image_size % t.patch != 0)
+    if (t.patch > 0 && t.image_size % t.patch != 0 && m.node()["image_size"])  // a missing one is reported above
       c.error(m.node()["image_size"].Mark(), "image_size", "a multiple of patch " + std::to_string(t.patch),
               std::to_string(t.image_size));
   }
@@ -327,7 +330,7 @@ ModelSpec parse_node(const YAML::Node& root, const std::string& file) {
 ModelSpec parse_model_text(const std::string& text, const std::string& file) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = workloads::load_yaml_strict(text);
   } catch (const YAML::Exception& e) {
     throw ModelError(ModelDiagnostic{file, e.mark.line + 1, e.mark.column + 1, "", "valid YAML", e.msg, ""});
   }
@@ -335,6 +338,8 @@ ModelSpec parse_model_text(const std::string& text, const std::string& file) {
 }
 
 ModelSpec read_model_file(const std::string& path) {
+  if (auto why = workloads::input_file_problem(path); !why.empty())
+    throw ModelError(ModelDiagnostic{path, 0, 0, "", "a readable model file", why, ""});
   std::ifstream in(path);
   if (!in) throw ModelError(ModelDiagnostic{path, 0, 0, "", "a readable model file", "cannot open it", ""});
   std::stringstream ss;

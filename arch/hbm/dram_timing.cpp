@@ -25,7 +25,7 @@ DramTiming::DramTiming(const HbmConfig& c) {
   RCD = need(t.tRCD, "tRCD");
   RP = need(t.tRP, "tRP");
   RAS = need(t.tRAS, "tRAS");
-  RC = need(t.tRC, "tRC");
+  RC = need(t.tRC, "tRC", true);  // 0: no constraint beyond tRAS + tRP (below), as the schema says
   CCD_S = need(t.tCCD_S, "tCCD_S", true);
   CCD_L = need(t.tCCD_L, "tCCD_L", true);
   RRD_S = need(t.tRRD_S, "tRRD_S", true);

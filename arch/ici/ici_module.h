@@ -53,6 +53,8 @@ class IciModule : public sc_core::sc_module {
 
  private:
   void run();
+  // Runs the callbacks of chips and collectives that completed.
+  void deliver(std::vector<CollectiveResult> finished);
 
   IciSimulator sim_;
   std::unordered_map<std::uint64_t, ResultCallback> waiting_;

@@ -2,8 +2,17 @@
 // mapping; see cli.h.
 #include "sim/cli/cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "models/model_spec.h"
+#include "sim/engine/engine.h"
 #include "sim/lowering/lowering.h"
+#include "workloads/io/input_file.h"
 #include "workloads/ir/errors.h"
 
 #include <iomanip>
@@ -119,7 +128,62 @@ bool parse_command_args(const std::string& name, const std::string& usage,
   return true;
 }
 
+void check_output_dir(const std::string& what, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError(what + ": expected a directory path, found ''");
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw UsageError(what + " '" + path + "': exists and is not a directory");
+  fs::create_directories(path, ec);
+  if (ec) throw UsageError(what + " '" + path + "': cannot create the directory: " + ec.message());
+  if (::access(path.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(what + " '" + path + "': the directory is not writable: " + std::strerror(errno));
+}
+
+void check_vcd_path(const std::string& what, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError(what + ": expected a file path, found ''");
+  std::string file = path;
+  if (file.size() <= 4 || file.compare(file.size() - 4, 4, ".vcd") != 0) file += ".vcd";
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) throw UsageError(what + " '" + file + "': is a directory");
+  const fs::path dir = fs::path(file).parent_path().empty() ? fs::path(".") : fs::path(file).parent_path();
+  if (!fs::is_directory(dir, ec)) throw UsageError(what + " '" + file + "': no such directory " + dir.string());
+  const bool existed = fs::exists(file, ec);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw UsageError(what + " '" + file + "': cannot create the file: " + std::strerror(errno));
+  ::close(fd);
+  if (!existed) fs::remove(file, ec);
+}
+
+void check_input_file(const std::string& what, const std::string& path) {
+  if (auto why = workloads::input_file_problem(path); !why.empty())
+    throw UsageError(what + " '" + path + "': " + why);
+}
+
+namespace {
+int cli_main_unchecked(int argc, char* argv[]);
+}  // namespace
+
+// Every command writes to std::cout; a write that failed (a full disk, a
+// closed pipe) must not end in exit 0, so the stream is flushed and checked
+// once the command is done.
 int cli_main(int argc, char* argv[]) {
+  const int rc = cli_main_unchecked(argc, argv);
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout) {
+    const int e = errno;
+    std::cerr << "tpusim: error writing standard output" << (e ? std::string(": ") + std::strerror(e) : "")
+              << "\n";
+    return rc != 0 ? rc : 1;
+  }
+  return rc;
+}
+
+namespace {
+int cli_main_unchecked(int argc, char* argv[]) {
   std::ostream& out = std::cout;
   std::ostream& err = std::cerr;
   try {
@@ -177,6 +241,10 @@ int cli_main(int argc, char* argv[]) {
     out.flush();
     err << "tpusim: model error:\n" << e.what() << "\n";
     return 2;
+  } catch (const SimLimitError& e) {
+    out.flush();
+    err << "tpusim: simulation limit: " << e.what() << "\n";
+    return 2;
   } catch (const LoweringError& e) {
     // The workload cannot run on this chip (dtype, capacity, collectives).
     out.flush();
@@ -191,5 +259,6 @@ int cli_main(int argc, char* argv[]) {
     return 1;
   }
 }
+}  // namespace
 
 }  // namespace tpusim::sim

@@ -71,6 +71,17 @@ bool parse_command_args(const std::string& name, const std::string& usage,
                         const boost::program_options::positional_options_description& pos,
                         boost::program_options::variables_map& vm, CommandContext& ctx);
 
+// Checks of paths given on the command line; each throws UsageError naming
+// `what` (e.g. "run: --out") and the path.
+// A directory to write results into: non-empty, not an existing
+// non-directory, creatable (it is created) and writable.
+void check_output_dir(const std::string& what, const std::string& path);
+// A file to be created (the VCD): its folder exists and a file can be
+// created there. `path` may omit the .vcd suffix SystemC adds.
+void check_vcd_path(const std::string& what, const std::string& path);
+// An input file: see workloads::input_file_problem().
+void check_input_file(const std::string& what, const std::string& path);
+
 int cli_main(int argc, char* argv[]);
 
 }  // namespace tpusim::sim

@@ -4,6 +4,8 @@
 #include <ostream>
 
 #include "sim/cli/cli.h"
+
+#include <limits>
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
 
@@ -97,7 +99,15 @@ int keys(const std::vector<std::string>& args, CommandContext& ctx) {
       for (size_t i = 0; i < f.choices.size(); ++i) doc += (i ? ", " : "") + f.choices[i];
       doc += ")";
     }
-    if (f.type == FieldType::integer && f.min > 0) doc += "; >= " + format_scaled(f.min, 1, 1);
+    // The physical bounds the loader enforces (docs/config.md, Keys).
+    std::string range;
+    const bool quantity = f.type == FieldType::quantity;
+    auto text = [&](double v) { return quantity ? format_quantity(v, f.unit) : format_scaled(v, 1, 1); };
+    if (f.type == FieldType::integer || f.type == FieldType::real || quantity) {
+      if (f.min > 0) range = ">= " + text(f.min);
+      if (f.max != std::numeric_limits<double>::infinity()) range += (range.empty() ? "<= " : ", <= ") + text(f.max);
+    }
+    if (!range.empty()) doc += "; " + range;
     ctx.out << "| `" << f.path << "` | " << type << " | " << def << " | " << doc << " |\n";
   }
   return 0;

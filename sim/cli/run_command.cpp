@@ -50,13 +50,24 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
       ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
       ("no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")
-      ("top", po::value<int>()->default_value(10), "operators shown in the stdout table");
+      ("top", po::value<int>()->default_value(10), "operators shown in the stdout table")
+      ("max-sim-time", po::value<double>()->default_value(3600),
+       "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("run", "tpusim run --arch <name|file> (--workload FILE | --gemm M,K,N | "
                                  "--conv ... | --attention ...) [options]",
                           args, opts, pos, vm, ctx))
     return 0;
+  // Output paths are checked before anything is simulated: a mistake in
+  // them must not cost a whole run and then end as an internal error.
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir("run: --out", out);
+  if (vm.count("vcd")) check_vcd_path("run: --vcd", vm["vcd"].as<std::string>());
+  for (const char* k : {"batch", "seq", "context", "image"})
+    if (vm[k].as<std::int64_t>() < 1 || vm[k].as<std::int64_t>() > (std::int64_t{1} << 40))
+      throw UsageError(std::string("run: --") + k + " must be in [1, 2^40], found " +
+                       std::to_string(vm[k].as<std::int64_t>()));
   const int sources = static_cast<int>(vm.count("workload") + vm.count("gemm") + vm.count("conv") +
                                        vm.count("attention") + vm.count("model"));
   if (sources != 1)
@@ -72,6 +83,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   workloads::Workload wl;
   if (vm.count("workload")) {
     const std::string f = vm["workload"].as<std::string>();
+    check_input_file("run: --workload", f);
     const bool csv = f.size() > 4 && f.compare(f.size() - 4, 4, ".csv") == 0;
     wl = csv ? workloads::read_scalesim_csv(f) : workloads::read_workload_file(f);
   } else if (vm.count("model")) {
@@ -124,10 +136,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   ro.lowering.cmem = !vm["no-cmem"].as<bool>();
   ro.sim.progress = !vm["quiet"].as<bool>();
   if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();
+  ro.sim.max_sim_seconds = vm["max-sim-time"].as<double>();
+  if (!(ro.sim.max_sim_seconds >= 0 && ro.sim.max_sim_seconds <= 1e6))  // NaN fails both
+    throw UsageError("run: --max-sim-time must be a number of seconds in [0, 1e6], found " +
+                     std::to_string(ro.sim.max_sim_seconds));
   const RunReport r = run_workload(arch_name, cfg, wl, ro);
   WriteOptions wo;
   wo.trace = vm["trace"].as<bool>();
-  const std::string out = vm["out"].as<std::string>();
   write_results(r, out, wo);
   print_summary(r, ctx.out, vm["top"].as<int>());
   ctx.out << "results: " << out << "\n";

@@ -66,7 +66,9 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     }
   }
   o.point_timeout = vm["point-timeout"].as<double>();
-  if (o.point_timeout < 0) throw UsageError("sweep: --point-timeout must be >= 0");
+  if (!(o.point_timeout >= 0 && o.point_timeout <= 1e9))  // NaN fails both
+    throw UsageError("sweep: --point-timeout must be a number of seconds in [0, 1e9], found " +
+                     std::to_string(o.point_timeout));
   o.keep_runs = vm["keep-runs"].as<bool>();
   o.quiet = vm["quiet"].as<bool>();
   o.config_path = ctx.global.config_path;
@@ -92,6 +94,7 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     ctx.err << ": " << s.already_done << " already done, " << s.ok << " ok, " << s.failed << " failed";
     if (s.dropped) ctx.err << ", " << s.dropped << " torn line(s) dropped";
     if (s.retried) ctx.err << ", " << s.retried << " failed point(s) retried";
+    if (s.duplicates_removed) ctx.err << ", " << s.duplicates_removed << " duplicate row(s) removed";
     ctx.err << " in " << s.wall_seconds << " s\n";
   }
   ctx.out << "results: " << (fs::path(o.out_dir) / "results.csv").string() << "\n";
@@ -165,6 +168,12 @@ int slurm_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   o.partition = vm["partition"].as<std::string>();
   o.job_name = vm["job-name"].as<std::string>().empty() ? "tpusim-" + spec.name : vm["job-name"].as<std::string>();
   o.point_timeout = vm["point-timeout"].as<double>();
+  if (!(o.point_timeout >= 0 && o.point_timeout <= 1e9))
+    throw UsageError("sweep slurm: --point-timeout must be a number of seconds in [0, 1e9]");
+  if (static_cast<std::size_t>(o.shards) > std::max<std::size_t>(1, spec.points.size()))
+    throw UsageError("sweep slurm: --shards " + std::to_string(o.shards) + " is more than the spec's " +
+                     std::to_string(spec.points.size()) + " points (an array task per point at most)");
+  if (auto why = sweep::slurm_option_problem(o); !why.empty()) throw UsageError("sweep slurm: " + why);
   // Slurm does not create the --output directory.
   fs::create_directories(fs::path(o.out_dir) / "logs");
   const std::string script = (fs::path(o.out_dir) / "sweep.sbatch").string();
@@ -208,7 +217,9 @@ int status_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (!st.duplicates.empty())
     ctx.out << "duplicated points (in two results files): " << list(st.duplicates) << "\n";
   if (st.files.empty()) ctx.out << "no results.csv found under " << dir << "\n";
-  return 0;
+  // Scripts and resubmission loops test the exit code: 0 only when every
+  // point has exactly one row.
+  return st.missing.empty() && st.duplicates.empty() ? 0 : 1;
 }
 
 }  // namespace

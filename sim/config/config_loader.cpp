@@ -12,8 +12,18 @@
 #include <sstream>
 
 #include "arch/common/derived.h"
+#include "arch/common/errors.h"
+#include "arch/dma/dma_timing.h"
+#include "arch/hbm/address_mapping.h"
+#include "arch/hbm/detailed_dram.h"
+#include "arch/hbm/dram_timing.h"
+#include "arch/memory/port_timing.h"
+#include "arch/mxu/systolic_timing.h"
+#include "arch/vpu/vpu_timing.h"
+#include "arch/vpu/xlu_timing.h"
 #include "sim/config/schema.h"
 #include "sim/config/units.h"
+#include "workloads/io/yaml_strict.h"
 
 namespace tpusim::sim {
 namespace fs = std::filesystem;
@@ -71,7 +81,7 @@ YAML::Node parse_file(const std::string& file) {
                                 "no such file"));
   YAML::Node root;
   try {
-    root = YAML::LoadFile(file);
+    root = workloads::load_yaml_file_strict(file);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(file_diag(file, e.mark, "", "valid YAML", "a syntax error: " + e.msg));
   } catch (const YAML::BadFile&) {
@@ -233,7 +243,7 @@ void apply_overrides(Resolved& r, const std::vector<std::string>& overrides) {
     }
     YAML::Node value;
     try {
-      value = YAML::Load(s.substr(eq + 1));
+      value = workloads::load_yaml_strict(s.substr(eq + 1));
     } catch (const YAML::ParserException& e) {
       diags.push_back(file_diag(where, YAML::Mark::null_mark(), key, "a YAML value",
                                 "a syntax error: " + e.msg));
@@ -392,7 +402,7 @@ class Validator {
   }
 
   bool check_min(const FieldSpec& f, double v) {
-    return f.min_exclusive ? v > f.min : v >= f.min;
+    return (f.min_exclusive ? v > f.min : v >= f.min) && v <= f.max;
   }
 
   void field(const FieldSpec& f, const YAML::Node& n, const std::string& path) {
@@ -468,8 +478,11 @@ class Validator {
         }
         std::string noun = unit_kind_description(f.unit);
         if (!check_min(f, v)) {
-          error(path, false, noun + (f.min_exclusive ? ", greater than 0" : ", at least 0"),
-                found);
+          std::string range = f.min_exclusive ? ", greater than " + format_quantity(f.min, f.unit)
+                                              : ", at least " + format_quantity(f.min, f.unit);
+          if (f.max != std::numeric_limits<double>::infinity())
+            range += " and at most " + format_quantity(f.max, f.unit);
+          error(path, false, noun + range, found);
         } else if (f.unit == UnitKind::size && std::floor(v) != v) {
           error(path, false, "a whole number of bytes", found);
         } else if (f.unit == UnitKind::size && v > 9007199254740992.0) {
@@ -566,6 +579,8 @@ arch::TpuConfig build(const Resolved& r) {
   if (!v.values.count("chip.name")) c.chip.name = r.name;
 
   auto mem_check = [&](const std::string& n, const arch::MemoryConfig& m) {
+    for (const auto& d : v.diags)
+      if (d.key == n + ".size") return;  // an invalid size was reported already
     if (m.present && m.size_bytes == 0 && !v.values.count(n + ".size"))
       v.error(n + ".size", true, "a size > 0 for a present " + n + " (required)", "no value");
     else if (m.present && m.size_bytes == 0)
@@ -583,6 +598,64 @@ arch::TpuConfig build(const Resolved& r) {
             "a permutation of the fields Ro Ba Bg Ch Pc Co, e.g. RoBaBgChPcCo",
             "'" + c.hbm.address_mapping + "'");
 
+  // Structure sizes that each key allows but whose product would ask for
+  // millions of simulated banks or cores.
+  if (v.diags.empty()) {
+    const double pcs = static_cast<double>(c.hbm.stacks) * c.hbm.channels * c.hbm.pseudo_channels;
+    const double banks = pcs * c.hbm.bank_groups * c.hbm.banks_per_group;
+    if (pcs > 4096)
+      v.error("hbm.stacks", false, "at most 4096 pseudo-channels in all (stacks x channels x pseudo_channels)",
+              fmt_num(pcs));
+    else if (banks > 262144)
+      v.error("hbm.banks_per_group", false,
+              "at most 262144 banks in all (stacks x channels x pseudo_channels x bank_groups x banks_per_group)",
+              fmt_num(banks));
+    for (const auto& [n, m] : {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem},
+                               {"smem", &c.smem}, {"cmem", &c.cmem}})
+      if (m->present && m->granule_bytes > m->size_bytes)
+        v.error(std::string(n) + ".granule", false, "a granule no larger than " + std::string(n) + ".size",
+                "'" + format_quantity(static_cast<double>(m->granule_bytes), UnitKind::size) + "'");
+  }
+  // Every check the hardware models make when a run builds them, made here
+  // too, so that `config check` accepts exactly what `run` accepts and the
+  // message points at the key's line (the models know no files).
+  if (v.diags.empty()) {
+    auto model_check = [&](auto&& construct) {
+      try {
+        construct();
+      } catch (const arch::ConfigError& e) {
+        const std::string msg = e.what();
+        const std::size_t end = msg.find_first_of(" :'");
+        std::string key = msg.substr(0, end);
+        if (!key.empty() && key.back() == '.') key.pop_back();
+        // "mxu.throughput.int8: ..." belongs to the key mxu.throughput.
+        while (!key.empty() && !find_field(key) && !is_section(key)) {
+          const std::size_t dot = key.rfind('.');
+          key = dot == std::string::npos ? "" : key.substr(0, dot);
+        }
+        const FieldSpec* f = find_field(key);
+        std::string found = f ? "'" + format_field(*f, f->get(c)) + "'" : "this config";
+        // Several models share a check (DramTiming is built by three).
+        for (const auto& d : v.diags)
+          if (d.expected == msg) return;
+        v.error(f || is_section(key) ? key : "", false, msg, found);
+      }
+    };
+    model_check([&] { arch::DramTiming t(c.hbm); });
+    model_check([&] { arch::AddressMapping m(c.hbm); });
+    model_check([&] { arch::DetailedDram d(c.hbm); });
+    model_check([&] { arch::MxuTimer t(c.mxu); });
+    model_check([&] { arch::VpuTimer t(c.vpu); });
+    if (c.xlu.count > 0) model_check([&] { arch::XluTimer t(c.xlu, c.vpu); });
+    model_check([&] { arch::DmaEngineTiming t(c.dma, c.hbm, c.chip.clock_hz); });
+    for (const auto& [n, m] : {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem},
+                               {"smem", &c.smem}, {"cmem", &c.cmem}})
+      if (m->present) {
+        const std::string name = n;  // C++17: structured bindings cannot be captured
+        const arch::MemoryConfig& mem = *m;
+        model_check([&] { arch::MemoryPorts p(name, mem, c.chip.clock_hz); });
+      }
+  }
   // Derived figures are only meaningful for an otherwise valid config.
   if (v.diags.empty()) {
     for (const auto& m : arch::check_published(c)) {

@@ -138,19 +138,19 @@ std::vector<FieldSpec> build() {
         "Config name; defaults to the file name without .yaml (not inherited through extends)");
   b.str("chip.generation", TPUSIM_FIELD(c.chip.generation), {}, "TPU generation, e.g. v5e")
       .required = true;
-  b.integer("chip.tensorcores", TPUSIM_FIELD(c.chip.tensorcores), 1, "TensorCores per chip");
+  b.integer("chip.tensorcores", TPUSIM_FIELD(c.chip.tensorcores), 1, "TensorCores per chip").bounded(64);
   b.boolean("chip.megacore", TPUSIM_FIELD(c.chip.megacore),
             "Two TensorCores presented as one device (v4, v5p)");
   b.qty("chip.clock", U::frequency, TPUSIM_FIELD(c.chip.clock_hz), "TensorCore clock")
-      .required = true;
+      .at_least(1e6).bounded(100e9).required = true;
   // mxu
-  b.integer("mxu.count", TPUSIM_FIELD(c.mxu.count), 1, "MXUs per TensorCore");
+  b.integer("mxu.count", TPUSIM_FIELD(c.mxu.count), 1, "MXUs per TensorCore").bounded(64);
   b.integer("mxu.rows", TPUSIM_FIELD(c.mxu.rows), 1,
-            "Systolic array rows: contracting (K) extent of a weight tile");
+            "Systolic array rows: contracting (K) extent of a weight tile").bounded(4096);
   b.integer("mxu.cols", TPUSIM_FIELD(c.mxu.cols), 1,
-            "Systolic array columns: output (N) extent of a weight tile");
+            "Systolic array columns: output (N) extent of a weight tile").bounded(4096);
   b.integer("mxu.weight_load_cycles", TPUSIM_FIELD(c.mxu.weight_load_cycles), 0,
-            "Cycles to shift one weight tile in; 0 means `rows`");
+            "Cycles to shift one weight tile in; 0 means `rows`").bounded(1e6);
   b.boolean("mxu.weight_double_buffer", TPUSIM_FIELD(c.mxu.weight_double_buffer),
             "The next weight tile loads while the current one streams");
   b.dmap("mxu.throughput", TPUSIM_FIELD(c.mxu.throughput), 1,
@@ -158,42 +158,46 @@ std::vector<FieldSpec> build() {
          "absent from the map is unsupported; the map replaces the default as a whole");
   b.dtype("mxu.accumulator", TPUSIM_FIELD(c.mxu.accumulator), "Accumulator dtype");
   b.integer("mxu.input_latency", TPUSIM_FIELD(c.mxu.input_latency), 0,
-            "Cycles from issue until the first LHS row enters the array");
+            "Cycles from issue until the first LHS row enters the array").bounded(1e6);
   b.integer("mxu.output_latency", TPUSIM_FIELD(c.mxu.output_latency), 0,
-            "Cycles from the last PE to the result buffer");
+            "Cycles from the last PE to the result buffer").bounded(1e6);
   // vpu
-  b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register");
-  b.integer("vpu.lanes", TPUSIM_FIELD(c.vpu.lanes), 1, "Lanes of a vector register");
+  b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register").bounded(1024);
+  b.integer("vpu.lanes", TPUSIM_FIELD(c.vpu.lanes), 1, "Lanes of a vector register").bounded(4096);
   b.integer("vpu.alus_per_lane", TPUSIM_FIELD(c.vpu.alus_per_lane), 1,
-            "Elementwise ops per lane per cycle");
-  b.integer("vpu.latency", TPUSIM_FIELD(c.vpu.latency), 1, "Pipeline latency, cycles");
+            "Elementwise ops per lane per cycle").bounded(64);
+  b.integer("vpu.latency", TPUSIM_FIELD(c.vpu.latency), 1, "Pipeline latency, cycles").bounded(1e6);
   b.real("vpu.transcendental_rate", TPUSIM_FIELD(c.vpu.transcendental_rate),
-         "Transcendental ops per lane per cycle");
+         "Transcendental ops per lane per cycle").bounded(64);
   b.integer("vpu.vregs", TPUSIM_FIELD(c.vpu.vregs), 1,
-            "Vector registers (sublanes x lanes x 32 bit) per TensorCore");
+            "Vector registers (sublanes x lanes x 32 bit) per TensorCore").bounded(65536);
   b.integer("vpu.vmem_loads_per_cycle", TPUSIM_FIELD(c.vpu.vmem_loads_per_cycle), 1,
-            "Vector register loads from VMEM per cycle");
+            "Vector register loads from VMEM per cycle").bounded(64);
   b.integer("vpu.vmem_stores_per_cycle", TPUSIM_FIELD(c.vpu.vmem_stores_per_cycle), 1,
-            "Vector register stores to VMEM per cycle");
+            "Vector register stores to VMEM per cycle").bounded(64);
   b.boolean("vpu.packed_narrow_alu", TPUSIM_FIELD(c.vpu.packed_narrow_alu),
             "ALUs operate on packed sub-32-bit values (a bf16 vreg slot holds 2 values); false = "
             "narrow values run one per slot at the f32 rate");
   // xlu
-  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore");
-  b.integer("xlu.latency", TPUSIM_FIELD(c.xlu.latency), 1, "Cycles for one vreg through an XLU");
-  b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU");
+  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore").bounded(64);
+  b.integer("xlu.latency", TPUSIM_FIELD(c.xlu.latency), 1, "Cycles for one vreg through an XLU").bounded(1e6);
+  b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU").bounded(64);
   // on-chip memories
   auto mem = [&](const std::string& n, auto acc, const std::string& what) {
     b.boolean(n + ".present", [acc](auto& c) -> auto& { return acc(c).present; },
               "The " + what + " exists (a `" + n + ":` section switches an optional one on)");
     b.qty(n + ".size", U::size, [acc](auto& c) -> auto& { return acc(c).size_bytes; },
-          "Capacity of the " + what + "; must be > 0 if present", true);
+          "Capacity of the " + what + "; must be > 0 if present", true)
+        .bounded(1099511627776.0);  // 1 TiB
     b.integer(n + ".ports", [acc](auto& c) -> auto& { return acc(c).ports; }, 1,
-              "Access ports of the " + what);
+              "Access ports of the " + what)
+        .bounded(64);
     b.qty(n + ".bandwidth", U::bandwidth, [acc](auto& c) -> auto& { return acc(c).bandwidth; },
-          "Bandwidth of the " + what + ", all ports together", true);
+          "Bandwidth of the " + what + ", all ports together", true)
+        .bounded(1e15);
     b.integer(n + ".latency", [acc](auto& c) -> auto& { return acc(c).latency; }, 0,
-              "Access latency of the " + what + ", cycles");
+              "Access latency of the " + what + ", cycles")
+        .bounded(1e6);
     b.qty(n + ".granule", U::size, [acc](auto& c) -> auto& { return acc(c).granule_bytes; },
           "Allocation and access granule of the " + what + "; 0 = byte granular", true);
   };
@@ -201,14 +205,14 @@ std::vector<FieldSpec> build() {
   mem("smem", TPUSIM_FIELD(c.smem), "scalar memory, per TensorCore");
   mem("cmem", TPUSIM_FIELD(c.cmem), "common memory, per chip (optional)");
   // dma
-  b.integer("dma.engines", TPUSIM_FIELD(c.dma.engines), 1, "DMA engines per chip");
+  b.integer("dma.engines", TPUSIM_FIELD(c.dma.engines), 1, "DMA engines per chip").bounded(1024);
   b.integer("dma.issue_per_cycle", TPUSIM_FIELD(c.dma.issue_per_cycle), 1,
-            "HBM requests one engine issues per cycle");
+            "HBM requests one engine issues per cycle").bounded(64);
   b.integer("dma.max_outstanding", TPUSIM_FIELD(c.dma.max_outstanding), 1,
-            "Outstanding HBM requests per engine");
+            "Outstanding HBM requests per engine").bounded(65536);
   b.qty("dma.request_bytes", U::size, TPUSIM_FIELD(c.dma.request_bytes),
-        "Size of one HBM request (atom)");
-  b.integer("dma.setup_cycles", TPUSIM_FIELD(c.dma.setup_cycles), 0, "Fixed cycles per descriptor");
+        "Size of one HBM request (atom)").bounded(1048576);
+  b.integer("dma.setup_cycles", TPUSIM_FIELD(c.dma.setup_cycles), 0, "Fixed cycles per descriptor").bounded(1e6);
   // hbm
   b.str("hbm.preset", TPUSIM_FIELD(c.hbm.preset), {},
         "Memory preset merged under this section from hbm/<lowercased preset>.yaml; the chip's "
@@ -216,33 +220,33 @@ std::vector<FieldSpec> build() {
   b.str("hbm.model", TPUSIM_FIELD(c.hbm.model), {"detailed", "channel", "calibrated"},
         "Timing model: bank-level (detailed), per-pseudo-channel fluid calibrated against it "
         "(channel), or whole-memory fluid calibrated against it (calibrated)");
-  b.integer("hbm.stacks", TPUSIM_FIELD(c.hbm.stacks), 1, "Stacks (or DIMM-like devices) per chip");
-  b.integer("hbm.channels", TPUSIM_FIELD(c.hbm.channels), 1, "Channels per stack");
+  b.integer("hbm.stacks", TPUSIM_FIELD(c.hbm.stacks), 1, "Stacks (or DIMM-like devices) per chip").bounded(64);
+  b.integer("hbm.channels", TPUSIM_FIELD(c.hbm.channels), 1, "Channels per stack").bounded(64);
   b.integer("hbm.pseudo_channels", TPUSIM_FIELD(c.hbm.pseudo_channels), 1,
-            "Pseudo-channels per channel");
-  b.integer("hbm.bank_groups", TPUSIM_FIELD(c.hbm.bank_groups), 1, "Bank groups per pseudo-channel");
-  b.integer("hbm.banks_per_group", TPUSIM_FIELD(c.hbm.banks_per_group), 1, "Banks per bank group");
+            "Pseudo-channels per channel").bounded(8);
+  b.integer("hbm.bank_groups", TPUSIM_FIELD(c.hbm.bank_groups), 1, "Bank groups per pseudo-channel").bounded(64);
+  b.integer("hbm.banks_per_group", TPUSIM_FIELD(c.hbm.banks_per_group), 1, "Banks per bank group").bounded(64);
   b.qty("hbm.row_size", U::size, TPUSIM_FIELD(c.hbm.row_bytes),
-        "Row (page) size per pseudo-channel");
+        "Row (page) size per pseudo-channel").bounded(1048576);
   b.qty("hbm.data_rate", U::transfer_rate, TPUSIM_FIELD(c.hbm.data_rate),
-        "Transfers per second per pin").required = true;
+        "Transfers per second per pin").bounded(100e9).required = true;
   b.integer("hbm.bus_width_bits", TPUSIM_FIELD(c.hbm.bus_width_bits), 1,
-            "Data bus width per pseudo-channel, bits");
-  b.integer("hbm.burst_length", TPUSIM_FIELD(c.hbm.burst_length), 1, "Burst length, transfers");
+            "Data bus width per pseudo-channel, bits").bounded(4096);
+  b.integer("hbm.burst_length", TPUSIM_FIELD(c.hbm.burst_length), 1, "Burst length, transfers").bounded(64);
   b.qty("hbm.capacity", U::size, TPUSIM_FIELD(c.hbm.capacity_bytes), "Capacity per chip")
-      .required = true;
+      .bounded(1125899906842624.0).required = true;
   b.str("hbm.address_mapping", TPUSIM_FIELD(c.hbm.address_mapping), {},
         "Address bit order, most to least significant, as a permutation of Ro Ba Bg Ch Pc Co");
   b.boolean("hbm.address_hash", TPUSIM_FIELD(c.hbm.address_hash),
             "Rotate pseudo-channel and bank by a hash of the higher address bits");
   b.integer("hbm.queue_depth", TPUSIM_FIELD(c.hbm.queue_depth), 1,
-            "Scheduler queue entries per pseudo-channel");
+            "Scheduler queue entries per pseudo-channel").bounded(65536);
   b.str("hbm.page_policy", TPUSIM_FIELD(c.hbm.page_policy), {"open", "closed"},
         "Row buffer policy");
   b.qty("hbm.controller_latency", U::time, TPUSIM_FIELD(c.hbm.controller_latency),
-        "Fixed controller front-end + PHY latency added to every access", true);
+        "Fixed controller front-end + PHY latency added to every access", true).bounded(1e-3);
   b.integer("hbm.refresh_postpone", TPUSIM_FIELD(c.hbm.refresh_postpone), 0,
-            "Refreshes the controller may postpone while requests wait (0..8)");
+            "Refreshes the controller may postpone while requests wait (0..8)").bounded(8);
   const char* timings[][2] = {
       {"tCK", "Command clock period"},       {"tCL", "Read latency (CAS)"},
       {"tCWL", "Write latency"},             {"tRCD", "Activate to read/write"},
@@ -271,13 +275,14 @@ std::vector<FieldSpec> build() {
     bool req = required_timings.count(name) > 0;
     b.qty("hbm.timings." + name, U::time, [m](auto& c) -> auto& { return c.hbm.t.*m; },
           std::string(t[1]) + (req ? "" : "; 0 = no constraint"), !req)
+        .bounded(1e-3)
         .required = req;
   }
   // ici
-  b.integer("ici.ports", TPUSIM_FIELD(c.ici.ports), 0, "ICI links per chip; 0 = no ICI");
+  b.integer("ici.ports", TPUSIM_FIELD(c.ici.ports), 0, "ICI links per chip; 0 = no ICI").bounded(64);
   b.qty("ici.link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.link_bandwidth),
-        "Bandwidth per link per direction; must be > 0 if ports > 0", true);
-  b.qty("ici.hop_latency", U::time, TPUSIM_FIELD(c.ici.hop_latency), "Latency per hop", true);
+        "Bandwidth per link per direction; must be > 0 if ports > 0", true).bounded(1e15);
+  b.qty("ici.hop_latency", U::time, TPUSIM_FIELD(c.ici.hop_latency), "Latency per hop", true).bounded(1e-3);
   b.str("ici.topology", TPUSIM_FIELD(c.ici.topology), {"torus2d", "torus3d"}, "Slice topology");
   b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound),
         {"length16", "multiple_of_4", "always", "never"},
@@ -285,30 +290,33 @@ std::vector<FieldSpec> build() {
         "multiple of 4 (v4, v5p), always or never");
   b.boolean("ici.twisted_torus", TPUSIM_FIELD(c.ici.twisted_torus),
             "Twisted torus shapes are available");
-  b.integer("ici.max_chips", TPUSIM_FIELD(c.ici.max_chips), 1, "Largest slice, chips");
-  b.integer("ici.chips_per_host", TPUSIM_FIELD(c.ici.chips_per_host), 1, "Chips per host");
+  b.integer("ici.max_chips", TPUSIM_FIELD(c.ici.max_chips), 1, "Largest slice, chips").bounded(1048576);
+  b.integer("ici.chips_per_host", TPUSIM_FIELD(c.ici.chips_per_host), 1, "Chips per host").bounded(1024);
   // chip-level links and blocks
   b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.dcn_bandwidth),
-        "Data-centre network bandwidth per chip", true);
+        "Data-centre network bandwidth per chip", true).bounded(1e15);
   b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth),
-        "Host PCIe bandwidth per chip", true);
-  b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip");
+        "Host PCIe bandwidth per chip", true).bounded(1e15);
+  b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip").bounded(64);
   // kernels: what the compiler's pipelined kernels cost beyond the hardware
   b.qty("kernel.step_overhead", U::time, TPUSIM_FIELD(c.kernel.step_overhead),
-        "Scalar-core time per pipeline (grid) step, serial with the step's compute; 0 = free", true);
+        "Scalar-core time per pipeline (grid) step, serial with the step's compute; 0 = free", true)
+      .bounded(1e-3);
   b.qty("kernel.launch_overhead", U::time, TPUSIM_FIELD(c.kernel.launch_overhead),
         "Scalar-core time to start a kernel (an operator) after the previous one on its TensorCore "
         "ended; 0 = free",
-        true);
+        true)
+      .bounded(1e-3);
   b.qty("kernel.scoped_vmem", U::size, TPUSIM_FIELD(c.kernel.scoped_vmem),
         "VMEM per TensorCore one kernel's blocks may use (the compiler's scoped VMEM limit); "
         "0 = all of VMEM",
-        true);
+        true)
+      .bounded(1099511627776.0);
   // power (optional)
   b.boolean("power.present", TPUSIM_FIELD(c.power.present),
             "Power figures are given (a `power:` section switches this on)");
-  b.qty("power.tdp", U::power, TPUSIM_FIELD(c.power.tdp_w), "Thermal design power", true);
-  b.qty("power.idle", U::power, TPUSIM_FIELD(c.power.idle_w), "Idle power", true);
+  b.qty("power.tdp", U::power, TPUSIM_FIELD(c.power.tdp_w), "Thermal design power", true).bounded(1e6);
+  b.qty("power.idle", U::power, TPUSIM_FIELD(c.power.idle_w), "Idle power", true).bounded(1e6);
   // published
   b.dmap("published.peak_tflops", TPUSIM_FIELD(c.published.peak_flops), 1e12,
          "Published peak TFLOP/s (TOP/s for integers) per dtype; checked against the derived "
@@ -330,9 +338,10 @@ std::vector<FieldSpec> build() {
 
 std::string FieldSpec::expected() const {
   auto bound = [&]() -> std::string {
-    if (min == -kInf) return "";
-    std::string n = format_scaled(min, 1, 1);
-    return (min_exclusive ? " > " : " >= ") + n;
+    std::string b;
+    if (min != -kInf) b = (min_exclusive ? " > " : " >= ") + format_scaled(min, 1, 1);
+    if (max != kInf) b += (b.empty() ? " <= " : " and <= ") + format_scaled(max, 1, 1);
+    return b;
   };
   switch (type) {
     case FieldType::integer: return "an integer" + bound();
@@ -344,7 +353,9 @@ std::string FieldSpec::expected() const {
       for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
       return s;
     }
-    case FieldType::quantity: return unit_kind_description(unit);
+    case FieldType::quantity:
+      return unit_kind_description(unit) +
+             (max != kInf ? " of at most " + format_quantity(max, unit) : std::string());
     case FieldType::dtype: {
       std::string s = "a dtype, one of ";
       for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];

@@ -38,6 +38,10 @@ struct FieldSpec {
   UnitKind unit = UnitKind::frequency;  // quantity only
   double min = -std::numeric_limits<double>::infinity();
   bool min_exclusive = false;           // value must be > min (else >= min)
+  // Physical upper bound (inclusive): what any plausible accelerator could
+  // have, so that one config line cannot ask for terabytes of model state
+  // or a clock below the 1 ps time resolution.
+  double max = std::numeric_limits<double>::infinity();
   std::vector<std::string> choices;     // string: allowed values (empty = any)
   double scale = 1;                     // dtype_map: stored = written x scale
   bool required = false;
@@ -49,6 +53,15 @@ struct FieldSpec {
 
   // "an integer >= 1", "a frequency > 0 such as '1.5 GHz' (...)", ...
   std::string expected() const;
+  FieldSpec& bounded(double upper) {
+    max = upper;
+    return *this;
+  }
+  FieldSpec& at_least(double lower) {
+    min = lower;
+    min_exclusive = false;
+    return *this;
+  }
 };
 
 // In the order the writer prints them; a section's keys are contiguous.

@@ -59,8 +59,27 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     vcd->set_time_unit(1, sc_core::SC_PS);
     chips.front()->trace(vcd);  // --all-chips: chip 0's signals
   }
+  if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
+    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
+  const bool limited = opt.max_sim_seconds > 0;
+  const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
+  auto check_limit = [&] {
+    // Stopped short of the limit with nothing left, or the next event is
+    // still within it: not (yet) over.
+    if (!limited || !sc_core::sc_pending_activity()) return;
+    if (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity() <= limit) return;
+    const std::size_t total = program.instrs.size() * chips.size();
+    throw SimLimitError("the run passed the simulated-time limit of " + std::to_string(opt.max_sim_seconds) +
+                        " s with " + std::to_string(completed()) + " of " + std::to_string(total) +
+                        " instructions done; raise --max-sim-time (seconds) or shrink the workload");
+  };
   if (!opt.progress) {
-    sc_core::sc_start();
+    if (limited) {
+      sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
+      check_limit();
+    } else {
+      sc_core::sc_start();
+    }
   } else {
     // Run in slices of simulated time so that wall time can be watched;
     // a slice grows while it costs little wall time.
@@ -69,6 +88,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     auto last_report = t0;
     sc_core::sc_start(sc_core::SC_ZERO_TIME);  // initialization: processes become runnable
     while (sc_core::sc_pending_activity()) {
+      check_limit();
       const auto s0 = clock::now();
       sc_core::sc_start(sc_core::sc_time(slice_us, sc_core::SC_US));
       const auto now = clock::now();

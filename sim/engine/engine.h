@@ -51,6 +51,17 @@ struct SimOptions {
   // Report progress on stderr once a run has taken more than two seconds
   // of wall time (instructions completed, simulated time), once a second.
   bool progress = false;
+  // Ceiling on simulated time, seconds: a run that has not finished by
+  // then stops with SimLimitError instead of running on (a workload too
+  // large to simulate, or a config that makes it crawl). 0 = none.
+  double max_sim_seconds = 3600;
+};
+
+// A run stopped at SimOptions::max_sim_seconds: the user's workload or
+// limit, not a bug (exit code 2).
+class SimLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct SimResult {

@@ -2,6 +2,8 @@
 // results_writer.h and docs/results.md.
 #include "sim/results/results_writer.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ void write_file(const fs::path& path, Fn&& fn) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw ResultsError("cannot create " + path.string() + ": " + std::strerror(errno));
   fn(f);
-  f.flush();
+  f.close();  // flushes; a failure at close (a full disk) counts too
   if (!f) throw ResultsError("cannot write " + path.string() + ": " + std::strerror(errno));
 }
 
@@ -122,11 +124,39 @@ void write_results(const RunReport& r, const std::string& out_dir, const WriteOp
   fs::create_directories(dir, ec);
   if (ec) throw ResultsError("cannot create directory " + out_dir + ": " + ec.message());
   if (!fs::is_directory(dir, ec)) throw ResultsError(out_dir + " is not a directory");
-  write_file(dir / "summary.csv", [&](std::ostream& os) { write_summary_csv(r, m, os); });
-  write_file(dir / "ops.csv", [&](std::ostream& os) { write_ops_csv(r, m, os); });
-  write_file(dir / "units.csv", [&](std::ostream& os) { write_units_csv(r, os); });
-  write_file(dir / "config.effective.yaml", [&](std::ostream& os) { os << r.config_yaml; });
-  if (o.trace) write_file(dir / "trace.json", [&](std::ostream& os) { write_chrome_trace(r, os); });
+  // Every file is written into a staging folder first and moved into place
+  // only when all of them were written: a failed write (a full disk) leaves
+  // the previous run's files untouched, and a file this run does not write
+  // (trace.json without --trace) is removed, so the folder holds the files
+  // of exactly one run.
+  const fs::path stage = dir / (".staging-" + std::to_string(::getpid()));
+  fs::remove_all(stage, ec);
+  fs::create_directory(stage, ec);
+  if (ec) throw ResultsError("cannot create directory " + stage.string() + ": " + ec.message());
+  std::vector<std::string> written;
+  try {
+    auto put = [&](const char* name, auto&& fn) {
+      write_file(stage / name, fn);
+      written.push_back(name);
+    };
+    put("summary.csv", [&](std::ostream& os) { write_summary_csv(r, m, os); });
+    put("ops.csv", [&](std::ostream& os) { write_ops_csv(r, m, os); });
+    put("units.csv", [&](std::ostream& os) { write_units_csv(r, os); });
+    put("config.effective.yaml", [&](std::ostream& os) { os << r.config_yaml; });
+    if (o.trace) put("trace.json", [&](std::ostream& os) { write_chrome_trace(r, os); });
+  } catch (...) {
+    fs::remove_all(stage, ec);
+    throw;
+  }
+  for (const char* name : {"summary.csv", "ops.csv", "units.csv", "config.effective.yaml", "trace.json"}) {
+    if (std::find(written.begin(), written.end(), name) != written.end()) {
+      fs::rename(stage / name, dir / name, ec);
+      if (ec) throw ResultsError("cannot move " + (stage / name).string() + " into place: " + ec.message());
+    } else {
+      fs::remove(dir / name, ec);
+    }
+  }
+  fs::remove(stage, ec);
 }
 
 void print_summary(const RunReport& r, std::ostream& os, int top) {

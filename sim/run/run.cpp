@@ -27,6 +27,14 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
       for (int d = 0; d < slice.rank(); ++d) lo.mesh.emplace_back(names[d], slice.dims()[static_cast<std::size_t>(d)]);
     }
   }
+  // A placement hint the chip cannot honour is the user's mistake, not a
+  // hint to drop silently.
+  for (const auto& t : wl.tensors)
+    if (t.space == workloads::MemSpace::cmem && (!cfg.cmem.present || !lo.cmem))
+      throw LoweringError("tensor '" + t.name + "'" + (t.loc.known() ? " (" + t.loc.str() + ")" : std::string()) +
+                          " has space: cmem, but " +
+                          (cfg.cmem.present ? std::string("--no-cmem is given") : cfg.chip.name + " has no CMEM") +
+                          " (use space: hbm)");
   r.lowered = lower(wl, cfg, lo);
   r.sim = simulate(cfg, r.lowered.program, opt.sim);
   return r;

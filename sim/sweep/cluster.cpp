@@ -1,7 +1,10 @@
 // The Slurm job-array script; see cluster.h.
 #include "sim/sweep/cluster.h"
 
+#include <cctype>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 #include "sim/results/format.h"
 
@@ -13,7 +16,41 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+namespace {
+bool has_control(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+// #SBATCH lines are read by sbatch, not the shell: no quoting works there,
+// so their values keep to a conservative character set.
+bool sbatch_safe(const std::string& s) {
+  for (unsigned char c : s)
+    if (!std::isalnum(c) && std::string("._+-:@%=,/").find(static_cast<char>(c)) == std::string::npos)
+      return false;
+  return true;
+}
+}  // namespace
+
+std::string slurm_option_problem(const SlurmOptions& o) {
+  for (const auto& [what, v] : {std::pair<const char*, const std::string*>{"the executable path", &o.executable},
+                                {"the spec path", &o.spec}})
+    if (has_control(*v)) return std::string(what) + " contains a control character (newline, tab, ...)";
+  for (const auto& d : o.config_path)
+    if (has_control(d)) return "--config-path '" + d + "' contains a control character";
+  for (const auto& [what, v] :
+       {std::pair<const char*, const std::string*>{"the output directory (--out)", &o.out_dir},
+        {"the job name (--job-name, or tpusim-<spec name>)", &o.job_name},
+        {"--time", &o.time_limit},
+        {"--partition", &o.partition}})
+    if (!sbatch_safe(*v))
+      return std::string(what) + " '" + *v +
+             "' has a character sbatch cannot take in an #SBATCH line (allowed: letters, digits and ._+-:@%=,/)";
+  return "";
+}
+
 std::string slurm_script(const SlurmOptions& o) {
+  if (auto why = slurm_option_problem(o); !why.empty()) throw std::invalid_argument("sweep slurm: " + why);
   std::ostringstream s;
   s << "#!/bin/bash\n"
     << "# Written by `tpusim sweep slurm`: one array task per shard of\n"

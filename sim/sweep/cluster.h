@@ -26,7 +26,14 @@ struct SlurmOptions {
   double point_timeout = 0;
 };
 
+// Empty when every value can go into the script safely, else what is wrong:
+// no value may hold a control character (a newline would start a new
+// command), and values on #SBATCH lines (out_dir, job_name, time_limit,
+// partition) keep to letters, digits and ._+-:@%=,/ since sbatch does not
+// unquote them.
+std::string slurm_option_problem(const SlurmOptions& o);
 // The sbatch script text (bash). Paths are single-quoted for the shell.
+// Throws std::invalid_argument when slurm_option_problem() finds one.
 std::string slurm_script(const SlurmOptions& o);
 
 // A word quoted for POSIX sh: 'it'"'"'s'.

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 
 namespace tpusim::sim::sweep {
@@ -27,6 +28,7 @@ struct ExprNode {
   Value value;       // literal
   std::string op;    // name: the name; unary/binary: the operator; call: function
   std::vector<std::shared_ptr<const ExprNode>> args;
+  int depth = 1;  // of the tree below and including this node
 };
 
 namespace {
@@ -101,6 +103,12 @@ std::vector<Token> tokenize(const std::string& s) {
   return out;
 }
 
+// Limits that keep the recursive parser and evaluator far from the stack's
+// end: real filters and derived columns are a few dozen tokens deep at most.
+constexpr std::size_t kMaxExprChars = 16384;
+constexpr std::size_t kMaxExprTokens = 4096;
+constexpr int kMaxExprDepth = 256;
+
 const char* const kFunctions[] = {"min", "max", "abs", "log2", "sqrt", "floor", "ceil"};
 
 class Parser {
@@ -110,6 +118,10 @@ class Parser {
 
   NodePtr parse_all() {
     if (t_[0].kind == Token::end) throw ExprError("empty expression", 1);
+    if (t_.size() > kMaxExprTokens)
+      throw ExprError("expression too long: " + std::to_string(t_.size() - 1) + " tokens, at most " +
+                          std::to_string(kMaxExprTokens) + " allowed",
+                      t_[kMaxExprTokens].column);
     NodePtr n = parse_or();
     if (peek().kind != Token::end) throw ExprError("unexpected '" + peek().text + "' after a complete expression", peek().column);
     return n;
@@ -120,14 +132,34 @@ class Parser {
   bool is_op(const char* op) const { return peek().kind == Token::op && peek().text == op; }
   bool is_word(const char* w) const { return peek().kind == Token::name && peek().text == w; }
 
+  // Every inner node goes through here, so the tree depth (and with it the
+  // recursion of eval and of the node destructors) stays bounded.
   static NodePtr make(ExprNode::Kind k, int col, std::string op, std::vector<NodePtr> args) {
     auto n = std::make_shared<ExprNode>();
     n->kind = k;
     n->column = col;
     n->op = std::move(op);
     n->args = std::move(args);
+    for (const auto& a : n->args) n->depth = std::max(n->depth, a->depth + 1);
+    if (n->depth > kMaxExprDepth)
+      throw ExprError("expression nested too deeply: more than " + std::to_string(kMaxExprDepth) +
+                          " levels of operators, parentheses or calls",
+                      col);
     return n;
   }
+
+  // Parentheses, unary '-' and 'not' recurse in the parser before any node
+  // is made; this counts them on the way down.
+  struct Nest {
+    Parser& p;
+    Nest(Parser& parser, int col) : p(parser) {
+      if (++p.nest_ > kMaxExprDepth)
+        throw ExprError("expression nested too deeply: more than " + std::to_string(kMaxExprDepth) +
+                            " levels of operators, parentheses or calls",
+                        col);
+    }
+    ~Nest() { --p.nest_; }
+  };
 
   NodePtr parse_or() {
     NodePtr l = parse_and();
@@ -148,6 +180,7 @@ class Parser {
   NodePtr parse_not() {
     if (is_word("not")) {
       const int col = t_[pos_++].column;
+      Nest guard(*this, col);
       return make(ExprNode::unary, col, "not", {parse_not()});
     }
     return parse_cmp();
@@ -184,6 +217,7 @@ class Parser {
   NodePtr parse_unary() {
     if (is_op("-")) {
       const int col = t_[pos_++].column;
+      Nest guard(*this, col);
       return make(ExprNode::unary, col, "-", {parse_unary()});
     }
     return parse_atom();
@@ -199,6 +233,8 @@ class Parser {
         n->kind = ExprNode::literal;
         n->column = tok.column;
         n->value = Value::num(std::strtod(tok.text.c_str(), nullptr));
+        if (!std::isfinite(n->value.number))
+          throw ExprError("number '" + tok.text + "' is out of range", tok.column);
         return n;
       }
       case Token::string: {
@@ -212,6 +248,7 @@ class Parser {
       case Token::op:
         if (tok.text == "(") {
           ++pos_;
+          Nest guard(*this, tok.column);
           NodePtr inner = parse_or();
           if (!is_op(")")) throw ExprError("expected ')'", peek().column);
           ++pos_;
@@ -238,6 +275,7 @@ class Parser {
         throw ExprError("unknown function '" + tok.text + "' (min, max, abs, log2, sqrt, floor, ceil)",
                         tok.column);
       ++pos_;
+      Nest guard(*this, tok.column);
       std::vector<NodePtr> args{parse_or()};
       while (is_op(",")) {
         ++pos_;
@@ -261,6 +299,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t pos_ = 0;
+  int nest_ = 0;
   std::vector<std::pair<std::string, int>>& names_;
 };
 
@@ -345,6 +384,10 @@ Value eval_node(const ExprNode& n, const Lookup& lookup) {
 }  // namespace
 
 Expr Expr::parse(const std::string& text) {
+  if (text.size() > kMaxExprChars)
+    throw ExprError("expression too long: " + std::to_string(text.size()) + " characters, at most " +
+                        std::to_string(kMaxExprChars) + " allowed",
+                    static_cast<int>(kMaxExprChars) + 1);
   Expr e;
   e.text_ = text;
   Parser p(tokenize(text), e.names_);

@@ -15,6 +15,9 @@
 // Values are numbers (doubles; true = 1, false = 0) or strings. Strings
 // compare with == != < <= > >= only against strings; arithmetic on a string
 // is an error. Division by zero gives NaN (an empty CSV cell), not an error.
+// Limits: 16,384 characters, 4,096 tokens, 256 levels of nesting (tree
+// depth, counting each binary operator of a chain): beyond them parse()
+// throws ExprError, so that hostile input cannot overflow the stack.
 // Leaves out: user functions, variables, short-circuit side effects (there
 // are none), integer semantics (everything is double).
 #pragma once

@@ -2,10 +2,17 @@
 // appends and the progress display; see runner.h.
 #include "sim/sweep/runner.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -91,6 +98,7 @@ std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::
                                   const PreparedPoint& pp, const std::string& status, const std::string& message,
                                   const std::map<std::string, std::string>& metrics) {
   std::vector<std::string> row = base_row(spec, pp);
+  const std::size_t status_at = row.size();
   row.push_back(status);
   row.push_back(message);
   for (std::size_t i = row.size(); i < header.size() - spec.derived.size(); ++i) {
@@ -104,8 +112,13 @@ std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::
         const Value v = d.expr.eval(
             [&](const std::string& n) { return lookup_point_value(spec, *pp.point, n, &metrics); });
         cell = v.is_number ? format_real(v.number) : v.text;
-      } catch (const ExprError&) {
-        // A type mismatch for this point (e.g. a string metric): empty cell.
+      } catch (const ExprError& e) {
+        // A type mismatch for this point (arithmetic on a string): an
+        // error row that says so, its metrics kept (docs/sweeps.md).
+        if (row[status_at] == "ok") {
+          row[status_at] = "error";
+          row[status_at + 1] = "derived column '" + d.name + "': " + e.what();
+        }
       }
     }
     row.push_back(cell);
@@ -132,7 +145,9 @@ std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::st
   }
   *ok = message.empty();
   if (!*ok) metrics.clear();
-  return make_row(spec, header, pp, *ok ? "ok" : "error", message, metrics);
+  std::vector<std::string> row = make_row(spec, header, pp, *ok ? "ok" : "error", message, metrics);
+  *ok = *ok && row[base_row(spec, pp).size()] == "ok";
+  return row;
 }
 
 }  // namespace
@@ -151,11 +166,43 @@ std::pair<int, int> parse_shard(const std::string& text) {
   throw std::invalid_argument("--shard expects I/N with 0 <= I < N (e.g. 0/4), found '" + text + "'");
 }
 
+namespace {
+// An exclusive flock on OUT/.sweep.lock for the whole run: two sweeps into
+// one directory (a Slurm task resubmitted while the first still runs)
+// would both append the same points. The kernel drops the lock when the
+// process dies, so a killed sweep never leaves a stale lock behind.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir) {
+    const std::string file = (fs::path(dir) / ".sweep.lock").string();
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot create " + file + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      Diagnostic d;
+      d.file = dir;
+      d.expected = "an output directory no other sweep is writing to";
+      d.found = err == EWOULDBLOCK ? "another tpusim sweep running in it (it holds " + file + ")"
+                                   : "a lock that cannot be taken: " + std::string(std::strerror(err));
+      throw ConfigError(d);
+    }
+  }
+  ~DirLock() { ::close(fd_); }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+}  // namespace
+
 SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint>& points,
                           const SweepRunOptions& opt) {
   const auto t0 = Clock::now();
   SweepRunSummary sum;
   fs::create_directories(opt.out_dir);
+  const DirLock lock(opt.out_dir);
   const std::vector<std::string> header = results_header(spec);
   const std::string path = (fs::path(opt.out_dir) / "results.csv").string();
   std::set<std::string> done;
@@ -180,9 +227,29 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
       sum.retried = static_cast<std::size_t>(existing.rows.end() - keep_end);
       existing.rows.erase(keep_end, existing.rows.end());
     }
+    // A point with two rows (a file written before the lock existed, or
+    // edited by hand) keeps one: its first ok row, else its first row.
+    {
+      const std::size_t status = static_cast<std::size_t>(
+          std::find(header.begin(), header.end(), "status") - header.begin());
+      std::map<std::string, std::size_t> keep;  // id -> index of the row kept
+      for (std::size_t i = 0; i < existing.rows.size(); ++i) {
+        const auto& r = existing.rows[i];
+        auto [it, fresh] = keep.emplace(r[0], i);
+        if (!fresh && existing.rows[it->second].at(status) != "ok" && r.at(status) == "ok") it->second = i;
+      }
+      if (keep.size() != existing.rows.size()) {
+        std::vector<std::vector<std::string>> kept;
+        for (std::size_t i = 0; i < existing.rows.size(); ++i)
+          if (keep.at(existing.rows[i][0]) == i) kept.push_back(existing.rows[i]);
+        sum.duplicates_removed = existing.rows.size() - kept.size();
+        existing.rows = std::move(kept);
+      }
+    }
     // A torn last line (a crash in the middle of a write) must go before
     // anything is appended after it.
-    if (existing.dropped || sum.retried) write_results_atomically(path, header, existing.rows);
+    if (existing.dropped || sum.retried || sum.duplicates_removed)
+      write_results_atomically(path, header, existing.rows);
     for (const auto& r : existing.rows) done.insert(r[0]);
   }
 

@@ -44,12 +44,15 @@ struct SweepRunSummary {
   std::size_t ok = 0, failed = 0; // of the rows written now (invalid points included in failed)
   std::size_t dropped = 0;        // torn/malformed lines dropped on resume
   std::size_t retried = 0;        // error rows dropped by retry_failed (their points run again)
+  std::size_t duplicates_removed = 0;  // extra rows of a point dropped on resume (its ok row stays)
   double wall_seconds = 0;        // whole run_sweep call
   double child_seconds = 0;       // sum over children of fork-to-reap time
 };
 
-// Throws ConfigError when OUT/results.csv exists without `resume` or was
-// written by a different spec; std::runtime_error on I/O failure.
+// Holds an exclusive flock on OUT/.sweep.lock while it runs. Throws
+// ConfigError when another sweep holds that lock, when OUT/results.csv
+// exists without `resume` or was written by a different spec;
+// std::runtime_error on I/O failure.
 SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint>& points,
                           const SweepRunOptions& opt);
 

@@ -15,6 +15,8 @@
 #include "sim/config/schema.h"
 #include "sim/results/results_writer.h"
 #include "workloads/builtin.h"
+#include "workloads/io/input_file.h"
+#include "workloads/io/yaml_strict.h"
 
 namespace tpusim::sim::sweep {
 
@@ -247,6 +249,13 @@ const SweptValue* SweepPoint::find(const std::string& key) const {
 }
 
 SweepSpec load_sweep_spec(const std::string& file) {
+  if (auto why = workloads::input_file_problem(file); !why.empty()) {
+    Diagnostic d;
+    d.file = file;
+    d.expected = "a readable sweep spec file";
+    d.found = why;
+    throw ConfigError(d);
+  }
   std::ifstream in(file);
   if (!in) {
     Diagnostic d;
@@ -264,7 +273,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   Collector c(file);
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = workloads::load_yaml_strict(text);
   } catch (const YAML::Exception& e) {
     c.add({e.mark.line + 1, e.mark.column + 1}, "", "valid YAML", e.msg);
     c.check();
@@ -285,7 +294,16 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
       c.add(pos_of(kv.first), k, "a key of the spec (name, base, axes, filters, derived)",
             "unknown key '" + k + "'", nearest_word(k, top));
   }
-  if (root["name"]) spec.name = root["name"].Scalar();
+  if (root["name"]) {
+    spec.name = root["name"].Scalar();
+    // The name reaches file names, job names and generated scripts.
+    for (unsigned char ch : spec.name)
+      if (ch < 0x20 || ch == 0x7f) {
+        c.add(pos_of(root["name"]), "name", "a name without control characters (newline, tab, ...)",
+              "'" + spec.name + "'");
+        break;
+      }
+  }
 
   // base
   if (const YAML::Node base = root["base"]) {

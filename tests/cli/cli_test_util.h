@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,23 @@ inline std::string tpusim_binary() {
     throw std::runtime_error("TPUSIM_BINARY is not set and " + guess.string() + " is missing");
   return guess.string();
 }
+
+// A fresh folder under the temp directory, removed with everything in it.
+struct TmpDir {
+  std::filesystem::path p;
+  explicit TmpDir(const std::string& prefix) {
+    static int n = 0;
+    p = std::filesystem::temp_directory_path() /
+        (prefix + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    std::filesystem::remove_all(p);
+    std::filesystem::create_directories(p);
+  }
+  ~TmpDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(p, ec);
+  }
+  std::string operator/(const std::string& s) const { return (p / s).string(); }
+};
 
 struct CliResult {
   int rc = -1;  // exit code; -1 when the process did not exit normally

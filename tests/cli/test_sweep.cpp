@@ -29,19 +29,8 @@ namespace fs = std::filesystem;
 
 using tpusim::test::tpusim_binary;
 
-struct TmpDir {
-  fs::path p;
-  TmpDir() {
-    static int n = 0;
-    p = fs::temp_directory_path() / ("tpusim_sweep_cli_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(p);
-    fs::create_directories(p);
-  }
-  ~TmpDir() {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  }
-  std::string operator/(const std::string& s) const { return (p / s).string(); }
+struct TmpDir : tpusim::test::TmpDir {
+  TmpDir() : tpusim::test::TmpDir("tpusim_sweep_cli_") {}
 };
 
 using tpusim::test::slurp;

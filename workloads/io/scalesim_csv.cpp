@@ -1,5 +1,6 @@
 // SCALE-Sim topology CSV reader (see scalesim_csv.h for the mapping).
 #include "workloads/io/scalesim_csv.h"
+#include "workloads/io/input_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -178,6 +179,8 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
 }
 
 Workload read_scalesim_csv(const std::string& path, const ScaleSimOptions& opts) {
+  if (auto why = input_file_problem(path); !why.empty())
+    throw WorkloadError(SourceLoc{path, 0, 0}, "", "cannot read SCALE-Sim topology file: " + why);
   std::ifstream in(path);
   if (!in) throw WorkloadError(SourceLoc{path, 0, 0}, "", "cannot open SCALE-Sim topology file");
   std::stringstream ss;

@@ -17,6 +17,8 @@
 
 #include "workloads/io/suggest.h"
 #include "workloads/io/workload_file.h"
+#include "workloads/io/input_file.h"
+#include "workloads/io/yaml_strict.h"
 #include "workloads/ir/shape_inference.h"
 
 namespace tpusim::workloads {
@@ -98,6 +100,7 @@ class Reader {
     resolve(wl, tensors, ops);
     if (!diags_.empty()) throw WorkloadError(diags_);
     wl.validate();
+    wl.order_ops();  // the format allows any order; consumers follow producers from here on
     return wl;
   }
 
@@ -316,6 +319,8 @@ class Reader {
       error(n, join(path, "dtype") + suffix,
             "missing key (tensors of kind " + std::string(tensor_kind_name(p.t.kind)) + " need a dtype)");
     }
+    if (p.has_shape)
+      if (auto why = shape_size_problem(p.t.shape, p.t.dtype); !why.empty()) error(n, join(path, "shape") + suffix, why);
     out.push_back(std::move(p));
   }
 
@@ -726,7 +731,7 @@ class Reader {
 Workload parse(const std::string& text, const std::string& filename) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = load_yaml_strict(text);
   } catch (const YAML::Exception& e) {
     throw WorkloadError(SourceLoc{filename, e.mark.line + 1, e.mark.column + 1}, "",
                         "YAML syntax error: " + e.msg);
@@ -741,6 +746,8 @@ Workload read_workload_string(const std::string& text, const std::string& filena
 }
 
 Workload read_workload_file(const std::string& path) {
+  if (auto why = input_file_problem(path); !why.empty())
+    throw WorkloadError(SourceLoc{path, 0, 0}, "", "cannot read workload file: " + why);
   std::ifstream in(path);
   if (!in) throw WorkloadError(SourceLoc{path, 0, 0}, "", "cannot open workload file");
   std::stringstream ss;

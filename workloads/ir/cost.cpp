@@ -3,7 +3,11 @@
 #include "workloads/ir/cost.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
+#include <utility>
+
+#include "arch/common/checked.h"
 
 #include "workloads/ir/shape_inference.h"
 #include "workloads/ir/workload.h"
@@ -20,17 +24,45 @@ OpCost& OpCost::operator+=(const OpCost& o) {
 }
 
 std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal) {
-  if (!causal) return static_cast<std::uint64_t>(q_len) * static_cast<std::uint64_t>(kv_len);
-  // Query i sees keys j <= i + (kv_len - q_len), i.e. min(kv_len, max(0, i + kv_len - q_len + 1)).
-  std::uint64_t n = 0;
-  for (std::int64_t i = 0; i < q_len; ++i)
-    n += static_cast<std::uint64_t>(std::clamp<std::int64_t>(i + kv_len - q_len + 1, 0, kv_len));
-  return n;
+  using u128 = unsigned __int128;
+  if (q_len <= 0 || kv_len <= 0) return 0;
+  u128 n;
+  if (!causal) {
+    n = static_cast<u128>(q_len) * static_cast<u128>(kv_len);
+  } else {
+    // Query i sees min(kv_len, max(0, i + kv_len - q_len + 1)) keys; the
+    // last query sees kv_len, each earlier one one fewer, down to 1 (or to
+    // kv_len - q_len + 1 when kv_len >= q_len): an arithmetic series.
+    const std::int64_t first = std::max<std::int64_t>(1, kv_len - q_len + 1);
+    n = (static_cast<u128>(first) + static_cast<u128>(kv_len)) * static_cast<u128>(kv_len - first + 1) / 2;
+  }
+  return n > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
+                                                        : static_cast<std::uint64_t>(n);
 }
 
 namespace {
 using u64 = std::uint64_t;
 u64 U(std::int64_t v) { return static_cast<u64>(v); }
+
+// Checked arithmetic for one op's counts: a count beyond 64 bits is the
+// op's problem, reported with its name rather than wrapped.
+struct Counter {
+  const Op& op;
+  [[noreturn]] void overflow() const {
+    throw WorkloadError(op.loc, "op '" + op.name + "' (" + std::string(op_kind_name(op.kind)) + ")",
+                        "its FLOP, MAC or byte count exceeds 2^64: the op is too large to simulate");
+  }
+  u64 mul(u64 a, u64 b) const {
+    auto r = arch::checked_mul(a, b);
+    if (!r) overflow();
+    return *r;
+  }
+  u64 add(u64 a, u64 b) const {
+    auto r = arch::checked_add(a, b);
+    if (!r) overflow();
+    return *r;
+  }
+};
 }  // namespace
 
 namespace {
@@ -62,6 +94,7 @@ OpCost cost_impl(Find find, const Op& op) {
     out.push_back(t);
   }
   OpCost c;
+  const Counter k{op};
   // Minimum traffic: each distinct input once, each output once.
   std::set<std::string> seen;
   for (std::size_t i = 0; i < in.size(); ++i) {
@@ -70,33 +103,34 @@ OpCost cost_impl(Find find, const Op& op) {
       const Tensor& table = *in[0];
       u64 row_elems = U(table.num_elements() / std::max<std::int64_t>(table.shape[0], 1));
       u64 rows = U(in.size() > 1 ? in[1]->num_elements() : 0);
-      c.bytes_read += std::min(table.bytes(), rows * arch::dtype_bytes(table.dtype, row_elems));
+      c.bytes_read = k.add(c.bytes_read, std::min(table.bytes(), k.mul(rows, arch::dtype_bytes(table.dtype, row_elems))));
     } else {
-      c.bytes_read += in[i]->bytes();
+      c.bytes_read = k.add(c.bytes_read, in[i]->bytes());
     }
   }
-  for (const auto* t : out) c.bytes_written += t->bytes();
+  for (const auto* t : out) c.bytes_written = k.add(c.bytes_written, t->bytes());
   if (in.empty() || out.empty()) return c;
   const u64 out_elems = U(out[0]->num_elements());
 
   switch (op.kind) {
     case OpKind::matmul: {
       MatmulDims d = matmul_dims(op.as<MatmulAttrs>(), in.at(0)->shape, in.at(1)->shape);
-      c.macs = U(d.macs());
-      c.flops = 2 * c.macs;
+      c.macs = k.mul(k.mul(U(d.batch), U(d.m)), k.mul(U(d.k), U(d.n)));
+      if (c.macs > u64{1} << 62) k.overflow();  // MatmulDims::macs() is int64
+      c.flops = k.mul(2, c.macs);
       break;
     }
     case OpKind::conv2d: {
       // Each output element is a dot product of KH*KW*(C/groups) terms.
       const Shape& w = in.at(1)->shape;
-      c.macs = out_elems * U(w[0] * w[1] * w[2]);
-      c.flops = 2 * c.macs;
+      c.macs = k.mul(out_elems, k.mul(k.mul(U(w[0]), U(w[1])), U(w[2])));
+      c.flops = k.mul(2, c.macs);
       break;
     }
     case OpKind::elementwise: {
       EwCost e = ew_cost(op.as<ElementwiseAttrs>().kind);
-      c.flops = out_elems * U(e.flops);
-      c.transcendentals = out_elems * U(e.transcendentals);
+      c.flops = k.mul(out_elems, U(e.flops));
+      c.transcendentals = k.mul(out_elems, U(e.transcendentals));
       break;
     }
     case OpKind::reduce: {
@@ -112,7 +146,7 @@ OpCost cost_impl(Find find, const Op& op) {
       u64 r = U(x.at(ax));
       u64 rows = out_elems / r;
       // max (r-1) + subtract r + sum (r-1) + divide r per row; exp per element.
-      c.flops = rows * (4 * r - 2);
+      c.flops = k.mul(rows, 4 * r - 2);
       c.transcendentals = out_elems;
       break;
     }
@@ -124,16 +158,18 @@ OpCost cost_impl(Find find, const Op& op) {
       u64 r = U(num_elements(Shape(x.begin() + ax, x.end())));
       u64 per = op.kind == OpKind::layer_norm ? 5 : 3;
       per += in.size() - 1;  // scale and bias: one op per element each
-      c.flops = out_elems * per;
+      c.flops = k.mul(out_elems, per);
       c.transcendentals = out_elems / r;  // one rsqrt per normalised row
       break;
     }
     case OpKind::attention: {
       const Shape &q = in.at(0)->shape, &v = in.at(2)->shape;
-      u64 heads = U(q[0] * q[2]);  // batch x heads
-      u64 pairs = heads * attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
-      c.macs = pairs * U(q[3] + v[3]);  // QK^T (D) and PV (Dv) per score
-      c.flops = 2 * c.macs + 5 * pairs;
+      u64 heads = k.mul(U(q[0]), U(q[2]));  // batch x heads
+      const u64 per_head = attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
+      if (per_head == std::numeric_limits<u64>::max()) k.overflow();
+      u64 pairs = k.mul(heads, per_head);
+      c.macs = k.mul(pairs, U(q[3] + v[3]));  // QK^T (D) and PV (Dv) per score
+      c.flops = k.add(k.mul(2, c.macs), k.mul(5, pairs));
       c.transcendentals = pairs;
       break;
     }
@@ -146,7 +182,16 @@ OpCost cost_impl(Find find, const Op& op) {
 OpCost workload_cost(const Workload& wl) {
   OpCost total;
   TensorIndex index(wl);
-  for (const auto& op : wl.ops) total += op_cost(index, op);
+  for (const auto& op : wl.ops) {
+    OpCost c = op_cost(index, op);
+    for (auto [sum, part] : {std::pair{&total.flops, c.flops}, {&total.macs, c.macs},
+                             {&total.transcendentals, c.transcendentals}, {&total.bytes_read, c.bytes_read},
+                             {&total.bytes_written, c.bytes_written}}) {
+      auto r = arch::checked_add(*sum, part);
+      if (!r) throw WorkloadError(op.loc, "op '" + op.name + "'", "the workload's total FLOP or byte count exceeds 2^64");
+      *sum = *r;
+    }
+  }
   return total;
 }
 

@@ -37,7 +37,8 @@ struct OpCost {
 };
 
 // Unmasked (query, key) pairs of one (batch, head) of attention; see
-// AttentionAttrs for the causal alignment.
+// AttentionAttrs for the causal alignment. Closed form (no loop over
+// queries); saturates at UINT64_MAX when the count does not fit.
 std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal);
 
 // Cost of one op; its tensors must exist in wl (throws WorkloadError otherwise).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "arch/common/checked.h"
 #include "workloads/ir/workload.h"
 
 namespace tpusim::workloads {
@@ -97,17 +98,30 @@ MatmulDims matmul_dims(const MatmulAttrs& a, const Shape& lhs, const Shape& rhs)
   EinsumSpec s = parse_einsum(a.equation);
   check_matmul_shapes(s, a.equation, lhs, rhs);
   MatmulDims d;
-  for (char c : s.batch) d.batch *= label_size(s, c, lhs, rhs);
-  for (char c : s.lhs_free) d.m *= label_size(s, c, lhs, rhs);
-  for (char c : s.contracting) d.k *= label_size(s, c, lhs, rhs);
-  for (char c : s.rhs_free) d.n *= label_size(s, c, lhs, rhs);
+  // Each product is a sub-product of an operand's or the output's dims,
+  // which the tensor size limit bounds; checked all the same.
+  auto mul = [&](std::int64_t& acc, char c) {
+    auto p = arch::checked_mul(acc, label_size(s, c, lhs, rhs));
+    if (!p) throw WorkloadError(SourceLoc{}, "", "equation '" + a.equation + "': a dimension product overflows");
+    acc = *p;
+  };
+  for (char c : s.batch) mul(d.batch, c);
+  for (char c : s.lhs_free) mul(d.m, c);
+  for (char c : s.contracting) mul(d.k, c);
+  for (char c : s.rhs_free) mul(d.n, c);
   return d;
 }
 
 namespace {
 void conv_dim(PaddingMode mode, std::int64_t in, std::int64_t k, std::int64_t stride,
               std::int64_t dil, std::int64_t& lo, std::int64_t& hi, std::int64_t& out) {
-  std::int64_t ek = (k - 1) * dil + 1;  // receptive field of the dilated kernel
+  // Inputs are bounded (dims by the tensor size limit, stride, dilation and
+  // padding by kMaxConvAttr), but the dilated kernel's extent is checked.
+  auto ek_m = arch::checked_mul<std::int64_t>(k - 1, dil);
+  if (!ek_m || *ek_m > (std::int64_t{1} << 53))
+    throw WorkloadError(SourceLoc{}, "", "filter extent " + std::to_string(k) + " with dilation " +
+                                             std::to_string(dil) + " overflows");
+  std::int64_t ek = *ek_m + 1;  // receptive field of the dilated kernel
   if (mode == PaddingMode::valid) {
     lo = hi = 0;
   } else if (mode == PaddingMode::same) {
@@ -200,8 +214,14 @@ class Inferer {
       fail("wrong operand count: expected " + exp + " inputs, found " + std::to_string(n));
     }
     if (!attrs_match_kind(op_.kind, op_.attrs)) fail("attributes do not belong to this op kind");
+    // Inputs are checked too: the reader infers shapes before validate().
+    for (std::size_t i = 0; i < in_.size(); ++i)
+      if (auto why = shape_size_problem(in_[i].shape, in_[i].dtype); !why.empty())
+        fail("input '" + name(i) + "': " + why);
     try {
-      return {one()};
+      TensorType t = one();
+      if (auto why = shape_size_problem(t.shape, t.dtype); !why.empty()) fail("output: " + why);
+      return {t};
     } catch (const WorkloadError& e) {
       // Re-anchor helper errors (equation, broadcasting) on this op.
       if (!e.diagnostics().empty() && e.diagnostics()[0].path.rfind("op '", 0) == 0) throw;
@@ -255,6 +275,11 @@ class Inferer {
       if (v < 1) fail("stride, dilation and groups must be >= 1, found " + std::to_string(v));
     for (auto v : {a.pad_top, a.pad_bottom, a.pad_left, a.pad_right})
       if (v < 0) fail("padding must be >= 0, found " + std::to_string(v));
+    for (auto v : {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.pad_top, a.pad_bottom, a.pad_left,
+                   a.pad_right})
+      if (v > kMaxConvAttr)
+        fail("stride, dilation and padding must be <= " + std::to_string(kMaxConvAttr) + ", found " +
+             std::to_string(v));
     if (x[3] % a.groups != 0)
       fail("input channels " + std::to_string(x[3]) + " (input shape " + shape_str(x) +
            ") not divisible by groups " + std::to_string(a.groups));
@@ -378,7 +403,9 @@ class Inferer {
       } else if (s[i] < 1) {
         fail("shape: expected dims >= 1 (or one -1), found " + shape_str(s));
       } else {
-        known *= s[i];
+        auto k = arch::checked_mul(known, s[i]);
+        if (!k) fail("shape: the product of dims overflows, found " + shape_str(s));
+        known = *k;
       }
     }
     std::int64_t n = num_elements(x);
@@ -407,7 +434,9 @@ class Inferer {
              name(0) + "' shape " + shape_str(x) + " (all dims but axis " + std::to_string(ax) +
              " must agree)");
       same_dtype(0, i);
-      t.shape[ax] += y[ax];
+      auto sum = arch::checked_add(t.shape[ax], y[ax]);
+      if (!sum) fail("axis " + std::to_string(ax) + ": the concatenated extent overflows");
+      t.shape[ax] = *sum;
     }
     return t;
   }
@@ -447,7 +476,9 @@ class Inferer {
           for (const auto& m : wl_->mesh) known += (known.empty() ? "" : ", ") + m.name;
         fail("mesh_axes: unknown mesh axis '" + ax + "' (declared: " + (known.empty() ? "none" : known) + ")");
       }
-      group *= *sz;
+      auto g = arch::checked_mul(group, *sz);
+      if (!g) fail("mesh_axes: the group size overflows");
+      group = *g;
     }
     TensorType t = in_[0];
     Shape& s = t.shape;
@@ -455,7 +486,13 @@ class Inferer {
         a.reduce == ReduceKind::mean)
       fail("reduce: expected sum, max or min, found mean");
     switch (op_.kind) {
-      case OpKind::all_gather: s[axis(a.dim, s.size(), "dim")] *= group; break;
+      case OpKind::all_gather: {
+        auto d = axis(a.dim, s.size(), "dim");
+        auto g = arch::checked_mul(s[d], group);
+        if (!g) fail("dim " + std::to_string(d) + " of input shape " + shape_str(s) + " times the group size overflows");
+        s[d] = *g;
+        break;
+      }
       case OpKind::reduce_scatter: {
         auto d = axis(a.dim, s.size(), "dim");
         if (s[d] % group != 0)
@@ -471,7 +508,9 @@ class Inferer {
           fail("split_dim " + std::to_string(sd) + " of input shape " + shape_str(s) +
                " not divisible by the group size " + std::to_string(group));
         s[sd] /= group;
-        s[cd] *= group;
+        auto g = arch::checked_mul(s[cd], group);
+        if (!g) fail("concat_dim " + std::to_string(cd) + " times the group size overflows");
+        s[cd] = *g;
         break;
       }
       case OpKind::collective_permute:

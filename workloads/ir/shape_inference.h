@@ -33,6 +33,11 @@ struct EinsumSpec {
 EinsumSpec parse_einsum(const std::string& equation);
 
 // Matmul sizes as products of the classified dims: out = batch x (M x K)(K x N).
+// Upper bound on a conv's stride, dilation and padding: 2^20, far beyond
+// any real network (strides and dilations are single digits), and small
+// enough that stride_h * stride_w and dims plus padding fit in 64 bits.
+inline constexpr std::int64_t kMaxConvAttr = std::int64_t{1} << 20;
+
 struct MatmulDims {
   std::int64_t batch = 1, m = 1, k = 1, n = 1;
   std::int64_t macs() const { return batch * m * k * n; }

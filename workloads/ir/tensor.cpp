@@ -1,6 +1,8 @@
 // Name tables and size helpers for workload tensors (see tensor.h).
 #include "workloads/ir/tensor.h"
 
+#include "arch/common/checked.h"
+
 namespace tpusim::workloads {
 
 std::string_view mem_space_name(MemSpace s) {
@@ -40,6 +42,29 @@ std::int64_t num_elements(const Shape& s) {
   std::int64_t n = 1;
   for (auto d : s) n *= d;
   return n;
+}
+
+std::optional<std::int64_t> checked_num_elements(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) {
+    auto p = arch::checked_mul(n, d);
+    if (!p) return std::nullopt;
+    n = *p;
+  }
+  return n;
+}
+
+std::string shape_size_problem(const Shape& s, DType dtype) {
+  for (auto d : s)
+    if (d < 1) return "";  // reported elsewhere as a bad dim
+  auto n = checked_num_elements(s);
+  if (!n) return "shape " + shape_str(s) + " has more than 2^63 elements (the product of its dims overflows)";
+  const std::uint64_t bits = static_cast<std::uint64_t>(arch::dtype_bits(dtype));
+  auto b = arch::checked_mul(static_cast<std::uint64_t>(*n), bits);
+  if (!b || (*b + 7) / 8 > kMaxTensorBytes)
+    return "shape " + shape_str(s) + " of " + std::string(arch::dtype_name(dtype)) + " has " + std::to_string(*n) +
+           " elements, more than the 2^50-byte (1 PiB) limit on one tensor";
+  return "";
 }
 
 std::int64_t Tensor::num_elements() const { return workloads::num_elements(shape); }

@@ -56,7 +56,19 @@ struct Tensor {
 
 // "[8, 4096]" for messages.
 std::string shape_str(const Shape& s);
-// Product of dims (1 for a scalar).
+// Product of dims (1 for a scalar). Unchecked: callers hold validated shapes.
 std::int64_t num_elements(const Shape& s);
+
+// The largest tensor a workload may declare or infer: 2^50 bytes (1 PiB),
+// thousands of times the HBM of any chip in configs/. It keeps every
+// element count below 2^53 (exact in a double) and every byte count, and
+// products of two of them with small factors, inside 64 bits.
+inline constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 50;
+// Product of dims, or nullopt when it overflows int64 (dims must be >= 1).
+std::optional<std::int64_t> checked_num_elements(const Shape& s);
+// Empty when a shape of this dtype is representable (every dim >= 1 is
+// assumed), else why not ("has more than 2^63 elements", "needs ... bytes,
+// above the 1 PiB limit").
+std::string shape_size_problem(const Shape& s, DType dtype);
 
 }  // namespace tpusim::workloads

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "workloads/ir/cost.h"
 #include "workloads/ir/shape_inference.h"
 
 namespace tpusim::workloads {
@@ -136,6 +137,14 @@ std::vector<std::size_t> Workload::topo_order() const {
                       "dependency cycle: " + chain);
 }
 
+void Workload::order_ops() {
+  auto order = topo_order();
+  std::vector<Op> sorted;
+  sorted.reserve(ops.size());
+  for (auto i : order) sorted.push_back(std::move(ops[i]));
+  ops = std::move(sorted);
+}
+
 void Workload::validate() const {
   std::vector<Diagnostic> diags;
   auto add = [&](const SourceLoc& l, std::string path, std::string msg) {
@@ -150,6 +159,9 @@ void Workload::validate() const {
   for (const auto& m : mesh) {
     if (!mesh_names.insert(m.name).second) add(loc, "mesh." + m.name, "mesh axis declared twice");
     if (m.size < 1) add(loc, "mesh." + m.name, "expected a size >= 1, found " + std::to_string(m.size));
+    if (m.size > kMaxMeshSize)
+      add(loc, "mesh." + m.name, "expected a size <= " + std::to_string(kMaxMeshSize) + " chips, found " +
+                                     std::to_string(m.size));
   }
 
   std::unordered_map<std::string, const Tensor*> tmap;
@@ -165,6 +177,7 @@ void Workload::validate() const {
         add(t.loc, p, "shape: expected dims >= 1, found " + shape_str(t.shape));
         break;
       }
+    if (auto why = shape_size_problem(t.shape, t.dtype); !why.empty()) add(t.loc, p, why);
   }
 
   std::set<std::string> op_names;
@@ -232,6 +245,15 @@ void Workload::validate() const {
   if (graph_ok) {
     try {
       topo_order();
+    } catch (const WorkloadError& e) {
+      for (const auto& d : e.diagnostics()) diags.push_back(d);
+    }
+  }
+  // Counts derived from the shapes (FLOPs, bytes) must fit 64 bits: the
+  // lowering and the results take them as exact.
+  if (diags.empty()) {
+    try {
+      workload_cost(*this);
     } catch (const WorkloadError& e) {
       for (const auto& d : e.diagnostics()) diags.push_back(d);
     }

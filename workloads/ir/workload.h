@@ -19,6 +19,10 @@ namespace tpusim::workloads {
 
 inline constexpr int kWorkloadFormatVersion = 1;
 
+// Largest mesh axis: 2^20 chips, far beyond any TPU pod (configs/ give the
+// pod sizes); keeps products of a few axes inside 64 bits.
+inline constexpr std::int64_t kMaxMeshSize = std::int64_t{1} << 20;
+
 struct MeshAxis {
   std::string name;
   std::int64_t size = 1;
@@ -57,6 +61,10 @@ class Workload {
   // first, so a workload already in order keeps its order. Throws
   // WorkloadError naming the ops on a cycle.
   std::vector<std::size_t> topo_order() const;
+  // Reorders `ops` into topo_order(), so that every op follows the ops
+  // producing its inputs (files may list ops in any order; the lowering
+  // walks them in list order). Throws like topo_order() on a cycle.
+  void order_ops();
   // Index of the op producing each tensor (tensor name -> op index).
   std::unordered_map<std::string, std::size_t> producers() const;
   // Index of each op that reads a tensor (tensor name -> op indices).

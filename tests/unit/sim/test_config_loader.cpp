@@ -208,7 +208,7 @@ TEST(Loader, DiagnosticsCarryPositionsAndAreAllCollected) {
     EXPECT_EQ(ds[0].key, "mxu.rows");
     EXPECT_EQ(ds[0].line, 3);
     EXPECT_EQ(ds[0].column, 9);  // the value 0
-    EXPECT_EQ(ds[0].expected, "an integer >= 1");
+    EXPECT_EQ(ds[0].expected, "an integer >= 1 and <= 4096");
     EXPECT_EQ(ds[0].found, "'0'");
     EXPECT_EQ(ds[1].key, "mxu.colz");
     EXPECT_EQ(ds[1].line, 4);
@@ -217,7 +217,7 @@ TEST(Loader, DiagnosticsCarryPositionsAndAreAllCollected) {
     EXPECT_EQ(ds[2].key, "chip.clock");
     EXPECT_EQ(ds[2].line, 6);
     EXPECT_NE(ds[2].found.find("that is a bandwidth"), std::string::npos);
-    EXPECT_EQ(ds[0].render(), f + ":3:9: mxu.rows: expected an integer >= 1, found '0'");
+    EXPECT_EQ(ds[0].render(), f + ":3:9: mxu.rows: expected an integer >= 1 and <= 4096, found '0'");
     // what() renders one per line.
     std::string w = e.what();
     EXPECT_EQ(std::count(w.begin(), w.end(), '\n'), 2);

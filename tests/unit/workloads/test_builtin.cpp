@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "workload_test_util.h"
 #include "workloads/builtin.h"
 #include "workloads/ir/cost.h"
 
@@ -10,14 +11,7 @@ using namespace tpusim::workloads;
 using tpusim::arch::DType;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const WorkloadError& e) {
-    return e.what();
-  }
-  return "";
-}
+using tpusim::workloads::testing::error_of;
 }  // namespace
 
 TEST(Builtin, GemmFromString) {

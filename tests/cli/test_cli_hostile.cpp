@@ -1,0 +1,199 @@
+// Hostile command lines end to end (issue 17): user mistakes exit 2 naming
+// the flag or path, output that cannot be written exits non-zero, a run
+// directory holds one run's files, and sweeps refuse concurrent writers,
+// drop duplicate rows on resume and report string arithmetic.
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_test_util.h"
+#include "sim/sweep/results_table.h"
+
+namespace tpusim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using tpusim::test::CliResult;
+using tpusim::test::slurp;
+
+struct TmpDir : tpusim::test::TmpDir {
+  TmpDir() : tpusim::test::TmpDir("tpusim_hostile_cli_") {}
+};
+
+CliResult tpusim(const TmpDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.p.string(), args); }
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(HostileCli, PathMistakesExitTwoNamingTheFlag) {
+  TmpDir d;
+  write(d / "file", "x");
+  ASSERT_EQ(::mkfifo((d / "fifo").c_str(), 0600), 0);
+  struct C {
+    std::string args, expect;
+  } cases[] = {
+      {"run --gemm 64,64,64 --out ''", "run: --out: expected a directory path, found ''"},
+      {"run --gemm 64,64,64 --out " + (d / "file"), "run: --out '" + (d / "file") + "': exists and is not a directory"},
+      {"run --gemm 64,64,64 --out " + (d / "o") + " --vcd /nonexistent/dir/w", "run: --vcd '/nonexistent/dir/w.vcd'"},
+      {"run --workload /dev/zero --out " + (d / "o"), "run: --workload '/dev/zero': not a regular file"},
+      {"run --workload " + (d / "fifo") + " --out " + (d / "o"), "not a regular file"},
+      {"run --model llama2-7b --image 0 --out " + (d / "o"), "run: --image must be in [1, 2^40], found 0"},
+      {"run --gemm 2147483648,2147483648,1 --out " + (d / "o"), "1 PiB"},
+      {"run --gemm 4294967296,4294967296,4294967296 --out " + (d / "o"), "overflows"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = tpusim(d, c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+}
+
+TEST(HostileCli, RunsBeyondTheSimulatedTimeLimitStopAndSaySo) {
+  TmpDir d;
+  // 2 x 4096^3 FLOPs at v5e's 197 TFLOP/s peak take at least 0.7 ms: far
+  // beyond a 1 us limit, with or without progress reporting.
+  for (const char* quiet : {" --quiet", ""}) {
+    const CliResult r = tpusim(d, std::string("run --gemm 4096,4096,4096 --max-sim-time 1e-6 --out ") + (d / "o") + quiet);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("simulated-time limit of 0.000001 s"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
+  }
+  EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time nan --out " + (d / "o")).rc, 2);
+  EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time 1e-3 --quiet --out " + (d / "o")).rc, 0);
+}
+
+TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const std::string args : {"config show v5e", "list", "--help"}) {
+    const std::string cmd = "'" + tpusim::test::tpusim_binary() + "' " + args + " >/dev/full 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << args << ": status " << status;
+  }
+}
+
+TEST(HostileCli, ASecondRunIntoTheSameOutLeavesOnlyItsOwnFiles) {
+  TmpDir d;
+  ASSERT_EQ(tpusim(d, "run --gemm 64,64,64 --trace --quiet --out " + (d / "o")).rc, 0);
+  ASSERT_TRUE(fs::exists(d / "o/trace.json"));
+  const CliResult r = tpusim(d, "run --gemm 128,64,64 --quiet --out " + (d / "o"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(fs::exists(d / "o/trace.json"));  // the first run's, not this one's
+  for (const char* f : {"summary.csv", "ops.csv", "units.csv", "config.effective.yaml"})
+    EXPECT_TRUE(fs::exists(d / (std::string("o/") + f))) << f;
+  for (const auto& e : fs::directory_iterator(d / "o"))
+    EXPECT_EQ(e.path().filename().string().rfind(".staging", 0), std::string::npos) << e.path();
+}
+
+TEST(HostileCli, ConsumerBeforeProducerRuns) {
+  TmpDir d;
+  write(d / "rev.yaml",
+        "tpusim_workload: 1\nname: rev\ntensors:\n  - {name: x, shape: [128, 256], dtype: bf16}\n"
+        "  - {name: w, shape: [256, 128], dtype: bf16, kind: weight}\n"
+        "ops:\n  - {name: act, op: relu, inputs: [mm]}\n  - {name: mm, op: matmul, inputs: [x, w]}\n");
+  const CliResult r = tpusim(d, "run --workload " + (d / "rev.yaml") + " --quiet --out " + (d / "o"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST(HostileCli, CmemPlacementOnAChipWithoutCmemIsAnError) {
+  TmpDir d;
+  write(d / "c.yaml",
+        "tpusim_workload: 1\nname: c\ntensors:\n  - {name: x, shape: [128, 128], dtype: bf16, space: cmem}\n"
+        "ops:\n  - {name: r, op: relu, inputs: [x]}\n");
+  const CliResult r = tpusim(d, "run --arch v5e --workload " + (d / "c.yaml") + " --quiet --out " + (d / "o"));
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("tensor 'x' (" + (d / "c.yaml") + ":4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("v5e has no CMEM"), std::string::npos) << r.err;
+  // v4 has CMEM: the hint is honoured; with --no-cmem it cannot be.
+  EXPECT_EQ(tpusim(d, "run --arch v4 --workload " + (d / "c.yaml") + " --quiet --out " + (d / "o")).rc, 0);
+  EXPECT_EQ(tpusim(d, "run --arch v4 --no-cmem --workload " + (d / "c.yaml") + " --quiet --out " + (d / "o")).rc, 2);
+}
+
+const char* kSpec = R"(name: two
+base: {arch: v5e, gemm: "128,128,128", set: {published.peak_tflops: '~'}}
+axes:
+  grid:
+    arch.mxu.count: [2, 4]
+)";
+
+TEST(HostileCli, ASweepRefusesASecondWriterOfItsDirectory) {
+  TmpDir d;
+  write(d / "s.yaml", kSpec);
+  fs::create_directories(d / "out");
+  // Stands for a first sweep still running in out/ (it holds the lock).
+  const int fd = ::open((d / "out/.sweep.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const CliResult r = tpusim(d, "sweep " + (d / "s.yaml") + " --resume --quiet --out " + (d / "out"));
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("another tpusim sweep running in it"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "out/results.csv"));
+  ::close(fd);  // the first sweep ends: the lock goes with it
+  const CliResult r2 = tpusim(d, "sweep " + (d / "s.yaml") + " --resume --quiet --out " + (d / "out"));
+  EXPECT_EQ(r2.rc, 0) << r2.err;
+  EXPECT_EQ(sweep::read_results(d / "out/results.csv").rows.size(), 2u);
+}
+
+TEST(HostileCli, ResumeRemovesDuplicateRowsAndStatusFailsOnThem) {
+  TmpDir d;
+  write(d / "s.yaml", kSpec);
+  ASSERT_EQ(tpusim(d, "sweep " + (d / "s.yaml") + " --quiet --out " + (d / "out")).rc, 0);
+  const std::string csv = slurp(d / "out/results.csv");
+  const std::string last_row = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+  std::ofstream(d / "out/results.csv", std::ios::app) << last_row;  // one point twice
+  ASSERT_EQ(sweep::read_results(d / "out/results.csv").rows.size(), 3u);
+  const CliResult st = tpusim(d, "sweep status " + (d / "s.yaml") + " " + (d / "out"));
+  EXPECT_EQ(st.rc, 1) << st.out;
+  EXPECT_NE(st.out.find("duplicated points"), std::string::npos) << st.out;
+  const CliResult r = tpusim(d, "sweep " + (d / "s.yaml") + " --resume --out " + (d / "out"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("1 duplicate row(s) removed"), std::string::npos) << r.err;
+  EXPECT_EQ(sweep::read_results(d / "out/results.csv").rows.size(), 2u);
+  EXPECT_EQ(tpusim(d, "sweep status " + (d / "s.yaml") + " " + (d / "out")).rc, 0);
+  fs::remove(d / "out/results.csv");
+  const CliResult gap = tpusim(d, "sweep status " + (d / "s.yaml") + " " + (d / "out"));
+  EXPECT_EQ(gap.rc, 1) << gap.out;  // every point missing
+}
+
+TEST(HostileCli, StringArithmeticInADerivedColumnIsAnErrorRow) {
+  TmpDir d;
+  write(d / "s.yaml", std::string(kSpec) + "derived:\n  bad: workload.dtype + 1\n");
+  const CliResult r = tpusim(d, "sweep " + (d / "s.yaml") + " --quiet --out " + (d / "out"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const auto f = sweep::read_results(d / "out/results.csv");
+  ASSERT_EQ(f.rows.size(), 2u);
+  const auto& h = f.header;
+  const auto col = [&](const char* n) { return static_cast<std::size_t>(std::find(h.begin(), h.end(), n) - h.begin()); };
+  for (const auto& row : f.rows) {
+    EXPECT_EQ(row.at(col("status")), "error");
+    EXPECT_NE(row.at(col("message")).find("derived column 'bad'"), std::string::npos) << row.at(col("message"));
+    EXPECT_FALSE(row.at(col("total_cycles")).empty());  // the run's metrics stay
+  }
+}
+
+TEST(HostileCli, SlurmAndSweepOptionsThatCouldHurtAreRefused) {
+  TmpDir d;
+  write(d / "s.yaml", kSpec);
+  write(d / "nl.yaml", std::string("name: \"x\\necho INJECTED\"\n") + (kSpec + std::string(kSpec).find('\n') + 1));
+  struct C {
+    std::string args, expect;
+  } cases[] = {
+      {"sweep slurm " + (d / "nl.yaml") + " --shards 2 --out " + (d / "c1"), "control characters"},
+      {"sweep slurm " + (d / "s.yaml") + " --shards 1000000000 --out " + (d / "c2"), "more than the spec's 2 points"},
+      {"sweep slurm " + (d / "s.yaml") + " --shards 2 --job-name 'a b' --out " + (d / "c3"), "job name"},
+      {"sweep slurm " + (d / "s.yaml") + " --shards 2 --point-timeout nan --out " + (d / "c4"), "--point-timeout"},
+      {"sweep " + (d / "s.yaml") + " --point-timeout nan --out " + (d / "c5"), "--point-timeout"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = tpusim(d, c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(d / "c1/sweep.sbatch"));
+}
+
+}  // namespace
+}  // namespace tpusim::sim
