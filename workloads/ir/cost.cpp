@@ -24,7 +24,7 @@ OpCost& OpCost::operator+=(const OpCost& o) {
 }
 
 std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal) {
-  using u128 = unsigned __int128;
+  __extension__ typedef unsigned __int128 u128;
   if (q_len <= 0 || kv_len <= 0) return 0;
   u128 n;
   if (!causal) {

@@ -261,7 +261,9 @@ TEST(ValidateSuite, RepositorySuiteLoads) {
     kinds.insert(metric_kind_name(c.metric.kind));
     EXPECT_FALSE(c.source.empty()) << c.id;
     EXPECT_LE(c.tolerance, 0.25) << c.id;
-    if (c.expect_miss) EXPECT_FALSE(c.reason.empty()) << c.id;
+    if (c.expect_miss) {
+      EXPECT_FALSE(c.reason.empty()) << c.id;
+    }
   }
   EXPECT_GE(archs.size(), 4u);
 }
