@@ -19,8 +19,9 @@
 
 namespace tpusim::arch {
 
-// Every field of the config that the detailed model reads, as text: two
-// configs share a calibration only when all of them are equal.
+// Every field of the config that the detailed model reads (the fields of
+// TPUSIM_HBM_FIELDS marked `calibrated`), as text: two configs share a
+// calibration only when all of them are equal.
 std::string hbm_calibration_key(const HbmConfig& c);
 
 // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.
