@@ -60,7 +60,6 @@ class DetailedDram : public HbmModel {
   std::uint64_t submit_request(std::uint64_t addr, std::uint32_t bytes, bool write, Ps arrival);
 
   const DramTiming& timing() const { return tm_; }
-  const DramRules& rules() const { return rules_; }
 
   // Tests: re-plan every bank at every scheduling decision and scan all
   // banks (no cached next commands, no non-empty mask). Slow; must give

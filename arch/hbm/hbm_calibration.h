@@ -1,6 +1,6 @@
-// What the two calibrated HBM models (CalibratedHbm, ChannelHbm) share:
-// the key under which a config's calibration is kept process-wide, and
-// pattern classes (read/write, atom size, contiguous or strided with row
+// The calibration the two calibrated HBM models (CalibratedHbm,
+// ChannelHbm, through CalibratedHbmBase) draw on: the key under which a
+// config's calibration is kept process-wide, and pattern classes (read/write, atom size, contiguous or strided with row
 // size and stride rounded to powers of two) that figures are measured for.
 // Leaves out: the measurements themselves (each model measures what it
 // needs with DetailedDram).
