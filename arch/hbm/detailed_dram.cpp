@@ -460,22 +460,26 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   pc.now = t;
   if (c.bank < 64) pc.dirty |= 1ull << c.bank;
   Atom& a = bk.q[c.qi];
-  rules_.issue(c.cmd, t, pc.next, g.next, bk.next, pc.acts);
   switch (c.cmd) {
     case DramCmd::ACT:
+      rules_.issue<DramCmd::ACT>(t, pc.next, g.next, bk.next, pc.acts);
       if (a.outcome == RowOutcome::Hit) a.outcome = RowOutcome::Miss;
       bk.open = static_cast<std::int64_t>(a.row);
       bk.streak = 0;
       ++c_.activates;
       return;
     case DramCmd::PRE:
+      rules_.issue<DramCmd::PRE>(t, pc.next, g.next, bk.next, pc.acts);
       a.outcome = RowOutcome::Conflict;
       bk.open = kNoRow;
       bk.streak = 0;
       ++c_.precharges;
       return;
     case DramCmd::RD:
+      rules_.issue<DramCmd::RD>(t, pc.next, g.next, bk.next, pc.acts);
+      break;
     case DramCmd::WR:
+      rules_.issue<DramCmd::WR>(t, pc.next, g.next, bk.next, pc.acts);
       break;
     case DramCmd::REF:
       throw InternalError("DetailedDram::issue: REF is placed by refresh(), not scheduled");
@@ -500,7 +504,7 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
     for (const Atom& x : bk.q) more = more || x.row == row;
     if (!more) {  // auto-precharge once tRAS/tRTP/tWR allow (not on the row command bus)
       bk.open = kNoRow;
-      bk.next.after(rules_.after(DramScope::Bank, DramCmd::PRE), std::max(bk.next[DramCmd::PRE], t));
+      rules_.raise<DramScope::Bank, DramCmd::PRE>(bk.next, std::max(bk.next[DramCmd::PRE], t));
       ++c_.precharges;
     }
   }
@@ -520,15 +524,14 @@ void DetailedDram::refresh(Pc& pc, Ps start) {
   Ps ref_t = any_open ? pre_t + tm_.RP : start;
   for (const Bank& b : pc.banks) ref_t = std::max(ref_t, b.next[DramCmd::ACT]);
   const Ps end = ref_t + tm_.RFC;
-  const Ps* ref_bank = rules_.after(DramScope::Bank, DramCmd::REF);
   for (Bank& b : pc.banks) {
     if (b.open != kNoRow) ++c_.precharges;
     b.open = kNoRow;
-    b.next.after(ref_bank, ref_t);
+    rules_.raise<DramScope::Bank, DramCmd::REF>(b.next, ref_t);
     b.streak = 0;
   }
   pc.dirty = ~0ull;
-  pc.next.after(rules_.after(DramScope::PseudoChannel, DramCmd::REF), ref_t);
+  rules_.raise<DramScope::PseudoChannel, DramCmd::REF>(pc.next, ref_t);
   pc.now = std::max(pc.now, start);
   ++c_.refreshes;
   c_.refresh_ps += end - start;
@@ -550,8 +553,7 @@ void DetailedDram::skip_idle_refreshes(Pc& pc, Ps until) {
     c_.refreshes += static_cast<std::uint64_t>(k);
     c_.refresh_ps += k * tm_.RFC;
     pc.ref_due += k * tm_.REFI;
-    const Ps* ref_bank = rules_.after(DramScope::Bank, DramCmd::REF);
-    for (Bank& b : pc.banks) b.next.after(ref_bank, pc.ref_due - tm_.REFI);
+    for (Bank& b : pc.banks) rules_.raise<DramScope::Bank, DramCmd::REF>(b.next, pc.ref_due - tm_.REFI);
   }
   refresh_due(pc);
 }

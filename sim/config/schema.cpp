@@ -3,7 +3,6 @@
 #include "sim/config/schema.h"
 
 #include <cmath>
-#include <set>
 #include <type_traits>
 
 namespace tpusim::sim {

@@ -146,8 +146,7 @@ TEST(DramRule, UnrelatedCommandsDoNotWait) {
 
 TEST(DramRule, EveryRuleHasATest) {
   std::set<RuleId> rows;
-  for (const arch::DramRule* r = arch::dram_rules_begin(); r != arch::dram_rules_end(); ++r)
-    rows.insert({r->name, r->scope, r->before, r->after});
+  for (const arch::DramRule& r : arch::kDramRules) rows.insert({r.name, r.scope, r.before, r.after});
   for (const RuleId& r : rows)
     EXPECT_TRUE(tested().count(r)) << "no test for rule " << std::get<0>(r) << " "
                                    << arch::to_string(std::get<2>(r)) << " -> " << arch::to_string(std::get<3>(r));
