@@ -328,10 +328,10 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   std::uint64_t* part_key = key_scratch_.data();
   for (std::size_t g = 0; g < ng; ++g) {
     const EarliestNext& gr = pc.groups[g].next;
-    part[g] = std::max(rd, gr[DramCmd::RD]);
-    part[ng + g] = std::max(wr, gr[DramCmd::WR]);
-    part[2 * ng + g] = std::max(act, gr[DramCmd::ACT]);
-    part[3 * ng + g] = std::max(pre, gr[DramCmd::PRE]);
+    part[g] = gr.later<DramScope::BankGroup, DramCmd::RD>(rd);
+    part[ng + g] = gr.later<DramScope::BankGroup, DramCmd::WR>(wr);
+    part[2 * ng + g] = gr.later<DramScope::BankGroup, DramCmd::ACT>(act);
+    part[3 * ng + g] = gr.later<DramScope::BankGroup, DramCmd::PRE>(pre);
     part_key[g] = static_cast<std::uint64_t>(part[g]) << 1;
     part_key[ng + g] = static_cast<std::uint64_t>(part[ng + g]) << 1;
     part_key[2 * ng + g] = (static_cast<std::uint64_t>(part[2 * ng + g]) << 1) | 1u;

@@ -123,11 +123,27 @@ constexpr bool has_rule(DramScope scope, DramCmd before, DramCmd after) {
   return false;
 }
 
+// Whether any rule within `scope` holds back `after` (else that scope's
+// earliest time for it stays 0 and need not be read).
+constexpr bool scope_holds(DramScope scope, DramCmd after) {
+  for (const DramRule& r : kDramRules)
+    if (r.window == 1 && r.scope == scope && r.after == after) return true;
+  return false;
+}
+
 // Earliest time each scheduled command may issue, as far as one bank, one
 // bank group or one PC is concerned (0 before any command).
 struct EarliestNext {
   Ps at[kScheduledCmds] = {0, 0, 0, 0};
   Ps operator[](DramCmd c) const { return at[index(c)]; }
+  // The later of t and this scope's earliest time for C.
+  template <DramScope scope, DramCmd C>
+  Ps later(Ps t) const {
+    if constexpr (scope_holds(scope, C))
+      return std::max(t, at[index(C)]);
+    else
+      return t;
+  }
 };
 
 // A PC's last four ACT times, oldest at `acts[next]`.
