@@ -86,61 +86,88 @@ struct DmaConfig {
   int setup_cycles = 0;          // fixed cost per descriptor
 };
 
-// DRAM timing in seconds; the HBM model converts to memory-clock cycles.
+// The JEDEC timings, declared once and expanded into HbmTimings (seconds),
+// DramTiming (integer ps, arch/hbm/dram_timing.h), the config schema rows
+// (sim/config/schema.cpp) and the calibration key (hbm_calibration.cpp).
+// X(name, ps_name, required, positive, description):
+//   name      YAML key under hbm.timings and the HbmTimings field
+//   ps_name   the DramTiming field
+//   required  the config must state it (schema)
+//   positive  must be > 0; otherwise 0 means "no constraint"
+#define TPUSIM_HBM_TIMINGS(X)                                                 \
+  X(tCK, tCK, true, true, "Command clock period")                             \
+  X(tCL, CL, true, true, "Read latency (CAS)")                                \
+  X(tCWL, CWL, false, false, "Write latency")                                 \
+  X(tRCD, RCD, true, true, "Activate to read/write")                          \
+  X(tRP, RP, true, true, "Precharge period")                                  \
+  X(tRAS, RAS, true, true, "Activate to precharge")                           \
+  X(tRC, RC, false, false, "Activate to activate, same bank")                  \
+  X(tCCD_S, CCD_S, false, false, "Column to column, different bank group")    \
+  X(tCCD_L, CCD_L, false, false, "Column to column, same bank group")         \
+  X(tRRD_S, RRD_S, false, false, "Activate to activate, different bank group") \
+  X(tRRD_L, RRD_L, false, false, "Activate to activate, same bank group")     \
+  X(tFAW, FAW, false, false, "Four-activate window")                          \
+  X(tWR, WR, false, false, "Write recovery")                                  \
+  X(tWTR_S, WTR_S, false, false, "Write to read, different bank group")       \
+  X(tWTR_L, WTR_L, false, false, "Write to read, same bank group")            \
+  X(tRTP, RTP, false, false, "Read to precharge")                             \
+  X(tRTW, RTW, false, false, "Read to write bus turnaround")                  \
+  X(tRFC, RFC, true, false, "Refresh cycle time")                             \
+  X(tREFI, REFI, true, false, "Refresh interval")
+
+// DRAM timing in seconds; the HBM models convert to integer picoseconds.
 struct HbmTimings {
-  double tCK = 0;       // memory clock period (command clock)
-  double tCL = 0;       // read latency (CAS)
-  double tCWL = 0;      // write latency
-  double tRCD = 0;
-  double tRP = 0;
-  double tRAS = 0;
-  double tRC = 0;
-  double tCCD_S = 0;
-  double tCCD_L = 0;
-  double tRRD_S = 0;
-  double tRRD_L = 0;
-  double tFAW = 0;
-  double tWR = 0;
-  double tWTR_S = 0;
-  double tWTR_L = 0;
-  double tRTP = 0;
-  double tRTW = 0;      // read-to-write bus turnaround
-  double tRFC = 0;
-  double tREFI = 0;
+#define TPUSIM_HBM_TIMING_FIELD(name, ps_name, required, positive, description) double name = 0;
+  TPUSIM_HBM_TIMINGS(TPUSIM_HBM_TIMING_FIELD)
+#undef TPUSIM_HBM_TIMING_FIELD
 };
 
+// Every field of HbmConfig, declared once: X(type, name, default, calibrated).
+// `calibrated`: the detailed model reads it, so two configs share one
+// calibration (hbm_calibration_key()) only when all of these are equal; a
+// field added here is part of the key without further work. Units as in
+// the rest of this file; the YAML keys are in sim/config/schema.cpp.
+#define TPUSIM_HBM_FIELDS(X)                                                   \
+  /* preset name, e.g. "HBM2e" */                                              \
+  X(std::string, preset, , true)                                               \
+  /* "detailed" | "channel" | "calibrated"; calibration always runs detailed */ \
+  X(std::string, model, = "detailed", false)                                   \
+  X(int, stacks, = 1, true)                                                    \
+  X(int, channels, = 8, true)          /* per stack */                         \
+  X(int, pseudo_channels, = 2, true)   /* per channel */                       \
+  X(int, bank_groups, = 4, true)       /* per pseudo-channel */                \
+  X(int, banks_per_group, = 4, true)                                           \
+  /* row (page) size per pseudo-channel */                                     \
+  X(std::uint64_t, row_bytes, = 1024, true)                                    \
+  X(double, data_rate, = 0, true)      /* transfers per second per pin */      \
+  X(int, bus_width_bits, = 64, true)   /* per pseudo-channel */                \
+  X(int, burst_length, = 4, true)                                              \
+  X(std::uint64_t, capacity_bytes, = 0, true)                                  \
+  /* most to least significant field */                                        \
+  X(std::string, address_mapping, = "RoBaBgChPcCo", true)                      \
+  /* Address hashing as memory controllers do it (permutation-based            \
+     interleaving): the pseudo-channel is rotated by a hash of the address     \
+     bits above one full sweep of all pseudo-channels, and the bank by the     \
+     row, so strided streams spread over every channel and bank while a        \
+     sequential stream still visits each pseudo-channel once per sweep. */     \
+  X(bool, address_hash, = true, true)                                          \
+  X(int, queue_depth, = 64, true)      /* scheduler queue per pseudo-channel */ \
+  X(std::string, page_policy, = "open", true)                                  \
+  /* Fixed front-end + PHY latency added to every access (YAML key             \
+     controller_latency, seconds); DRAM timing alone gives ~30 ns. 60 ns is    \
+     an assumption that puts unloaded HBM reads near 100 ns. */                \
+  X(double, controller_latency, = 60e-9, true)                                 \
+  /* Refreshes a controller may postpone while requests wait (paid when the    \
+     pseudo-channel idles). JEDEC DDR4 (JESD79-4, "refresh postponing") and    \
+     HBM2 (JESD235) allow up to 8; 1 keeps a long stream's refresh cost        \
+     unchanged while a copy's tail absorbs the refresh it met. */              \
+  X(int, refresh_postpone, = 1, true)                                          \
+  X(HbmTimings, t, , true)
+
 struct HbmConfig {
-  std::string preset;  // e.g. "HBM2e"
-  std::string model = "detailed";  // "detailed" | "calibrated"
-  int stacks = 1;
-  int channels = 8;          // per stack
-  int pseudo_channels = 2;   // per channel
-  int bank_groups = 4;       // per pseudo-channel
-  int banks_per_group = 4;
-  std::uint64_t row_bytes = 1024;  // row (page) size per pseudo-channel
-  double data_rate = 0;      // transfers per second per pin
-  int bus_width_bits = 64;   // per pseudo-channel
-  int burst_length = 4;
-  std::uint64_t capacity_bytes = 0;
-  std::string address_mapping = "RoBaBgChPcCo";  // most to least significant
-  // Address hashing as memory controllers do it (permutation-based
-  // interleaving): the pseudo-channel is rotated by a hash of the address
-  // bits above one full sweep of all pseudo-channels, and the bank by the
-  // row, so strided streams spread over every channel and bank while a
-  // sequential stream still visits each pseudo-channel once per sweep.
-  bool address_hash = true;
-  int queue_depth = 64;      // scheduler queue per pseudo-channel
-  std::string page_policy = "open";
-  // Fixed front-end + PHY latency added to every access (YAML key
-  // controller_latency, seconds); DRAM timing alone gives ~30 ns. 60 ns is
-  // an assumption that puts unloaded HBM reads near 100 ns.
-  double controller_latency = 60e-9;
-  // Refreshes a controller may postpone while requests wait (paid when the
-  // pseudo-channel idles). JEDEC DDR4 (JESD79-4, "refresh postponing") and
-  // HBM2 (JESD235) allow up to 8; 1 keeps a long stream's refresh cost
-  // unchanged while a copy's tail absorbs the refresh it met.
-  int refresh_postpone = 1;
-  HbmTimings t;
+#define TPUSIM_HBM_FIELD(type, name, init, calibrated) type name init;
+  TPUSIM_HBM_FIELDS(TPUSIM_HBM_FIELD)
+#undef TPUSIM_HBM_FIELD
 };
 
 struct IciConfig {

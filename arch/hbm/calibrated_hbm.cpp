@@ -18,13 +18,8 @@ namespace tpusim::arch {
 
 
 CalibratedHbm::CalibratedHbm(const HbmConfig& config)
-    : cfg_(config), peak_(hbm_peak_bandwidth(config)), calib_(config) {
-  cfg_.model = "detailed";
-  DetailedDram probe(cfg_);  // validates the config now rather than at first use
-  sweep_bytes_ = probe.mapping().interleave_bytes() * probe.mapping().pseudo_channels_total();
-  const DramTiming& tm = probe.timing();
-  interleave_ = probe.mapping().interleave_bytes();
-  pcs_total_ = probe.mapping().pseudo_channels_total();
+    : CalibratedHbmBase(config, "CalibratedHbm", "time with at least one transfer in service") {
+  const DramTiming& tm = tm_;
   if (tm.REFI > 0) {
     refi_ = static_cast<double>(tm.REFI);
     rfc_ = static_cast<double>(tm.RFC);
@@ -51,18 +46,9 @@ double CalibratedHbm::fluid_alone(double service) const {
   return credit_cap_ + (service - credit_cap_) / (1.0 - refresh_share_);
 }
 
-CalibratedHbm::Key CalibratedHbm::exact_key(const HbmTransfer& t) { return exact_pattern(t); }
-
-CalibratedHbm::Key CalibratedHbm::class_of(const HbmTransfer& t) const { return pattern_class(t, sweep_bytes_); }
-
-HbmTransfer CalibratedHbm::shape_of(const Key& k, std::uint64_t bytes) { return pattern_shape(k, bytes); }
-
-// Refresh-free ps per byte of class k: the slope between detailed runs of
-// 1 MiB and 3 MiB with refresh off. Refresh is modelled on top (credit of
+// slope0() is refresh-free: refresh is modelled on top (credit of
 // postponed refreshes, then its share of time), so the slope carries no
 // refresh staircase and a short window is exact.
-double CalibratedHbm::slope0(const Key& k) { return calib_.slope0(k); }
-
 double CalibratedHbm::slope(const Key& k) { return slope0(k) / (1.0 - refresh_share_); }
 
 Ps CalibratedHbm::alone_time(const HbmTransfer& t) {
@@ -83,36 +69,12 @@ double CalibratedHbm::steady_efficiency(const HbmTransfer& t) {
   return 1.0 / (slope(class_of(t)) * 1e-12 * peak_);
 }
 
-double CalibratedHbm::mixed_capacity(std::uint64_t atom_bytes) {
-  auto it = mixed_.find(atom_bytes);
-  if (it != mixed_.end()) return it->second;
-  // A read and a write of kMixBytes each, together, refresh off: the
-  // refresh credit and share apply on top, as for one direction.
-  const Ps last = calib_.read_write_time(atom_bytes, kMixBytes);
-  HbmTransfer r;
-  r.atom_bytes = atom_bytes;
-  r.row_bytes = kMixBytes;
-  HbmTransfer w = r;
-  w.write = true;
-  const double need = static_cast<double>(kMixBytes) *
-                      (slope0(class_of(r)) + slope0(class_of(w)));
-  const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
-  const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
-  mixed_.emplace(atom_bytes, v);
-  return v;
-}
+// mixed_capacity() (the base's): measured with refresh off, the refresh
+// credit and share apply on top, as for one direction.
 
 std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
-  if (arrival < limit_)
-    throw InternalError("CalibratedHbm::submit: arrival before the time already simulated");
-  if (t.atom_bytes == 0) throw ConfigError("hbm transfer: atom_bytes must be positive");
-  const std::uint64_t id = next_id_++;
-  ++transfers_;
-  (t.write ? bytes_written_ : bytes_read_) += t.bytes();
-  if (t.bytes() == 0) {
-    done_.push(arrival, id);
-    return id;
-  }
+  const std::uint64_t id = accept(t, arrival);
+  if (t.bytes() == 0) return id;
   Active a{};
   a.id = id;
   a.arrival = arrival;
@@ -263,13 +225,6 @@ void CalibratedHbm::advance(Ps to) {
   }
 }
 
-std::vector<HbmCompletion> CalibratedHbm::run_until(Ps limit) {
-  if (limit < limit_) limit = limit_;
-  advance(limit);
-  limit_ = limit;
-  return done_.take_until(limit);
-}
-
 Ps CalibratedHbm::next_event_time() const {
   Ps t = done_.next();
   for (const Pending& p : pending_) t = std::min(t, p.arrival);
@@ -278,17 +233,6 @@ Ps CalibratedHbm::next_event_time() const {
   for (const Active& a : active_)
     if (a.rate > 0) t = std::min(t, static_cast<Ps>(std::ceil(now_ + a.remaining / a.rate)));
   return std::max(t, limit_);
-}
-
-StatList CalibratedHbm::stats() const {
-  return {
-      {"transfers", static_cast<double>(transfers_), "count", "transfers submitted"},
-      {"bytes_read", static_cast<double>(bytes_read_), "bytes", "bytes read"},
-      {"bytes_written", static_cast<double>(bytes_written_), "bytes", "bytes written"},
-      {"busy_time", busy_ps_ * 1e-12, "s", "time with at least one transfer in service"},
-      {"calibration_runs", static_cast<double>(calib_.detailed_runs()), "count",
-       "detailed-model runs made to calibrate pattern classes"},
-  };
 }
 
 }  // namespace tpusim::arch

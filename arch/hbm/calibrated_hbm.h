@@ -35,42 +35,23 @@
 #include <tuple>
 #include <vector>
 
-#include "arch/hbm/hbm_calibration.h"
-#include "arch/hbm/hbm_model.h"
+#include "arch/hbm/calibrated_hbm_base.h"
 
 namespace tpusim::arch {
 
-class CalibratedHbm : public HbmModel {
+class CalibratedHbm final : public CalibratedHbmBase {
  public:
-  static constexpr std::uint64_t kExactBytes = HbmCalibration::kExactBytes;
-  static constexpr std::uint64_t kMixBytes = 4ull << 20;    // read+write capacity run, each way
-
   explicit CalibratedHbm(const HbmConfig& config);
 
   std::uint64_t submit(const HbmTransfer& t, Ps arrival) override;
-  std::vector<HbmCompletion> run_until(Ps limit) override;
   Ps next_event_time() const override;
-  StatList stats() const override;
-  double peak_bandwidth() const override { return peak_; }
 
   // Time of `t` alone on idle memory (no issue-rate limit), from calibration.
-  Ps alone_time(const HbmTransfer& t);
-  // Unloaded latency of one atom of `t`'s class.
-  Ps atom_latency(const HbmTransfer& t);
-  // Fraction of peak a long transfer of `t`'s class reaches alone.
-  double steady_efficiency(const HbmTransfer& t);
-  // Memory capacity (1 = one direction at the classes' steady rates) while
-  // reads and writes of this atom size are both active.
-  double mixed_capacity(std::uint64_t atom_bytes);
-  // Detailed runs this instance made (calibrations shared with an earlier
-  // instance of the same config are not repeated).
-  std::uint64_t detailed_runs() const { return calib_.detailed_runs(); }
-  // Rounded pattern classes whose steady rate was measured so far.
-  std::size_t classes() const { return calib_.classes(); }
+  Ps alone_time(const HbmTransfer& t) override;
+  Ps atom_latency(const HbmTransfer& t) override;
+  double steady_efficiency(const HbmTransfer& t) override;
 
  private:
-  // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.
-  using Key = HbmPattern;
   struct Active {
     std::uint64_t id;
     Ps arrival;
@@ -88,39 +69,24 @@ class CalibratedHbm : public HbmModel {
     Active a;
   };
 
-  Key class_of(const HbmTransfer& t) const;
-  static Key exact_key(const HbmTransfer& t);
-  static HbmTransfer shape_of(const Key& k, std::uint64_t bytes);
-  double slope0(const Key& k);  // refresh-free
-  double slope(const Key& k);   // steady, with refresh's share
+  double slope(const Key& k);   // steady, with refresh's share (slope0 is refresh-free)
   double fluid_alone(double service) const;
   double slowest_channel(double pcs, double forced) const;
-  void advance(Ps to);
+  void advance(Ps to) override;
   void share_out();
   void split(double capacity);
 
-  HbmConfig cfg_;
-  double peak_;
-  std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
-  HbmCalibration calib_;  // what the detailed runs measured, shared per config
-  std::map<std::uint64_t, double> mixed_;  // atom bytes -> read+write capacity
-
   double now_ = 0;  // ps, service clock
-  Ps limit_ = 0;
   std::vector<Active> active_;
   std::vector<Pending> pending_;
   bool shares_valid_ = false;
   std::vector<std::size_t> order_;  // scratch for split()
-  HbmCompletionQueue done_;
-  std::uint64_t next_id_ = 1;
-  std::uint64_t transfers_ = 0, bytes_read_ = 0, bytes_written_ = 0;
-  double busy_ps_ = 0;  // time with at least one transfer in service
+  // busy_ps_: time with at least one transfer in service
   // Refresh: share of each pseudo-channel's time (tRFC / tREFI), the busy
   // time the postponed refreshes cover (refresh_postpone x tREFI), the busy
   // time of it used so far, and credit restored per idle ps (tREFI / tRFC).
   double refresh_share_ = 0, credit_cap_ = 0, credit_used_ = 0, payback_ = 0;
-  double refi_ = 0, rfc_ = 0, pcs_total_ = 1;
-  std::uint64_t interleave_ = 1;
+  double refi_ = 0, rfc_ = 0;
 };
 
 }  // namespace tpusim::arch

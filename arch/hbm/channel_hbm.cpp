@@ -18,14 +18,8 @@ namespace tpusim::arch {
 
 
 ChannelHbm::ChannelHbm(const HbmConfig& config)
-    : cfg_(config), peak_(hbm_peak_bandwidth(config)), calib_(config), map_(config) {
-  cfg_.model = "detailed";
-  DetailedDram probe(cfg_);  // validates the config now rather than at first use
-  const AddressMapping& m = probe.mapping();
-  interleave_ = m.interleave_bytes();
-  sweep_bytes_ = interleave_ * m.pseudo_channels_total();
-  pcs_total_ = m.pseudo_channels_total();
-  pcs_.resize(m.pseudo_channels_total());
+    : CalibratedHbmBase(config, "ChannelHbm", "time with at least one pseudo-channel serving") {
+  pcs_.resize(map_.pseudo_channels_total());
   spread_.assign(pcs_.size(), 0.0);
   last_atom_.assign(pcs_.size(), 0);
   // With column bits lowest and the channel and pseudo-channel fields just
@@ -35,7 +29,7 @@ ChannelHbm::ChannelHbm(const HbmConfig& config)
   const std::string& f = cfg_.address_mapping;
   sweep_covers_pcs_ = f.size() == 12 && f.substr(10) == "Co" &&
                       (f.substr(6, 4) == "ChPc" || f.substr(6, 4) == "PcCh");
-  const DramTiming& tm = probe.timing();
+  const DramTiming& tm = tm_;
   refi_ = tm.REFI;
   ref_block_ = static_cast<double>(tm.RP + tm.RFC);
   // The detailed controller staggers the PCs' refreshes evenly over tREFI.
@@ -43,15 +37,6 @@ ChannelHbm::ChannelHbm(const HbmConfig& config)
   for (std::size_t i = 0; i < n; ++i)
     pcs_[i].ref_due = refi_ == 0 ? kNever : refi_ * static_cast<Ps>(i + 1) / static_cast<Ps>(n);
 }
-
-ChannelHbm::Key ChannelHbm::exact_key(const HbmTransfer& t) { return exact_pattern(t); }
-
-ChannelHbm::Key ChannelHbm::class_of(const HbmTransfer& t) const { return pattern_class(t, sweep_bytes_); }
-
-HbmTransfer ChannelHbm::shape_of(const Key& k, std::uint64_t bytes) { return pattern_shape(k, bytes); }
-
-// Ps per byte of class k on the whole memory (refresh off).
-double ChannelHbm::slope0(const Key& k) { return calib_.slope0(k); }
 
 // T of `t`'s shape at base 0, where the calibration runs measure it.
 Ps ChannelHbm::time_at_base0(const HbmTransfer& t) {
@@ -165,7 +150,7 @@ Ps ChannelHbm::alone_time(const HbmTransfer& t) {
   // This model with nothing else: a fresh instance shares the calibration.
   ChannelHbm alone(cfg_);
   const Ps done = alone.transfer(t, 0);
-  alone_runs_ += alone.detailed_runs();
+  extra_runs_ += alone.detailed_runs();
   return done;
 }
 
@@ -183,34 +168,9 @@ double ChannelHbm::steady_efficiency(const HbmTransfer& t) {
   return ref / (slope0(class_of(t)) * 1e-12 * peak_);
 }
 
-double ChannelHbm::mixed_capacity(std::uint64_t atom_bytes) {
-  auto it = mixed_.find(atom_bytes);
-  if (it != mixed_.end()) return it->second;
-  // A read and a write of kMixBytes each, together, refresh off.
-  const Ps last = calib_.read_write_time(atom_bytes, kMixBytes);
-  HbmTransfer r;
-  r.atom_bytes = atom_bytes;
-  r.row_bytes = kMixBytes;
-  HbmTransfer w = r;
-  w.write = true;
-  const double need = static_cast<double>(kMixBytes) * (slope0(class_of(r)) + slope0(class_of(w)));
-  const double lat = static_cast<double>(std::max(atom_latency(r), atom_latency(w)));
-  const double v = std::clamp(need / (static_cast<double>(last) - lat), 0.05, 1.0);
-  mixed_.emplace(atom_bytes, v);
-  return v;
-}
-
 std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
-  if (arrival < limit_)
-    throw InternalError("ChannelHbm::submit: arrival before the time already simulated");
-  if (t.atom_bytes == 0) throw ConfigError("hbm transfer: atom_bytes must be positive");
-  const std::uint64_t id = next_id_++;
-  ++transfers_;
-  (t.write ? bytes_written_ : bytes_read_) += t.bytes();
-  if (t.bytes() == 0) {
-    done_.push(arrival, id);
-    return id;
-  }
+  const std::uint64_t id = accept(t, arrival);
+  if (t.bytes() == 0) return id;
   const Plan p = plan(t);  // leaves the transfer's bytes per PC in spread_
   std::uint32_t x;
   if (!free_xfers_.empty()) {
@@ -516,13 +476,6 @@ void ChannelHbm::advance(Ps to) {
   }
 }
 
-std::vector<HbmCompletion> ChannelHbm::run_until(Ps limit) {
-  if (limit < limit_) limit = limit_;
-  advance(limit);
-  limit_ = limit;
-  return done_.take_until(limit);
-}
-
 Ps ChannelHbm::next_event_time() const {
   Ps t = done_.next();
   for (const Pending& p : pending_) t = std::min(t, p.arrival);
@@ -537,16 +490,8 @@ Ps ChannelHbm::next_event_time() const {
   return std::max(t, limit_);
 }
 
-StatList ChannelHbm::stats() const {
-  return {
-      {"transfers", static_cast<double>(transfers_), "count", "transfers submitted"},
-      {"bytes_read", static_cast<double>(bytes_read_), "bytes", "bytes read"},
-      {"bytes_written", static_cast<double>(bytes_written_), "bytes", "bytes written"},
-      {"busy_time", busy_ps_ * 1e-12, "s", "time with at least one pseudo-channel serving"},
-      {"refreshes", static_cast<double>(refreshes_), "count", "refreshes paid, over all pseudo-channels"},
-      {"calibration_runs", static_cast<double>(detailed_runs()), "count",
-       "detailed-model runs made to calibrate pattern classes"},
-  };
+void ChannelHbm::model_stats(StatList& s) const {
+  s.push_back({"refreshes", static_cast<double>(refreshes_), "count", "refreshes paid, over all pseudo-channels"});
 }
 
 }  // namespace tpusim::arch

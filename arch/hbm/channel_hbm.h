@@ -46,44 +46,24 @@
 #include <tuple>
 #include <vector>
 
-#include "arch/hbm/address_mapping.h"
-#include "arch/hbm/hbm_calibration.h"
-#include "arch/hbm/hbm_model.h"
+#include "arch/hbm/calibrated_hbm_base.h"
 
 namespace tpusim::arch {
 
-class ChannelHbm : public HbmModel {
+class ChannelHbm final : public CalibratedHbmBase {
  public:
-  static constexpr std::uint64_t kExactBytes = HbmCalibration::kExactBytes;
-  static constexpr std::uint64_t kMixBytes = 4ull << 20;    // read+write capacity run, each way
-
   explicit ChannelHbm(const HbmConfig& config);
 
   std::uint64_t submit(const HbmTransfer& t, Ps arrival) override;
-  std::vector<HbmCompletion> run_until(Ps limit) override;
   Ps next_event_time() const override;
-  StatList stats() const override;
-  double peak_bandwidth() const override { return peak_; }
 
   // Time of `t` alone on idle memory from t = 0, as this model gives it
   // (its pacing and the per-PC refresh schedule included).
-  Ps alone_time(const HbmTransfer& t);
-  // Unloaded latency of one atom of `t`'s class.
-  Ps atom_latency(const HbmTransfer& t);
-  // Fraction of peak a long transfer of `t`'s class reaches alone.
-  double steady_efficiency(const HbmTransfer& t);
-  // Memory capacity (1 = one direction at the classes' steady rates) while
-  // reads and writes of this atom size are both active.
-  double mixed_capacity(std::uint64_t atom_bytes);
-  // Detailed runs this instance made (calibrations shared with an earlier
-  // instance of the same config are not repeated).
-  std::uint64_t detailed_runs() const { return calib_.detailed_runs() + alone_runs_; }
-  // Rounded pattern classes whose steady rate was measured so far.
-  std::size_t classes() const { return calib_.classes(); }
+  Ps alone_time(const HbmTransfer& t) override;
+  Ps atom_latency(const HbmTransfer& t) override;
+  double steady_efficiency(const HbmTransfer& t) override;
 
  private:
-  // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.
-  using Key = HbmPattern;
   struct Xfer {  // a submitted transfer
     std::uint64_t id = 0;
     Ps latency = 0;  // one burst's, paid after its last byte is served
@@ -132,10 +112,6 @@ class ChannelHbm : public HbmModel {
     std::vector<Part> pieces;
   };
 
-  Key class_of(const HbmTransfer& t) const;
-  static Key exact_key(const HbmTransfer& t);
-  static HbmTransfer shape_of(const Key& k, std::uint64_t bytes);
-  double slope0(const Key& k);    // whole memory, ps per byte
   double pc_scale(const Key& k);  // PC ps per byte on one PC
   // Bytes of `t` (at t.base) on each PC into spread_, the first and last
   // atom index on each into last_atom_, all atoms into atoms_;
@@ -151,7 +127,8 @@ class ChannelHbm : public HbmModel {
   Plan plan(const HbmTransfer& t);  // leaves t's bytes per PC in spread_
   Ps time_at_base0(const HbmTransfer& t);  // T from calibration
   double pc_capacity(const PcState& s, bool masses);  // with read+write mixing
-  void advance(Ps to);
+  void advance(Ps to) override;
+  void model_stats(StatList& s) const override;
   void settle(std::size_t pc);    // state up to now_ (no event in between)
   void process(std::size_t pc);   // refreshes, finished pieces, then schedule()
   void schedule(std::size_t pc);  // mode, speed and next event of one PC
@@ -160,20 +137,11 @@ class ChannelHbm : public HbmModel {
   void piece_done(const Piece& x);
   void activate(const Pending& p);
 
-  HbmConfig cfg_;
-  double peak_;
-  std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
-  // What the detailed runs measured. A pure function of the HBM config,
-  // so instances with the same config share it (a process-wide table keyed
-  // by every config field): the chips of an --all-chips run calibrate once.
-  HbmCalibration calib_;  // what the detailed runs measured, shared per config
-  std::uint64_t alone_runs_ = 0;  // detailed runs made for alone_time()
-  std::map<std::uint64_t, double> mixed_;  // atom bytes -> read+write capacity
+  // extra_runs_: detailed runs made for alone_time()
   std::map<Key, double> pc_scale_;         // class -> PC ps per byte on a PC
   std::map<std::pair<Key, std::uint64_t>, Plan> plans_;  // exact shape, bytes or rows -> plan at base 0
 
   double now_ = 0;  // ps
-  Ps limit_ = 0;
   std::vector<PcState> pcs_;
   std::set<std::pair<double, std::size_t>> next_set_;  // (next event, pc)
   std::size_t serving_ = 0;  // PCs serving (mass or paced mode)
@@ -185,15 +153,10 @@ class ChannelHbm : public HbmModel {
   std::vector<std::uint64_t> last_atom_;  // scratch: last atom index per PC
   std::uint64_t atoms_ = 0;
   std::vector<std::uint32_t> touched_;  // scratch: PCs with bytes in spread_
-  HbmCompletionQueue done_;
-  std::uint64_t next_id_ = 1;
-  std::uint64_t transfers_ = 0, bytes_read_ = 0, bytes_written_ = 0, refreshes_ = 0;
-  double busy_ps_ = 0;  // time with at least one PC serving
+  std::uint64_t refreshes_ = 0;
+  // busy_ps_: time with at least one PC serving
   Ps refi_ = 0;         // 0: no refresh
   double ref_block_ = 0;  // tRP + tRFC
-  double pcs_total_ = 1;
-  std::uint64_t interleave_ = 1;
-  AddressMapping map_;
   bool sweep_covers_pcs_ = false;  // an aligned interleave x PCs block hits every PC once
 };
 

@@ -10,7 +10,7 @@
 namespace tpusim::arch {
 
 DetailedDram::DetailedDram(const HbmConfig& config)
-    : cfg_(config), tm_(config), map_(config), peak_(hbm_peak_bandwidth(config)) {
+    : cfg_(config), tm_(config), rules_(tm_), map_(config), peak_(hbm_peak_bandwidth(config)) {
   if (cfg_.page_policy != "open" && cfg_.page_policy != "closed")
     throw ConfigError("hbm.page_policy must be 'open' or 'closed', got '" + cfg_.page_policy + "'");
   if (cfg_.queue_depth <= 0) throw ConfigError("hbm.queue_depth must be positive");
@@ -68,7 +68,7 @@ DetailedDram::Atom DetailedDram::unpack(const Pending& p) {
   a.bursts = p.bursts;
   a.bytes = p.bytes;
   a.write = (p.tag & kWriteBit) != 0;
-  a.kind = 0;
+  a.outcome = RowOutcome::Hit;
   a.seq = 0;
   a.id = single ? p.tag & ~(kWriteBit | kSingleBit) : 0;
   return a;
@@ -260,7 +260,8 @@ bool DetailedDram::admit(Pc& pc) {
     // A request joining the back of a queue changes the bank's next command
     // only if the queue was empty or the bank is to close its row (PRE) and
     // the request hits that row (plan_bank() takes the oldest hit).
-    const bool replan = bk.q.empty() || (bk.next_kind == 2 && a.row == static_cast<std::uint64_t>(bk.open));
+    const bool replan =
+        bk.q.empty() || (bk.next_cmd == DramCmd::PRE && a.row == static_cast<std::uint64_t>(bk.open));
     bk.q.push_back(a);
     if (a.bank < 64) {
       pc.nonempty |= 1ull << a.bank;
@@ -287,55 +288,54 @@ void DetailedDram::plan_bank(Pc& pc, std::size_t b) const {
   // oldest request; a bank that bypassed older requests kHitStreakCap times
   // closes its row.
   bk.next_qi = 0;
-  if (bk.open < 0) {
-    bk.next_kind = 1;
+  bool column = false;
+  if (bk.open == kNoRow) {
+    bk.next_cmd = DramCmd::ACT;
   } else if (bk.q.front().row == static_cast<std::uint64_t>(bk.open)) {
-    bk.next_kind = 0;
+    column = true;
   } else {
-    bk.next_kind = 2;
+    bk.next_cmd = DramCmd::PRE;
     if (bk.streak < kHitStreakCap)
       for (std::size_t i = 1; i < bk.q.size(); ++i)
         if (bk.q[i].row == static_cast<std::uint64_t>(bk.open)) {
-          bk.next_kind = 0;
+          column = true;
           bk.next_qi = i;
           break;
         }
   }
   const Atom& a = bk.q[bk.next_qi];
+  if (column) bk.next_cmd = a.write ? DramCmd::WR : DramCmd::RD;
   bk.next_seq = a.seq;
-  bk.next_write = a.write;
-  const std::size_t cls = bk.next_kind == 0 ? (a.write ? 1u : 0u) : bk.next_kind + 1u;
-  pc.part[b] = static_cast<std::uint32_t>(cls * pc.groups.size() + group_of_[b]);
+  pc.part[b] = static_cast<std::uint32_t>(index(bk.next_cmd) * pc.groups.size() + group_of_[b]);
   pc.age[b] = a.seq;
-  const Ps ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
-  pc.ready_key[b] = (static_cast<std::uint64_t>(ready) << 1) | (cls >= 2 ? 1u : 0u);
+  pc.ready_key[b] = (static_cast<std::uint64_t>(bk.next[bk.next_cmd]) << 1) | (column ? 0u : 1u);
 }
 
 DetailedDram::Cand DetailedDram::best(Pc& pc) const {
-  // The earliest issue time of each command kind splits into a PC part, a
-  // bank-group part and a bank part; the PC parts are the same for every
-  // bank, so they are computed once.
-  const Ps col = std::max({pc.now, pc.col_ok, pc.colbus_ok});
-  const Ps col_rd = std::max({col, pc.bus_free - tm_.CL, pc.wr_end + tm_.WTR_S});
-  const Ps col_wr = std::max({col, pc.bus_free - tm_.CWL, pc.rd_end + tm_.RTW - tm_.CWL});
-  const Ps act = std::max({pc.now, pc.act_ok, pc.faw[pc.faw_i] + tm_.FAW, pc.rowbus_ok});
-  const Ps pre = std::max(pc.now, pc.rowbus_ok);
-  // Per command class (read, write, ACT, PRE; see Pc::part) and bank
-  // group: the larger of the PC and the group part.
+  // The earliest issue time of each command (DramRules::earliest(), and
+  // not before now) splits into a PC part, a bank-group part and a bank
+  // part; the PC parts are the same for every bank, so they are computed
+  // once.
+  const Ps rd = std::max(pc.now, pc.next[DramCmd::RD]);
+  const Ps wr = std::max(pc.now, pc.next[DramCmd::WR]);
+  const Ps act = std::max({pc.now, pc.next[DramCmd::ACT], pc.acts.oldest() + rules_.window_latency()});
+  const Ps pre = std::max(pc.now, pc.next[DramCmd::PRE]);
+  // Per command (RD, WR, ACT, PRE; see Pc::part) and bank group: the
+  // larger of the PC and the group part.
   const std::size_t ng = pc.groups.size();
   // Also as keys 2t + not-a-column (see below).
-  Ps* part = group_scratch_.data();  // [cls * ng + group]
+  Ps* part = group_scratch_.data();  // [index(command) * ng + group]
   std::uint64_t* part_key = key_scratch_.data();
   for (std::size_t g = 0; g < ng; ++g) {
-    const Group& gr = pc.groups[g];
-    part[g] = std::max({col_rd, gr.col_ok, gr.wr_end + tm_.WTR_L});
-    part[ng + g] = std::max(col_wr, gr.col_ok);
-    part[2 * ng + g] = std::max(act, gr.act_ok);
-    part[3 * ng + g] = pre;
+    const EarliestNext& gr = pc.groups[g].next;
+    part[g] = gr.later<DramScope::BankGroup, DramCmd::RD>(rd);
+    part[ng + g] = gr.later<DramScope::BankGroup, DramCmd::WR>(wr);
+    part[2 * ng + g] = gr.later<DramScope::BankGroup, DramCmd::ACT>(act);
+    part[3 * ng + g] = gr.later<DramScope::BankGroup, DramCmd::PRE>(pre);
     part_key[g] = static_cast<std::uint64_t>(part[g]) << 1;
     part_key[ng + g] = static_cast<std::uint64_t>(part[ng + g]) << 1;
     part_key[2 * ng + g] = (static_cast<std::uint64_t>(part[2 * ng + g]) << 1) | 1u;
-    part_key[3 * ng + g] = (static_cast<std::uint64_t>(pre) << 1) | 1u;
+    part_key[3 * ng + g] = (static_cast<std::uint64_t>(part[3 * ng + g]) << 1) | 1u;
   }
   if (reference_scan_ || pc.banks.size() > 64) return reference_best(pc, part);
   // Earliest time wins; at equal times column commands (row hits) first,
@@ -384,7 +384,7 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   Cand best;
   best.t = static_cast<Ps>(min_key >> 1);
   best.bank = static_cast<int>(win);
-  best.kind = bk.next_kind;
+  best.cmd = bk.next_cmd;
   best.qi = bk.next_qi;
   best.seq = min_age;
   return best;
@@ -399,15 +399,14 @@ DetailedDram::Cand DetailedDram::reference_best(Pc& pc, const Ps* part) const {
     const Bank& bk = pc.banks[b];
     if (bk.q.empty()) continue;
     plan_bank(pc, b);
-    const Ps ready = bk.next_kind == 0 ? bk.col_ok : bk.next_kind == 1 ? bk.act_ok : bk.pre_ok;
-    const Ps t = std::max(ready, part[pc.part[b]]);
-    const bool col = bk.next_kind == 0;
+    const Ps t = std::max(bk.next[bk.next_cmd], part[pc.part[b]]);
+    const bool col = is_column(bk.next_cmd);
     const std::uint64_t seq = bk.q[bk.next_qi].seq;
     if (best.bank < 0 || t < best.t || (t == best.t && col && !best_col) ||
         (t == best.t && col == best_col && seq < best.seq)) {
       best.t = t;
       best.bank = static_cast<int>(b);
-      best.kind = bk.next_kind;
+      best.cmd = bk.next_cmd;
       best.qi = bk.next_qi;
       best.seq = seq;
       best_col = col;
@@ -436,9 +435,11 @@ void DetailedDram::atom_done(Atom& a, Ps time) {
     ++c_.reads;
     c_.bytes_read += a.bytes;
   }
-  if (a.kind == 0) ++c_.row_hits;
-  else if (a.kind == 1) ++c_.row_misses;
-  else ++c_.row_conflicts;
+  switch (a.outcome) {
+    case RowOutcome::Hit: ++c_.row_hits; break;
+    case RowOutcome::Miss: ++c_.row_misses; break;
+    case RowOutcome::Conflict: ++c_.row_conflicts; break;
+  }
   c_.latency_ps_sum += static_cast<double>(time - a.arrival);
   if (a.transfer == kSingle) {
     add_done(time, a.id);
@@ -459,46 +460,32 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   pc.now = t;
   if (c.bank < 64) pc.dirty |= 1ull << c.bank;
   Atom& a = bk.q[c.qi];
-  if (c.kind == 1) {  // ACT
-    if (a.kind == 0) a.kind = 1;
-    bk.open = static_cast<std::int64_t>(a.row);
-    bk.col_ok = t + tm_.RCD;
-    bk.pre_ok = std::max(bk.pre_ok, t + tm_.RAS);
-    bk.act_ok = t + tm_.RC;
-    bk.streak = 0;
-    pc.act_ok = t + tm_.RRD_S;
-    g.act_ok = t + tm_.RRD_L;
-    pc.faw[pc.faw_i] = t;
-    pc.faw_i = (pc.faw_i + 1) & 3;
-    pc.rowbus_ok = t + tm_.tCK;
-    ++c_.activates;
-    return;
-  }
-  if (c.kind == 2) {  // PRE
-    a.kind = 2;
-    bk.open = -1;
-    bk.act_ok = std::max(bk.act_ok, t + tm_.RP);
-    bk.streak = 0;
-    pc.rowbus_ok = t + tm_.tCK;
-    ++c_.precharges;
-    return;
+  switch (c.cmd) {
+    case DramCmd::ACT:
+      rules_.issue<DramCmd::ACT>(t, pc.next, g.next, bk.next, pc.acts);
+      if (a.outcome == RowOutcome::Hit) a.outcome = RowOutcome::Miss;
+      bk.open = static_cast<std::int64_t>(a.row);
+      bk.streak = 0;
+      ++c_.activates;
+      return;
+    case DramCmd::PRE:
+      rules_.issue<DramCmd::PRE>(t, pc.next, g.next, bk.next, pc.acts);
+      a.outcome = RowOutcome::Conflict;
+      bk.open = kNoRow;
+      bk.streak = 0;
+      ++c_.precharges;
+      return;
+    case DramCmd::RD:
+      rules_.issue<DramCmd::RD>(t, pc.next, g.next, bk.next, pc.acts);
+      break;
+    case DramCmd::WR:
+      rules_.issue<DramCmd::WR>(t, pc.next, g.next, bk.next, pc.acts);
+      break;
+    case DramCmd::REF:
+      throw InternalError("DetailedDram::issue: REF is placed by refresh(), not scheduled");
   }
   // Column command: one burst of the chosen request.
-  Ps end;
-  if (!a.write) {
-    end = t + tm_.CL + tm_.burst;
-    pc.rd_end = end;
-    bk.pre_ok = std::max(bk.pre_ok, t + tm_.RTP);
-  } else {
-    end = t + tm_.CWL + tm_.burst;
-    pc.wr_end = end;
-    g.wr_end = end;
-    bk.pre_ok = std::max(bk.pre_ok, end + tm_.WR);
-  }
-  pc.bus_free = end;
-  pc.col_ok = t + tm_.CCD_S;
-  g.col_ok = t + tm_.CCD_L;
-  pc.colbus_ok = t + tm_.tCK;
+  const Ps end = t + (c.cmd == DramCmd::WR ? tm_.CWL : tm_.CL) + tm_.burst;
   pc.busy_ps += tm_.burst;
   c_.data_busy_ps += tm_.burst;
   ++c_.column_cmds;
@@ -515,34 +502,36 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
   if (closed_page_) {
     bool more = false;
     for (const Atom& x : bk.q) more = more || x.row == row;
-    if (!more) {  // auto-precharge once tRAS/tRTP/tWR allow
-      bk.open = -1;
-      bk.act_ok = std::max(bk.act_ok, std::max(bk.pre_ok, t) + tm_.RP);
+    if (!more) {  // auto-precharge once tRAS/tRTP/tWR allow (not on the row command bus)
+      bk.open = kNoRow;
+      rules_.raise<DramScope::Bank, DramCmd::PRE>(bk.next, std::max(bk.next[DramCmd::PRE], t));
       ++c_.precharges;
     }
   }
 }
 
 void DetailedDram::refresh(Pc& pc, Ps start) {
-  Ps pre_t = std::max(start, pc.rowbus_ok);
+  // Open banks are precharged together (PREA) once the row command bus
+  // and each bank's own rules allow.
+  Ps pre_t = std::max(start, pc.next[DramCmd::PRE]);
   bool any_open = false;
   for (const Bank& b : pc.banks)
-    if (b.open >= 0) {
+    if (b.open != kNoRow) {
       any_open = true;
-      pre_t = std::max(pre_t, b.pre_ok);
+      pre_t = std::max(pre_t, b.next[DramCmd::PRE]);
     }
   // REF needs every bank precharged for tRP and tRC past its last ACT.
   Ps ref_t = any_open ? pre_t + tm_.RP : start;
-  for (const Bank& b : pc.banks) ref_t = std::max(ref_t, b.act_ok);
+  for (const Bank& b : pc.banks) ref_t = std::max(ref_t, b.next[DramCmd::ACT]);
   const Ps end = ref_t + tm_.RFC;
   for (Bank& b : pc.banks) {
-    if (b.open >= 0) ++c_.precharges;
-    b.open = -1;
-    b.act_ok = end;
+    if (b.open != kNoRow) ++c_.precharges;
+    b.open = kNoRow;
+    rules_.raise<DramScope::Bank, DramCmd::REF>(b.next, ref_t);
     b.streak = 0;
   }
   pc.dirty = ~0ull;
-  pc.rowbus_ok = std::max(pc.rowbus_ok, ref_t + tm_.tCK);
+  rules_.raise<DramScope::PseudoChannel, DramCmd::REF>(pc.next, ref_t);
   pc.now = std::max(pc.now, start);
   ++c_.refreshes;
   c_.refresh_ps += end - start;
@@ -564,7 +553,7 @@ void DetailedDram::skip_idle_refreshes(Pc& pc, Ps until) {
     c_.refreshes += static_cast<std::uint64_t>(k);
     c_.refresh_ps += k * tm_.RFC;
     pc.ref_due += k * tm_.REFI;
-    for (Bank& b : pc.banks) b.act_ok = std::max(b.act_ok, pc.ref_due - tm_.REFI + tm_.RFC);
+    for (Bank& b : pc.banks) rules_.raise<DramScope::Bank, DramCmd::REF>(b.next, pc.ref_due - tm_.REFI);
   }
   refresh_due(pc);
 }

@@ -1,11 +1,12 @@
 // Detailed DRAM timing model of HBM (or DDR) stacks: every pseudo-channel
 // (PC) has its own controller with a request queue, an FR-FCFS scheduler and
-// per-bank state (open row, earliest ACT/PRE/column times); commands obey
-// tRCD, tRP, tRAS, tRC, tCCD_S/L, tRRD_S/L, tFAW, tWR, tWTR_S/L, tRTP, the
-// read-to-write bus gap tRTW, tCL/tCWL, the burst's data-bus occupancy, one
-// row and one column command per tCK, and all-bank refresh per PC (tRFC
-// every tREFI, PCs staggered evenly over tREFI). Event-driven: each PC
-// jumps from command to command; idle time costs nothing.
+// per-bank state (open row, earliest next command times); commands obey the
+// timing rules of dram_rules.h (tRCD, tRP, tRAS, tRC, tCCD_S/L, tRRD_S/L,
+// tFAW, tWR, tWTR_S/L, tRTP, the read-to-write bus gap tRTW, tCL/tCWL, the
+// burst's data-bus occupancy, one row and one column command per tCK) and
+// all-bank refresh per PC (tRFC every tREFI, PCs staggered evenly over
+// tREFI). Event-driven: each PC jumps from command to command; idle time
+// costs nothing.
 // Flexible refresh (JEDEC lets a controller postpone up to 8 REF commands):
 // a refresh that falls due while requests wait is postponed, up to
 // hbm.refresh_postpone at a time, and postponed ones are paid as soon as
@@ -32,10 +33,15 @@
 #include <vector>
 
 #include "arch/hbm/address_mapping.h"
+#include "arch/hbm/dram_rules.h"
 #include "arch/hbm/dram_timing.h"
 #include "arch/hbm/hbm_model.h"
 
 namespace tpusim::arch {
+
+// What a request needed when its first command issued: its row open (hit),
+// an ACT to a closed bank (miss), or a PRE of another row first (conflict).
+enum class RowOutcome : std::uint8_t { Hit, Miss, Conflict };
 
 class DetailedDram : public HbmModel {
  public:
@@ -81,7 +87,7 @@ class DetailedDram : public HbmModel {
     std::uint16_t bursts;    // bursts left to issue
     std::uint32_t bytes;     // bytes requested (for stats)
     bool write;
-    std::uint8_t kind;       // 0 hit, 1 miss (needed ACT), 2 conflict (needed PRE)
+    RowOutcome outcome;
     std::uint64_t seq;       // admission order, for FCFS ties
     std::uint64_t id;        // completion id when transfer == kSingle
   };
@@ -126,27 +132,25 @@ class DetailedDram : public HbmModel {
     AtomFifo atoms;
     bool singles = false;  // holds one-atom submissions, in submission order
   };
+  static constexpr std::int64_t kNoRow = -1;  // Bank::open of a precharged bank
   struct Bank {
-    std::int64_t open = -1;
-    Ps act_ok = 0, pre_ok = 0, col_ok = 0;
+    std::int64_t open = kNoRow;
+    EarliestNext next;  // the bank-scope rules' part
     int streak = 0;
     std::vector<Atom> q;  // short (<= queue_depth): erasing inside is cheap
     // The bank's next command, cached until its queue or state changes
     // (best() would otherwise rescan every queue for row hits per command).
-    bool next_write = false;
-    std::uint8_t next_kind = 0;  // 0 column, 1 activate, 2 precharge
+    DramCmd next_cmd = DramCmd::ACT;
     std::size_t next_qi = 0;
     std::uint64_t next_seq = 0;
   };
   struct Group {
-    Ps act_ok = 0, col_ok = 0, wr_end = -(1LL << 50);
+    EarliestNext next;  // the bank-group-scope rules' part
   };
   struct Pc {
     Ps now = 0;
-    Ps act_ok = 0, col_ok = 0, rowbus_ok = 0, colbus_ok = 0;
-    Ps bus_free = 0, rd_end = -(1LL << 50), wr_end = -(1LL << 50);
-    Ps faw[4] = {-(1LL << 50), -(1LL << 50), -(1LL << 50), -(1LL << 50)};
-    int faw_i = 0;
+    EarliestNext next;  // the pseudo-channel-scope rules' part
+    ActWindow acts;     // tFAW
     Ps ref_due = 0;
     Ps next_time = kNever;
     Ps busy_ps = 0;
@@ -161,8 +165,8 @@ class DetailedDram : public HbmModel {
     // arrays) so that its scan stays in a few cache lines: the bank's own
     // earliest time for its next command as a key 2t + not-a-column (all
     // ones while the bank has no request, so it never wins), the request's
-    // age, and the index of the command's class (0 read, 1 write, 2 ACT,
-    // 3 PRE) and bank group in best()'s table (class * groups + group).
+    // age, and the index of the command (index(DramCmd)) and bank group in
+    // best()'s table (command * groups + group).
     std::vector<std::uint64_t> ready_key;
     std::vector<std::uint64_t> age;
     std::vector<std::uint32_t> part;
@@ -172,7 +176,7 @@ class DetailedDram : public HbmModel {
   struct Cand {
     Ps t = kNever;
     int bank = -1;
-    int kind = 0;  // 0 column, 1 activate, 2 precharge
+    DramCmd cmd = DramCmd::RD;
     std::size_t qi = 0;
     std::uint64_t seq = 0;
   };
@@ -205,6 +209,7 @@ class DetailedDram : public HbmModel {
 
   HbmConfig cfg_;
   DramTiming tm_;
+  DramRules rules_;
   AddressMapping map_;
   double peak_;
   bool closed_page_;
@@ -218,7 +223,7 @@ class DetailedDram : public HbmModel {
   // a batch that is wholly due is handed over without a copy.
   std::vector<HbmCompletion> done_;
   Ps done_min_ = kNever;
-  mutable std::vector<Ps> group_scratch_;       // best(): PC and group parts by class
+  mutable std::vector<Ps> group_scratch_;       // best(): PC and group parts by command
   mutable std::vector<std::uint64_t> key_scratch_;  // best(): the parts as keys
   std::uint64_t next_id_ = 1, next_seq_ = 0;
   std::uint64_t completed_ = 0;  // ids that have completed (next_id_ - 1 - completed_ outstanding)

@@ -19,25 +19,10 @@ Ps need(double s, const char* name, bool allow_zero = false) {
 
 DramTiming::DramTiming(const HbmConfig& c) {
   const HbmTimings& t = c.t;
-  tCK = need(t.tCK, "tCK");
-  CL = need(t.tCL, "tCL");
-  CWL = need(t.tCWL, "tCWL", true);
-  RCD = need(t.tRCD, "tRCD");
-  RP = need(t.tRP, "tRP");
-  RAS = need(t.tRAS, "tRAS");
-  RC = need(t.tRC, "tRC", true);  // 0: no constraint beyond tRAS + tRP (below), as the schema says
-  CCD_S = need(t.tCCD_S, "tCCD_S", true);
-  CCD_L = need(t.tCCD_L, "tCCD_L", true);
-  RRD_S = need(t.tRRD_S, "tRRD_S", true);
-  RRD_L = need(t.tRRD_L, "tRRD_L", true);
-  FAW = need(t.tFAW, "tFAW", true);
-  WR = need(t.tWR, "tWR", true);
-  WTR_S = need(t.tWTR_S, "tWTR_S", true);
-  WTR_L = need(t.tWTR_L, "tWTR_L", true);
-  RTP = need(t.tRTP, "tRTP", true);
-  RTW = need(t.tRTW, "tRTW", true);
-  RFC = need(t.tRFC, "tRFC", true);
-  REFI = need(t.tREFI, "tREFI", true);
+#define TPUSIM_DRAM_TIMING_CONVERT(name, ps_name, required, positive, description) \
+  ps_name = need(t.name, #name, !(positive));
+  TPUSIM_HBM_TIMINGS(TPUSIM_DRAM_TIMING_CONVERT)
+#undef TPUSIM_DRAM_TIMING_CONVERT
   if (REFI != 0 && RFC >= REFI) throw ConfigError("hbm.timings.tRFC must be below tREFI");
   if (!(c.data_rate > 0)) throw ConfigError("hbm.data_rate must be positive");
   if (c.burst_length <= 0 || c.bus_width_bits <= 0 || c.bus_width_bits % 8 != 0)

@@ -12,8 +12,11 @@
 namespace tpusim::arch {
 
 struct DramTiming {
-  Ps tCK, CL, CWL, RCD, RP, RAS, RC, CCD_S, CCD_L, RRD_S, RRD_L, FAW, WR, WTR_S, WTR_L, RTP,
-      RTW, RFC, REFI;
+  // One field per JEDEC timing of TPUSIM_HBM_TIMINGS (arch/common/chip_config.h),
+  // named by its ps_name column (tCK, CL, CWL, RCD, ...).
+#define TPUSIM_DRAM_TIMING_FIELD(name, ps_name, required, positive, description) Ps ps_name = 0;
+  TPUSIM_HBM_TIMINGS(TPUSIM_DRAM_TIMING_FIELD)
+#undef TPUSIM_DRAM_TIMING_FIELD
   Ps burst;        // data-bus time of one burst: burst_length / data_rate
   Ps controller;   // fixed front-end + PHY latency added to every access
   std::uint64_t burst_bytes;  // bus_width_bits / 8 * burst_length

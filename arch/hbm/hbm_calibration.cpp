@@ -27,42 +27,36 @@ std::uint64_t pow2_round(std::uint64_t u) {
 
 }  // namespace
 
-// Every field of the config that the detailed model reads, as text: two
-// configs share a calibration only when all of them are equal. `model` is
-// left out (calibration always runs the detailed model). Doubles are
-// written exactly (hex float).
-std::string hbm_calibration_key(const HbmConfig& c) {
-  // A field added to HbmConfig or HbmTimings changes their size: add it
-  // to the key below, then update these sizes (x86-64, libstdc++).
-  static_assert(sizeof(HbmTimings) == 19 * sizeof(double), "HbmTimings changed: update calibration_key");
-  static_assert(sizeof(HbmConfig) == 4 * sizeof(std::string) + sizeof(HbmTimings) + 80,
-                "HbmConfig changed: update calibration_key");
-  std::string k;
+namespace {
+
+// Parts of the calibration key, one overload per field type of
+// TPUSIM_HBM_FIELDS. Doubles are written exactly (hex float).
+void key_part(std::string& k, const std::string& v) { k += v + "|"; }
+void key_part(std::string& k, bool v) { k += v ? "1|" : "0|"; }
+void key_part(std::string& k, int v) { k += std::to_string(v) + "|"; }
+void key_part(std::string& k, std::uint64_t v) { k += std::to_string(v) + "|"; }
+void key_part(std::string& k, double v) {
   char buf[64];
-  auto num = [&](double v) {
-    std::snprintf(buf, sizeof buf, "%a|", v);
-    k += buf;
-  };
-  auto i = [&](std::uint64_t v) { k += std::to_string(v) + "|"; };
-  k += c.preset + "|" + c.address_mapping + "|" + c.page_policy + "|";
-  i(static_cast<std::uint64_t>(c.stacks));
-  i(static_cast<std::uint64_t>(c.channels));
-  i(static_cast<std::uint64_t>(c.pseudo_channels));
-  i(static_cast<std::uint64_t>(c.bank_groups));
-  i(static_cast<std::uint64_t>(c.banks_per_group));
-  i(c.row_bytes);
-  num(c.data_rate);
-  i(static_cast<std::uint64_t>(c.bus_width_bits));
-  i(static_cast<std::uint64_t>(c.burst_length));
-  i(c.capacity_bytes);
-  i(c.address_hash ? 1 : 0);
-  i(static_cast<std::uint64_t>(c.queue_depth));
-  num(c.controller_latency);
-  i(static_cast<std::uint64_t>(c.refresh_postpone));
-  const HbmTimings& t = c.t;
-  for (double v : {t.tCK, t.tCL, t.tCWL, t.tRCD, t.tRP, t.tRAS, t.tRC, t.tCCD_S, t.tCCD_L, t.tRRD_S, t.tRRD_L,
-                   t.tFAW, t.tWR, t.tWTR_S, t.tWTR_L, t.tRTP, t.tRTW, t.tRFC, t.tREFI})
-    num(v);
+  std::snprintf(buf, sizeof buf, "%a|", v);
+  k += buf;
+}
+void key_part(std::string& k, const HbmTimings& t) {
+#define TPUSIM_HBM_TIMING_KEY(name, ps_name, required, positive, description) key_part(k, t.name);
+  TPUSIM_HBM_TIMINGS(TPUSIM_HBM_TIMING_KEY)
+#undef TPUSIM_HBM_TIMING_KEY
+}
+
+}  // namespace
+
+// Every field of TPUSIM_HBM_FIELDS marked `calibrated` (all but `model`:
+// calibration always runs the detailed model), from the same list that
+// declares HbmConfig, so a new field cannot be left out.
+std::string hbm_calibration_key(const HbmConfig& c) {
+  std::string k;
+#define TPUSIM_HBM_FIELD_KEY(type, name, init, calibrated) \
+  if (calibrated) key_part(k, static_cast<const type&>(c.name));
+  TPUSIM_HBM_FIELDS(TPUSIM_HBM_FIELD_KEY)
+#undef TPUSIM_HBM_FIELD_KEY
   return k;
 }
 

@@ -1,6 +1,6 @@
-// What the two calibrated HBM models (CalibratedHbm, ChannelHbm) share:
-// the key under which a config's calibration is kept process-wide, and
-// pattern classes (read/write, atom size, contiguous or strided with row
+// The calibration the two calibrated HBM models (CalibratedHbm,
+// ChannelHbm, through CalibratedHbmBase) draw on: the key under which a
+// config's calibration is kept process-wide, and pattern classes (read/write, atom size, contiguous or strided with row
 // size and stride rounded to powers of two) that figures are measured for.
 // Leaves out: the measurements themselves (each model measures what it
 // needs with DetailedDram).
@@ -19,8 +19,9 @@
 
 namespace tpusim::arch {
 
-// Every field of the config that the detailed model reads, as text: two
-// configs share a calibration only when all of them are equal.
+// Every field of the config that the detailed model reads (the fields of
+// TPUSIM_HBM_FIELDS marked `calibrated`), as text: two configs share a
+// calibration only when all of them are equal.
 std::string hbm_calibration_key(const HbmConfig& c);
 
 // (write, atom_bytes, contiguous, row_bytes, stride); exact or rounded.

@@ -1,5 +1,6 @@
-// The interface every HBM timing model offers (detailed DRAM model or
-// calibrated fast model): transfers (whole copies, possibly 2-D strided) are
+// The interface every HBM timing model offers (hbm.model: the detailed
+// DRAM model, or one of the two calibrated ones, per pseudo-channel
+// `channel` or whole-memory `calibrated`): transfers (whole copies, possibly 2-D strided) are
 // submitted with their arrival time, run_until(t) advances the model and
 // returns the transfers whose last byte was delivered by t, and
 // next_event_time() says when something may next happen, so a SystemC shell

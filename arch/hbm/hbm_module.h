@@ -1,8 +1,8 @@
-// SystemC shell around an HBM timing model (detailed or calibrated, as
-// HbmConfig::model says). Clients submit transfers with a callback; one
-// thread advances the model to the current time and sleeps until the
-// model's next event or a new submission, so no clock is ticked. Callbacks
-// run in that thread at the transfer's exact completion time.
+// SystemC shell around an HBM timing model (detailed, channel or
+// calibrated, as HbmConfig::model says). Clients submit transfers with a
+// callback; one thread advances the model to the current time and sleeps
+// until the model's next event or a new submission, so no clock is ticked.
+// Callbacks run in that thread at the transfer's exact completion time.
 // Leaves out: TLM sockets (callers hold a reference), backpressure to the
 // caller (the model's queues absorb everything submitted).
 #pragma once

@@ -3,7 +3,6 @@
 #include "sim/config/schema.h"
 
 #include <cmath>
-#include <set>
 #include <type_traits>
 
 namespace tpusim::sim {
@@ -247,37 +246,14 @@ std::vector<FieldSpec> build() {
         "Fixed controller front-end + PHY latency added to every access", true).bounded(1e-3);
   b.integer("hbm.refresh_postpone", TPUSIM_FIELD(c.hbm.refresh_postpone), 0,
             "Refreshes the controller may postpone while requests wait (0..8)").bounded(8);
-  const char* timings[][2] = {
-      {"tCK", "Command clock period"},       {"tCL", "Read latency (CAS)"},
-      {"tCWL", "Write latency"},             {"tRCD", "Activate to read/write"},
-      {"tRP", "Precharge period"},           {"tRAS", "Activate to precharge"},
-      {"tRC", "Activate to activate, same bank"},
-      {"tCCD_S", "Column to column, different bank group"},
-      {"tCCD_L", "Column to column, same bank group"},
-      {"tRRD_S", "Activate to activate, different bank group"},
-      {"tRRD_L", "Activate to activate, same bank group"},
-      {"tFAW", "Four-activate window"},      {"tWR", "Write recovery"},
-      {"tWTR_S", "Write to read, different bank group"},
-      {"tWTR_L", "Write to read, same bank group"},
-      {"tRTP", "Read to precharge"},         {"tRTW", "Read to write bus turnaround"},
-      {"tRFC", "Refresh cycle time"},        {"tREFI", "Refresh interval"}};
-  const std::set<std::string> required_timings{"tCK", "tCL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI"};
-  for (auto& t : timings) {
-    std::string name = t[0];
-    // Pointer-to-member keeps one lambda for all nineteen timings.
-    double arch::HbmTimings::*m = nullptr;
-#define TPUSIM_T(x) if (name == #x) m = &arch::HbmTimings::x;
-    TPUSIM_T(tCK) TPUSIM_T(tCL) TPUSIM_T(tCWL) TPUSIM_T(tRCD) TPUSIM_T(tRP) TPUSIM_T(tRAS)
-    TPUSIM_T(tRC) TPUSIM_T(tCCD_S) TPUSIM_T(tCCD_L) TPUSIM_T(tRRD_S) TPUSIM_T(tRRD_L)
-    TPUSIM_T(tFAW) TPUSIM_T(tWR) TPUSIM_T(tWTR_S) TPUSIM_T(tWTR_L) TPUSIM_T(tRTP)
-    TPUSIM_T(tRTW) TPUSIM_T(tRFC) TPUSIM_T(tREFI)
-#undef TPUSIM_T
-    bool req = required_timings.count(name) > 0;
-    b.qty("hbm.timings." + name, U::time, [m](auto& c) -> auto& { return c.hbm.t.*m; },
-          std::string(t[1]) + (req ? "" : "; 0 = no constraint"), !req)
-        .bounded(1e-3)
-        .required = req;
-  }
+  // One row per JEDEC timing of TPUSIM_HBM_TIMINGS (arch/common/chip_config.h).
+#define TPUSIM_HBM_TIMING_ROW(name, ps_name, req, positive, description)                  \
+  b.qty("hbm.timings." #name, U::time, TPUSIM_FIELD(c.hbm.t.name),                          \
+        std::string(description) + ((req) ? "" : "; 0 = no constraint"), !(req))           \
+      .bounded(1e-3)                                                                       \
+      .required = (req);
+  TPUSIM_HBM_TIMINGS(TPUSIM_HBM_TIMING_ROW)
+#undef TPUSIM_HBM_TIMING_ROW
   // ici
   b.integer("ici.ports", TPUSIM_FIELD(c.ici.ports), 0, "ICI links per chip; 0 = no ICI").bounded(64);
   b.qty("ici.link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.link_bandwidth),

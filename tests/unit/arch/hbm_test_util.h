@@ -80,19 +80,10 @@ inline arch::HbmConfig load_hbm_preset(const std::string& file_stem, int stacks)
   c.address_mapping = get("address_mapping");
   c.queue_depth = std::stoi(get("queue_depth"));
   c.page_policy = get("page_policy");
-  arch::HbmTimings& t = c.t;
-  const std::pair<const char*, double arch::HbmTimings::*> fields[] = {
-      {"tCK", &arch::HbmTimings::tCK},       {"tCL", &arch::HbmTimings::tCL},
-      {"tCWL", &arch::HbmTimings::tCWL},     {"tRCD", &arch::HbmTimings::tRCD},
-      {"tRP", &arch::HbmTimings::tRP},       {"tRAS", &arch::HbmTimings::tRAS},
-      {"tRC", &arch::HbmTimings::tRC},       {"tCCD_S", &arch::HbmTimings::tCCD_S},
-      {"tCCD_L", &arch::HbmTimings::tCCD_L}, {"tRRD_S", &arch::HbmTimings::tRRD_S},
-      {"tRRD_L", &arch::HbmTimings::tRRD_L}, {"tFAW", &arch::HbmTimings::tFAW},
-      {"tWR", &arch::HbmTimings::tWR},       {"tWTR_S", &arch::HbmTimings::tWTR_S},
-      {"tWTR_L", &arch::HbmTimings::tWTR_L}, {"tRTP", &arch::HbmTimings::tRTP},
-      {"tRTW", &arch::HbmTimings::tRTW},     {"tRFC", &arch::HbmTimings::tRFC},
-      {"tREFI", &arch::HbmTimings::tREFI}};
-  for (const auto& [name, m] : fields) t.*m = hbm_parse_quantity(get(name));
+#define TPUSIM_TEST_TIMING(name, ps_name, required, positive, description) \
+  c.t.name = hbm_parse_quantity(get(#name));
+  TPUSIM_HBM_TIMINGS(TPUSIM_TEST_TIMING)
+#undef TPUSIM_TEST_TIMING
   return c;
 }
 
