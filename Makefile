@@ -19,8 +19,10 @@ configure: bootstrap $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Runs the default simulation and prints its result.
-run: build
+# Builds only the simulator (not the tests and benchmarks), runs the default
+# simulation and prints its result.
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tpusim
 	$(BUILD)/sim/tpusim run --arch v5e --gemm 4096,4096,4096 --out results/default
 
 # The whole test suite, then the unit tests again under ASan + UBSan.

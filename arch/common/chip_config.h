@@ -111,7 +111,10 @@ struct HbmTimings {
 
 struct HbmConfig {
   std::string preset;  // e.g. "HBM2e"
-  std::string model = "detailed";  // "detailed" | "calibrated"
+  // "channel" | "detailed" | "calibrated" (docs/hbm.md). The default is the
+  // fastest model within the documented accuracy of the detailed one for
+  // whole workloads; the detailed model is one `hbm.model: detailed` away.
+  std::string model = "channel";
   int stacks = 1;
   int channels = 8;          // per stack
   int pseudo_channels = 2;   // per channel

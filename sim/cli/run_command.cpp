@@ -36,7 +36,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")
       ("context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")
       ("image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads")
+      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads, --model and SCALE-Sim imports")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")
       ("out", po::value<std::string>()->default_value("results/run"), "output directory")
       ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
@@ -72,7 +72,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm.count("workload")) {
     const std::string f = vm["workload"].as<std::string>();
     const bool csv = f.size() > 4 && f.compare(f.size() - 4, 4, ".csv") == 0;
-    wl = csv ? workloads::read_scalesim_csv(f) : workloads::read_workload_file(f);
+    // SCALE-Sim topologies have no dtype: every tensor takes --dtype.
+    workloads::ScaleSimOptions so;
+    so.dtype = *dtype;
+    wl = csv ? workloads::read_scalesim_csv(f, so) : workloads::read_workload_file(f);
   } else if (vm.count("model")) {
     const models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
     models::PhaseOptions po;

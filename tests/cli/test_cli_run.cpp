@@ -172,3 +172,19 @@ TEST(CliRun, BadInputExitsTwoWithTheReason) {
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
 }
+
+// SCALE-Sim topologies carry no dtype: --dtype gives every tensor its dtype,
+// so a topology runs on v1, whose MXU has int8 only (Jouppi et al., ISCA 2017).
+TEST(CliRun, DtypeAppliesToScaleSimImports) {
+  TempDir d;
+  const std::string csv = d.write("topo.csv", "Layer, M, N, K,\nfc1, 256, 256, 256,\n");
+  Result r = run_tpusim("run --arch v1 --workload " + csv + " --dtype int8 --quiet --out " + d.path() + "/int8", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string ops = slurp(d.path() + "/int8/ops.csv");
+  EXPECT_NE(ops.find("int8"), std::string::npos) << ops;
+  EXPECT_EQ(ops.find("bf16"), std::string::npos) << ops;
+  // The default (bf16) does not run on v1, and the error says why.
+  r = run_tpusim("run --arch v1 --workload " + csv + " --quiet --out " + d.path() + "/bf16", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
+}
