@@ -5,6 +5,7 @@
 #include "models/model_spec.h"
 #include "sim/lowering/lowering.h"
 #include "workloads/ir/errors.h"
+#include "workloads/ir/mesh.h"
 
 #include <iomanip>
 #include <iostream>
@@ -170,6 +171,10 @@ int cli_main(int argc, char* argv[]) {
     // A workload file's or generator's mistake: file:line:col: op: message.
     out.flush();
     err << "tpusim: workload error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const workloads::MeshError& e) {
+    out.flush();
+    err << "tpusim: " << e.what() << "\n";
     return 2;
   } catch (const models::ModelError& e) {
     out.flush();

@@ -63,6 +63,16 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
 
+  // --mesh, parsed once: the model zoo's sharding and the slice mapping
+  // read the same MeshSpec; with --model only the zoo's axis names.
+  workloads::MeshSpec mesh;
+  if (vm.count("mesh")) {
+    if (!vm.count("slice")) throw UsageError("run: --mesh needs --slice");
+    const std::string text = vm["mesh"].as<std::string>();
+    mesh = workloads::parse_mesh(text, vm.count("model") ? models::mesh_axis_names() : std::vector<std::string>{});
+    if (mesh.empty()) throw UsageError("run: --mesh '" + text + "' names no axes (e.g. --mesh fsdp=16,tensor=4)");
+  }
+
   const std::string arch_name = vm["arch"].as<std::string>();
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
@@ -87,7 +97,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.image_size = vm["image"].as<std::int64_t>();
     po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
     // Sharded over the mesh: the per-chip program of every chip.
-    if (vm.count("mesh")) po.mesh = models::parse_mesh(vm["mesh"].as<std::string>());
+    po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
@@ -101,7 +111,6 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
 
   RunOptions ro;
-  if (vm.count("mesh") && !vm.count("slice")) throw UsageError("run: --mesh needs --slice");
   if (vm["sequence-parallel"].as<bool>() && !vm.count("model")) throw UsageError("run: --sequence-parallel needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {
@@ -111,13 +120,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const arch::ici::Slice slice(cfg.ici, ro.sim.slice, ro.sim.twisted);  // arch::ConfigError
     // Refused before lowering, which can itself take a while.
     if (ro.sim.all_chips) check_all_chips(ro.sim.slice, slice.num_chips());  // arch::ConfigError
-    if (vm.count("mesh")) {
+    if (!mesh.empty()) {
       try {
-        ro.sim.mesh = parse_mesh(vm["mesh"].as<std::string>());
-        map_mesh(slice, ro.sim.mesh);
+        map_mesh(slice, mesh);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("run: ") + e.what());
       }
+      ro.sim.mesh = mesh;
     }
   }
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();

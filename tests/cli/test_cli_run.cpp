@@ -188,3 +188,19 @@ TEST(CliRun, DtypeAppliesToScaleSimImports) {
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
 }
+
+// --mesh is parsed once; a bad one exits 2 naming the item, before any
+// workload is built.
+TEST(CliRun, BadMeshNamesTheItem) {
+  TempDir d;
+  Result r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=4,tensor=0 --quiet --out " +
+                            d.path() + "/o",
+                        d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("mesh.tensor: expected a size that is an integer >= 1, found '0'"), std::string::npos) << r.err;
+  // With --model, only the model zoo's axis names.
+  r = run_tpusim("run --arch v5e --model llama3-8b --slice 4x4 --mesh data=4,tensr=4 --quiet --out " + d.path() + "/o",
+                 d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'tensor'?"), std::string::npos) << r.err;
+}

@@ -266,7 +266,7 @@ class Reader {
       std::string name = it->first.Scalar();
       if (auto sz = get_int(it->second, "mesh." + name)) {
         if (*sz < 1) error(it->second, "mesh." + name, "expected a size >= 1, found " + std::to_string(*sz));
-        wl.mesh.push_back({name, *sz});
+        wl.mesh.axes.push_back({name, *sz});
       }
     }
   }

@@ -146,7 +146,7 @@ Doc workload_doc(const Workload& wl) {
   if (!wl.mesh.empty()) {
     Doc m;
     m.flow = true;
-    for (const auto& a : wl.mesh) m.add(a.name, Doc::num(a.size));
+    for (const auto& a : wl.mesh.axes) m.add(a.name, Doc::num(a.size));
     d.add("mesh", m);
   }
   Doc ts;

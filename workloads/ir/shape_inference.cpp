@@ -444,7 +444,7 @@ class Inferer {
       if (!sz) {
         std::string known;
         if (wl_)
-          for (const auto& m : wl_->mesh) known += (known.empty() ? "" : ", ") + m.name;
+          for (const auto& m : wl_->mesh.axes) known += (known.empty() ? "" : ", ") + m.name;
         fail("mesh_axes: unknown mesh axis '" + ax + "' (declared: " + (known.empty() ? "none" : known) + ")");
       }
       group *= *sz;

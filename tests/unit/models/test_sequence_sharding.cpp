@@ -23,7 +23,7 @@ PhaseOptions opts(Phase p, std::int64_t batch, const std::string& mesh, bool sp 
   o.batch = batch;
   o.seq_len = 16;
   o.context = 32;
-  o.mesh = parse_mesh(mesh);
+  o.mesh = tpusim::workloads::parse_mesh(mesh, mesh_axis_names());
   o.sequence_parallel = sp;
   return o;
 }
