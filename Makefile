@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test test-asan bench clean
+.PHONY: all bootstrap configure build run test test-asan bench reference clean
 
 all: build
 
@@ -34,6 +34,12 @@ test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -L unit_
+
+# Rewrites results/reference/ from the runs listed in results/reference/RUNS
+# (the CTest tests reference.* compare them); commit the diff with its reason.
+reference: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tpusim
+	scripts/update-reference --tpusim $(BUILD)/sim/tpusim
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
