@@ -88,8 +88,11 @@ class TransformerGen {
     switch (m_.family) {
       case Family::decoder: return decoder();
       case Family::encoder: return encoder();
-      default: return vit();
+      case Family::vit: return vit();
+      case Family::resnet:
+      case Family::dlrm: break;
     }
+    throw ModelInternalError("transformer generator: " + std::string(family_name(m_.family)) + " is not a transformer");
   }
 
  private:

@@ -46,8 +46,10 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Sequence: return "a list";
-    default: return "an empty value";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return "an empty value";
   }
+  return "an empty value";
 }
 
 Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key,
