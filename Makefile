@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test test-asan bench reference clean
+.PHONY: all bootstrap configure build run test test-asan bench reference tidy clean
 
 all: build
 
@@ -40,6 +40,11 @@ test-asan: bootstrap
 reference: configure
 	cmake --build $(BUILD) -j $(JOBS) --target tpusim
 	scripts/update-reference --tpusim $(BUILD)/sim/tpusim
+
+# clang-tidy (.clang-tidy) on the C++ files changed since TIDY_BASE (default:
+# the merge base with main); installs Debian's clang-tidy if missing.
+tidy: configure
+	JOBS=$(JOBS) scripts/tidy $(BUILD)
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done
