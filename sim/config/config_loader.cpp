@@ -183,7 +183,7 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
   if (!ext.IsScalar() || ext.Scalar().empty())
     throw ConfigError(file_diag(file, ext.Mark(), "extends",
                                 "the name or relative path of a config", describe(ext)));
-  const std::string target = ext.Scalar();
+  const std::string& target = ext.Scalar();
   std::string base_file;
   std::vector<std::string> dirs{dir_of(file)};
   dirs.insert(dirs.end(), path.dirs.begin(), path.dirs.end());
@@ -406,7 +406,7 @@ class Validator {
       error(path, false, f.expected(), describe(n));
       return;
     }
-    const std::string text = n.Scalar();
+    const std::string& text = n.Scalar();
     const std::string found = "'" + text + "'";
     switch (f.type) {
       case FieldType::integer: {
