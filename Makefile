@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test test-asan fuzz fuzz-build bench clean
+.PHONY: all bootstrap configure build run test test-asan fuzz fuzz-build bench reference tidy clean
 
 all: build
 
@@ -19,8 +19,10 @@ configure: bootstrap $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Runs the default simulation and prints its result.
-run: build
+# Builds only the simulator (not the tests and benchmarks), runs the default
+# simulation and prints its result.
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tpusim
 	$(BUILD)/sim/tpusim run --arch v5e --gemm 4096,4096,4096 --out results/default
 
 # The whole test suite, the unit tests again under ASan + UBSan, then a
@@ -54,6 +56,17 @@ test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -L unit_
+
+# Rewrites results/reference/ from the runs listed in results/reference/RUNS
+# (the CTest tests reference.* compare them); commit the diff with its reason.
+reference: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tpusim
+	scripts/update-reference --tpusim $(BUILD)/sim/tpusim
+
+# clang-tidy (.clang-tidy) on the C++ files changed since TIDY_BASE (default:
+# the merge base with main); installs Debian's clang-tidy if missing.
+tidy: configure
+	JOBS=$(JOBS) scripts/tidy $(BUILD)
 
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do echo "== $$b"; $$b || exit 1; done

@@ -82,12 +82,12 @@ int run_case(const std::string& name) {
     const auto spec = models::load_model("llama3-70b");
     models::PhaseOptions po;
     po.phase = models::Phase::train;
-    po.mesh = models::parse_mesh("fsdp=64");
+    po.mesh = workloads::parse_mesh("fsdp=64", models::mesh_axis_names());
     po.batch = 64;
     po.seq_len = 2048;
     wl = models::generate(spec, po);
     opt.sim.slice = "4x4x4";
-    opt.sim.mesh = {{"fsdp", 64}};
+    opt.sim.mesh = workloads::parse_mesh("fsdp=64");
   } else {
     std::cerr << "unknown case " << name << "\n";
     return 2;

@@ -213,7 +213,7 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
 
 void require_decoder(const ModelSpec& m, const char* what) {
   if (m.family != Family::decoder)
-    throw ModelError(ModelDiagnostic{m.file, 0, 0, what, "a decoder model", std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
+    throw ModelError(Diagnostic{m.file, 0, 0, what, "a decoder model", std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
 }
 
 }  // namespace
@@ -432,7 +432,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
 }
 
 FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes) {
-  if (hbm_bytes == 0) throw ModelError(ModelDiagnostic{"", 0, 0, "hbm", "a capacity > 0 bytes", "0", ""});
+  if (hbm_bytes == 0) throw ModelError(Diagnostic{"", 0, 0, "hbm", "a capacity > 0 bytes", "0", ""});
   FitReport r;
   r.footprint = memory_footprint(m, o);
   r.needed_bytes = r.footprint.total();

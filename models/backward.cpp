@@ -318,10 +318,13 @@ class Backward {
         give(op, 0, b_.all_to_all(n + ".grad_x", dy, a.mesh_axes, a.concat_dim, a.split_dim));
         return;
       }
-      default:
-        throw ModelInternalError("training: no backward rule for op '" + n + "' of kind " +
-                                 std::string(op_kind_name(op.kind)));
+      // No forward program of the zoo has these.
+      case OpKind::conv2d:
+      case OpKind::collective_permute:
+      case OpKind::broadcast: break;
     }
+    throw ModelInternalError("training: no backward rule for op '" + n + "' of kind " +
+                             std::string(op_kind_name(op.kind)));
   }
 
   // The rhs of an activation-gradient matmul: an FSDP weight gathered

@@ -20,7 +20,7 @@ namespace {
 
 struct Ctx {
   std::string file;
-  std::vector<ModelDiagnostic> errs;
+  std::vector<Diagnostic> errs;
   void error(const YAML::Mark& m, const std::string& key, const std::string& expected,
              const std::string& found, const std::string& suggestion = "") {
     int line = m.line >= 0 ? m.line + 1 : 0, col = m.column >= 0 ? m.column + 1 : 0;
@@ -332,16 +332,16 @@ ModelSpec parse_model_text(const std::string& text, const std::string& file) {
   try {
     root = workloads::load_yaml_strict(text);
   } catch (const YAML::Exception& e) {
-    throw ModelError(ModelDiagnostic{file, e.mark.line + 1, e.mark.column + 1, "", "valid YAML", e.msg, ""});
+    throw ModelError(Diagnostic{file, e.mark.line + 1, e.mark.column + 1, "", "valid YAML", e.msg, ""});
   }
   return parse_node(root, file);
 }
 
 ModelSpec read_model_file(const std::string& path) {
   if (auto why = workloads::input_file_problem(path); !why.empty())
-    throw ModelError(ModelDiagnostic{path, 0, 0, "", "a readable model file", why, ""});
+    throw ModelError(Diagnostic{path, 0, 0, "", "a readable model file", why, ""});
   std::ifstream in(path);
-  if (!in) throw ModelError(ModelDiagnostic{path, 0, 0, "", "a readable model file", "cannot open it", ""});
+  if (!in) throw ModelError(Diagnostic{path, 0, 0, "", "a readable model file", "cannot open it", ""});
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_model_text(ss.str(), path);

@@ -46,34 +46,10 @@ std::vector<Phase> supported_phases(Family f) {
   return {};
 }
 
-std::string ModelDiagnostic::render() const {
-  std::ostringstream s;
-  if (!file.empty()) {
-    s << file;
-    if (line > 0) s << ":" << line << ":" << column;
-    s << ": ";
-  }
-  if (!key.empty()) s << key << ": ";
-  if (!expected.empty()) {
-    s << "expected " << expected;
-    if (!found.empty()) s << ", found " << found;
-  } else {
-    s << found;
-  }
-  if (!suggestion.empty()) s << " (did you mean '" << suggestion << "'?)";
-  return s.str();
-}
-
-static std::string join(const std::vector<ModelDiagnostic>& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "\n" : "") + d[i].render();
-  return s;
-}
-
-ModelError::ModelError(std::vector<ModelDiagnostic> d) : std::runtime_error(join(d)), diags_(std::move(d)) {}
+ModelError::ModelError(std::vector<Diagnostic> d) : std::runtime_error(arch::render_all(d)), diags_(std::move(d)) {}
 
 void check_options(const ModelSpec& m, const PhaseOptions& o) {
-  std::vector<ModelDiagnostic> errs;
+  std::vector<Diagnostic> errs;
   auto bad = [&](const std::string& key, const std::string& expected, const std::string& found) {
     errs.push_back({m.name, 0, 0, key, expected, found, ""});
   };

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/common/diagnostic.h"
 #include "arch/common/dtype.h"
 #include "models/mesh_spec.h"
 
@@ -166,27 +167,18 @@ struct PhaseOptions {
 // vit: infer, train; resnet and dlrm: infer).
 std::vector<Phase> supported_phases(Family f);
 
-// A problem in a model file or in the options a user asked for.
-struct ModelDiagnostic {
-  std::string file;
-  int line = 0;    // 1-based; 0 = no position
-  int column = 0;
-  std::string key;  // dotted path
-  std::string expected;
-  std::string found;
-  std::string suggestion;
-  // "file:line:col: key: expected X, found Y (did you mean 'Z'?)"
-  std::string render() const;
-};
+// A problem in a model file or in the options a user asked for
+// (arch/common/diagnostic.h).
+using arch::Diagnostic;
 
 class ModelError : public std::runtime_error {
  public:
-  explicit ModelError(std::vector<ModelDiagnostic> d);
-  explicit ModelError(ModelDiagnostic d) : ModelError(std::vector<ModelDiagnostic>{std::move(d)}) {}
-  const std::vector<ModelDiagnostic>& diagnostics() const { return diags_; }
+  explicit ModelError(std::vector<Diagnostic> d);
+  explicit ModelError(Diagnostic d) : ModelError(std::vector<Diagnostic>{std::move(d)}) {}
+  const std::vector<Diagnostic>& diagnostics() const { return diags_; }
 
  private:
-  std::vector<ModelDiagnostic> diags_;
+  std::vector<Diagnostic> diags_;
 };
 
 // A bug in the model code (an invariant broke), never the user's mistake.

@@ -2,7 +2,6 @@
 #include "models/sharding.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "models/model_file.h"
 
@@ -11,58 +10,6 @@ namespace tpusim::models {
 const std::vector<std::string>& mesh_axis_names() {
   static const std::vector<std::string> names = {"data", "fsdp", "tensor", "expert", "sequence"};
   return names;
-}
-
-MeshSpec parse_mesh(const std::string& text) {
-  MeshSpec mesh;
-  std::vector<ModelDiagnostic> errs;
-  auto trim = [](std::string s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-    return s;
-  };
-  if (trim(text).empty()) return mesh;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = trim(text.substr(pos, comma - pos));
-    const int col = static_cast<int>(pos) + 1;
-    auto bad = [&](const std::string& key, const std::string& expected, const std::string& found,
-                   const std::string& suggestion = "") {
-      errs.push_back({"mesh '" + text + "'", 1, col, key, expected, found, suggestion});
-    };
-    const std::size_t eq = item.find('=');
-    if (item.empty() || eq == std::string::npos) {
-      bad("mesh", "an item name=size (e.g. tensor=4)", "'" + item + "'");
-    } else {
-      const std::string name = trim(item.substr(0, eq)), num = trim(item.substr(eq + 1));
-      const auto& known = mesh_axis_names();
-      bool ok = true;
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        bad("mesh", "an axis name among data, fsdp, tensor, expert, sequence", "'" + name + "'",
-            nearest_word(name, known));
-        ok = false;
-      }
-      for (const auto& a : mesh.axes)
-        if (a.first == name) {
-          bad("mesh." + name, "each axis once", "'" + name + "' given again");
-          ok = false;
-        }
-      std::int64_t size = 0;
-      bool digits = !num.empty() && num.size() < 12 &&
-                    std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-      if (digits) size = std::stoll(num);
-      if (!digits || size < 1) {
-        bad("mesh." + name, "a size that is an integer >= 1", "'" + num + "'");
-        ok = false;
-      }
-      if (ok) mesh.axes.emplace_back(name, size);
-    }
-    pos = comma + 1;
-  }
-  if (!errs.empty()) throw ModelError(std::move(errs));
-  return mesh;
 }
 
 std::int64_t local_seq(const PhaseOptions& o) {
@@ -78,7 +25,7 @@ std::int64_t local_batch(const PhaseOptions& o) {
 void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
   const MeshSpec& mesh = o.mesh;
   if (mesh.empty() && !o.sequence_parallel) return;
-  std::vector<ModelDiagnostic> errs;
+  std::vector<Diagnostic> errs;
   auto bad = [&](const std::string& key, const std::string& expected, const std::string& found) {
     errs.push_back({m.name, 0, 0, key, expected, found + " in model '" + m.name + "'", ""});
   };
@@ -90,9 +37,9 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
   };
   for (const auto& a : mesh.axes) {
     const auto& known = mesh_axis_names();
-    if (std::find(known.begin(), known.end(), a.first) == known.end())
-      bad("mesh." + a.first, "an axis name among data, fsdp, tensor, expert, sequence", "'" + a.first + "'");
-    if (a.second < 1) bad("mesh." + a.first, "a size >= 1", std::to_string(a.second));
+    if (std::find(known.begin(), known.end(), a.name) == known.end())
+      bad("mesh." + a.name, "an axis name among data, fsdp, tensor, expert, sequence", "'" + a.name + "'");
+    if (a.size < 1) bad("mesh." + a.name, "a size >= 1", std::to_string(a.size));
   }
   if (!errs.empty()) throw ModelError(std::move(errs));
   const std::int64_t cp = mesh.size("sequence"), tp = mesh.size("tensor");

@@ -39,15 +39,9 @@
 
 namespace tpusim::models {
 
-// Axis names a mesh may use: data, fsdp, tensor, expert, sequence.
+// Axis names a mesh may use: data, fsdp, tensor, expert, sequence; the
+// --mesh text of a model run is workloads::parse_mesh(text, mesh_axis_names()).
 const std::vector<std::string>& mesh_axis_names();
-
-// Parses "name=size[,name=size...]" (spaces allowed around items; "" is the
-// empty mesh). Throws ModelError listing every problem: malformed item,
-// unknown name (nearest known name suggested), size not an integer >= 1,
-// name given twice. Each diagnostic has key "mesh" or "mesh.<name>" and the
-// 1-based column of the item.
-MeshSpec parse_mesh(const std::string& text);
 
 // Checks that o.mesh can shard model m in o's phase: each split divides
 // the dims it splits (tensor: attention.heads, attention.kv_heads, ffn.size,

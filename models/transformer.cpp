@@ -78,9 +78,9 @@ class TransformerGen {
         kd_(o.kv_dtype), tp_(o.mesh.size("tensor")), fs_(o.mesh.size("fsdp")), ep_(o.mesh.size("expert")),
         cp_(o.mesh.size("sequence")), sp_(o.sequence_parallel && tp_ > 1) {
     for (const auto& a : o.mesh.axes) {
-      b_.mesh_axis(a.first, a.second);
-      if (a.second > 1 && (a.first == "data" || a.first == "fsdp" || a.first == "expert" || a.first == "sequence"))
-        batch_axes_.push_back(a.first);
+      b_.mesh_axis(a.name, a.size);
+      if (a.size > 1 && (a.name == "data" || a.name == "fsdp" || a.name == "expert" || a.name == "sequence"))
+        batch_axes_.push_back(a.name);
     }
   }
 
@@ -88,8 +88,11 @@ class TransformerGen {
     switch (m_.family) {
       case Family::decoder: return decoder();
       case Family::encoder: return encoder();
-      default: return vit();
+      case Family::vit: return vit();
+      case Family::resnet:
+      case Family::dlrm: break;
     }
+    throw ModelInternalError("transformer generator: " + std::string(family_name(m_.family)) + " is not a transformer");
   }
 
  private:
@@ -125,7 +128,7 @@ class TransformerGen {
     if (s[d] % fs_ != 0) {
       std::string shape;
       for (auto x : s) shape += (shape.empty() ? "" : ", ") + std::to_string(x);
-      throw ModelError(ModelDiagnostic{m_.name, 0, 0, n,
+      throw ModelError(Diagnostic{m_.name, 0, 0, n,
                                        "dim " + std::to_string(pref) + " or the last dim a multiple of fsdp=" +
                                            std::to_string(fs_) + " (mesh " + o_.mesh.str() + ")",
                                        "per-chip shape [" + shape + "] in model '" + m_.name + "'", ""});

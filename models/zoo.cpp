@@ -18,7 +18,7 @@ std::vector<std::string> list_models(const std::string& zoo_dir) {
   std::error_code ec;
   std::vector<std::string> names;
   fs::directory_iterator it(zoo_dir, ec);
-  if (ec) throw ModelError(ModelDiagnostic{zoo_dir, 0, 0, "", "a readable model directory", ec.message(), ""});
+  if (ec) throw ModelError(Diagnostic{zoo_dir, 0, 0, "", "a readable model directory", ec.message(), ""});
   for (const auto& e : it)
     if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
@@ -38,7 +38,7 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir
     }
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw ModelError(ModelDiagnostic{zoo_dir, 0, 0, "model", "a model of the zoo (" + list + ")",
+    throw ModelError(Diagnostic{zoo_dir, 0, 0, "model", "a model of the zoo (" + list + ")",
                                      "'" + name_or_path + "'", nearest_word(name_or_path, names)});
   }
   return read_model_file(path);
@@ -59,7 +59,7 @@ workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
       local.batch = local_batch(o);
       local.mesh = {};
       workloads::Workload w = m.family == Family::resnet ? detail::generate_resnet(m, local) : detail::generate_dlrm(m, local);
-      for (const auto& a : o.mesh.axes) w.mesh.push_back({a.first, a.second});
+      w.mesh = o.mesh;
       return w;
     }
   }

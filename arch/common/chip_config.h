@@ -130,8 +130,10 @@ struct HbmTimings {
 #define TPUSIM_HBM_FIELDS(X)                                                   \
   /* preset name, e.g. "HBM2e" */                                              \
   X(std::string, preset, , true)                                               \
-  /* "detailed" | "channel" | "calibrated"; calibration always runs detailed */ \
-  X(std::string, model, = "detailed", false)                                   \
+  /* "channel" | "detailed" | "calibrated" (docs/hbm.md): the default is the   \
+     fastest model within the documented accuracy of the detailed one for      \
+     whole workloads; calibration always runs detailed */                      \
+  X(std::string, model, = "channel", false)                                    \
   X(int, stacks, = 1, true)                                                    \
   X(int, channels, = 8, true)          /* per stack */                         \
   X(int, pseudo_channels, = 2, true)   /* per channel */                       \

@@ -92,8 +92,13 @@ Ps DmaModule::on_chip_end(const DmaDescriptor& d, const DmaPlan& p) {
     switch (s) {
       case MemSpace::cmem: return on_chip_.cmem;
       case MemSpace::smem: return on_chip_.smem;
-      default: return on_chip_.vmem;
+      // The HBM and ICI ends are timed by their own models; the on-chip
+      // side of such a copy is VMEM's.
+      case MemSpace::vmem:
+      case MemSpace::hbm:
+      case MemSpace::ici: return on_chip_.vmem;
     }
+    return on_chip_.vmem;
   };
   const double b = std::min(bw(d.src), bw(d.dst));
   if (!(b > 0)) return p.issue_end;

@@ -14,6 +14,7 @@
 #include "sim/lowering/lowering.h"
 #include "workloads/io/input_file.h"
 #include "workloads/ir/errors.h"
+#include "workloads/ir/mesh.h"
 
 #include <iomanip>
 #include <iostream>
@@ -236,6 +237,10 @@ int cli_main_unchecked(int argc, char* argv[]) {
     // A workload file's or generator's mistake: file:line:col: op: message.
     out.flush();
     err << "tpusim: workload error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const workloads::MeshError& e) {
+    out.flush();
+    err << "tpusim: " << e.what() << "\n";
     return 2;
   } catch (const models::ModelError& e) {
     out.flush();

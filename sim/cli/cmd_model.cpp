@@ -145,7 +145,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.recompute = vm["recompute"].as<bool>();
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {
-    if (vm.count("mesh")) p.mesh = parse_mesh(vm["mesh"].as<std::string>());
+    if (vm.count("mesh")) p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), mesh_axis_names());
     ModelSpec m = load_model(vm["model"].as<std::string>(), zoo_dir(vm));
     workloads::Workload w = generate(m, p);
     ctx.out << (fmt == "json" ? workloads::workload_to_json(w) : workloads::workload_to_yaml(w));

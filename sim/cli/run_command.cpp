@@ -36,7 +36,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ("seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")
       ("context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")
       ("image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads")
+      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads, --model and SCALE-Sim imports")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")
       ("out", po::value<std::string>()->default_value("results/run"), "output directory")
       ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
@@ -75,6 +75,16 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
 
+  // --mesh, parsed once: the model zoo's sharding and the slice mapping
+  // read the same MeshSpec; with --model only the zoo's axis names.
+  workloads::MeshSpec mesh;
+  if (vm.count("mesh")) {
+    if (!vm.count("slice")) throw UsageError("run: --mesh needs --slice");
+    const std::string text = vm["mesh"].as<std::string>();
+    mesh = workloads::parse_mesh(text, vm.count("model") ? models::mesh_axis_names() : std::vector<std::string>{});
+    if (mesh.empty()) throw UsageError("run: --mesh '" + text + "' names no axes (e.g. --mesh fsdp=16,tensor=4)");
+  }
+
   const std::string arch_name = vm["arch"].as<std::string>();
   std::vector<std::string> sets;
   if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
@@ -85,7 +95,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const std::string f = vm["workload"].as<std::string>();
     check_input_file("run: --workload", f);
     const bool csv = f.size() > 4 && f.compare(f.size() - 4, 4, ".csv") == 0;
-    wl = csv ? workloads::read_scalesim_csv(f) : workloads::read_workload_file(f);
+    // SCALE-Sim topologies have no dtype: every tensor takes --dtype.
+    workloads::ScaleSimOptions so;
+    so.dtype = *dtype;
+    wl = csv ? workloads::read_scalesim_csv(f, so) : workloads::read_workload_file(f);
   } else if (vm.count("model")) {
     const models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
     models::PhaseOptions po;
@@ -97,7 +110,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.image_size = vm["image"].as<std::int64_t>();
     po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
     // Sharded over the mesh: the per-chip program of every chip.
-    if (vm.count("mesh")) po.mesh = models::parse_mesh(vm["mesh"].as<std::string>());
+    po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
     po.recompute = vm["recompute"].as<bool>();
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
@@ -112,7 +125,6 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
 
   RunOptions ro;
-  if (vm.count("mesh") && !vm.count("slice")) throw UsageError("run: --mesh needs --slice");
   if (vm["sequence-parallel"].as<bool>() && !vm.count("model")) throw UsageError("run: --sequence-parallel needs --model");
   if (vm["recompute"].as<bool>() && !vm.count("model")) throw UsageError("run: --recompute needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
@@ -123,13 +135,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const arch::ici::Slice slice(cfg.ici, ro.sim.slice, ro.sim.twisted);  // arch::ConfigError
     // Refused before lowering, which can itself take a while.
     if (ro.sim.all_chips) check_all_chips(ro.sim.slice, slice.num_chips());  // arch::ConfigError
-    if (vm.count("mesh")) {
+    if (!mesh.empty()) {
       try {
-        ro.sim.mesh = parse_mesh(vm["mesh"].as<std::string>());
-        map_mesh(slice, ro.sim.mesh);
+        map_mesh(slice, mesh);
       } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("run: ") + e.what());
       }
+      ro.sim.mesh = mesh;
     }
   }
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();

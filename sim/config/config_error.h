@@ -10,22 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "arch/common/diagnostic.h"
 #include "arch/common/errors.h"
 
 namespace tpusim::sim {
 
-struct Diagnostic {
-  std::string file;     // file path, or "--set key=value" for an override
-  int line = 0;         // 1-based; 0 = no position (override, missing key)
-  int column = 0;       // 1-based
-  std::string key;      // dotted path, e.g. "mxu.rows"; empty for the file
-  std::string expected;
-  std::string found;
-  std::string suggestion;  // nearest valid key or value; empty if none
-
-  // `file:line:col: key: expected X, found Y (did you mean 'Z'?)`
-  std::string render() const;
-};
+// file:line:col, key, expected, found, suggestion (arch/common/diagnostic.h).
+using arch::Diagnostic;
 
 // Derives from arch::ConfigError so that one handler catches the user's
 // mistakes from both layers.

@@ -56,8 +56,10 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Sequence: return "a list";
-    default: return "an empty value";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return "an empty value";
   }
+  return "an empty value";
 }
 
 Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key,
@@ -191,7 +193,7 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
   if (!ext.IsScalar() || ext.Scalar().empty())
     throw ConfigError(file_diag(file, ext.Mark(), "extends",
                                 "the name or relative path of a config", describe(ext)));
-  const std::string target = ext.Scalar();
+  const std::string& target = ext.Scalar();
   std::string base_file;
   std::vector<std::string> dirs{dir_of(file)};
   dirs.insert(dirs.end(), path.dirs.begin(), path.dirs.end());
@@ -414,7 +416,7 @@ class Validator {
       error(path, false, f.expected(), describe(n));
       return;
     }
-    const std::string text = n.Scalar();
+    const std::string& text = n.Scalar();
     const std::string found = "'" + text + "'";
     switch (f.type) {
       case FieldType::integer: {

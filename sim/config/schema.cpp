@@ -217,8 +217,8 @@ std::vector<FieldSpec> build() {
         "Memory preset merged under this section from hbm/<lowercased preset>.yaml; the chip's "
         "own keys win");
   b.str("hbm.model", TPUSIM_FIELD(c.hbm.model), {"detailed", "channel", "calibrated"},
-        "Timing model: bank-level (detailed), per-pseudo-channel fluid calibrated against it "
-        "(channel), or whole-memory fluid calibrated against it (calibrated)");
+        "Timing model: per-pseudo-channel fluid calibrated against the bank-level model (channel, "
+        "the default), bank-level (detailed), or whole-memory fluid calibrated against it (calibrated)");
   b.integer("hbm.stacks", TPUSIM_FIELD(c.hbm.stacks), 1, "Stacks (or DIMM-like devices) per chip").bounded(64);
   b.integer("hbm.channels", TPUSIM_FIELD(c.hbm.channels), 1, "Channels per stack").bounded(64);
   b.integer("hbm.pseudo_channels", TPUSIM_FIELD(c.hbm.pseudo_channels), 1,

@@ -19,6 +19,7 @@
 #include "arch/chip/isa.h"
 #include "arch/common/chip_config.h"
 #include "arch/common/stats.h"
+#include "workloads/ir/mesh.h"
 
 namespace tpusim::sim {
 
@@ -41,7 +42,7 @@ struct SimOptions {
   // simulated and stands for all (see docs/architecture.md), while every
   // chip's ICI traffic is simulated.
   std::string slice;
-  std::vector<std::pair<std::string, std::int64_t>> mesh;
+  workloads::MeshSpec mesh;
   bool twisted = false;
   // Multi-chip: simulate every chip of the slice (own ChipModule and
   // memory system each, the same program) instead of one standing for

@@ -39,7 +39,7 @@ CollectiveRecord to_record(arch::InstrId instr, const arch::ici::CollectiveResul
 
 class IciBackendImpl {
  public:
-  IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const MeshAxes& mesh,
+  IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const workloads::MeshSpec& mesh,
                  bool twisted)
       : slice(cfg.ici, shape, twisted),
         module("ici", slice, mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, mesh)) {}
@@ -76,7 +76,7 @@ class IciBackendImpl {
   std::vector<std::unique_ptr<Port>> ports;
 };
 
-IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const MeshAxes& mesh,
+IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh,
                        bool twisted)
     : impl_(std::make_unique<IciBackendImpl>(cfg, slice, mesh, twisted)) {}
 

@@ -21,7 +21,7 @@ class IciBackendImpl;
 
 class IciBackend : public arch::CollectiveBackend {
  public:
-  IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const MeshAxes& mesh,
+  IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh,
              bool twisted);
   ~IciBackend() override;
   arch::CollectiveStart start(const arch::IciWork& work, arch::InstrId instr,

@@ -2,7 +2,7 @@
 // the DMA engines of arch/dma (DmaModule: descriptor setup, request pacing
 // by issue rate and outstanding window, on-chip copies at the slower
 // memory's bandwidth, CMEM shared by all engines) over the HBM model's
-// SystemC shell (detailed, channel or calibrated, as hbm.model says). Copies
+// SystemC shell (channel, detailed or calibrated, as hbm.model says). Copies
 // on different engines contend in the HBM model.
 // Leaves out: ICI destinations (collectives go through the ICI backend,
 // sim/engine/ici_backend.h, not through the DMA engines).

@@ -8,25 +8,23 @@
 // to no mesh axis. Without --mesh, the axes are the physical x, y (, z).
 #pragma once
 
-#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "arch/common/chip_config.h"
 #include "arch/ici/collectives.h"
 #include "arch/ici/topology.h"
+#include "workloads/ir/mesh.h"
 
 namespace tpusim::sim {
 
-using MeshAxes = std::vector<std::pair<std::string, std::int64_t>>;
+// Maps the named axes (workloads::parse_mesh) onto the slice's dimensions
+// (rule above); std::invalid_argument naming the axis and the slice when a
+// size does not land on whole dimensions.
+arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const workloads::MeshSpec& mesh);
 
-// "fsdp=16,tensor=4" -> {{"fsdp",16},{"tensor",4}}; throws UsageError-like
-// std::invalid_argument naming the bad part.
-MeshAxes parse_mesh(const std::string& text);
-
-// Maps the named axes onto the slice's dimensions (rule above).
-arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const MeshAxes& axes);
+// The physical mesh of a slice: x, y (, z) with the slice's dimensions, the
+// mesh of a multi-chip run without --mesh.
+workloads::MeshSpec physical_mesh(const arch::ici::Slice& slice);
 
 // --all-chips simulates every chip's compute, so a run costs about the
 // chip count times a shared run; beyond this many chips it is refused.

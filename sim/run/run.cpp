@@ -2,6 +2,7 @@
 
 #include "arch/ici/topology.h"
 #include "sim/config/config_writer.h"
+#include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 
 namespace tpusim::sim {
@@ -19,13 +20,9 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
   LoweringOptions lo = opt.lowering;
   if (!opt.sim.slice.empty()) {
     lo.multi_chip = true;
-    lo.mesh = opt.sim.mesh;
-    if (lo.mesh.empty()) {
-      // Physical axes: x, y (, z) with the slice's dimensions.
-      const arch::ici::Slice slice(cfg.ici, opt.sim.slice, opt.sim.twisted);
-      const char* names[] = {"x", "y", "z"};
-      for (int d = 0; d < slice.rank(); ++d) lo.mesh.emplace_back(names[d], slice.dims()[static_cast<std::size_t>(d)]);
-    }
+    const workloads::MeshSpec mesh =
+        opt.sim.mesh.empty() ? physical_mesh(arch::ici::Slice(cfg.ici, opt.sim.slice, opt.sim.twisted)) : opt.sim.mesh;
+    for (const auto& a : mesh.axes) lo.mesh.emplace_back(a.name, a.size);  // LoweringOptions' (name, size) pairs
   }
   // A placement hint the chip cannot honour is the user's mistake, not a
   // hint to drop silently.

@@ -92,8 +92,11 @@ std::string note(const CaseResult& r) {
   switch (r.outcome) {
     case Outcome::UnexpectedPass: return "now within tolerance: remove its expect: miss";
     case Outcome::Error: return r.message;
-    default: return "";
+    case Outcome::Pass:
+    case Outcome::Fail:
+    case Outcome::ExpectedMiss: return "";
   }
+  return "";
 }
 
 }  // namespace
@@ -203,8 +206,9 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
       case Outcome::Fail: return "#d73027";
       case Outcome::ExpectedMiss: return "#f46d43";
       case Outcome::UnexpectedPass: return "#7b3294";
-      default: return "#999";
+      case Outcome::Error: return "#999";
     }
+    return "#999";
   };
   // Legend.
   const std::pair<Outcome, const char*> legend[] = {{Outcome::Pass, "pass"},

@@ -195,3 +195,35 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   EXPECT_EQ(plain.find(".recompute."), std::string::npos);
   EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
 }
+
+// SCALE-Sim topologies carry no dtype: --dtype gives every tensor its dtype,
+// so a topology runs on v1, whose MXU has int8 only (Jouppi et al., ISCA 2017).
+TEST(CliRun, DtypeAppliesToScaleSimImports) {
+  TempDir d;
+  const std::string csv = d.write("topo.csv", "Layer, M, N, K,\nfc1, 256, 256, 256,\n");
+  Result r = run_tpusim("run --arch v1 --workload " + csv + " --dtype int8 --quiet --out " + d.path() + "/int8", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string ops = slurp(d.path() + "/int8/ops.csv");
+  EXPECT_NE(ops.find("int8"), std::string::npos) << ops;
+  EXPECT_EQ(ops.find("bf16"), std::string::npos) << ops;
+  // The default (bf16) does not run on v1, and the error says why.
+  r = run_tpusim("run --arch v1 --workload " + csv + " --quiet --out " + d.path() + "/bf16", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
+}
+
+// --mesh is parsed once; a bad one exits 2 naming the item, before any
+// workload is built.
+TEST(CliRun, BadMeshNamesTheItem) {
+  TempDir d;
+  Result r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=4,tensor=0 --quiet --out " +
+                            d.path() + "/o",
+                        d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("mesh.tensor: expected a size that is an integer >= 1, found '0'"), std::string::npos) << r.err;
+  // With --model, only the model zoo's axis names.
+  r = run_tpusim("run --arch v5e --model llama3-8b --slice 4x4 --mesh data=4,tensr=4 --quiet --out " + d.path() + "/o",
+                 d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'tensor'?"), std::string::npos) << r.err;
+}

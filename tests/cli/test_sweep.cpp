@@ -77,6 +77,8 @@ derived:
   tflops_per_mxu: achieved_tflops / arch.mxu.count
 )";
 
+// The third point runs an 8192^3 gemm on the detailed HBM model (13 s of
+// CPU on the project machine), far beyond the 1 s point timeout.
 TEST(SweepCli, ValidInvalidAndTimedOutPointsEachGetARow) {
   TmpDir d;
   write(d / "s.yaml", R"(base: {arch: v5e, gemm: "128,128,128", set: {published.peak_tflops: '~'}}
@@ -84,7 +86,7 @@ axes:
   points:
     - {arch.mxu.rows: 128}
     - {arch.mxu.rows: 0}
-    - {arch.mxu.rows: 256, workload.gemm: "4096,4096,4096"}
+    - {arch.mxu.rows: 256, arch.hbm.model: detailed, workload.gemm: "8192,8192,8192"}
 derived:
   util_x100: mxu_utilization * 100
 )");

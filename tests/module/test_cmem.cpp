@@ -70,7 +70,7 @@ Traffic traffic(const sim::LoweredWorkload& lw) {
 }  // namespace
 
 TEST(Cmem, IntermediatesMoveFromHbmToCmem) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v4");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v4", {"hbm.model=detailed"});
   ASSERT_TRUE(cfg.cmem.present);
   const auto wl = chain(4);  // x -> e0 -> e1 -> e2 -> e3 (output)
   const auto with = sim::lower(wl, cfg, no_fusion(true));
@@ -102,7 +102,7 @@ TEST(Cmem, IntermediatesMoveFromHbmToCmem) {
 }
 
 TEST(Cmem, ChipsWithoutCmemKeepEverythingInHbm) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   ASSERT_FALSE(cfg.cmem.present);
   sim::LoweringOptions o = no_fusion(true);
   o.vmem_residency = false;
@@ -130,7 +130,7 @@ TEST(Cmem, ChipsWithoutCmemKeepIntermediatesInFreeVmem) {
 }
 
 TEST(Cmem, CapacityAndOverlappingLifetimesAreRespected) {
-  arch::TpuConfig cfg = sim::load_tpu_config("v4");
+  arch::TpuConfig cfg = sim::load_tpu_config("v4", {"hbm.model=detailed"});
   // Room for two 16 MiB tensors (plus a little): along a chain at most two
   // intermediates are alive at once (producer's output and its input), so
   // all five fit, reusing the space as lifetimes end.
@@ -155,7 +155,7 @@ TEST(Cmem, CapacityAndOverlappingLifetimesAreRespected) {
 }
 
 TEST(Cmem, SimulatedRunStaysAboveRooflineAndUsesLessHbm) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v4");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v4", {"hbm.model=detailed"});
   sim::RunOptions ro;
   ro.lowering = no_fusion(true);
   const auto wl = chain(4);

@@ -23,14 +23,14 @@ namespace {
 sim::RunOptions slice_opts(const std::string& shape, const std::string& mesh) {
   sim::RunOptions o;
   o.sim.slice = shape;
-  o.sim.mesh = sim::parse_mesh(mesh);
+  o.sim.mesh = workloads::parse_mesh(mesh);
   return o;
 }
 
 }  // namespace
 
 TEST(MultiChip, CollectiveTakesTheNetworkModelsTime) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   WorkloadBuilder b("ar");
   b.mesh_axis("x", 16);
   b.mesh_axis("y", 16);
@@ -41,7 +41,7 @@ TEST(MultiChip, CollectiveTakesTheNetworkModelsTime) {
   ASSERT_EQ(r.sim.collectives.size(), 1u);
   // The same collective alone on the pure network model (no SystemC).
   const arch::ici::Slice slice(cfg.ici, "16x16");
-  const auto mesh = sim::map_mesh(slice, sim::parse_mesh("x=16,y=16"));
+  const auto mesh = sim::map_mesh(slice, workloads::parse_mesh("x=16,y=16"));
   arch::ici::CollectiveRequest req;
   req.kind = arch::ici::CollectiveKind::all_reduce;
   req.bytes = 4096ull * 4096 * 2;
@@ -56,7 +56,7 @@ TEST(MultiChip, CollectiveTakesTheNetworkModelsTime) {
 }
 
 TEST(MultiChip, AsynchronousCollectiveOverlapsIndependentCompute) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   WorkloadBuilder b("overlap");
   b.mesh_axis("x", 4);
   b.mesh_axis("y", 4);
@@ -88,7 +88,7 @@ TEST(MultiChip, AsynchronousCollectiveOverlapsIndependentCompute) {
 }
 
 TEST(MultiChip, EveryCollectiveConservesBytes) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5p");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5p", {"hbm.model=detailed"});
   WorkloadBuilder b("all");
   b.mesh_axis("data", 4);
   b.mesh_axis("fsdp", 4);
@@ -117,7 +117,7 @@ TEST(MultiChip, EveryCollectiveConservesBytes) {
 }
 
 TEST(MultiChip, CollectiveNeedsASliceAndItsAxes) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   WorkloadBuilder b("ar");
   b.mesh_axis("tensor", 4);
   b.all_reduce("ar", b.input("x", {64, 64}, arch::DType::bf16), {"tensor"});
@@ -132,16 +132,16 @@ TEST(MultiChip, CollectiveNeedsASliceAndItsAxes) {
 }
 
 TEST(MultiChip, MeshMapsOntoWholeSliceDimensions) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5p");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5p", {"hbm.model=detailed"});
   const arch::ici::Slice slice(cfg.ici, "4x4x8");
-  const auto m = sim::map_mesh(slice, sim::parse_mesh("fsdp=16,tensor=8"));
+  const auto m = sim::map_mesh(slice, workloads::parse_mesh("fsdp=16,tensor=8"));
   ASSERT_EQ(m.axes().size(), 2u);
   EXPECT_EQ(m.axes()[0].second, (std::vector<int>{0, 1}));
   EXPECT_EQ(m.axes()[1].second, (std::vector<int>{2}));
-  EXPECT_THROW(sim::map_mesh(slice, sim::parse_mesh("fsdp=8,tensor=16")), std::invalid_argument);
-  EXPECT_THROW(sim::parse_mesh("fsdp=0"), std::invalid_argument);
-  EXPECT_THROW(sim::parse_mesh("fsdp"), std::invalid_argument);
-  EXPECT_THROW(sim::parse_mesh("a=2,a=2"), std::invalid_argument);
+  EXPECT_THROW(sim::map_mesh(slice, workloads::parse_mesh("fsdp=8,tensor=16")), std::invalid_argument);
+  EXPECT_THROW(workloads::parse_mesh("fsdp=0"), std::invalid_argument);
+  EXPECT_THROW(workloads::parse_mesh("fsdp"), std::invalid_argument);
+  EXPECT_THROW(workloads::parse_mesh("a=2,a=2"), std::invalid_argument);
 }
 
 namespace {
@@ -175,7 +175,7 @@ double stat(const arch::StatList& l, const std::string& name) {
 // chips drift apart: a line's middle chips have their data before its
 // ends. The run's end is the last chip's end.
 TEST(MultiChip, AllChipsCompleteEachCollectivePerChip) {
-  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   WorkloadBuilder b("ag_mm");
   b.mesh_axis("x", 4);
   b.mesh_axis("y", 4);
@@ -196,7 +196,7 @@ TEST(MultiChip, AllChipsCompleteEachCollectivePerChip) {
   req.kind = arch::ici::CollectiveKind::all_gather;
   req.bytes = 1024ull * 1024 * 2;
   req.axes = {"x"};
-  const auto alone = arch::ici::run_collective(slice, sim::map_mesh(slice, sim::parse_mesh("x=4,y=4")), req);
+  const auto alone = arch::ici::run_collective(slice, sim::map_mesh(slice, workloads::parse_mesh("x=4,y=4")), req);
   const arch::InstrId id = ici_instr(r);
   for (int c = 0; c < 16; ++c) {
     const auto& rec = r.sim.chip_records[static_cast<std::size_t>(c)][id];
@@ -233,7 +233,7 @@ TEST(MultiChip, AllChipsCompleteEachCollectivePerChip) {
 // On a ring axis every chip is alike: all chips end together, and each
 // chip's collective takes what the network model says for the whole.
 TEST(MultiChip, AllChipsOnARingAxisEndTogether) {
-  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   WorkloadBuilder b("ar_mm");
   b.mesh_axis("x", 16);
   b.mesh_axis("y", 2);
@@ -252,7 +252,7 @@ TEST(MultiChip, AllChipsOnARingAxisEndTogether) {
 }
 
 TEST(MultiChip, AllChipsRefusesLargeSlices) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   arch::Program p;
   sim::SimOptions o;
   o.slice = "16x16";
@@ -274,7 +274,7 @@ TEST(MultiChip, AllChipsRefusesLargeSlices) {
 // pure model), timed by the VPU model as one stream of bf16 adds (two
 // operands in, one out), issued with the collective in cycle 0.
 TEST(MultiChip, ReductionOccupiesTheVpu) {
-  arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=detailed"});
   cfg.ici.link_bandwidth = 1e15;
   cfg.ici.hop_latency = 1e-12;
   WorkloadBuilder b("ar");
@@ -285,7 +285,7 @@ TEST(MultiChip, ReductionOccupiesTheVpu) {
   const sim::RunReport r = sim::run_workload("v5e", cfg, wl, slice_opts("4x4", "x=4,y=4"));
 
   const arch::ici::Slice slice(cfg.ici, "4x4");
-  arch::ici::IciSimulator pure(slice, sim::map_mesh(slice, sim::parse_mesh("x=4,y=4")));
+  arch::ici::IciSimulator pure(slice, sim::map_mesh(slice, workloads::parse_mesh("x=4,y=4")));
   arch::ici::CollectiveRequest req;
   req.kind = arch::ici::CollectiveKind::all_reduce;
   req.bytes = 2048ull * 2048 * 2;

@@ -126,7 +126,7 @@ class RooflineBound : public ::testing::TestWithParam<std::tuple<std::string, st
 
 TEST_P(RooflineBound, NoOperatorBeatsItsRoofline) {
   const auto& [gen, kind] = GetParam();
-  const arch::TpuConfig cfg = sim::load_tpu_config(gen);
+  const arch::TpuConfig cfg = sim::load_tpu_config(gen, {"hbm.model=detailed"});
   const arch::DType t = mxu_dtype(cfg);
   Rng rng(std::hash<std::string>{}(gen + "/" + kind) ^ 0x5eedu);
   WorkloadBuilder b(kind + "_shapes");

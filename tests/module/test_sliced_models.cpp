@@ -57,7 +57,7 @@ TEST_P(SlicedModels, RunsOnTheFirstSliceWhereItFits) {
     for (const char* mesh_text : pl.meshes) {
       models::PhaseOptions po;
       ASSERT_TRUE(models::parse_phase(phase, &po.phase));
-      po.mesh = models::parse_mesh(mesh_text);
+      po.mesh = workloads::parse_mesh(mesh_text, models::mesh_axis_names());
       po.batch = po.mesh.size("data") * po.mesh.size("fsdp") * po.mesh.size("expert");
       po.seq_len = 128;
       po.context = 128;
@@ -70,7 +70,7 @@ TEST_P(SlicedModels, RunsOnTheFirstSliceWhereItFits) {
       const auto wl = models::generate(spec, po);
       sim::RunOptions ro;
       ro.sim.slice = pl.slice;
-      ro.sim.mesh = sim::parse_mesh(mesh_text);
+      ro.sim.mesh = workloads::parse_mesh(mesh_text);
       const sim::RunReport r = sim::run_workload(pl.arch, cfg, wl, ro);
       RecordProperty("placement", std::string(pl.arch) + " " + pl.slice + " " + mesh_text);
       EXPECT_GT(r.sim.end_cycle, 0u);
@@ -86,7 +86,7 @@ TEST_P(SlicedModels, RunsOnTheFirstSliceWhereItFits) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v5p");
   models::PhaseOptions po;
   ASSERT_TRUE(models::parse_phase(phase, &po.phase));
-  po.mesh = models::parse_mesh("fsdp=64");
+  po.mesh = workloads::parse_mesh("fsdp=64", models::mesh_axis_names());
   po.batch = 64;
   po.seq_len = 128;
   po.context = 128;
@@ -110,13 +110,13 @@ namespace {
 workloads::Workload run_llama_on_v5e(models::PhaseOptions po, const char* slice, const char* mesh_text) {
   const auto spec = models::load_model("llama3-8b");
   const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=calibrated"});
-  po.mesh = models::parse_mesh(mesh_text);
+  po.mesh = workloads::parse_mesh(mesh_text, models::mesh_axis_names());
   const auto fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
   EXPECT_TRUE(fit.fits) << fit.message;
   auto wl = models::generate(spec, po);
   sim::RunOptions ro;
   ro.sim.slice = slice;
-  ro.sim.mesh = sim::parse_mesh(mesh_text);
+  ro.sim.mesh = workloads::parse_mesh(mesh_text);
   const sim::RunReport r = sim::run_workload("v5e", cfg, wl, ro);
   EXPECT_GT(r.sim.end_cycle, 0u);
   std::size_t collectives = 0;

@@ -30,8 +30,10 @@ const char* node_kind(const YAML::Node& n) {
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Null: return "nothing";
-    default: return "a scalar";
+    case YAML::NodeType::Scalar:
+    case YAML::NodeType::Undefined: return "a scalar";
   }
+  return "a scalar";
 }
 
 // A tensor entry before inference: shape/dtype may be left to inference
@@ -269,7 +271,7 @@ class Reader {
       std::string name = it->first.Scalar();
       if (auto sz = get_int(it->second, "mesh." + name)) {
         if (*sz < 1) error(it->second, "mesh." + name, "expected a size >= 1, found " + std::to_string(*sz));
-        wl.mesh.push_back({name, *sz});
+        wl.mesh.axes.push_back({name, *sz});
       }
     }
   }
@@ -577,7 +579,12 @@ class Reader {
         ints_key(a.stride, "stride", false, false);
         break;
       }
-      default: {  // collectives
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_reduce:
+      case OpKind::all_to_all:
+      case OpKind::collective_permute:
+      case OpKind::broadcast: {
         auto& a = op.as<CollectiveAttrs>();
         if (auto v = n["mesh_axes"]) {
           if (auto s = get_strs(v, key("mesh_axes"), true)) a.mesh_axes = *s;

@@ -58,6 +58,10 @@ Doc tensor_doc(const Tensor& t) {
   return d;
 }
 
+// A collective's mesh axes, the first of its attributes.
+Doc& collective_doc(const Op& op, Doc& d) { return d.add("mesh_axes", Doc::strs(op.as<CollectiveAttrs>().mesh_axes)); }
+Doc reduce_doc(const Op& op) { return Doc::str(std::string(reduce_kind_name(op.as<CollectiveAttrs>().reduce))); }
+
 void attrs_doc(const Op& op, Doc& d) {
   switch (op.kind) {
     case OpKind::matmul: {
@@ -113,29 +117,25 @@ void attrs_doc(const Op& op, Doc& d) {
       if (!a.stride.empty()) d.add("stride", Doc::ints(a.stride));
       break;
     }
-    default: {
+    case OpKind::all_gather: collective_doc(op, d).add("dim", Doc::num(op.as<CollectiveAttrs>().dim)); break;
+    case OpKind::reduce_scatter:
+      collective_doc(op, d).add("dim", Doc::num(op.as<CollectiveAttrs>().dim)).add("reduce", reduce_doc(op));
+      break;
+    case OpKind::all_reduce: collective_doc(op, d).add("reduce", reduce_doc(op)); break;
+    case OpKind::all_to_all: {
       const auto& a = op.as<CollectiveAttrs>();
-      d.add("mesh_axes", Doc::strs(a.mesh_axes));
-      auto reduce = Doc::str(std::string(reduce_kind_name(a.reduce)));
-      switch (op.kind) {
-        case OpKind::all_gather: d.add("dim", Doc::num(a.dim)); break;
-        case OpKind::reduce_scatter: d.add("dim", Doc::num(a.dim)).add("reduce", reduce); break;
-        case OpKind::all_reduce: d.add("reduce", reduce); break;
-        case OpKind::all_to_all:
-          d.add("split_dim", Doc::num(a.split_dim)).add("concat_dim", Doc::num(a.concat_dim));
-          break;
-        case OpKind::collective_permute: {
-          Doc pairs;
-          pairs.kind = Doc::list;
-          pairs.flow = true;
-          for (const auto& p : a.pairs) pairs.items.push_back(Doc::ints({p.first, p.second}));
-          d.add("pairs", pairs);
-          break;
-        }
-        case OpKind::broadcast: d.add("root", Doc::num(a.root)); break;
-        default: break;
-      }
+      collective_doc(op, d).add("split_dim", Doc::num(a.split_dim)).add("concat_dim", Doc::num(a.concat_dim));
+      break;
     }
+    case OpKind::collective_permute: {
+      Doc pairs;
+      pairs.kind = Doc::list;
+      pairs.flow = true;
+      for (const auto& p : op.as<CollectiveAttrs>().pairs) pairs.items.push_back(Doc::ints({p.first, p.second}));
+      collective_doc(op, d).add("pairs", pairs);
+      break;
+    }
+    case OpKind::broadcast: collective_doc(op, d).add("root", Doc::num(op.as<CollectiveAttrs>().root)); break;
   }
 }
 
@@ -146,7 +146,7 @@ Doc workload_doc(const Workload& wl) {
   if (!wl.mesh.empty()) {
     Doc m;
     m.flow = true;
-    for (const auto& a : wl.mesh) m.add(a.name, Doc::num(a.size));
+    for (const auto& a : wl.mesh.axes) m.add(a.name, Doc::num(a.size));
     d.add("mesh", m);
   }
   Doc ts;

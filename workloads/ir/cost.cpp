@@ -173,7 +173,18 @@ OpCost cost_impl(Find find, const Op& op) {
       c.transcendentals = pairs;
       break;
     }
-    default: break;  // gather, layout, collectives: data movement only
+    // Data movement only: no arithmetic.
+    case OpKind::gather:
+    case OpKind::transpose:
+    case OpKind::reshape:
+    case OpKind::concat:
+    case OpKind::slice:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce:
+    case OpKind::all_to_all:
+    case OpKind::collective_permute:
+    case OpKind::broadcast: break;
   }
   return c;
 }

@@ -45,8 +45,21 @@ bool is_collective(OpKind k) {
     case OpKind::all_to_all:
     case OpKind::collective_permute:
     case OpKind::broadcast: return true;
-    default: return false;
+    case OpKind::matmul:
+    case OpKind::conv2d:
+    case OpKind::elementwise:
+    case OpKind::reduce:
+    case OpKind::softmax:
+    case OpKind::layer_norm:
+    case OpKind::rms_norm:
+    case OpKind::attention:
+    case OpKind::gather:
+    case OpKind::transpose:
+    case OpKind::reshape:
+    case OpKind::concat:
+    case OpKind::slice: return false;
   }
+  throw WorkloadInternalError("is_collective: unknown op kind");
 }
 
 // ---- matmul equations ---------------------------------------------------
@@ -275,8 +288,19 @@ Arity op_arity(const Op& op) {
     case OpKind::rms_norm: return {1, 2};
     case OpKind::attention: return {3, 3};
     case OpKind::concat: return {1, 1 << 20};
-    default: return {1, 1};
+    case OpKind::reduce:
+    case OpKind::softmax:
+    case OpKind::transpose:
+    case OpKind::reshape:
+    case OpKind::slice:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce:
+    case OpKind::all_to_all:
+    case OpKind::collective_permute:
+    case OpKind::broadcast: return {1, 1};
   }
+  throw WorkloadInternalError("op_arity: unknown op kind");
 }
 
 }  // namespace tpusim::workloads

@@ -251,8 +251,14 @@ class Inferer {
       case OpKind::reshape: return reshape();
       case OpKind::concat: return concat();
       case OpKind::slice: return slice();
-      default: return collective();
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_reduce:
+      case OpKind::all_to_all:
+      case OpKind::collective_permute:
+      case OpKind::broadcast: return collective();
     }
+    throw WorkloadInternalError("shape inference: unknown op kind");
   }
 
   TensorType matmul() {
@@ -473,7 +479,7 @@ class Inferer {
       if (!sz) {
         std::string known;
         if (wl_)
-          for (const auto& m : wl_->mesh) known += (known.empty() ? "" : ", ") + m.name;
+          for (const auto& m : wl_->mesh.axes) known += (known.empty() ? "" : ", ") + m.name;
         fail("mesh_axes: unknown mesh axis '" + ax + "' (declared: " + (known.empty() ? "none" : known) + ")");
       }
       auto g = arch::checked_mul(group, *sz);
@@ -523,7 +529,21 @@ class Inferer {
         if (a.root < 0 || a.root >= group)
           fail("root: expected a rank in [0, " + std::to_string(group) + "), found " + std::to_string(a.root));
         break;
-      default: break;
+      case OpKind::all_reduce: break;  // the output is the input
+      case OpKind::matmul:
+      case OpKind::conv2d:
+      case OpKind::elementwise:
+      case OpKind::reduce:
+      case OpKind::softmax:
+      case OpKind::layer_norm:
+      case OpKind::rms_norm:
+      case OpKind::attention:
+      case OpKind::gather:
+      case OpKind::transpose:
+      case OpKind::reshape:
+      case OpKind::concat:
+      case OpKind::slice:
+        throw WorkloadInternalError("shape inference: collective() on a non-collective op");
     }
     return t;
   }

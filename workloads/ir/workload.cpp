@@ -39,9 +39,7 @@ const Tensor* TensorIndex::find(const std::string& name) const {
 }
 
 std::optional<std::int64_t> Workload::mesh_axis_size(const std::string& axis) const {
-  for (const auto& m : mesh)
-    if (m.name == axis) return m.size;
-  return std::nullopt;
+  return mesh.find(axis);
 }
 
 namespace {
@@ -156,7 +154,7 @@ void Workload::validate() const {
   if (name.empty()) add(loc, "name", "expected a non-empty workload name");
 
   std::set<std::string> mesh_names;
-  for (const auto& m : mesh) {
+  for (const auto& m : mesh.axes) {
     if (!mesh_names.insert(m.name).second) add(loc, "mesh." + m.name, "mesh axis declared twice");
     if (m.size < 1) add(loc, "mesh." + m.name, "expected a size >= 1, found " + std::to_string(m.size));
     if (m.size > kMaxMeshSize)

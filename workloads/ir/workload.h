@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "workloads/ir/mesh.h"
 #include "workloads/ir/op.h"
 #include "workloads/ir/tensor.h"
 
@@ -23,18 +24,12 @@ inline constexpr int kWorkloadFormatVersion = 1;
 // pod sizes); keeps products of a few axes inside 64 bits.
 inline constexpr std::int64_t kMaxMeshSize = std::int64_t{1} << 20;
 
-struct MeshAxis {
-  std::string name;
-  std::int64_t size = 1;
-  bool operator==(const MeshAxis& o) const { return name == o.name && size == o.size; }
-};
-
 class Workload {
  public:
   std::string name;
   std::string description;  // free text, kept through files
   int version = kWorkloadFormatVersion;
-  std::vector<MeshAxis> mesh;
+  MeshSpec mesh;
   std::vector<Tensor> tensors;
   std::vector<Op> ops;
   SourceLoc loc;  // the file, when read from one

@@ -67,7 +67,7 @@ inline arch::HbmConfig load_hbm_preset(const std::string& file_stem, int stacks)
   };
   arch::HbmConfig c;
   c.preset = get("preset");
-  c.model = get("model");
+  c.model = "detailed";  // presets leave the model to the HbmConfig default
   c.stacks = stacks;
   c.channels = std::stoi(get("channels"));
   c.pseudo_channels = std::stoi(get("pseudo_channels"));

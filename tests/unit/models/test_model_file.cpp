@@ -104,7 +104,7 @@ TEST(FitCheck, Llama3_70bBf16DoesNotFitOneV5e) {
   o.phase = Phase::decode;
   o.batch = 1;
   o.context = 1023;
-  const std::uint64_t v5e = 16ull << 30;  // 16 GiB HBM (tpu-specs.md: 16 GB)
+  const std::uint64_t v5e = 16ull << 30;  // 16 GiB HBM (Cloud TPU v5e docs: 16 GB)
   FitReport r = check_fit(m, o, v5e);
   EXPECT_FALSE(r.fits);
   // Weights: 70.55e9 params x 2 bytes = 141.1 GB.

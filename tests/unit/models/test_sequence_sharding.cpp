@@ -23,7 +23,7 @@ PhaseOptions opts(Phase p, std::int64_t batch, const std::string& mesh, bool sp 
   o.batch = batch;
   o.seq_len = 16;
   o.context = 32;
-  o.mesh = parse_mesh(mesh);
+  o.mesh = tpusim::workloads::parse_mesh(mesh, mesh_axis_names());
   o.sequence_parallel = sp;
   return o;
 }
@@ -48,12 +48,11 @@ double wire(const Workload& w, const Op& op) {
   const double n = group(w, op), f = (n - 1) / n;
   const double out = static_cast<double>(w.find_tensor(op.outputs[0])->bytes());
   const double in = static_cast<double>(w.find_tensor(op.inputs[0])->bytes());
-  switch (op.kind) {
-    case OpKind::all_gather: return f * out;
-    case OpKind::reduce_scatter: return f * in;
-    case OpKind::all_reduce: return 2 * f * out;
-    default: return 0;
-  }
+  // Ring wire bytes per chip of the three collectives sequence sharding emits.
+  if (op.kind == OpKind::all_gather) return f * out;
+  if (op.kind == OpKind::reduce_scatter) return f * in;
+  if (op.kind == OpKind::all_reduce) return 2 * f * out;
+  return 0;
 }
 
 // Wire bytes of layer `prefix`'s collectives over the tensor axis that

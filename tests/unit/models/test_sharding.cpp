@@ -40,7 +40,7 @@ PhaseOptions opts(Phase p, std::int64_t batch, const std::string& mesh) {
   o.batch = batch;
   o.seq_len = 16;
   o.context = 32;
-  o.mesh = parse_mesh(mesh);
+  o.mesh = parse_mesh(mesh, mesh_axis_names());
   return o;
 }
 
@@ -64,10 +64,10 @@ std::string error_of(const ModelSpec& m, const PhaseOptions& o) {
 }  // namespace
 
 TEST(Mesh, ParsesNamedAxesInOrder) {
-  MeshSpec m = parse_mesh("fsdp=16, tensor=4");
+  MeshSpec m = parse_mesh("fsdp=16, tensor=4", mesh_axis_names());
   ASSERT_EQ(m.axes.size(), 2u);
-  EXPECT_EQ(m.axes[0], (std::pair<std::string, std::int64_t>{"fsdp", 16}));
-  EXPECT_EQ(m.axes[1], (std::pair<std::string, std::int64_t>{"tensor", 4}));
+  EXPECT_EQ(m.axes[0], (MeshAxis{"fsdp", 16}));
+  EXPECT_EQ(m.axes[1], (MeshAxis{"tensor", 4}));
   EXPECT_EQ(m.chips(), 64);
   EXPECT_EQ(m.size("data"), 1);
   EXPECT_EQ(m.str(), "fsdp=16,tensor=4");
@@ -76,9 +76,9 @@ TEST(Mesh, ParsesNamedAxesInOrder) {
 
 TEST(Mesh, BadTextListsEveryProblem) {
   try {
-    parse_mesh("tensr=4,data=0,expert=x,fsdp,data=2,data=2");
+    parse_mesh("tensr=4,data=0,expert=x,fsdp,data=2,data=2", mesh_axis_names());
     FAIL();
-  } catch (const ModelError& e) {
+  } catch (const MeshError& e) {
     const std::string s = e.what();
     EXPECT_EQ(e.diagnostics().size(), 5u) << s;
     EXPECT_NE(s.find("found 'tensr' (did you mean 'tensor'?)"), std::string::npos) << s;
@@ -119,7 +119,7 @@ TEST(Mesh, EmptyMeshIsTheUnshardedProgram) {
   for (const auto& op : w.ops) EXPECT_FALSE(is_collective(op.kind)) << op.name;
   // Size-1 axes are declared but split nothing.
   Workload w1 = generate(m, opts(Phase::prefill, 2, "data=1,tensor=1"));
-  EXPECT_EQ(w1.mesh.size(), 2u);
+  EXPECT_EQ(w1.mesh.axes.size(), 2u);
   EXPECT_EQ(w1.ops, w.ops);
 }
 
@@ -188,7 +188,7 @@ TEST(Collectives, TensorParallelAllReducesTwicePerLayer) {
   ModelSpec m = load_model("llama3-8b");
   Workload w = generate(m, opts(Phase::prefill, 4, "data=2,tensor=4"));
   w.validate();
-  EXPECT_EQ(w.mesh, (std::vector<MeshAxis>{{"data", 2}, {"tensor", 4}}));
+  EXPECT_EQ(w.mesh.axes, (std::vector<MeshAxis>{{"data", 2}, {"tensor", 4}}));
   int per_layer = 0;
   for (const auto& op : w.ops)
     if (op.kind == OpKind::all_reduce && op.name.rfind("layers.3.", 0) == 0) ++per_layer;
@@ -311,7 +311,7 @@ TEST(Collectives, DecodeKvCacheFollowsTheSharding) {
 
 TEST(Fit, Llama3_70bOn16V5eChips) {
   ModelSpec m = load_model("llama3-70b");
-  const std::uint64_t v5e = 16ull << 30;  // 16 GiB HBM per chip (tpu-specs.md: 16 GB)
+  const std::uint64_t v5e = 16ull << 30;  // 16 GiB HBM per chip (Cloud TPU v5e docs: 16 GB)
   PhaseOptions o = opts(Phase::decode, 16, "tensor=8,data=2");
   o.context = 2047;
   FitReport r = check_fit(m, o, v5e);

@@ -1,6 +1,7 @@
 // Loader: every shipped generation loads and its derived figures match the
-// public figures of shared/tpu-specs.md within 3% (the numbers below are
-// typed from that table, not from configs/); extends, --set, HBM presets,
+// public figures within 3% (the numbers below are typed from the sources
+// the configs/*.yaml headers cite: Cloud TPU docs, JAX tpu_info.py, the
+// TPUv1 and v4i papers; not from configs/); extends, --set, HBM presets,
 // the search path, and positions of diagnostics.
 #include <gtest/gtest.h>
 
@@ -30,11 +31,11 @@ void expect_within(double derived, double published, const std::string& what) {
 struct Spec {
   const char* name;
   DType peak_dtype;
-  double peak;  // tpu-specs.md, FLOP/s or OP/s
-  double hbm_bw;  // tpu-specs.md, bytes/s
+  double peak;  // FLOP/s or OP/s
+  double hbm_bw;  // bytes/s
 };
 
-// tpu-specs.md, Compute and Memories tables.
+// Peak compute and HBM bandwidth per generation (sources above).
 const Spec kSpecs[] = {
     {"v1", DType::int8, 92 * T, 34 * G},    {"v2", DType::bf16, 46 * T, 716 * G},
     {"v3", DType::bf16, 123 * T, 900 * G},  {"v4", DType::bf16, 275 * T, 1200 * G},
@@ -54,7 +55,7 @@ TEST(ShippedConfigs, PeaksAndHbmBandwidthMatchPublished) {
 }
 
 TEST(ShippedConfigs, OtherDtypePeaks) {
-  // tpu-specs.md Compute table: int8 / fp8 / int4 columns.
+  // int8 / fp8 / int4 peaks (Cloud TPU docs, JAX tpu_info.py).
   struct P {
     const char* name;
     DType t;
@@ -69,14 +70,14 @@ TEST(ShippedConfigs, OtherDtypePeaks) {
     SCOPED_TRACE(std::string(p.name) + " " + std::string(arch::dtype_name(p.t)));
     expect_within(arch::peak_flops(load_tpu_config(p.name), p.t), p.v, "peak");
   }
-  // Unsupported: v1 has no bf16, v5e no fp8, v7 no integer (tpu-specs.md).
+  // Unsupported: v1 has no bf16, v5e no fp8, v7 no integer (JAX tpu_info.py; TPUv1 paper).
   EXPECT_EQ(arch::peak_flops(load_tpu_config("v1"), DType::bf16), 0);
   EXPECT_EQ(arch::peak_flops(load_tpu_config("v5e"), DType::fp8_e4m3), 0);
   EXPECT_EQ(arch::peak_flops(load_tpu_config("v7"), DType::int8), 0);
 }
 
 TEST(ShippedConfigs, MemoriesAndInterconnect) {
-  // tpu-specs.md Memories and Interconnect tables.
+  // Memories and interconnect (Cloud TPU docs, v4i paper).
   EXPECT_EQ(load_tpu_config("v1").hbm.capacity_bytes, 8 * GiB);
   EXPECT_EQ(load_tpu_config("v3").hbm.capacity_bytes, 32 * GiB);
   EXPECT_EQ(load_tpu_config("v4").hbm.capacity_bytes, 32 * GiB);
@@ -98,7 +99,7 @@ TEST(ShippedConfigs, MemoriesAndInterconnect) {
   arch::TpuConfig v4i = load_tpu_config("v4i");
   EXPECT_EQ(v4i.ici.ports, 2);
   EXPECT_FALSE(v4i.published.ici_link_bandwidth.has_value());
-  EXPECT_TRUE(v4i.cmem.present);  // inherited: 128 MiB CMEM (tpu-specs.md)
+  EXPECT_TRUE(v4i.cmem.present);  // inherited: 128 MiB CMEM (v4i paper)
   // Ridge point, scaling book: v5e bf16 1.97e14 / 8.2e11 = 240 FLOPs/byte.
   EXPECT_NEAR(arch::derive(load_tpu_config("v5e")).ridge_point.at(DType::bf16), 240, 240 * 0.03);
 }
