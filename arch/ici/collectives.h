@@ -41,9 +41,13 @@
 // chips start one by one (start_deferred / chip_start) for runs that
 // simulate every chip.
 //
+// Start-up: a collective with messages releases its first messages
+// IciConfig::collective_latency after its group is ready (the start time,
+// or the last chip_start of the group): the synchronisation and handshake
+// before data moves, once per collective.
 // Leaves out: reduction compute time (the engine's VPU charge), in-network
 // reduction, hierarchical/DCN collectives, mesh axes that split one
-// physical axis, non-uniform shard sizes, per-collective launch overhead.
+// physical axis, non-uniform shard sizes, per-message DMA setup.
 #pragma once
 
 #include <cstdint>
@@ -211,6 +215,8 @@ class IciSimulator {
     bool operator>(const PendingStart& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   std::size_t plan_new(const CollectiveRequest& req, Ps at);
+  // IciConfig::collective_latency for a collective with messages, else 0.
+  Ps startup(std::size_t coll) const;
   void schedule(Ps at, std::size_t coll, int group);
   void activate(std::size_t index, int group, Ps t, std::vector<CollectiveResult>& done);
   void chip_done(std::size_t coll, int chip, Ps t);
@@ -221,6 +227,7 @@ class IciSimulator {
   Slice slice_;
   Mesh mesh_;
   std::unique_ptr<Network> net_;
+  Ps startup_ps_ = 0;  // IciConfig::collective_latency
   Ps now_ = 0;
   std::vector<std::unique_ptr<Active>> colls_;
   // Activations not yet done: a min-heap on (time, seq).
