@@ -381,6 +381,7 @@ struct IciSimulator::PlanInfo {
   std::vector<std::uint32_t> chip_left;  // see Active
   std::vector<std::uint8_t> by_incoming;
   std::vector<std::uint64_t> planned_reduce;
+  std::vector<std::uint64_t> planned_sent, planned_received;  // bytes per chip
   bool has_messages = false;  // a group of one chip sends nothing: no start-up
 };
 
@@ -441,6 +442,8 @@ std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const Coll
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
   info->planned_reduce.assign(chips, 0);
+  info->planned_sent.assign(chips, 0);
+  info->planned_received.assign(chips, 0);
   info->deps.resize(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const PlanNode& n = nodes[i];
@@ -451,6 +454,8 @@ std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const Coll
     ++in[static_cast<std::size_t>(n.dst)];
     ++out[static_cast<std::size_t>(n.src)];
     info->planned_reduce[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
+    info->planned_sent[static_cast<std::size_t>(n.src)] += n.bytes;
+    info->planned_received[static_cast<std::size_t>(n.dst)] += n.bytes;
   }
   info->by_incoming.assign(chips, 0);
   info->chip_left.assign(chips, 0);
@@ -553,6 +558,14 @@ std::uint64_t IciSimulator::planned_reduce_bytes(std::uint64_t id, int chip) con
   if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips())
     throw InternalError("IciSimulator::planned_reduce_bytes: no such collective or chip");
   return colls_[id]->planned_reduce[static_cast<std::size_t>(chip)];
+}
+
+std::pair<std::uint64_t, std::uint64_t> IciSimulator::planned_traffic(std::uint64_t id, int chip) const {
+  if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips() || !colls_[id]->info)
+    throw InternalError("IciSimulator::planned_traffic: no such running collective or chip");
+  const PlanInfo& info = *colls_[id]->info;
+  const std::size_t c = static_cast<std::size_t>(chip);
+  return {info.planned_sent[c], info.planned_received[c]};
 }
 
 std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {

@@ -170,6 +170,10 @@ class IciSimulator {
   // Bytes chip `chip` adds on arrival in collective `id`, from its plan,
   // so known as soon as the collective is started.
   std::uint64_t planned_reduce_bytes(std::uint64_t id, int chip) const;
+  // Bytes chip `chip` sends and receives in collective `id`, from its
+  // plan (what its DMA engines read from and write to HBM). Only while the
+  // collective has not completed (InternalError after).
+  std::pair<std::uint64_t, std::uint64_t> planned_traffic(std::uint64_t id, int chip) const;
   // Chips whose part of a deferred collective completed, since the last
   // call, in completion order.
   struct ChipDone {
