@@ -82,6 +82,24 @@ void ChipModule::completer() {
   if (!pending_.empty()) wake_completer_.notify(at_cycle(pending_.top().first));
 }
 
+void ChipModule::collective_part_done(InstrId id) {
+  const std::uint64_t t = now_cycles();
+  auto it = collectives_.find(id);
+  CollectiveJoin& j = it->second;
+  j.last_done = std::max(j.last_done, t);
+  if (--j.left > 0) return;
+  const std::uint64_t end = std::max(j.last_done, j.until);
+  const int c = j.core;
+  collectives_.erase(it);
+  if (tracing_) note(end, signal_of(c, UnitKind::ici), -1);
+  if (end <= t) {
+    complete(id, t);
+  } else {
+    pending_.emplace(end, id);
+    wake_completer_.notify(at_cycle(pending_.top().first));
+  }
+}
+
 void ChipModule::sequencer(int c) {
   Core& core = cores_[static_cast<std::size_t>(c)];
   std::uint64_t next_slot = 0;  // the scalar core issues one instruction per cycle
@@ -117,22 +135,26 @@ void ChipModule::sequencer(int c) {
       rec.start = issue;
       if (tracing_) note(issue, signal_of(c, UnitKind::ici), +1);
       const IciWork& work = std::get<IciWork>(in.work);
-      const CollectiveStart cs = ici_->start(work, id, [this, id, c] {
-        // The network part is done; the VPU's reduction may still run.
-        const std::uint64_t t = now_cycles();
-        std::uint64_t until = 0;
-        if (auto it = reduce_until_.find(id); it != reduce_until_.end()) {
-          until = it->second;
-          reduce_until_.erase(it);
-        }
-        if (tracing_) note(std::max(t, until), signal_of(c, UnitKind::ici), -1);
-        if (until <= t) {
-          complete(id, t);
-        } else {
-          pending_.emplace(until, id);
-          wake_completer_.notify(at_cycle(pending_.top().first));
-        }
-      });
+      // Parts: the network, each DMA below, and this issue itself (so that
+      // no part completing early can close the join before all are known).
+      CollectiveJoin& join = collectives_[id];
+      join.core = c;
+      join.left = 2;
+      const CollectiveStart cs = ici_->start(work, id, [this, id] { collective_part_done(id); });
+      // The collective's own HBM traffic, on the chip's DMA engines: it
+      // reads what it sends and writes what it receives, contending with
+      // the compute's copies (see CollectiveStart).
+      for (const auto& [bytes, read] : {std::pair{cs.hbm_read_bytes, true}, std::pair{cs.hbm_write_bytes, false}}) {
+        if (bytes == 0) continue;
+        DmaWork w;
+        w.src = read ? MemSpace::hbm : MemSpace::ici;
+        w.dst = read ? MemSpace::ici : MemSpace::hbm;
+        w.row_bytes = bytes;
+        core.collective_hbm_bytes += bytes;
+        const int engine = static_cast<int>(next_dma_engine_++ % static_cast<std::size_t>(cfg_.dma.engines));
+        collectives_[id].left += 1;
+        dma_.start(w, engine, [this, id] { collective_part_done(id); });
+      }
       if (cs.reduce_bytes > 0) {
         // The element-wise adds of the arriving partial results, as one
         // VPU stream: two operands in, the sum out, one ALU op per element.
@@ -148,7 +170,7 @@ void ChipModule::sequencer(int c) {
         vw.outputs = 1;
         red.work = vw;
         const Interval iv = core.vpu[0]->issue(red, issue);
-        reduce_until_[id] = iv.finish;
+        collectives_[id].until = iv.finish;
         ++core.reductions;
         core.reduction_cycles += iv.finish - iv.start;
         if (tracing_) {
@@ -156,6 +178,7 @@ void ChipModule::sequencer(int c) {
           note(iv.finish, signal_of(c, UnitKind::vpu), -1);
         }
       }
+      collective_part_done(id);
       continue;
     }
     std::vector<std::unique_ptr<UnitTiming>>* units = nullptr;
@@ -239,6 +262,8 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
                      "collectives whose partial results this core's VPU added"});
       seq.push_back({"collective_reduction_cycles", static_cast<double>(core.reduction_cycles), "cycles",
                      "VPU cycles spent adding collectives' partial results (overlaps the transfer)"});
+      seq.push_back({"collective_hbm_bytes", static_cast<double>(core.collective_hbm_bytes), "bytes",
+                     "HBM bytes collectives read (to send) and wrote (as received) on the DMA engines"});
     }
     auto add = [&](const char* kind, const std::vector<std::unique_ptr<UnitTiming>>& units) {
       for (std::size_t i = 0; i < units.size(); ++i)

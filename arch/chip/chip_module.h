@@ -13,13 +13,16 @@
 // Collectives that reduce (reduce_scatter, all_reduce) also occupy the
 // issuing core's VPU for the element-wise adds of the partial results that
 // arrive, from the collective's start, concurrently with the transfer
-// (reduce on arrival): the instruction completes at max(network done, VPU
-// done), and the VPU's statistics include the work.
+// (reduce on arrival), and every collective moves its own bytes through
+// HBM: DMA reads of what the chip sends and writes of what it receives,
+// issued on the DMA engines when it starts (CollectiveStart). The
+// instruction completes at max(network done, its DMAs done, VPU done).
 // Leaves out: instruction fetch and scalar ALU work (one issue slot each),
 // unit queue back-pressure (a unit's timer serialises what it is given),
 // the add of the last partial shard after it lands (the reduction is
-// timed as one VPU stream from the start), VMEM/HBM traffic of the
-// reduction operands.
+// timed as one VPU stream from the start), VMEM traffic of the reduction
+// operands, the pacing of a collective's HBM traffic by its transfer
+// (issued at once, at the engines' rate).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +81,9 @@ class ChipModule : public sc_core::sc_module {
     std::uint64_t issued = 0, dep_stall_cycles = 0, scalar_cycles = 0;
     // Collective reductions charged to this core's VPU.
     std::uint64_t reductions = 0, reduction_cycles = 0;
+    // HBM bytes the collectives this core started read and wrote (their
+    // own DMA traffic, CollectiveStart::hbm_read_bytes / hbm_write_bytes).
+    std::uint64_t collective_hbm_bytes = 0;
   };
 
   void sequencer(int core);
@@ -97,9 +103,17 @@ class ChipModule : public sc_core::sc_module {
   std::size_t completed_ = 0;
   std::uint64_t end_cycle_ = 0;
   std::size_t next_dma_engine_ = 0;
-  // Collectives whose reduction on the VPU ends at the given cycle: the
-  // instruction completes at max(network done, reduction done).
-  std::unordered_map<InstrId, std::uint64_t> reduce_until_;
+  // A collective in flight completes when the network part and its own
+  // HBM traffic (the DMA reads of what it sends, the writes of what it
+  // receives) are done, and not before its reduction on the VPU ends.
+  struct CollectiveJoin {
+    int left = 0;                 // parts still running (network, HBM DMAs, issue)
+    std::uint64_t until = 0;      // cycle the reduction ends
+    std::uint64_t last_done = 0;  // latest completion of those parts
+    int core = 0;
+  };
+  std::unordered_map<InstrId, CollectiveJoin> collectives_;
+  void collective_part_done(InstrId id);
   sc_core::sc_event changed_;  // some instruction completed
   // Compute completions not yet posted, earliest first.
   using Pending = std::pair<std::uint64_t, InstrId>;

@@ -20,6 +20,13 @@ struct CollectiveStart {
   // Bytes of partial results this chip adds as they arrive (reduce_scatter,
   // all_reduce); the chip charges them to its VPU alongside the transfer.
   std::uint64_t reduce_bytes = 0;
+  // The collective's own HBM traffic on this chip: its DMA engines read
+  // from HBM every byte the chip sends and write to HBM every byte it
+  // receives (forwarded ring shards included). The chip issues them when
+  // it starts the collective, at the engines' rate, and the collective
+  // completes only when they have.
+  std::uint64_t hbm_read_bytes = 0;
+  std::uint64_t hbm_write_bytes = 0;
 };
 
 class CollectiveBackend {

@@ -176,6 +176,16 @@ struct IciConfig {
   int ports = 4;
   double link_bandwidth = 0;  // bytes/s per link per direction
   double hop_latency = 0;     // seconds
+  // Usable fraction of link_bandwidth for payload (packet headers, flow
+  // control, link-level coding and whatever else a measured collective
+  // loses against the nominal rate): every transmission runs at
+  // link_bandwidth x link_efficiency. In (0, 1]; 1 = nominal.
+  double link_efficiency = 1;
+  // Start-up of every collective with messages: the synchronisation and
+  // handshake (peers' buffers ready, DMA descriptors issued) between the
+  // moment all chips of a group have reached the collective and the first
+  // byte on a link; seconds, 0 = none.
+  double collective_latency = 0;
   std::string topology = "torus2d";  // "torus2d" | "torus3d"
   // Wraparound rule per axis: "length16" (v5e/v6e: only axes of length 16),
   // "multiple_of_4" (v4/v5p), "always", "never".

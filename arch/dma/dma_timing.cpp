@@ -64,8 +64,12 @@ std::uint64_t atoms_of(const HbmTransfer& t) {
 
 DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
   if (d.dims < 1 || d.dims > 4) throw ConfigError("dma descriptor: dims must be 1..4, got " + std::to_string(d.dims));
-  if (d.src == MemSpace::ici || d.dst == MemSpace::ici)
-    throw ConfigError("dma descriptor: ICI transfers are not modelled by the DMA engine yet");
+  // HBM <-> ICI: a collective's own traffic, timed on the HBM side only
+  // (the network side is the ICI model's); ICI to on-chip memory is not
+  // modelled.
+  const bool ici_src = d.src == MemSpace::ici, ici_dst = d.dst == MemSpace::ici;
+  if ((ici_src && d.dst != MemSpace::hbm) || (ici_dst && d.src != MemSpace::hbm))
+    throw ConfigError("dma descriptor: ICI transfers go to or from HBM only");
   for (int k = 1; k < d.dims; ++k) {
     const auto kk = static_cast<std::size_t>(k);
     if (d.shape[kk] > 1 && d.src == MemSpace::hbm && d.src_stride[kk] == 0)

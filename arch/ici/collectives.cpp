@@ -2,6 +2,7 @@
 #include "arch/ici/collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <tuple>
 
@@ -380,6 +381,8 @@ struct IciSimulator::PlanInfo {
   std::vector<std::uint32_t> chip_left;  // see Active
   std::vector<std::uint8_t> by_incoming;
   std::vector<std::uint64_t> planned_reduce;
+  std::vector<std::uint64_t> planned_sent, planned_received;  // bytes per chip
+  bool has_messages = false;  // a group of one chip sends nothing: no start-up
 };
 
 bool IciSimulator::PlanKey::operator<(const PlanKey& o) const {
@@ -410,7 +413,12 @@ struct IciSimulator::Active {
 };
 
 IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOptions& options)
-    : slice_(slice), mesh_(mesh), net_(make_network(slice_, options)) {}
+    : slice_(slice),
+      mesh_(mesh),
+      net_(make_network(slice_, options)),
+      startup_ps_(static_cast<Ps>(std::llround(slice_.config().collective_latency * 1e12))) {}
+
+Ps IciSimulator::startup(std::size_t coll) const { return colls_[coll]->info->has_messages ? startup_ps_ : 0; }
 
 IciSimulator::~IciSimulator() = default;
 
@@ -434,15 +442,20 @@ std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const Coll
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   std::vector<std::uint32_t> in(chips, 0), out(chips, 0);
   info->planned_reduce.assign(chips, 0);
+  info->planned_sent.assign(chips, 0);
+  info->planned_received.assign(chips, 0);
   info->deps.resize(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const PlanNode& n = nodes[i];
     info->deps[i] = n.deps;
     if (n.deps == 0) info->roots.push_back(static_cast<std::uint32_t>(i));
     if (n.bytes == 0) continue;
+    info->has_messages = true;
     ++in[static_cast<std::size_t>(n.dst)];
     ++out[static_cast<std::size_t>(n.src)];
     info->planned_reduce[static_cast<std::size_t>(n.dst)] += n.reduce_bytes;
+    info->planned_sent[static_cast<std::size_t>(n.src)] += n.bytes;
+    info->planned_received[static_cast<std::size_t>(n.dst)] += n.bytes;
   }
   info->by_incoming.assign(chips, 0);
   info->chip_left.assign(chips, 0);
@@ -493,7 +506,7 @@ void IciSimulator::schedule(Ps at, std::size_t coll, int group) {
 std::uint64_t IciSimulator::start(const CollectiveRequest& req, Ps at) {
   if (at < now_) throw InternalError("IciSimulator::start: start time in the past");
   const std::size_t idx = plan_new(req, at);
-  schedule(at, idx, -1);
+  schedule(at + startup(idx), idx, -1);
   return colls_[idx]->res.id;
 }
 
@@ -538,13 +551,21 @@ void IciSimulator::chip_start(std::uint64_t id, int chip, Ps at) {
   a.res.start = std::min(a.res.start, at);
   a.res.end_per_chip[c] = at;
   const std::size_t g = static_cast<std::size_t>(a.group_of[c]);
-  if (--a.group_waiting[g] == 0) schedule(at, static_cast<std::size_t>(id), static_cast<int>(g));
+  if (--a.group_waiting[g] == 0) schedule(at + startup(static_cast<std::size_t>(id)), static_cast<std::size_t>(id), static_cast<int>(g));
 }
 
 std::uint64_t IciSimulator::planned_reduce_bytes(std::uint64_t id, int chip) const {
   if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips())
     throw InternalError("IciSimulator::planned_reduce_bytes: no such collective or chip");
   return colls_[id]->planned_reduce[static_cast<std::size_t>(chip)];
+}
+
+std::pair<std::uint64_t, std::uint64_t> IciSimulator::planned_traffic(std::uint64_t id, int chip) const {
+  if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips() || !colls_[id]->info)
+    throw InternalError("IciSimulator::planned_traffic: no such running collective or chip");
+  const PlanInfo& info = *colls_[id]->info;
+  const std::size_t c = static_cast<std::size_t>(chip);
+  return {info.planned_sent[c], info.planned_received[c]};
 }
 
 std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {

@@ -41,9 +41,13 @@
 // chips start one by one (start_deferred / chip_start) for runs that
 // simulate every chip.
 //
+// Start-up: a collective with messages releases its first messages
+// IciConfig::collective_latency after its group is ready (the start time,
+// or the last chip_start of the group): the synchronisation and handshake
+// before data moves, once per collective.
 // Leaves out: reduction compute time (the engine's VPU charge), in-network
 // reduction, hierarchical/DCN collectives, mesh axes that split one
-// physical axis, non-uniform shard sizes, per-collective launch overhead.
+// physical axis, non-uniform shard sizes, per-message DMA setup.
 #pragma once
 
 #include <cstdint>
@@ -166,6 +170,10 @@ class IciSimulator {
   // Bytes chip `chip` adds on arrival in collective `id`, from its plan,
   // so known as soon as the collective is started.
   std::uint64_t planned_reduce_bytes(std::uint64_t id, int chip) const;
+  // Bytes chip `chip` sends and receives in collective `id`, from its
+  // plan (what its DMA engines read from and write to HBM). Only while the
+  // collective has not completed (InternalError after).
+  std::pair<std::uint64_t, std::uint64_t> planned_traffic(std::uint64_t id, int chip) const;
   // Chips whose part of a deferred collective completed, since the last
   // call, in completion order.
   struct ChipDone {
@@ -211,6 +219,8 @@ class IciSimulator {
     bool operator>(const PendingStart& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   std::size_t plan_new(const CollectiveRequest& req, Ps at);
+  // IciConfig::collective_latency for a collective with messages, else 0.
+  Ps startup(std::size_t coll) const;
   void schedule(Ps at, std::size_t coll, int group);
   void activate(std::size_t index, int group, Ps t, std::vector<CollectiveResult>& done);
   void chip_done(std::size_t coll, int chip, Ps t);
@@ -221,6 +231,7 @@ class IciSimulator {
   Slice slice_;
   Mesh mesh_;
   std::unique_ptr<Network> net_;
+  Ps startup_ps_ = 0;  // IciConfig::collective_latency
   Ps now_ = 0;
   std::vector<std::unique_ptr<Active>> colls_;
   // Activations not yet done: a min-heap on (time, seq).

@@ -24,7 +24,8 @@ Network::Network(const Slice& slice, const NetworkOptions& options)
       chip_sent_(static_cast<std::size_t>(slice.num_chips()), 0),
       chip_recv_(static_cast<std::size_t>(slice.num_chips()), 0) {
   if (options.packet_bytes == 0) throw ConfigError("ICI packet size must be positive");
-  ps_per_byte_ = 1e12 / slice.config().link_bandwidth;
+  // Payload rate: the nominal rate less the protocol's share.
+  ps_per_byte_ = 1e12 / (slice.config().link_bandwidth * slice.config().link_efficiency);
   hop_ps_ = static_cast<Ps>(std::llround(slice.config().hop_latency * 1e12));
   for (int d : slice.dims()) route_stride_ += static_cast<std::size_t>(d);  // covers untwisted routes
 }

@@ -18,11 +18,14 @@
 //   one per intermediate arrival. Packets of concurrent messages interleave
 //   on shared links, which the aggregated model does not do.
 //
-// Time is integer picoseconds; tx(b) = round(b * 1e12 / link_bandwidth)
-// per packet, so both models add up the same per-packet rounding.
+// Time is integer picoseconds; tx(b) = round(b * 1e12 / (link_bandwidth x
+// link_efficiency)) per packet, so both models add up the same per-packet
+// rounding. IciConfig::link_efficiency is the usable fraction of the
+// nominal rate (headers, flow control, coding) as measured on real chips.
 // Leaves out: credit-based flow control and finite buffers (queues are
 // unbounded), virtual channels and deadlock, adaptive routing, link-level
-// retries, packet headers (payload bytes only), per-message DMA setup.
+// retries (all only as their average cost in link_efficiency),
+// per-message DMA setup.
 #pragma once
 
 #include <cstdint>

@@ -61,6 +61,9 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
   if (!(config.link_bandwidth > 0))
     throw ConfigError("ici.link_bandwidth must be positive to build a slice");
   if (config.hop_latency < 0) throw ConfigError("ici.hop_latency must not be negative");
+  if (!(config.link_efficiency > 0 && config.link_efficiency <= 1))
+    throw ConfigError("ici.link_efficiency must be in (0, 1], the usable fraction of ici.link_bandwidth");
+  if (config.collective_latency < 0) throw ConfigError("ici.collective_latency must not be negative");
   std::int64_t chips = 1;
   for (int d : dims_) chips *= d;
   if (chips > config.max_chips)

@@ -595,6 +595,9 @@ arch::TpuConfig build(const Resolved& r) {
     v.error("ici.link_bandwidth", !v.values.count("ici.link_bandwidth"),
             "a bandwidth > 0 when ici.ports is " + std::to_string(c.ici.ports),
             v.values.count("ici.link_bandwidth") ? "'0'" : "no value");
+  if (v.values.count("ici.link_efficiency") && c.ici.link_efficiency > 1)
+    v.error("ici.link_efficiency", false, "a fraction in (0, 1] of ici.link_bandwidth",
+            "'" + fmt_num(c.ici.link_efficiency) + "'");
   if (v.values.count("hbm.address_mapping") && !valid_address_mapping(c.hbm.address_mapping))
     v.error("hbm.address_mapping", false,
             "a permutation of the fields Ro Ba Bg Ch Pc Co, e.g. RoBaBgChPcCo",

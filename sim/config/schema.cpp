@@ -259,6 +259,14 @@ std::vector<FieldSpec> build() {
   b.qty("ici.link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.link_bandwidth),
         "Bandwidth per link per direction; must be > 0 if ports > 0", true).bounded(1e15);
   b.qty("ici.hop_latency", U::time, TPUSIM_FIELD(c.ici.hop_latency), "Latency per hop", true).bounded(1e-3);
+  b.real("ici.link_efficiency", TPUSIM_FIELD(c.ici.link_efficiency),
+         "Usable fraction of ici.link_bandwidth for payload (protocol, headers, flow control), "
+         "in (0, 1]; every link transmits at link_bandwidth x link_efficiency");
+  b.qty("ici.collective_latency", U::time, TPUSIM_FIELD(c.ici.collective_latency),
+        "Start-up of each collective (synchronisation and handshake) between the last chip of a "
+        "group reaching it and its first message; 0 = none",
+        true)
+      .bounded(1e-3);
   b.str("ici.topology", TPUSIM_FIELD(c.ici.topology), {"torus2d", "torus3d"}, "Slice topology");
   b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound),
         {"length16", "multiple_of_4", "always", "never"},

@@ -2,6 +2,7 @@
 #include "sim/engine/ici_backend.h"
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 
 #include "arch/common/errors.h"
@@ -59,8 +60,12 @@ class IciBackendImpl {
             [impl, instr](const arch::ici::CollectiveResult& r) { impl->records.push_back(to_record(instr, r)); });
         it = impl_->deferred.emplace(instr, id).first;
       }
+      arch::CollectiveStart cs;
+      const auto& sim = impl_->module.simulator();
+      cs.reduce_bytes = sim.planned_reduce_bytes(it->second, chip_);
+      std::tie(cs.hbm_read_bytes, cs.hbm_write_bytes) = sim.planned_traffic(it->second, chip_);
       impl_->module.chip_start(it->second, chip_, std::move(on_done));
-      return {impl_->module.simulator().planned_reduce_bytes(it->second, chip_)};
+      return cs;
     }
     std::vector<std::pair<std::string, arch::StatList>> block_stats() const override { return {}; }
 
@@ -90,11 +95,16 @@ arch::CollectiveStart IciBackend::start(const arch::IciWork& work, arch::InstrId
         impl->records.push_back(to_record(instr, r));
         done();
       });
-  // The simulated chip stands for all: it does the largest reduction any
-  // chip does (all the same on a torus).
+  // The simulated chip stands for all: it does the largest reduction and
+  // the most HBM traffic any chip does (all the same on a torus).
   arch::CollectiveStart cs;
-  for (int c = 0; c < impl->slice.num_chips(); ++c)
-    cs.reduce_bytes = std::max(cs.reduce_bytes, impl->module.simulator().planned_reduce_bytes(id, c));
+  for (int c = 0; c < impl->slice.num_chips(); ++c) {
+    const auto& sim = impl->module.simulator();
+    cs.reduce_bytes = std::max(cs.reduce_bytes, sim.planned_reduce_bytes(id, c));
+    const auto [sent, received] = sim.planned_traffic(id, c);
+    cs.hbm_read_bytes = std::max(cs.hbm_read_bytes, sent);
+    cs.hbm_write_bytes = std::max(cs.hbm_write_bytes, received);
+  }
   return cs;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <variant>
 
 #include "arch/common/derived.h"
@@ -90,6 +91,25 @@ RunMetrics compute_metrics(const RunReport& r) {
     if (const auto* d = std::get_if<arch::DmaWork>(&in.work))
       if (d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm) m.hbm_bytes += d->bytes();
   }
+
+  // Collectives move their own bytes through HBM (the DMA reads of what a
+  // chip sends and writes of what it receives); the sequencer counts them
+  // per core ("tcN.sequencer"). With --all-chips ("chipM.tcN.sequencer")
+  // the busiest chip's count, which is what the shared mode's one chip
+  // does (it stands for the busiest).
+  std::map<std::string, std::uint64_t> collective_hbm;  // per chip prefix
+  for (const auto& [block, stats] : r.sim.block_stats) {
+    const std::string suffix = ".sequencer";
+    const std::size_t tc = block.rfind("tc", block.size() - 1);
+    if (tc == std::string::npos || (tc != 0 && block[tc - 1] != '.') || block.size() <= suffix.size() ||
+        block.compare(block.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    for (const arch::Stat& st : stats)
+      if (st.name == "collective_hbm_bytes") collective_hbm[block.substr(0, tc)] += static_cast<std::uint64_t>(st.value);
+  }
+  std::uint64_t busiest = 0;
+  for (const auto& [chip, bytes] : collective_hbm) busiest = std::max(busiest, bytes);
+  m.hbm_bytes += busiest;
 
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const OpPlan& p = plans[i];

@@ -286,9 +286,25 @@ TEST(DmaModule, OnChipCopiesAtTheSlowerMemoryCmemShared) {
   EXPECT_EQ(done[2], setup + 1000000);
 }
 
-TEST(DmaModule, RejectsIciAndBadDims) {
+// A collective's HBM read (HBM -> ICI) is timed on the HBM side only, so
+// it takes what the same read into VMEM takes: setup + T_alone(16 MiB).
+TEST(DmaModule, HbmToIciIsTimedAsItsHbmRead) {
+  Rig rig(v5e_hbm("calibrated"), fast_dma());
+  const std::uint64_t n = 16ull << 20;
+  DmaDescriptor d = hbm_read(0, n);
+  d.dst = MemSpace::ici;
+  rig.run({d});
+  CalibratedHbm ref(v5e_hbm("calibrated"));
+  HbmTransfer t;
+  t.row_bytes = n;
+  t.atom_bytes = 512;
+  EXPECT_EQ(rig.done[0], setup_ps(fast_dma()) + ref.alone_time(t));
+}
+
+TEST(DmaModule, RejectsIciToOnChipAndBadDims) {
   Rig rig(v5e_hbm("calibrated"), fast_dma());
   DmaDescriptor d = hbm_read(0, 1024);
+  d.src = MemSpace::vmem;
   d.dst = MemSpace::ici;
   EXPECT_THROW(rig.dma.start(d, 0, [] {}), ConfigError);
   d = hbm_read(0, 1024);
