@@ -96,7 +96,8 @@ int sc_main(int, char*[]) {
     const Ps first = c.transfer(t, 0);
     out("calibrated_64GiB_wall_incl_calibration", wall(t0), "s");
     out("calibrated_64GiB_simulated_time", ps_to_seconds(first), "s");
-    out("calibrated_64GiB_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(first) / c.peak_bandwidth(), "ratio");
+    out("calibrated_64GiB_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(first) / c.peak_bandwidth(),
+        "ratio");
     t0 = std::chrono::steady_clock::now();
     const Ps second = c.transfer(t, first);
     out("calibrated_64GiB_wall_cached", wall(t0), "s");
@@ -136,7 +137,8 @@ int sc_main(int, char*[]) {
     auto t0 = std::chrono::steady_clock::now();
     const Ps first = c.transfer(t, 0);
     out("channel_64GiB_wall_incl_calibration", wall(t0), "s");
-    out("channel_64GiB_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(first) / c.peak_bandwidth(), "ratio");
+    out("channel_64GiB_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(first) / c.peak_bandwidth(),
+        "ratio");
     const std::uint64_t sizes[] = {1ull << 20, 4ull << 20, 16ull << 20, 64ull << 20};
     std::uint64_t bytes = 0;
     Ps at = first;

@@ -24,8 +24,9 @@ namespace {
 double wall(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-void out(const std::string& name, double v, const char* unit) { std::printf("%-52s %14.6g %s\n", name.c_str(), v, unit); }
-
+void out(const std::string& name, double v, const char* unit) {
+  std::printf("%-52s %14.6g %s\n", name.c_str(), v, unit);
+}
 
 void timed(const Slice& s, const CollectiveRequest& r, Fidelity f, const std::string& tag) {
   NetworkOptions o;
@@ -102,7 +103,8 @@ int sc_main(int argc, char* argv[]) {
   line.wraparound = "never";
   const Slice mesh16(line, "16x16");
   out("book.all_gather_no_wrap_over_wrap_x",
-      run_collective(mesh16, Mesh::physical(mesh16), req(CollectiveKind::all_gather, V, {"x"})).seconds() / ag, "ratio");
+      run_collective(mesh16, Mesh::physical(mesh16), req(CollectiveKind::all_gather, V, {"x"})).seconds() / ag,
+      "ratio");
   {
     const Slice s(test::ici_v5e(), "16x4");
     for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::all_reduce, CollectiveKind::all_to_all,

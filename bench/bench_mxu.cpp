@@ -14,9 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 
@@ -77,8 +75,7 @@ int sc_main(int, char*[]) {
       ++runs;
     } while (seconds_since(t0) < 1.0);
     const double s = seconds_since(t0);
-    std::printf("mxu_reference_pe_cycles_per_s: %.3g\n",
-                static_cast<double>(ref.pe_cycles_simulated()) / s);
+    std::printf("mxu_reference_pe_cycles_per_s: %.3g\n", static_cast<double>(ref.pe_cycles_simulated()) / s);
     std::printf("mxu_reference_cycles_per_s: %.3g\n", static_cast<double>(ref.cycles_simulated()) / s);
   }
   return 0;

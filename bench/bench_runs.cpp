@@ -37,10 +37,14 @@ struct Case {
 const Case kCases[] = {
     {"gemm8192_v5e", 0.5, "bf16 matmul 8192^3 on v5e (calibrated HBM)"},
     {"ops1000_v5e", 2.0, "1,000-operator workload on v5e (calibrated HBM)"},
-    {"llama3_8b_decode_v5e", 1.0, "llama3-8b decode, batch 8, context 2048, v5e (calibrated HBM; capacity raised: 17 GiB needed, a speed measurement)"},
+    {"llama3_8b_decode_v5e", 1.0,
+     "llama3-8b decode, batch 8, context 2048, v5e (calibrated HBM; capacity raised: 17 GiB needed, a speed "
+     "measurement)"},
     {"llama3_70b_train_v5p_4x4x4", 30.0,
      "llama3-70b training step on a v5p 4x4x4 slice, FSDP over 64 chips, batch 64 x 2048 tokens (calibrated HBM)"},
-    {"llama3_70b_prefill_v5p", 10.0, "llama3-70b prefill of 2048 tokens on one v5p (calibrated HBM; capacity raised so the 141 GB of weights fit: a speed measurement)"},
+    {"llama3_70b_prefill_v5p", 10.0,
+     "llama3-70b prefill of 2048 tokens on one v5p (calibrated HBM; capacity raised so the 141 GB of weights fit: a "
+     "speed measurement)"},
 };
 
 // 1,000 operators: 250 blocks of matmul -> gelu -> matmul -> add.
@@ -102,8 +106,8 @@ int run_case(const std::string& name) {
   const auto t0 = std::chrono::steady_clock::now();
   const sim::RunReport r = sim::run_workload(arch, cfg, wl, opt);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%llu %.6f %.6f %zu\n", static_cast<unsigned long long>(r.sim.end_cycle), wall,
-              r.sim.wall_seconds, wl.ops.size());
+  std::printf("%llu %.6f %.6f %zu\n", static_cast<unsigned long long>(r.sim.end_cycle), wall, r.sim.wall_seconds,
+              wl.ops.size());
   return 0;
 }
 
@@ -139,14 +143,13 @@ int sc_main(int argc, char* argv[]) {
       std::printf("%s: FAILED (%s)\n", c.name, c.what);
       continue;
     }
-    std::printf("%s: process wall %.3f s, run_workload %.3f s (engine %.3f s), %zu ops, "
-                "simulated %llu cycles, goal %.1f s: %s  [%s]\n",
-                c.name, wall, run_wall, sim_wall, ops, cycles, c.goal_s,
-                run_wall <= c.goal_s ? "met" : "NOT met", c.what);
+    std::printf(
+        "%s: process wall %.3f s, run_workload %.3f s (engine %.3f s), %zu ops, "
+        "simulated %llu cycles, goal %.1f s: %s  [%s]\n",
+        c.name, wall, run_wall, sim_wall, ops, cycles, c.goal_s, run_wall <= c.goal_s ? "met" : "NOT met", c.what);
     std::fflush(stdout);
   }
   return 0;
 }
-
 
 #include "bench/quiet_main.h"

@@ -65,8 +65,8 @@ axes:
 // One sweep of `pts` into a fresh `dir`; nullopt (after saying so) when a
 // point failed, since then the timing means nothing.
 std::optional<sweep::SweepRunSummary> timed_sweep(const sweep::SweepSpec& spec,
-                                                 const std::vector<sweep::PreparedPoint>& pts,
-                                                 const std::string& exe, const fs::path& dir, int jobs) {
+                                                  const std::vector<sweep::PreparedPoint>& pts, const std::string& exe,
+                                                  const fs::path& dir, int jobs) {
   fs::remove_all(dir);
   sweep::SweepRunOptions o;
   o.out_dir = dir.string();
@@ -172,7 +172,8 @@ int sc_main(int argc, char* argv[]) {
   std::printf("  overhead vs direct loop      %8.2f ms/point (goal < 50)\n", (w1 - direct) / n * 1e3);
   std::printf("  sweep --jobs 2               %8.3f s\n", w2);
   std::printf("  speed-up jobs 2 / jobs 1     %8.2fx (40 points of ~24 ms: start-up bound)\n", w1 / w2);
-  std::printf("  heavy 40 points --jobs 1     %8.3f s (%.0f ms/point)\n", h1, h1 / static_cast<double>(hpts.size()) * 1e3);
+  std::printf("  heavy 40 points --jobs 1     %8.3f s (%.0f ms/point)\n", h1,
+              h1 / static_cast<double>(hpts.size()) * 1e3);
   std::printf("  heavy 40 points --jobs 2     %8.3f s\n", h2);
   std::printf("  speed-up jobs 2 / jobs 1     %8.2fx on the heavy points (goal >= 1.8 on 2 cores)\n", h1 / h2);
   return 0;

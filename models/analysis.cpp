@@ -53,13 +53,15 @@ ParamCounts transformer_params(const ModelSpec& m) {
   if (m.family == Family::vit) {
     const u64 n = U(t.image_size / t.patch);
     other += U(t.patch * t.patch * t.channels) * h + h;  // patch projection
-    lookup += h + (n * n + 1) * h;                      // class token, positions
+    lookup += h + (n * n + 1) * h;                       // class token, positions
     other += norm_params(t, t.hidden);
     if (t.classes > 0) other += h * U(t.classes) + U(t.classes);
   } else {
     const u64 tok = U(t.vocab) * h;
-    if (m.family == Family::decoder && t.tied_embeddings) other += tok;
-    else lookup += tok;
+    if (m.family == Family::decoder && t.tied_embeddings)
+      other += tok;
+    else
+      lookup += tok;
     if (t.position == PositionKind::learned) lookup += U(t.max_context) * h;
     if (m.family == Family::encoder) {
       lookup += U(t.type_vocab) * h;
@@ -201,7 +203,8 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
     u64 routed = 0;
     if (t.is_moe_layer(i)) {
       const auto& e = t.moe;
-      p += U(t.hidden) * U(e.experts) + (e.shared_experts > 0 ? ffn_params(t, e.shared_experts * e.expert_ffn_size, false) : 0);
+      p += U(t.hidden) * U(e.experts) +
+           (e.shared_experts > 0 ? ffn_params(t, e.shared_experts * e.expert_ffn_size, false) : 0);
       routed = U(e.experts) * expert_params(t);
     } else {
       p += ffn_params(t, t.ffn.size, t.ffn.bias);
@@ -213,7 +216,8 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
 
 void require_decoder(const ModelSpec& m, const char* what) {
   if (m.family != Family::decoder)
-    throw ModelError(Diagnostic{m.file, 0, 0, what, "a decoder model", std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
+    throw ModelError(Diagnostic{m.file, 0, 0, what, "a decoder model",
+                                std::string(family_name(m.family)) + " model '" + m.name + "'", ""});
 }
 
 }  // namespace
@@ -240,8 +244,8 @@ ParamCounts count_params(const ModelSpec& m) {
 std::uint64_t kv_cache_bytes_per_token(const ModelSpec& m, DType kv) {
   if (m.family != Family::decoder) return 0;
   const auto& a = m.transformer.attention;
-  const u64 per_layer = a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim)
-                                                     : 2 * U(a.kv_heads * a.head_dim);
+  const u64 per_layer =
+      a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim) : 2 * U(a.kv_heads * a.head_dim);
   return arch::dtype_bytes(kv, per_layer * U(m.transformer.layers));
 }
 
@@ -249,7 +253,8 @@ std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, s
   if (m.family != Family::decoder) return 0;
   const auto& t = m.transformer;
   const auto& a = t.attention;
-  const u64 per_tok = a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim) : 2 * U(a.kv_heads * a.head_dim);
+  const u64 per_tok =
+      a.kind == AttentionKind::mla ? U(a.kv_lora_rank + a.qk_rope_head_dim) : 2 * U(a.kv_heads * a.head_dim);
   u64 elems = 0;
   for (std::int64_t i = 0; i < t.layers; ++i)
     elems += per_tok * U(a.windowed(i) ? std::min(tokens, a.sliding_window) : tokens);
@@ -298,7 +303,8 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       if (m.family == Family::vit) {
         const double head = t.classes > 0 ? h * static_cast<double>(t.classes) : 0;
         const double patch = static_cast<double>(t.patch * t.patch * t.channels) * h;
-        f = 2.0 * (layer - head - patch - h * (t.norm == NormKind::layernorm ? 2 : 1)) * s + 2.0 * patch * (s - 1) + 2.0 * head;
+        f = 2.0 * (layer - head - patch - h * (t.norm == NormKind::layernorm ? 2 : 1)) * s + 2.0 * patch * (s - 1) +
+            2.0 * head;
         f += prefill_attention(t, S, false);
         if (o.phase == Phase::train) f *= 3.0;  // patch projection has no input gradient: slight overcount
         return B * f;
@@ -324,7 +330,8 @@ double flops_per_sample(const ModelSpec& m, const PhaseOptions& o) {
     case Family::resnet:
     case Family::dlrm: {
       one.phase = Phase::infer;
-      workloads::Workload w = m.family == Family::resnet ? detail::generate_resnet(m, one) : detail::generate_dlrm(m, one);
+      workloads::Workload w =
+          m.family == Family::resnet ? detail::generate_resnet(m, one) : detail::generate_dlrm(m, one);
       double f = 0;
       for (const auto& op : w.ops)
         if (op.kind == workloads::OpKind::matmul || op.kind == workloads::OpKind::conv2d)
@@ -388,17 +395,21 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         // 2022, eq. 4: 34 sbh / t instead of 10 sbh + 24 sbh / t).
         e /= static_cast<double>(tp);
       } else if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
-        const double whole = 6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
+        const double whole =
+            6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
         e = whole + (e - whole) / static_cast<double>(tp);
       }
       max_layer = std::max(max_layer, e);
       sum_layers += e;
     }
-    const double logits_cols = dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
+    const double logits_cols =
+        dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
     if (o.phase == Phase::train) {
-      const double inputs = static_cast<double>(t.layers) * static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
+      const double inputs =
+          static_cast<double>(t.layers) * static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
       const double kept = o.recompute ? inputs + max_layer : sum_layers;
-      act = tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
+      act =
+          tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
       act = tokens * max_layer * ab + out_rows * logits_cols * ab;
@@ -415,7 +426,8 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     workloads::Workload w = detail::generate_resnet(m, one);
     u64 biggest = 0;
     for (const auto& x : w.tensors)
-      if (x.kind == workloads::TensorKind::activation || x.kind == workloads::TensorKind::input) biggest = std::max(biggest, x.bytes());
+      if (x.kind == workloads::TensorKind::activation || x.kind == workloads::TensorKind::input)
+        biggest = std::max(biggest, x.bytes());
     act = 2.0 * static_cast<double>(biggest);
   } else {
     const auto& d = m.dlrm;
@@ -451,9 +463,10 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
   const auto& f = r.footprint;
   const bool sharded = !o.mesh.empty();
   s << m.name << " " << phase_name(o.phase);
-  if (sharded) s << " on mesh " << o.mesh.str() << " (" << r.chips << " chips, batch " << local_batch(o) << " per chip)";
-  s << " needs " << r.needed_gib << " GiB" << (sharded ? " per chip" : "") << " (weights "
-    << f.weights / gib << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
+  if (sharded)
+    s << " on mesh " << o.mesh.str() << " (" << r.chips << " chips, batch " << local_batch(o) << " per chip)";
+  s << " needs " << r.needed_gib << " GiB" << (sharded ? " per chip" : "") << " (weights " << f.weights / gib
+    << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
   if (o.phase == Phase::train) s << ", gradients " << f.gradients / gib << ", optimizer " << f.optimizer / gib;
   s << " GiB)";
   if (r.fits)

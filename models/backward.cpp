@@ -61,7 +61,7 @@ class Backward {
         for (const auto& out : op.outputs) rg_.insert(out);
     }
     contrib_[logits.name].push_back(tc_.vocab_split_axes.empty() ? b_.softmax("loss.grad", logits)
-                                                                  : vocab_parallel_loss(logits));
+                                                                 : vocab_parallel_loss(logits));
     int current_layer = -1;
     for (std::size_t r = fwd_.size(); r-- > 0;) {
       const Op& op = fwd_[r];
@@ -83,8 +83,8 @@ class Backward {
   const PhaseOptions& o_;
   const TrainingCollectives& tc_;
   std::map<std::string, std::size_t> producer_, first_use_;  // forward op index per tensor
-  std::set<std::string> synced_;        // activations whose gradient was all_reduced
-  std::map<std::string, TensorRef> regathered_;  // FSDP weight -> gathered again for backward
+  std::set<std::string> synced_;                             // activations whose gradient was all_reduced
+  std::map<std::string, TensorRef> regathered_;              // FSDP weight -> gathered again for backward
   std::vector<Op> fwd_;
   std::set<std::string> rg_;
   std::vector<std::string> weights_;
@@ -175,7 +175,8 @@ class Backward {
         const std::string& eq = op.as<MatmulAttrs>().equation;
         std::size_t comma = eq.find(','), arrow = eq.find("->");
         std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
-        if (wants(op, 0)) give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad));
+        if (wants(op, 0))
+          give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad));
         if (wants(op, 1))
           give(op, 1, b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad));
         return;
@@ -219,9 +220,12 @@ class Backward {
           if (!wants(op, i)) continue;
           const std::string gn = n + ".grad_" + std::to_string(i);
           TensorRef g;
-          if (a.kind == EwKind::cast) g = b_.cast(gn, dy, in(i).dtype);
-          else if (a.kind == EwKind::add) g = dy;
-          else if (a.kind == EwKind::sub) g = i == 0 ? dy : b_.elementwise(gn, EwKind::neg, {dy});
+          if (a.kind == EwKind::cast)
+            g = b_.cast(gn, dy, in(i).dtype);
+          else if (a.kind == EwKind::add)
+            g = dy;
+          else if (a.kind == EwKind::sub)
+            g = i == 0 ? dy : b_.elementwise(gn, EwKind::neg, {dy});
           else if (arity == 1)  // f'(x) recomputed as f(x): same transcendental count
             g = b_.mul(gn, dy, b_.elementwise(gn + "_deriv", a.kind, {in(0)}));
           else {
@@ -238,13 +242,14 @@ class Backward {
         std::optional<TensorRef> scale;
         if (op.inputs.size() > 1) scale = in(1);
         TensorRef xn = op.kind == OpKind::rms_norm ? b_.rms_norm(n + ".grad_norm", dy, scale)
-                                                  : b_.layer_norm(n + ".grad_norm", dy, scale);
+                                                   : b_.layer_norm(n + ".grad_norm", dy, scale);
         if (wants(op, 0)) give(op, 0, b_.mul(n + ".grad_x", xn, x));
         std::vector<std::int64_t> rows;
         for (int i = 0; i + 1 < dy.rank(); ++i) rows.push_back(i);
         if (op.inputs.size() > 1 && wants(op, 1))
-          give(op, 1, b_.reduce(n + ".grad_scale", b_.mul(n + ".grad_scale_prod", dy, fwd(op.outputs[0])),
-                                ReduceKind::sum, rows));
+          give(op, 1,
+               b_.reduce(n + ".grad_scale", b_.mul(n + ".grad_scale_prod", dy, fwd(op.outputs[0])), ReduceKind::sum,
+                         rows));
         if (op.inputs.size() > 2 && wants(op, 2)) give(op, 2, b_.reduce(n + ".grad_bias", dy, ReduceKind::sum, rows));
         return;
       }
@@ -258,7 +263,8 @@ class Backward {
       case OpKind::reduce: {
         const auto& a = op.as<ReduceAttrs>();
         Shape ks = in(0).shape;
-        for (auto ax : a.axes) ks[static_cast<std::size_t>(ax < 0 ? ax + static_cast<std::int64_t>(ks.size()) : ax)] = 1;
+        for (auto ax : a.axes)
+          ks[static_cast<std::size_t>(ax < 0 ? ax + static_cast<std::int64_t>(ks.size()) : ax)] = 1;
         give(op, 0, a.keep_dims ? dy : b_.reshape(n + ".grad_keepdims", dy, ks));
         return;
       }
@@ -371,7 +377,9 @@ class Backward {
     const auto& ax = tc_.vocab_split_axes;
     const DType f32 = DType::f32, ld = logits.dtype;
     const std::int64_t last = logits.rank() - 1;
-    auto cast = [&](const std::string& n, const TensorRef& x, DType to) { return x.dtype == to ? x : b_.cast(n, x, to); };
+    auto cast = [&](const std::string& n, const TensorRef& x, DType to) {
+      return x.dtype == to ? x : b_.cast(n, x, to);
+    };
     TensorRef mx = cast("loss.max_f32", b_.reduce("loss.max_local", logits, ReduceKind::max, {last}, true), f32);
     mx = b_.all_reduce("loss.max.all_reduce", mx, ax, ReduceKind::max);
     TensorRef sh = b_.elementwise("loss.shifted", EwKind::sub, {logits, cast("loss.max_global", mx, ld)});
@@ -384,8 +392,8 @@ class Backward {
     TensorRef flat = b_.reshape("loss.shifted_rows", sh, {workloads::num_elements(sh.shape), 1});
     TensorRef tgt = b_.gather("loss.target_local", flat, b_.input("loss.labels", rows, f32));
     tgt = b_.all_reduce("loss.target.all_reduce", cast("loss.target_f32", tgt, f32), ax);
-    TensorRef per_token = b_.elementwise("loss.per_token", EwKind::sub,
-                                         {b_.elementwise("loss.log_sum_exp", EwKind::log, {se}), tgt});
+    TensorRef per_token =
+        b_.elementwise("loss.per_token", EwKind::sub, {b_.elementwise("loss.log_sum_exp", EwKind::log, {se}), tgt});
     std::vector<std::int64_t> all;
     for (std::int64_t i = 0; i < per_token.rank(); ++i) all.push_back(i);
     b_.reduce("loss", per_token, ReduceKind::mean, all);

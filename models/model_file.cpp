@@ -15,14 +15,13 @@
 
 namespace tpusim::models {
 
-
 namespace {
 
 struct Ctx {
   std::string file;
   std::vector<Diagnostic> errs;
-  void error(const YAML::Mark& m, const std::string& key, const std::string& expected,
-             const std::string& found, const std::string& suggestion = "") {
+  void error(const YAML::Mark& m, const std::string& key, const std::string& expected, const std::string& found,
+             const std::string& suggestion = "") {
     int line = m.line >= 0 ? m.line + 1 : 0, col = m.column >= 0 ? m.column + 1 : 0;
     errs.push_back({file, line, col, key, expected, found, suggestion});
   }
@@ -172,8 +171,8 @@ void read_attention(Map& top, TransformerSpec& t, Ctx& c, bool decoder) {
     a.kv_heads = decoder ? m.integer("kv_heads", false, a.heads) : a.heads;
     a.head_dim = m.integer("head_dim", false, a.heads > 0 ? t.hidden / a.heads : 1);
     if (a.kv_heads > 0 && a.heads % a.kv_heads != 0)
-      c.error(m.node()["kv_heads"].Mark(), "attention.kv_heads",
-              "a divisor of heads " + std::to_string(a.heads), std::to_string(a.kv_heads));
+      c.error(m.node()["kv_heads"].Mark(), "attention.kv_heads", "a divisor of heads " + std::to_string(a.heads),
+              std::to_string(a.kv_heads));
   }
   a.qkv_bias = m.boolean("qkv_bias", !decoder);
   a.out_bias = m.boolean("out_bias", !decoder);
@@ -211,11 +210,10 @@ void read_moe(Map& top, TransformerSpec& t, Ctx& c) {
   e.router_bias = m.boolean("router_bias", false);
   e.expert_bias = m.boolean("expert_bias", false);
   if (e.top_k > e.experts)
-    c.error(m.node()["top_k"].Mark(), "moe.top_k", "<= experts " + std::to_string(e.experts),
-            std::to_string(e.top_k));
+    c.error(m.node()["top_k"].Mark(), "moe.top_k", "<= experts " + std::to_string(e.experts), std::to_string(e.top_k));
   if (t.layers > 0 && e.dense_layers_first > t.layers)
-    c.error(m.node()["dense_layers_first"].Mark(), "moe.dense_layers_first",
-            "<= layers " + std::to_string(t.layers), std::to_string(e.dense_layers_first));
+    c.error(m.node()["dense_layers_first"].Mark(), "moe.dense_layers_first", "<= layers " + std::to_string(t.layers),
+            std::to_string(e.dense_layers_first));
   m.finish();
 }
 
@@ -280,13 +278,12 @@ void read_dlrm(Map& m, ModelSpec& s, Ctx& c) {
   if (!hot.empty() && hot.size() != rows.size())
     c.error(m.node()["multi_hot"].Mark(), "multi_hot", std::to_string(rows.size()) + " entries (one per table)",
             std::to_string(hot.size()));
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    d.tables.push_back({rows[i], i < hot.size() ? hot[i] : 1});
+  for (std::size_t i = 0; i < rows.size(); ++i) d.tables.push_back({rows[i], i < hot.size() ? hot[i] : 1});
   d.bottom_mlp = m.int_list("bottom_mlp", true);
   d.top_mlp = m.int_list("top_mlp", true);
   if (!d.bottom_mlp.empty() && d.bottom_mlp.back() != d.embedding_dim)
-    c.error(m.node()["bottom_mlp"].Mark(), "bottom_mlp", "a last layer of embedding_dim " + std::to_string(d.embedding_dim),
-            std::to_string(d.bottom_mlp.back()));
+    c.error(m.node()["bottom_mlp"].Mark(), "bottom_mlp",
+            "a last layer of embedding_dim " + std::to_string(d.embedding_dim), std::to_string(d.bottom_mlp.back()));
   if (!m.has("interaction")) {
     m.missing("interaction", "a map with kind dot|dcn");
     return;

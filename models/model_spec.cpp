@@ -59,8 +59,7 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
     ok = ok || p == o.phase;
     list += std::string(list.empty() ? "" : ", ") + phase_name(p);
   }
-  if (!ok)
-    bad("phase", "one of " + list + " for a " + family_name(m.family) + " model", phase_name(o.phase));
+  if (!ok) bad("phase", "one of " + list + " for a " + family_name(m.family) + " model", phase_name(o.phase));
   if (o.batch < 1) bad("batch", "a batch >= 1", std::to_string(o.batch));
   const bool seq = m.family == Family::decoder || m.family == Family::encoder;
   if (seq && o.phase != Phase::decode && o.seq_len < 1) bad("seq_len", "a length >= 1", std::to_string(o.seq_len));

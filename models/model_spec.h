@@ -38,23 +38,21 @@ bool parse_phase(const std::string& s, Phase* out);
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::mha;
   std::int64_t heads = 0;
-  std::int64_t kv_heads = 0;   // == heads: MHA; 1: MQA; otherwise GQA
-  std::int64_t head_dim = 0;   // q/k/v head dim (mha)
+  std::int64_t kv_heads = 0;  // == heads: MHA; 1: MQA; otherwise GQA
+  std::int64_t head_dim = 0;  // q/k/v head dim (mha)
   bool qkv_bias = false;
   bool out_bias = false;
-  bool sinks = false;                  // gpt-oss: one learned logit per head
-  std::int64_t sliding_window = 0;     // 0 = none
+  bool sinks = false;                     // gpt-oss: one learned logit per head
+  std::int64_t sliding_window = 0;        // 0 = none
   std::int64_t sliding_window_every = 0;  // layer i uses the window if i % every == 0
   // Multi-head latent attention (DeepSeek-V2/V3).
-  std::int64_t q_lora_rank = 0;        // 0 = q projected directly
+  std::int64_t q_lora_rank = 0;  // 0 = q projected directly
   std::int64_t kv_lora_rank = 0;
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
 
-  std::int64_t qk_dim() const {
-    return kind == AttentionKind::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim;
-  }
+  std::int64_t qk_dim() const { return kind == AttentionKind::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   std::int64_t v_dim() const { return kind == AttentionKind::mla ? v_head_dim : head_dim; }
   bool windowed(std::int64_t layer) const {
     return sliding_window > 0 && sliding_window_every > 0 && layer % sliding_window_every == 0;
@@ -69,13 +67,13 @@ struct FfnSpec {
 
 struct MoeSpec {
   bool enabled = false;
-  std::int64_t experts = 0;          // routed experts
+  std::int64_t experts = 0;  // routed experts
   std::int64_t top_k = 0;
-  std::int64_t shared_experts = 0;   // always-on experts of expert_ffn_size each
+  std::int64_t shared_experts = 0;  // always-on experts of expert_ffn_size each
   std::int64_t expert_ffn_size = 0;
   std::int64_t dense_layers_first = 0;  // leading layers with a dense FFN (ffn.size)
   RouterKind router = RouterKind::softmax;
-  bool router_bias = false;          // DeepSeek-V3's e_score_correction_bias, gpt-oss's router bias
+  bool router_bias = false;  // DeepSeek-V3's e_score_correction_bias, gpt-oss's router bias
   bool expert_bias = false;
 };
 
@@ -83,15 +81,15 @@ struct MoeSpec {
 struct TransformerSpec {
   std::int64_t hidden = 0;
   std::int64_t layers = 0;
-  std::int64_t vocab = 0;            // decoder/encoder
+  std::int64_t vocab = 0;  // decoder/encoder
   std::int64_t max_context = 0;
   NormKind norm = NormKind::rmsnorm;
   bool norm_bias() const { return norm == NormKind::layernorm; }
   PositionKind position = PositionKind::rotary;
-  std::int64_t rotary_dim = 0;       // 0 = whole head
+  std::int64_t rotary_dim = 0;  // 0 = whole head
   bool tied_embeddings = false;
   bool lm_head_bias = false;
-  bool parallel_block = false;       // GPT-J: attention and FFN read the same norm
+  bool parallel_block = false;  // GPT-J: attention and FFN read the same norm
   AttentionSpec attention;
   FfnSpec ffn;
   MoeSpec moe;
@@ -129,8 +127,8 @@ struct DlrmSpec {
   std::vector<std::int64_t> bottom_mlp;
   std::vector<std::int64_t> top_mlp;
   InteractionKind interaction = InteractionKind::dot;
-  std::int64_t cross_layers = 0;   // dcn
-  std::int64_t low_rank = 0;       // dcn
+  std::int64_t cross_layers = 0;  // dcn
+  std::int64_t low_rank = 0;      // dcn
 };
 
 struct ModelSpec {
@@ -145,13 +143,13 @@ struct ModelSpec {
 struct PhaseOptions {
   Phase phase = Phase::decode;
   std::int64_t batch = 1;
-  std::int64_t seq_len = 2048;   // prefill, train, encoder infer
-  std::int64_t context = 2048;   // decode: tokens already in the KV cache
-  std::int64_t image_size = 0;   // vit/resnet infer; 0 = the model's own
+  std::int64_t seq_len = 2048;  // prefill, train, encoder infer
+  std::int64_t context = 2048;  // decode: tokens already in the KV cache
+  std::int64_t image_size = 0;  // vit/resnet infer; 0 = the model's own
   DType weight_dtype = DType::bf16;
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
-  bool recompute = false;        // train: recompute each layer's forward in backward
+  bool recompute = false;  // train: recompute each layer's forward in backward
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip
   // program: batch is the global batch, split over data x fsdp x expert.

@@ -58,7 +58,8 @@ class ResNetGen {
     return relu ? b_.elementwise(n + ".relu", EwKind::relu, {y}) : y;
   }
 
-  TensorRef bottleneck(const std::string& n, const TensorRef& x, std::int64_t width, std::int64_t stride, bool project) {
+  TensorRef bottleneck(const std::string& n, const TensorRef& x, std::int64_t width, std::int64_t stride,
+                       bool project) {
     const std::int64_t out = width * r_.expansion;
     TensorRef y = conv_bn(n + ".1", x, 1, width, 1, true);
     y = conv_bn(n + ".2", y, 3, width, stride, true);

@@ -67,8 +67,10 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
       bad("sequence_parallel", "phase prefill or train (decode's one token per sequence cannot be split)",
           "phase decode");
     else if (tp >= 2 && o.seq_len % cp == 0 && (o.seq_len / cp) % tp != 0)
-      bad("seq_len", "tokens per chip (seq_len / sequence) a multiple of tensor=" + std::to_string(tp) +
-                         " (sequence parallelism splits them)", std::to_string(o.seq_len));
+      bad("seq_len",
+          "tokens per chip (seq_len / sequence) a multiple of tensor=" + std::to_string(tp) +
+              " (sequence parallelism splits them)",
+          std::to_string(o.seq_len));
   }
   const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
   if (!transformer) {
@@ -101,8 +103,11 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
           const std::int64_t S = o.phase == Phase::decode ? 1 : o.seq_len / cp;
           const std::int64_t slots = o.batch / split * S * t.moe.top_k;
           if (slots % mesh.size("expert") != 0)
-            bad("batch", "token slots per chip (batch / " + std::to_string(split) + " x tokens x moe.top_k) a multiple "
-                "of expert=" + std::to_string(mesh.size("expert")) + " (they are exchanged all-to-all in equal parts)",
+            bad("batch",
+                "token slots per chip (batch / " + std::to_string(split) +
+                    " x tokens x moe.top_k) a multiple "
+                    "of expert=" +
+                    std::to_string(mesh.size("expert")) + " (they are exchanged all-to-all in equal parts)",
                 std::to_string(slots) + " slots");
         }
       }

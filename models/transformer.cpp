@@ -43,9 +43,9 @@ using workloads::Workload;
 MoeRouting moe_routing(std::int64_t tokens, std::int64_t experts, std::int64_t top_k) {
   MoeRouting r;
   r.slots = tokens * top_k;
-  double expected = static_cast<double>(experts) *
-                    (1.0 - std::pow(1.0 - static_cast<double>(top_k) / static_cast<double>(experts),
-                                    static_cast<double>(tokens)));
+  double expected =
+      static_cast<double>(experts) *
+      (1.0 - std::pow(1.0 - static_cast<double>(top_k) / static_cast<double>(experts), static_cast<double>(tokens)));
   r.touched = std::llround(expected);
   r.touched = std::max(r.touched, top_k);
   r.touched = std::min({r.touched, experts, r.slots});
@@ -74,9 +74,18 @@ std::string L(std::int64_t i) { return "layers." + std::to_string(i) + "."; }
 class TransformerGen {
  public:
   TransformerGen(WorkloadBuilder& b, const ModelSpec& m, const PhaseOptions& o)
-      : b_(b), m_(m), t_(m.transformer), o_(o), wd_(o.weight_dtype), ad_(o.activation_dtype),
-        kd_(o.kv_dtype), tp_(o.mesh.size("tensor")), fs_(o.mesh.size("fsdp")), ep_(o.mesh.size("expert")),
-        cp_(o.mesh.size("sequence")), sp_(o.sequence_parallel && tp_ > 1) {
+      : b_(b),
+        m_(m),
+        t_(m.transformer),
+        o_(o),
+        wd_(o.weight_dtype),
+        ad_(o.activation_dtype),
+        kd_(o.kv_dtype),
+        tp_(o.mesh.size("tensor")),
+        fs_(o.mesh.size("fsdp")),
+        ep_(o.mesh.size("expert")),
+        cp_(o.mesh.size("sequence")),
+        sp_(o.sequence_parallel && tp_ > 1) {
     for (const auto& a : o.mesh.axes) {
       b_.mesh_axis(a.name, a.size);
       if (a.size > 1 && (a.name == "data" || a.name == "fsdp" || a.name == "expert" || a.name == "sequence"))
@@ -129,9 +138,9 @@ class TransformerGen {
       std::string shape;
       for (auto x : s) shape += (shape.empty() ? "" : ", ") + std::to_string(x);
       throw ModelError(Diagnostic{m_.name, 0, 0, n,
-                                       "dim " + std::to_string(pref) + " or the last dim a multiple of fsdp=" +
-                                           std::to_string(fs_) + " (mesh " + o_.mesh.str() + ")",
-                                       "per-chip shape [" + shape + "] in model '" + m_.name + "'", ""});
+                                  "dim " + std::to_string(pref) + " or the last dim a multiple of fsdp=" +
+                                      std::to_string(fs_) + " (mesh " + o_.mesh.str() + ")",
+                                  "per-chip shape [" + shape + "] in model '" + m_.name + "'", ""});
     }
     s[d] /= fs_;
     TensorRef w = b_.weight(n, std::move(s), dt);
@@ -213,9 +222,7 @@ class TransformerGen {
   TensorRef rms(const std::string& n, const TensorRef& x) {
     return b_.rms_norm(n, x, weight(n + ".scale", {x.dim(-1)}));
   }
-  TensorRef dequant(const std::string& n, const TensorRef& x) {
-    return x.dtype == ad_ ? x : b_.cast(n, x, ad_);
-  }
+  TensorRef dequant(const std::string& n, const TensorRef& x) { return x.dtype == ad_ ? x : b_.cast(n, x, ad_); }
   // x [B, S, heads, d] times cos/sin tables [S, 1, d] (shared inputs).
   TensorRef rope(const std::string& n, const TensorRef& x) {
     std::int64_t d = x.dim(-1);
@@ -230,8 +237,10 @@ class TransformerGen {
   }
   // Writes a freshly computed K/V (or latent) as the cache append.
   void append_to_cache(const std::string& n, const TensorRef& x) {
-    if (x.dtype != kd_) b_.cast(n, x, kd_);  // unconsumed: becomes an output
-    else b_.mark_output(x);
+    if (x.dtype != kd_)
+      b_.cast(n, x, kd_);  // unconsumed: becomes an output
+    else
+      b_.mark_output(x);
   }
 
   TensorRef embed_tokens() {
@@ -304,8 +313,8 @@ class TransformerGen {
     const auto& a = t_.attention;
     // Heads split over tensor; the low-rank down-projections (q_a, kv_a),
     // their norms and the latent cache are replicated on every tensor rank.
-    const std::int64_t H = a.heads / tp_, nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim,
-                       qk = a.qk_dim(), vd = a.v_head_dim, kvr = a.kv_lora_rank;
+    const std::int64_t H = a.heads / tp_, nope = a.qk_nope_head_dim, rp = a.qk_rope_head_dim, qk = a.qk_dim(),
+                       vd = a.v_head_dim, kvr = a.kv_lora_rank;
     TensorRef q;
     if (a.q_lora_rank > 0) {
       q = linear(p + "attn.q_a_proj", xn, t_.hidden, a.q_lora_rank, false);
@@ -336,8 +345,8 @@ class TransformerGen {
     if (decode_) {
       // Latent cache [B, ctx, 1, kvr + rope]: normalised c_kv and the
       // roped key part, one head shared by all query heads (MQA-like).
-      TensorRef lat_new = b_.concat(p + "attn.latent",
-                                    {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
+      TensorRef lat_new =
+          b_.concat(p + "attn.latent", {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
       append_to_cache(p + "attn.latent_append", lat_new);
       TensorRef cache = b_.kv_cache(p + "attn.latent_cache", {B_, o_.context, 1, kvr + rp}, kd_);
       TensorRef q_lat = b_.matmul(p + "attn.wk_b", q_nope, wk, "bshd,chd->bshc", ad_);
@@ -366,8 +375,8 @@ class TransformerGen {
       TensorRef kf = b_.concat(p + "attn.k_full", {k_nope, kpe_h}, 3);
       o = b_.attention(p + "attn.core", qf, kf, v, true);
       if (o_.phase == Phase::prefill) {
-        TensorRef lat = b_.concat(p + "attn.latent",
-                                  {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
+        TensorRef lat =
+            b_.concat(p + "attn.latent", {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);
         append_to_cache(p + "attn.latent_append", lat);
       }
     }
@@ -389,13 +398,14 @@ class TransformerGen {
       return row_linear(n + ".down_proj", m, size, h, bias, reduce);
     }
     TensorRef f = linear(n + ".fc1", x, h, size, bias);
-    f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu, {f});
+    f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu,
+                       {f});
     return row_linear(n + ".fc2", f, size, h, bias, reduce);
   }
 
   // One group of experts: n experts, each with `cap` token slots.
-  TensorRef expert_group(const std::string& n, const TensorRef& xf, const TensorRef& idx_src,
-                         std::int64_t offset, std::int64_t ne, std::int64_t cap) {
+  TensorRef expert_group(const std::string& n, const TensorRef& xf, const TensorRef& idx_src, std::int64_t offset,
+                         std::int64_t ne, std::int64_t cap) {
     const auto& e = t_.moe;
     const std::int64_t h = t_.hidden, F = e.expert_ffn_size / tp_;
     TensorRef idx = b_.slice(n + ".index", idx_src, {offset}, {offset + ne * cap});
@@ -415,7 +425,8 @@ class TransformerGen {
       y = mm("down_proj", b_.mul(n + ".gated", a, u), F, h);
     } else {
       TensorRef f = mm("fc1", xe, h, F);
-      f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu, {f});
+      f = b_.elementwise(n + ".act", t_.ffn.kind == FfnKind::gelu ? workloads::EwKind::gelu : workloads::EwKind::relu,
+                         {f});
       y = mm("fc2", f, F, h);
     }
     return b_.reshape(n + ".rows", y, {ne * cap, h});
@@ -440,8 +451,8 @@ class TransformerGen {
       // to expert rank g (equal parts under uniform routing) and comes
       // back the same way after the expert FFNs.
       TensorRef idx = b_.slice(p + "mlp.send_index", flat, {0}, {r.slots});
-      TensorRef xs = b_.reshape(p + "mlp.dispatch_grid", b_.gather(p + "mlp.dispatch", xf, idx),
-                                {ep_, r.slots / ep_, h});
+      TensorRef xs =
+          b_.reshape(p + "mlp.dispatch_grid", b_.gather(p + "mlp.dispatch", xf, idx), {ep_, r.slots / ep_, h});
       xs = b_.all_to_all(p + "mlp.dispatch.all_to_all", xs, {"expert"}, 0, 0);
       src = b_.reshape(p + "mlp.received", xs, {r.slots, h});
     }
@@ -462,10 +473,11 @@ class TransformerGen {
     // gradient is partial too: all_reduced ([T, k, 1], small) before it
     // reaches the replicated router.
     if (tp_ > 1) tc_.activation_grad_all_reduce[gates.name] = {"tensor"};
-    TensorRef y = b_.reduce(p + "mlp.weighted_sum", b_.mul(p + "mlp.gate_mul", picked, gates),
-                            workloads::ReduceKind::sum, {1});
+    TensorRef y =
+        b_.reduce(p + "mlp.weighted_sum", b_.mul(p + "mlp.gate_mul", picked, gates), workloads::ReduceKind::sum, {1});
     if (e.shared_experts > 0)
-      y = b_.add(p + "mlp.shared_add", y, ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false));
+      y = b_.add(p + "mlp.shared_add", y,
+                 ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false));
     // Routed and shared experts' partial sums over tensor, reduced once.
     if (sp_) return tp_leave(p + "mlp", b_.reshape(p + "mlp.out", y, {B_, S_, h}));
     if (tp_ > 1) y = b_.all_reduce(p + "mlp.all_reduce", y, {"tensor"});
@@ -552,7 +564,8 @@ class TransformerGen {
       if (tp_ > 1) tc_.vocab_split_axes = {"tensor"};
       append_training(b_, logits, o_, tc_);
     } else if (t_.pooler) {
-      TensorRef cls = b_.reshape("pooler.cls", b_.slice("pooler.cls_token", x, {0, 0, 0}, {B_, 1, t_.hidden}), {B_, t_.hidden});
+      TensorRef cls =
+          b_.reshape("pooler.cls", b_.slice("pooler.cls_token", x, {0, 0, 0}, {B_, 1, t_.hidden}), {B_, t_.hidden});
       TensorRef y = linear("pooler.dense", cls, t_.hidden, t_.hidden, true);
       b_.elementwise("pooler.act", workloads::EwKind::tanh, {y});
     }
@@ -561,8 +574,8 @@ class TransformerGen {
 
   Workload vit() {
     B_ = local_batch(o_);
-    const std::int64_t img = o_.image_size > 0 ? o_.image_size : t_.image_size, P = t_.patch,
-                       n = img / P, C = t_.channels, h = t_.hidden;
+    const std::int64_t img = o_.image_size > 0 ? o_.image_size : t_.image_size, P = t_.patch, n = img / P,
+                       C = t_.channels, h = t_.hidden;
     S_ = n * n + 1;
     TensorRef im = b_.input("image", {B_, img, img, C}, ad_);
     TensorRef pt = b_.reshape("patches.split", im, {B_, n, P, n, P, C});

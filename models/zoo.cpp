@@ -34,12 +34,11 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir
     std::vector<std::string> names;
     try {
       names = list_models(zoo_dir);
-    } catch (const ModelError&) {
-    }
+    } catch (const ModelError&) {}
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw ModelError(Diagnostic{zoo_dir, 0, 0, "model", "a model of the zoo (" + list + ")",
-                                     "'" + name_or_path + "'", nearest_word(name_or_path, names)});
+    throw ModelError(Diagnostic{zoo_dir, 0, 0, "model", "a model of the zoo (" + list + ")", "'" + name_or_path + "'",
+                                nearest_word(name_or_path, names)});
   }
   return read_model_file(path);
 }
@@ -58,7 +57,8 @@ workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
       PhaseOptions local = o;
       local.batch = local_batch(o);
       local.mesh = {};
-      workloads::Workload w = m.family == Family::resnet ? detail::generate_resnet(m, local) : detail::generate_dlrm(m, local);
+      workloads::Workload w =
+          m.family == Family::resnet ? detail::generate_resnet(m, local) : detail::generate_dlrm(m, local);
       w.mesh = o.mesh;
       return w;
     }

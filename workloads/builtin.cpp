@@ -58,22 +58,21 @@ Fields parse_fields(const std::string& what, const std::string& spec) {
       if (!f.named.emplace(k, p.substr(eq + 1)).second) spec_error(what, spec, "key '" + k + "' given twice");
     }
   }
-  if (any_named && any_pos)
-    spec_error(what, spec, "mixes positional and key=value fields; use one form");
+  if (any_named && any_pos) spec_error(what, spec, "mixes positional and key=value fields; use one form");
   f.is_named = any_named;
   return f;
 }
 
-std::int64_t to_int(const std::string& what, const std::string& spec, const std::string& field,
-                    const std::string& text, std::int64_t min_value = 1) {
+std::int64_t to_int(const std::string& what, const std::string& spec, const std::string& field, const std::string& text,
+                    std::int64_t min_value = 1) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE)
     spec_error(what, spec, "field " + field + ": expected an integer, found '" + text + "'");
   if (v < min_value)
-    spec_error(what, spec, "field " + field + ": expected an integer >= " + std::to_string(min_value) +
-                               ", found " + text);
+    spec_error(what, spec,
+               "field " + field + ": expected an integer >= " + std::to_string(min_value) + ", found " + text);
   return v;
 }
 
@@ -89,8 +88,9 @@ std::vector<std::int64_t> named_ints(const std::string& what, const std::string&
     if (std::find(valid.begin(), valid.end(), k) != valid.end()) continue;
     std::string near = nearest_candidate(k, valid), all;
     for (const auto& x : valid) all += (all.empty() ? "" : ", ") + x;
-    spec_error(what, spec, "unknown key '" + k + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                               "; valid keys: " + all);
+    spec_error(
+        what, spec,
+        "unknown key '" + k + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; valid keys: " + all);
   }
   if (auto it = f.named.find("dtype"); it != f.named.end()) {
     auto d = arch::parse_dtype(it->second);
@@ -119,12 +119,11 @@ std::vector<std::int64_t> positional_ints(const std::string& what, const std::st
   if (f.positional.size() < min_count || f.positional.size() > names.size()) {
     std::string all;
     for (const auto& n : names) all += (all.empty() ? "" : ",") + n;
-    spec_error(what, spec, "expected " +
-                               (min_count == names.size() ? std::to_string(names.size())
-                                                          : std::to_string(min_count) + " to " +
-                                                                std::to_string(names.size())) +
-                               " comma-separated integers " + all + ", found " +
-                               std::to_string(f.positional.size()));
+    spec_error(what, spec,
+               "expected " +
+                   (min_count == names.size() ? std::to_string(names.size())
+                                              : std::to_string(min_count) + " to " + std::to_string(names.size())) +
+                   " comma-separated integers " + all + ", found " + std::to_string(f.positional.size()));
   }
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < f.positional.size(); ++i) {
@@ -146,8 +145,8 @@ Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
   return b.build();
 }
 
-Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t kh,
-              std::int64_t kw, std::int64_t oc, std::int64_t stride, std::int64_t pad, DType dtype) {
+Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t kh, std::int64_t kw,
+              std::int64_t oc, std::int64_t stride, std::int64_t pad, DType dtype) {
   WorkloadBuilder b("conv_" + std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w) + "x" +
                     std::to_string(c) + "_k" + std::to_string(kh) + "x" + std::to_string(kw) + "x" +
                     std::to_string(oc) + "_s" + std::to_string(stride) + "_p" + std::to_string(pad) + "_" +
@@ -165,8 +164,8 @@ Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, st
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
                    std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype) {
   WorkloadBuilder b("attention_b" + std::to_string(batch) + "_q" + std::to_string(q_len) + "_kv" +
-                    std::to_string(kv_len) + "_h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) +
-                    "_d" + std::to_string(head_dim) + (causal ? "_causal_" : "_") + dname(dtype));
+                    std::to_string(kv_len) + "_h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) + "_d" +
+                    std::to_string(head_dim) + (causal ? "_causal_" : "_") + dname(dtype));
   auto q = b.input("q", {batch, q_len, heads, head_dim}, dtype);
   auto k = b.kv_cache("k", {batch, kv_len, kv_heads, head_dim}, dtype);
   auto v = b.kv_cache("v", {batch, kv_len, kv_heads, head_dim}, dtype);
@@ -198,8 +197,10 @@ Workload parse_gemm(const std::string& spec, DType dtype) {
   const std::string what = "gemm spec";
   Fields f = parse_fields(what, spec);
   std::vector<std::int64_t> v;
-  if (f.is_named) v = named_ints(what, spec, f, {"m", "k", "n"}, {}, {}, dtype);
-  else v = positional_ints(what, spec, f, {"M", "K", "N"}, 3, {});
+  if (f.is_named)
+    v = named_ints(what, spec, f, {"m", "k", "n"}, {}, {}, dtype);
+  else
+    v = positional_ints(what, spec, f, {"M", "K", "N"}, 3, {});
   return gemm(v[0], v[1], v[2], dtype);
 }
 
@@ -208,8 +209,8 @@ Workload parse_conv(const std::string& spec, DType dtype) {
   Fields f = parse_fields(what, spec);
   std::vector<std::int64_t> v;
   if (f.is_named)
-    v = named_ints(what, spec, f, {"n", "h", "w", "c", "kh", "kw", "oc", "stride", "pad"},
-                   {{"stride", 1}, {"pad", 0}}, {{"pad", 0}}, dtype);
+    v = named_ints(what, spec, f, {"n", "h", "w", "c", "kh", "kw", "oc", "stride", "pad"}, {{"stride", 1}, {"pad", 0}},
+                   {{"pad", 0}}, dtype);
   else
     v = positional_ints(what, spec, f, {"N", "H", "W", "C", "KH", "KW", "OC", "stride", "pad"}, 9, {{"pad", 0}});
   return conv(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], dtype);
@@ -238,8 +239,9 @@ Workload parse_elementwise(const std::string& spec, DType dtype) {
   const std::string what = "elementwise spec";
   Fields f = parse_fields(what, spec);
   if (f.is_named || f.positional.size() < 2)
-    spec_error(what, spec, "expected KIND,D0[,D1,...] (e.g. silu,8,4096), found " +
-                               std::to_string(f.positional.size()) + " fields");
+    spec_error(
+        what, spec,
+        "expected KIND,D0[,D1,...] (e.g. silu,8,4096), found " + std::to_string(f.positional.size()) + " fields");
   std::string kind_s = f.positional[0];
   std::optional<DType> to;
   if (auto c = kind_s.find(':'); c != std::string::npos) {
@@ -252,8 +254,9 @@ Workload parse_elementwise(const std::string& spec, DType dtype) {
     std::vector<std::string> names;
     for (auto n : all_ew_kind_names()) names.emplace_back(n);
     std::string near = nearest_candidate(kind_s, names);
-    spec_error(what, spec, "field 1 (KIND): unknown elementwise kind '" + kind_s + "'" +
-                               (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    spec_error(what, spec,
+               "field 1 (KIND): unknown elementwise kind '" + kind_s + "'" +
+                   (near.empty() ? "" : " (did you mean '" + near + "'?)"));
   }
   if (*kind == EwKind::cast && !to) spec_error(what, spec, "cast needs a target dtype: cast:<dtype>,D0,...");
   if (*kind != EwKind::cast && to) spec_error(what, spec, "':<dtype>' is only valid for cast");

@@ -17,14 +17,12 @@ Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype = DTyp
 
 // NHWC input [n, h, w, c], HWIO filter [kh, kw, c, oc], stride in both dims,
 // symmetric explicit padding `pad` on every side.
-Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t kh,
-              std::int64_t kw, std::int64_t oc, std::int64_t stride, std::int64_t pad,
-              DType dtype = DType::bf16);
+Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t kh, std::int64_t kw,
+              std::int64_t oc, std::int64_t stride, std::int64_t pad, DType dtype = DType::bf16);
 
 // q [batch, q_len, heads, head_dim]; k, v kv_cache [batch, kv_len, kv_heads, head_dim].
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
-                   std::int64_t kv_heads, std::int64_t head_dim, bool causal,
-                   DType dtype = DType::bf16);
+                   std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype = DType::bf16);
 
 // One elementwise op over inputs of `shape` (select/where take an int8
 // condition of the same shape). cast needs `to`.

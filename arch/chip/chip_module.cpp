@@ -11,13 +11,12 @@ namespace tpusim::arch {
 
 ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
                        const UnitFactory& make_unit, DmaBackend& dma, CollectiveBackend* ici)
-    : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma), ici_(ici),
-      clock_hz_(cfg.chip.clock_hz) {
+    : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma), ici_(ici), clock_hz_(cfg.chip.clock_hz) {
   if (clock_hz_ <= 0) throw std::invalid_argument("ChipModule: chip.clock_hz must be positive");
   const int ncores = cfg.chip.tensorcores;
   if (program.cores > ncores)
-    throw std::invalid_argument("program uses " + std::to_string(program.cores) +
-                                " TensorCores but the chip has " + std::to_string(ncores));
+    throw std::invalid_argument("program uses " + std::to_string(program.cores) + " TensorCores but the chip has " +
+                                std::to_string(ncores));
   cores_.resize(static_cast<std::size_t>(ncores));
   for (int c = 0; c < ncores; ++c) {
     Core& core = cores_[static_cast<std::size_t>(c)];
@@ -30,25 +29,24 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
   for (InstrId id = 0; id < program.instrs.size(); ++id) {
     const Instr& in = program.instrs[id];
     if (in.core >= ncores)
-      throw std::invalid_argument("instruction " + std::to_string(id) + " names TensorCore " +
-                                  std::to_string(in.core) + " of " + std::to_string(ncores));
+      throw std::invalid_argument("instruction " + std::to_string(id) + " names TensorCore " + std::to_string(in.core) +
+                                  " of " + std::to_string(ncores));
     for (InstrId d : in.deps)
       if (d >= id)
-        throw std::invalid_argument("instruction " + std::to_string(id) +
-                                    " waits for a later instruction " + std::to_string(d));
+        throw std::invalid_argument("instruction " + std::to_string(id) + " waits for a later instruction " +
+                                    std::to_string(d));
     const int have = in.unit == UnitKind::mxu   ? cfg.mxu.count
                      : in.unit == UnitKind::xlu ? cfg.xlu.count
                      : in.unit == UnitKind::dma ? cfg.dma.engines
                      : in.unit == UnitKind::ici ? (ici ? 1 : 0)
                                                 : 1;
     if (have <= 0 || in.index >= have)
-      throw std::invalid_argument("instruction " + std::to_string(id) + " needs " +
-                                  unit_kind_name(in.unit) + " " + std::to_string(std::max<int>(0, in.index)) +
-                                  " but the chip has " + std::to_string(std::max(0, have)));
+      throw std::invalid_argument("instruction " + std::to_string(id) + " needs " + unit_kind_name(in.unit) + " " +
+                                  std::to_string(std::max<int>(0, in.index)) + " but the chip has " +
+                                  std::to_string(std::max(0, have)));
     cores_[in.core].instrs.push_back(id);
   }
-  for (int c = 0; c < ncores; ++c)
-    sc_core::sc_spawn([this, c] { sequencer(c); }, ("seq" + std::to_string(c)).c_str());
+  for (int c = 0; c < ncores; ++c) sc_core::sc_spawn([this, c] { sequencer(c); }, ("seq" + std::to_string(c)).c_str());
   sc_core::sc_spawn_options opt;
   opt.spawn_method();
   opt.dont_initialize();
@@ -56,9 +54,7 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
   sc_core::sc_spawn([this] { completer(); }, "completer", &opt);
 }
 
-std::uint64_t ChipModule::now_cycles() const {
-  return time_to_cycles(sc_core::sc_time_stamp(), clock_hz_);
-}
+std::uint64_t ChipModule::now_cycles() const { return time_to_cycles(sc_core::sc_time_stamp(), clock_hz_); }
 
 sc_core::sc_time ChipModule::at_cycle(std::uint64_t c) const {
   const std::uint64_t now = now_cycles();
@@ -118,9 +114,8 @@ void ChipModule::sequencer(int c) {
     rec.issue = issue;
     if (in.unit == UnitKind::dma) {
       if (issue > now) sc_core::wait(at_cycle(issue));
-      const int engine = in.index >= 0 ? in.index
-                                       : static_cast<int>(next_dma_engine_++ %
-                                                          static_cast<std::size_t>(cfg_.dma.engines));
+      const int engine =
+          in.index >= 0 ? in.index : static_cast<int>(next_dma_engine_++ % static_cast<std::size_t>(cfg_.dma.engines));
       rec.unit_index = static_cast<std::int16_t>(engine);
       rec.start = issue;
       if (tracing_) note(issue, signal_of(c, UnitKind::dma), +1);
@@ -185,16 +180,25 @@ void ChipModule::sequencer(int c) {
     std::size_t* rr = nullptr;
     std::size_t fixed = 0;
     switch (in.unit) {
-      case UnitKind::mxu: units = &core.mxu; rr = &core.next_mxu; break;
-      case UnitKind::xlu: units = &core.xlu; rr = &core.next_xlu; break;
-      case UnitKind::vpu: units = &core.vpu; rr = &fixed; break;
+      case UnitKind::mxu:
+        units = &core.mxu;
+        rr = &core.next_mxu;
+        break;
+      case UnitKind::xlu:
+        units = &core.xlu;
+        rr = &core.next_xlu;
+        break;
+      case UnitKind::vpu:
+        units = &core.vpu;
+        rr = &fixed;
+        break;
       case UnitKind::dma:
       case UnitKind::ici: break;
     }
     std::size_t u = in.index >= 0 ? static_cast<std::size_t>(in.index) : (*rr)++ % units->size();
     if (u >= units->size())
-      throw std::invalid_argument(std::string("instruction names ") + unit_kind_name(in.unit) +
-                                  " " + std::to_string(u) + " of " + std::to_string(units->size()));
+      throw std::invalid_argument(std::string("instruction names ") + unit_kind_name(in.unit) + " " +
+                                  std::to_string(u) + " of " + std::to_string(units->size()));
     const Interval iv = (*units)[u]->issue(in, issue);
     rec.unit_index = static_cast<std::int16_t>(u);
     rec.start = iv.start;
@@ -250,10 +254,9 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
     const Core& core = cores_[c];
     const std::string tc = "tc" + std::to_string(c);
     out.push_back({tc + ".sequencer",
-                   {{"instructions", static_cast<double>(core.issued), "count",
-                     "instructions issued"},
-                    {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles),
-                     "cycles", "cycles the sequencer waited for earlier instructions"},
+                   {{"instructions", static_cast<double>(core.issued), "count", "instructions issued"},
+                    {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles), "cycles",
+                     "cycles the sequencer waited for earlier instructions"},
                     {"scalar_overhead_cycles", static_cast<double>(core.scalar_cycles), "cycles",
                      "cycles the scalar core spent on pipeline-step bookkeeping"}}});
     if (ici_) {

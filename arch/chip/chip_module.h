@@ -44,15 +44,14 @@
 
 namespace tpusim::arch {
 
-using UnitFactory =
-    std::function<std::unique_ptr<UnitTiming>(UnitKind kind, int core, int index)>;
+using UnitFactory = std::function<std::unique_ptr<UnitTiming>(UnitKind kind, int core, int index)>;
 
 class ChipModule : public sc_core::sc_module {
  public:
   // `ici` may be null for a single chip; a program with collectives then
   // fails at elaboration.
-  ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program,
-             const UnitFactory& make_unit, DmaBackend& dma, CollectiveBackend* ici = nullptr);
+  ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const Program& program, const UnitFactory& make_unit,
+             DmaBackend& dma, CollectiveBackend* ici = nullptr);
 
   const std::vector<InstrRecord>& records() const { return records_; }
   // Cycle at which the last instruction finished (0 for an empty program).
@@ -141,9 +140,11 @@ class ChipModule : public sc_core::sc_module {
   bool tracing_ = false;
   int signal_of(int core, UnitKind k) const {
     // The chip-wide DMA and ICI activity share signal 0 (copies in flight).
-    return k == UnitKind::dma || k == UnitKind::ici
-               ? 0
-               : 1 + core * 3 + (k == UnitKind::mxu ? 0 : k == UnitKind::vpu ? 1 : 2);
+    return k == UnitKind::dma || k == UnitKind::ici ? 0
+                                                    : 1 + core * 3 +
+                                                          (k == UnitKind::mxu   ? 0
+                                                           : k == UnitKind::vpu ? 1
+                                                                                : 2);
   }
 };
 

@@ -108,9 +108,9 @@ using InstrId = std::uint32_t;
 
 struct Instr {
   UnitKind unit = UnitKind::vpu;
-  std::uint16_t core = 0;   // TensorCore that issues it
-  std::int16_t index = -1;  // which MXU/XLU/DMA engine; -1 = next in turn
-  std::uint32_t op = 0;     // workload operator it belongs to (for reports)
+  std::uint16_t core = 0;     // TensorCore that issues it
+  std::int16_t index = -1;    // which MXU/XLU/DMA engine; -1 = next in turn
+  std::uint32_t op = 0;       // workload operator it belongs to (for reports)
   std::vector<InstrId> deps;  // earlier instructions that must complete first
   // Cycles the scalar core spends before issuing this instruction, once its
   // waits are over (a pipeline step's bookkeeping: semaphores, DMA

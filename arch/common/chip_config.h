@@ -23,10 +23,10 @@ struct ChipConfig {
 };
 
 struct MxuConfig {
-  int count = 1;          // MXUs per TensorCore
-  int rows = 128;         // R: contracting (K) extent of a weight tile
-  int cols = 128;         // C: output (N) extent of a weight tile
-  int weight_load_cycles = 0;  // cycles to shift one weight tile in; 0 = rows
+  int count = 1;                     // MXUs per TensorCore
+  int rows = 128;                    // R: contracting (K) extent of a weight tile
+  int cols = 128;                    // C: output (N) extent of a weight tile
+  int weight_load_cycles = 0;        // cycles to shift one weight tile in; 0 = rows
   bool weight_double_buffer = true;  // next tile loads while the current streams
   // MACs per PE per cycle relative to bf16 (bf16 = 1). A dtype absent from
   // the map is not supported by the MXU of this generation.
@@ -39,12 +39,12 @@ struct MxuConfig {
 struct VpuConfig {
   int sublanes = 8;
   int lanes = 128;
-  int alus_per_lane = 2;            // elementwise ops per lane per cycle
-  int latency = 2;                  // pipeline latency, cycles
-  double transcendental_rate = 1.0; // transcendental ops per lane per cycle
-  int vregs = 32;                   // vector registers of sublanes x lanes x 32 bit
-  int vmem_loads_per_cycle = 3;     // vreg loads from VMEM per cycle
-  int vmem_stores_per_cycle = 1;    // vreg stores to VMEM per cycle
+  int alus_per_lane = 2;             // elementwise ops per lane per cycle
+  int latency = 2;                   // pipeline latency, cycles
+  double transcendental_rate = 1.0;  // transcendental ops per lane per cycle
+  int vregs = 32;                    // vector registers of sublanes x lanes x 32 bit
+  int vmem_loads_per_cycle = 3;      // vreg loads from VMEM per cycle
+  int vmem_stores_per_cycle = 1;     // vreg stores to VMEM per cycle
   // Whether the ALUs operate on packed sub-32-bit values (a bf16 vreg holds
   // 2 values per 32-bit slot, all processed by one op). false = narrow values
   // are processed one per slot at the f32 rate (v4/v5e have no bf16 VPU
@@ -53,8 +53,8 @@ struct VpuConfig {
 };
 
 struct XluConfig {
-  int count = 2;            // cross-lane units per TensorCore
-  int latency = 8;          // cycles for one vreg through the unit
+  int count = 2;                 // cross-lane units per TensorCore
+  int latency = 8;               // cycles for one vreg through the unit
   double vregs_per_cycle = 1.0;  // throughput per XLU
 };
 
@@ -79,11 +79,11 @@ struct MemoryConfig {
 // so the 4 engines offer 3.7x v5e's 819 GB/s and 1.3x v5p's 2765 GB/s
 // (tests/unit/sim/test_hbm_chip_configs.cpp checks every shipped config).
 struct DmaConfig {
-  int engines = 4;              // per chip
-  int issue_per_cycle = 1;      // HBM requests one engine issues per (TensorCore) cycle
-  int max_outstanding = 256;    // outstanding HBM requests per engine
+  int engines = 4;                    // per chip
+  int issue_per_cycle = 1;            // HBM requests one engine issues per (TensorCore) cycle
+  int max_outstanding = 256;          // outstanding HBM requests per engine
   std::uint64_t request_bytes = 512;  // size of one HBM request (atom)
-  int setup_cycles = 0;          // fixed cost per descriptor
+  int setup_cycles = 0;               // fixed cost per descriptor
 };
 
 // The JEDEC timings, declared once and expanded into HbmTimings (seconds),
@@ -94,25 +94,25 @@ struct DmaConfig {
 //   ps_name   the DramTiming field
 //   required  the config must state it (schema)
 //   positive  must be > 0; otherwise 0 means "no constraint"
-#define TPUSIM_HBM_TIMINGS(X)                                                 \
-  X(tCK, tCK, true, true, "Command clock period")                             \
-  X(tCL, CL, true, true, "Read latency (CAS)")                                \
-  X(tCWL, CWL, false, false, "Write latency")                                 \
-  X(tRCD, RCD, true, true, "Activate to read/write")                          \
-  X(tRP, RP, true, true, "Precharge period")                                  \
-  X(tRAS, RAS, true, true, "Activate to precharge")                           \
+#define TPUSIM_HBM_TIMINGS(X)                                                  \
+  X(tCK, tCK, true, true, "Command clock period")                              \
+  X(tCL, CL, true, true, "Read latency (CAS)")                                 \
+  X(tCWL, CWL, false, false, "Write latency")                                  \
+  X(tRCD, RCD, true, true, "Activate to read/write")                           \
+  X(tRP, RP, true, true, "Precharge period")                                   \
+  X(tRAS, RAS, true, true, "Activate to precharge")                            \
   X(tRC, RC, false, false, "Activate to activate, same bank")                  \
-  X(tCCD_S, CCD_S, false, false, "Column to column, different bank group")    \
-  X(tCCD_L, CCD_L, false, false, "Column to column, same bank group")         \
+  X(tCCD_S, CCD_S, false, false, "Column to column, different bank group")     \
+  X(tCCD_L, CCD_L, false, false, "Column to column, same bank group")          \
   X(tRRD_S, RRD_S, false, false, "Activate to activate, different bank group") \
-  X(tRRD_L, RRD_L, false, false, "Activate to activate, same bank group")     \
-  X(tFAW, FAW, false, false, "Four-activate window")                          \
-  X(tWR, WR, false, false, "Write recovery")                                  \
-  X(tWTR_S, WTR_S, false, false, "Write to read, different bank group")       \
-  X(tWTR_L, WTR_L, false, false, "Write to read, same bank group")            \
-  X(tRTP, RTP, false, false, "Read to precharge")                             \
-  X(tRTW, RTW, false, false, "Read to write bus turnaround")                  \
-  X(tRFC, RFC, true, false, "Refresh cycle time")                             \
+  X(tRRD_L, RRD_L, false, false, "Activate to activate, same bank group")      \
+  X(tFAW, FAW, false, false, "Four-activate window")                           \
+  X(tWR, WR, false, false, "Write recovery")                                   \
+  X(tWTR_S, WTR_S, false, false, "Write to read, different bank group")        \
+  X(tWTR_L, WTR_L, false, false, "Write to read, same bank group")             \
+  X(tRTP, RTP, false, false, "Read to precharge")                              \
+  X(tRTW, RTW, false, false, "Read to write bus turnaround")                   \
+  X(tRFC, RFC, true, false, "Refresh cycle time")                              \
   X(tREFI, REFI, true, false, "Refresh interval")
 
 // DRAM timing in seconds; the HBM models convert to integer picoseconds.
@@ -127,43 +127,43 @@ struct HbmTimings {
 // calibration (hbm_calibration_key()) only when all of these are equal; a
 // field added here is part of the key without further work. Units as in
 // the rest of this file; the YAML keys are in sim/config/schema.cpp.
-#define TPUSIM_HBM_FIELDS(X)                                                   \
-  /* preset name, e.g. "HBM2e" */                                              \
-  X(std::string, preset, , true)                                               \
-  /* "channel" | "detailed" | "calibrated" (docs/hbm.md): the default is the   \
-     fastest model within the documented accuracy of the detailed one for      \
-     whole workloads; calibration always runs detailed */                      \
-  X(std::string, model, = "channel", false)                                    \
-  X(int, stacks, = 1, true)                                                    \
-  X(int, channels, = 8, true)          /* per stack */                         \
-  X(int, pseudo_channels, = 2, true)   /* per channel */                       \
-  X(int, bank_groups, = 4, true)       /* per pseudo-channel */                \
-  X(int, banks_per_group, = 4, true)                                           \
-  /* row (page) size per pseudo-channel */                                     \
-  X(std::uint64_t, row_bytes, = 1024, true)                                    \
-  X(double, data_rate, = 0, true)      /* transfers per second per pin */      \
-  X(int, bus_width_bits, = 64, true)   /* per pseudo-channel */                \
-  X(int, burst_length, = 4, true)                                              \
-  X(std::uint64_t, capacity_bytes, = 0, true)                                  \
-  /* most to least significant field */                                        \
-  X(std::string, address_mapping, = "RoBaBgChPcCo", true)                      \
-  /* Address hashing as memory controllers do it (permutation-based            \
-     interleaving): the pseudo-channel is rotated by a hash of the address     \
-     bits above one full sweep of all pseudo-channels, and the bank by the     \
-     row, so strided streams spread over every channel and bank while a        \
-     sequential stream still visits each pseudo-channel once per sweep. */     \
-  X(bool, address_hash, = true, true)                                          \
-  X(int, queue_depth, = 64, true)      /* scheduler queue per pseudo-channel */ \
-  X(std::string, page_policy, = "open", true)                                  \
-  /* Fixed front-end + PHY latency added to every access (YAML key             \
-     controller_latency, seconds); DRAM timing alone gives ~30 ns. 60 ns is    \
-     an assumption that puts unloaded HBM reads near 100 ns. */                \
-  X(double, controller_latency, = 60e-9, true)                                 \
-  /* Refreshes a controller may postpone while requests wait (paid when the    \
-     pseudo-channel idles). JEDEC DDR4 (JESD79-4, "refresh postponing") and    \
-     HBM2 (JESD235) allow up to 8; 1 keeps a long stream's refresh cost        \
-     unchanged while a copy's tail absorbs the refresh it met. */              \
-  X(int, refresh_postpone, = 1, true)                                          \
+#define TPUSIM_HBM_FIELDS(X)                                                 \
+  /* preset name, e.g. "HBM2e" */                                            \
+  X(std::string, preset, , true)                                             \
+  /* "channel" | "detailed" | "calibrated" (docs/hbm.md): the default is the \
+     fastest model within the documented accuracy of the detailed one for    \
+     whole workloads; calibration always runs detailed */                    \
+  X(std::string, model, = "channel", false)                                  \
+  X(int, stacks, = 1, true)                                                  \
+  X(int, channels, = 8, true)        /* per stack */                         \
+  X(int, pseudo_channels, = 2, true) /* per channel */                       \
+  X(int, bank_groups, = 4, true)     /* per pseudo-channel */                \
+  X(int, banks_per_group, = 4, true)                                         \
+  /* row (page) size per pseudo-channel */                                   \
+  X(std::uint64_t, row_bytes, = 1024, true)                                  \
+  X(double, data_rate, = 0, true)    /* transfers per second per pin */      \
+  X(int, bus_width_bits, = 64, true) /* per pseudo-channel */                \
+  X(int, burst_length, = 4, true)                                            \
+  X(std::uint64_t, capacity_bytes, = 0, true)                                \
+  /* most to least significant field */                                      \
+  X(std::string, address_mapping, = "RoBaBgChPcCo", true)                    \
+  /* Address hashing as memory controllers do it (permutation-based          \
+     interleaving): the pseudo-channel is rotated by a hash of the address   \
+     bits above one full sweep of all pseudo-channels, and the bank by the   \
+     row, so strided streams spread over every channel and bank while a      \
+     sequential stream still visits each pseudo-channel once per sweep. */   \
+  X(bool, address_hash, = true, true)                                        \
+  X(int, queue_depth, = 64, true) /* scheduler queue per pseudo-channel */   \
+  X(std::string, page_policy, = "open", true)                                \
+  /* Fixed front-end + PHY latency added to every access (YAML key           \
+     controller_latency, seconds); DRAM timing alone gives ~30 ns. 60 ns is  \
+     an assumption that puts unloaded HBM reads near 100 ns. */              \
+  X(double, controller_latency, = 60e-9, true)                               \
+  /* Refreshes a controller may postpone while requests wait (paid when the  \
+     pseudo-channel idles). JEDEC DDR4 (JESD79-4, "refresh postponing") and  \
+     HBM2 (JESD235) allow up to 8; 1 keeps a long stream's refresh cost      \
+     unchanged while a copy's tail absorbs the refresh it met. */            \
+  X(int, refresh_postpone, = 1, true)                                        \
   X(HbmTimings, t, , true)
 
 struct HbmConfig {
@@ -219,8 +219,8 @@ struct PowerConfig {
 // Figures a config states from public sources; loading checks that the
 // derived figures agree within 3%.
 struct PublishedFigures {
-  std::map<DType, double> peak_flops;   // FLOP/s (or OP/s) per dtype
-  std::optional<double> hbm_bandwidth;  // bytes/s
+  std::map<DType, double> peak_flops;        // FLOP/s (or OP/s) per dtype
+  std::optional<double> hbm_bandwidth;       // bytes/s
   std::optional<double> ici_link_bandwidth;  // bytes/s one-way per link
   // bytes/s, both directions of all links of a chip together (v7 publishes
   // only this figure).
@@ -232,8 +232,8 @@ struct TpuConfig {
   MxuConfig mxu;
   VpuConfig vpu;
   XluConfig xlu;
-  MemoryConfig vmem;  // per TensorCore
-  MemoryConfig smem;  // per TensorCore
+  MemoryConfig vmem;         // per TensorCore
+  MemoryConfig smem;         // per TensorCore
   MemoryConfig cmem{false};  // per chip, optional
   DmaConfig dma;
   HbmConfig hbm;

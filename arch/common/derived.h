@@ -36,7 +36,7 @@ struct PublishedMismatch {
   std::string key;   // dotted config key of the published figure
   double published;  // in the key's own SI unit (FLOP/s, bytes/s)
   double derived;
-  std::string how;   // the formula with this config's numbers
+  std::string how;  // the formula with this config's numbers
 };
 
 inline constexpr double kPublishedTolerance = 0.03;
@@ -44,7 +44,6 @@ inline constexpr double kPublishedTolerance = 0.03;
 // Compares every published figure the config states with its derived value;
 // |derived - published| / published must not exceed `tolerance`. A published
 // peak for a dtype the MXU does not support is a mismatch with derived 0.
-std::vector<PublishedMismatch> check_published(const TpuConfig& c,
-                                               double tolerance = kPublishedTolerance);
+std::vector<PublishedMismatch> check_published(const TpuConfig& c, double tolerance = kPublishedTolerance);
 
 }  // namespace tpusim::arch

@@ -11,11 +11,11 @@
 namespace tpusim::arch {
 
 struct Diagnostic {
-  std::string file;        // file path, or what stands for one ("--set key=value", "--mesh 'x=4'")
-  int line = 0;            // 1-based; 0 = no position (override, missing key)
-  int column = 0;          // 1-based
-  std::string key;         // dotted path, e.g. "mxu.rows"; empty for the whole file
-  std::string expected;    // empty: `found` is the whole message
+  std::string file;      // file path, or what stands for one ("--set key=value", "--mesh 'x=4'")
+  int line = 0;          // 1-based; 0 = no position (override, missing key)
+  int column = 0;        // 1-based
+  std::string key;       // dotted path, e.g. "mxu.rows"; empty for the whole file
+  std::string expected;  // empty: `found` is the whole message
   std::string found;
   std::string suggestion;  // nearest valid key or value; empty if none
 

@@ -9,9 +9,9 @@
 namespace tpusim::arch {
 
 struct Stat {
-  std::string name;   // e.g. "busy_cycles"
+  std::string name;  // e.g. "busy_cycles"
   double value = 0;
-  std::string unit;   // e.g. "cycles", "bytes", "count", "ratio"
+  std::string unit;  // e.g. "cycles", "bytes", "count", "ratio"
   std::string desc;
 };
 

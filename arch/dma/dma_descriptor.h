@@ -17,7 +17,7 @@ struct DmaDescriptor {
   MemSpace dst = MemSpace::vmem;
   std::uint64_t src_addr = 0;
   std::uint64_t dst_addr = 0;
-  int dims = 1;                                   // 1..4
+  int dims = 1;                                    // 1..4
   std::array<std::uint64_t, 4> shape{0, 1, 1, 1};  // shape[0] in bytes
   std::array<std::uint64_t, 4> src_stride{0, 0, 0, 0};
   std::array<std::uint64_t, 4> dst_stride{0, 0, 0, 0};

@@ -10,8 +10,8 @@
 
 namespace tpusim::arch {
 
-DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config,
-                     double clock_hz, HbmModule& hbm, OnChipBandwidth on_chip)
+DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config, double clock_hz,
+                     HbmModule& hbm, OnChipBandwidth on_chip)
     : sc_core::sc_module(name), hbm_(hbm), on_chip_(on_chip) {
   if (dma.engines <= 0) throw ConfigError("dma.engines must be positive");
   for (int i = 0; i < dma.engines; ++i) engines_.emplace_back(dma, hbm_config, clock_hz);

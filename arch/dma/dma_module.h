@@ -32,8 +32,8 @@ struct OnChipBandwidth {
 class DmaModule : public sc_core::sc_module, public DmaBackend {
  public:
   // `clock_hz`: the engines' (TensorCore) clock, for issue rate and setup.
-  DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config,
-            double clock_hz, HbmModule& hbm, OnChipBandwidth on_chip = {});
+  DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config, double clock_hz,
+            HbmModule& hbm, OnChipBandwidth on_chip = {});
 
   // Starts `d` on `engine` (0..engines-1; -1 = round robin); `on_done` runs
   // in a SystemC process at the completion time. Call from a SystemC process.

@@ -19,13 +19,13 @@ Ps hbm_unloaded_latency(const HbmConfig& hbm, std::uint64_t bytes) {
 DmaEngineTiming::DmaEngineTiming(const DmaConfig& dma, const HbmConfig& hbm, double clock_hz)
     : dma_(dma), clock_hz_(clock_hz) {
   if (!(clock_hz > 0)) throw ConfigError("dma: the engine clock must be positive");
-  if (dma.issue_per_cycle <= 0 || dma.max_outstanding <= 0 || dma.request_bytes == 0 ||
-      dma.setup_cycles < 0 || dma.engines <= 0)
-    throw ConfigError("dma: engines, issue_per_cycle, max_outstanding and request_bytes must be positive, setup_cycles >= 0");
+  if (dma.issue_per_cycle <= 0 || dma.max_outstanding <= 0 || dma.request_bytes == 0 || dma.setup_cycles < 0 ||
+      dma.engines <= 0)
+    throw ConfigError(
+        "dma: engines, issue_per_cycle, max_outstanding and request_bytes must be positive, setup_cycles >= 0");
   const double cycle_ps = 1e12 / clock_hz;
   const double by_issue = cycle_ps / dma.issue_per_cycle;
-  const double by_window =
-      static_cast<double>(hbm_unloaded_latency(hbm, dma.request_bytes)) / dma.max_outstanding;
+  const double by_window = static_cast<double>(hbm_unloaded_latency(hbm, dma.request_bytes)) / dma.max_outstanding;
   interval_ps_ = std::max(by_issue, by_window);
   setup_ps_ = static_cast<Ps>(std::llround(dma.setup_cycles * cycle_ps));
 }
@@ -34,8 +34,8 @@ namespace {
 
 // The HBM side of a descriptor as 2-D slabs: rows of shape[0] bytes,
 // shape[1] of them `stride[1]` apart, repeated over dims 2 and 3.
-void slabs(const DmaDescriptor& d, std::uint64_t base, const std::array<std::uint64_t, 4>& stride,
-           bool write, std::uint64_t atom, std::vector<HbmTransfer>& out) {
+void slabs(const DmaDescriptor& d, std::uint64_t base, const std::array<std::uint64_t, 4>& stride, bool write,
+           std::uint64_t atom, std::vector<HbmTransfer>& out) {
   const std::uint64_t n2 = d.dims > 2 ? d.shape[2] : 1, n3 = d.dims > 3 ? d.shape[3] : 1;
   const std::uint64_t rows = d.dims > 1 ? d.shape[1] : 1;
   for (std::uint64_t i3 = 0; i3 < n3; ++i3)

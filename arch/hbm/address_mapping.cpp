@@ -8,14 +8,13 @@
 namespace tpusim::arch {
 
 AddressMapping::AddressMapping(const HbmConfig& c) {
-  if (c.stacks <= 0 || c.channels <= 0 || c.pseudo_channels <= 0 || c.bank_groups <= 0 ||
-      c.banks_per_group <= 0)
+  if (c.stacks <= 0 || c.channels <= 0 || c.pseudo_channels <= 0 || c.bank_groups <= 0 || c.banks_per_group <= 0)
     throw ConfigError("hbm: stacks, channels, pseudo_channels, bank_groups and banks_per_group must be positive");
   hash_ = c.address_hash;
   burst_bytes_ = static_cast<std::uint64_t>(c.bus_width_bits / 8) * c.burst_length;
   if (burst_bytes_ == 0 || c.row_bytes == 0 || c.row_bytes % burst_bytes_ != 0)
-    throw ConfigError("hbm.row_size must be a positive multiple of one burst (" +
-                      std::to_string(burst_bytes_) + " bytes)");
+    throw ConfigError("hbm.row_size must be a positive multiple of one burst (" + std::to_string(burst_bytes_) +
+                      " bytes)");
   pcs_per_ch_ = static_cast<std::uint32_t>(c.pseudo_channels);
   pcs_total_ = static_cast<std::uint32_t>(c.stacks * c.channels * c.pseudo_channels);
   banks_per_group_ = static_cast<std::uint32_t>(c.banks_per_group);
@@ -27,12 +26,18 @@ AddressMapping::AddressMapping(const HbmConfig& c) {
   for (std::size_t i = 0; i < s.size(); i += 2) {
     std::string tok = s.substr(i, 2);
     F f;
-    if (tok == "Ro") f = F::Ro;
-    else if (tok == "Ba") f = F::Ba;
-    else if (tok == "Bg") f = F::Bg;
-    else if (tok == "Ch") f = F::Ch;
-    else if (tok == "Pc") f = F::Pc;
-    else if (tok == "Co") f = F::Co;
+    if (tok == "Ro")
+      f = F::Ro;
+    else if (tok == "Ba")
+      f = F::Ba;
+    else if (tok == "Bg")
+      f = F::Bg;
+    else if (tok == "Ch")
+      f = F::Ch;
+    else if (tok == "Pc")
+      f = F::Pc;
+    else if (tok == "Co")
+      f = F::Co;
     else
       throw ConfigError("hbm.address_mapping '" + s + "': unknown field '" + tok +
                         "' (expected two-letter fields Ro, Ba, Bg, Ch, Pc, Co)");

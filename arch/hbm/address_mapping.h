@@ -29,7 +29,7 @@ struct DramCoord {
   std::uint32_t pc = 0;    // global pseudo-channel index: (stack*channels + ch)*pcs + pc
   std::uint32_t bank = 0;  // bank_group * banks_per_group + bank
   std::uint64_t row = 0;
-  std::uint32_t col = 0;   // burst index within the row
+  std::uint32_t col = 0;  // burst index within the row
 };
 
 class AddressMapping {

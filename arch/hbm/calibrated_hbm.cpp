@@ -11,11 +11,10 @@
 #include "arch/common/errors.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
-#include "arch/hbm/hbm_calibration.h"
 #include "arch/hbm/dram_timing.h"
+#include "arch/hbm/hbm_calibration.h"
 
 namespace tpusim::arch {
-
 
 CalibratedHbm::CalibratedHbm(const HbmConfig& config)
     : CalibratedHbmBase(config, "CalibratedHbm", "time with at least one transfer in service") {
@@ -65,9 +64,7 @@ Ps CalibratedHbm::atom_latency(const HbmTransfer& t) {
   return alone_time(one);
 }
 
-double CalibratedHbm::steady_efficiency(const HbmTransfer& t) {
-  return 1.0 / (slope(class_of(t)) * 1e-12 * peak_);
-}
+double CalibratedHbm::steady_efficiency(const HbmTransfer& t) { return 1.0 / (slope(class_of(t)) * 1e-12 * peak_); }
 
 // mixed_capacity() (the base's): measured with refresh off, the refresh
 // credit and share apply on top, as for one direction.
@@ -90,7 +87,8 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   const double need = static_cast<double>(t.bytes()) * slope0(class_of(t));
   const double at_peak = static_cast<double>(t.bytes()) / peak_ * 1e12;
   a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
-  a.remaining = std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
+  a.remaining =
+      std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
   const double stretched = fluid_alone(a.remaining);
   const double forced_alone = std::max(0.0, stretched - credit_cap_);
   a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(stretched + slowest_channel(a.pcs, forced_alone))));
@@ -100,8 +98,7 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
   // arrived and been served: last arrival + one atom's unloaded latency.
-  a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) +
-            lat;
+  a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) + lat;
   pending_.push_back({arrival, a});
   return id;
 }
@@ -163,11 +160,9 @@ void CalibratedHbm::advance(Ps to) {
       }
     }
     // While busy, the postponement credit runs out at credit_cap_.
-    const double credit_end = !active_.empty() && credit_used_ < credit_cap_
-                                  ? now_ + (credit_cap_ - credit_used_)
-                                  : 1e300;
-    const double step_to =
-        std::min({static_cast<double>(to), static_cast<double>(next_arr), next_fin, credit_end});
+    const double credit_end =
+        !active_.empty() && credit_used_ < credit_cap_ ? now_ + (credit_cap_ - credit_used_) : 1e300;
+    const double step_to = std::min({static_cast<double>(to), static_cast<double>(next_arr), next_fin, credit_end});
     const bool finishing = !active_.empty() && step_to >= next_fin;
     if (step_to >= credit_end) shares_valid_ = false;
     if (step_to > now_) {

@@ -58,18 +58,18 @@ class CalibratedHbm final : public CalibratedHbmBase {
     double remaining;  // full-memory ps of service left
     bool write;
     std::uint64_t atom_bytes;
-    Ps tail;           // latency paid after service
-    Ps floor;          // issue-rate bound on completion
-    double rate = 0;   // current share, set by share_out()
-    double pcs = 1;    // pseudo-channels it spans
-    double forced = 0; // ps in service while refreshes were being paid
+    Ps tail;            // latency paid after service
+    Ps floor;           // issue-rate bound on completion
+    double rate = 0;    // current share, set by share_out()
+    double pcs = 1;     // pseudo-channels it spans
+    double forced = 0;  // ps in service while refreshes were being paid
   };
   struct Pending {
     Ps arrival;
     Active a;
   };
 
-  double slope(const Key& k);   // steady, with refresh's share (slope0 is refresh-free)
+  double slope(const Key& k);  // steady, with refresh's share (slope0 is refresh-free)
   double fluid_alone(double service) const;
   double slowest_channel(double pcs, double forced) const;
   void advance(Ps to) override;

@@ -41,8 +41,7 @@ double CalibratedHbmBase::mixed_capacity(std::uint64_t atom_bytes) {
 }
 
 std::uint64_t CalibratedHbmBase::accept(const HbmTransfer& t, Ps arrival) {
-  if (arrival < limit_)
-    throw InternalError(std::string(name_) + "::submit: arrival before the time already simulated");
+  if (arrival < limit_) throw InternalError(std::string(name_) + "::submit: arrival before the time already simulated");
   if (t.atom_bytes == 0) throw ConfigError("hbm transfer: atom_bytes must be positive");
   const std::uint64_t id = next_id_++;
   ++transfers_;

@@ -72,10 +72,10 @@ class CalibratedHbmBase : public HbmModel {
   HbmCalibration calib_;
   AddressMapping map_;
   DramTiming tm_;
-  std::uint64_t interleave_;   // interleave unit
-  std::uint64_t sweep_bytes_;  // interleave unit x pseudo-channels
-  double pcs_total_;           // pseudo-channels
-  std::uint64_t extra_runs_ = 0;  // detailed runs made outside calib_
+  std::uint64_t interleave_;               // interleave unit
+  std::uint64_t sweep_bytes_;              // interleave unit x pseudo-channels
+  double pcs_total_;                       // pseudo-channels
+  std::uint64_t extra_runs_ = 0;           // detailed runs made outside calib_
   std::map<std::uint64_t, double> mixed_;  // atom bytes -> read+write capacity
 
   Ps limit_ = 0;  // last run_until() limit

@@ -11,11 +11,10 @@
 #include "arch/common/errors.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
-#include "arch/hbm/hbm_calibration.h"
 #include "arch/hbm/dram_timing.h"
+#include "arch/hbm/hbm_calibration.h"
 
 namespace tpusim::arch {
-
 
 ChannelHbm::ChannelHbm(const HbmConfig& config)
     : CalibratedHbmBase(config, "ChannelHbm", "time with at least one pseudo-channel serving") {
@@ -27,8 +26,7 @@ ChannelHbm::ChannelHbm(const HbmConfig& config)
   // every PC (the hash rotates PCs within a sweep, a bijection), so whole
   // sweeps need no decoding: a 64 GiB copy costs O(PCs).
   const std::string& f = cfg_.address_mapping;
-  sweep_covers_pcs_ = f.size() == 12 && f.substr(10) == "Co" &&
-                      (f.substr(6, 4) == "ChPc" || f.substr(6, 4) == "PcCh");
+  sweep_covers_pcs_ = f.size() == 12 && f.substr(10) == "Co" && (f.substr(6, 4) == "ChPc" || f.substr(6, 4) == "PcCh");
   const DramTiming& tm = tm_;
   refi_ = tm.REFI;
   ref_block_ = static_cast<double>(tm.RP + tm.RFC);
@@ -224,8 +222,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
   // Each PC's demand arrives evenly from the copy's arrival to its last
   // atom there. (From its first atom there was no more accurate on whole
   // workloads and 1.5x slower: every piece opened with an event.)
-  for (std::uint32_t pc : touched_)
-    pend.pieces.push_back({pc, spread_[pc] * p.scale, arrival, at(last_atom_[pc])});
+  for (std::uint32_t pc : touched_) pend.pieces.push_back({pc, spread_[pc] * p.scale, arrival, at(last_atom_[pc])});
   pending_.push_back(std::move(pend));
   return id;
 }
@@ -305,8 +302,10 @@ void ChannelHbm::process(std::size_t pc) {
   for (std::size_t i = 0; i < s.q.size(); ++i) {
     Piece& x = s.q[i];
     const bool done = x.e == x.a ? (x.a <= s.f && x.left <= eps) : x.e <= s.f;
-    if (done) piece_done(x);
-    else s.q[keep++] = x;
+    if (done)
+      piece_done(x);
+    else
+      s.q[keep++] = x;
   }
   s.q.resize(keep);
   // Refreshes due: postponed while work waits (up to refresh_postpone),
@@ -314,8 +313,10 @@ void ChannelHbm::process(std::size_t pc) {
   // leaves nothing waiting (each atom is served as it arrives).
   const bool waiting = !s.q.empty() && !(s.mode == Mode::paced && s.f >= now_);
   while (static_cast<double>(s.ref_due) <= now_) {
-    if (waiting && s.owed < cfg_.refresh_postpone) ++s.owed;
-    else refresh(s, static_cast<double>(s.ref_due));
+    if (waiting && s.owed < cfg_.refresh_postpone)
+      ++s.owed;
+    else
+      refresh(s, static_cast<double>(s.ref_due));
     s.ref_due += refi_;
   }
   // Nothing waits: pay the postponed ones now.
@@ -434,8 +435,7 @@ void ChannelHbm::activate(const Pending& p) {
       s.stall_until = now_ + piece.ramp;
     }
     auto pos = s.q.end();  // usually the latest arrival
-    while (pos != s.q.begin() && std::make_pair((pos - 1)->a, (pos - 1)->id) > std::make_pair(piece.a, piece.id))
-      --pos;
+    while (pos != s.q.begin() && std::make_pair((pos - 1)->a, (pos - 1)->id) > std::make_pair(piece.a, piece.id)) --pos;
     s.q.insert(pos, piece);
     schedule(pc);
   }
@@ -485,8 +485,8 @@ Ps ChannelHbm::next_event_time() const {
   // next completion is no earlier than the next internal event plus the
   // least latency among the transfers in service.
   if (!next_set_.empty())
-    t = std::min(t, static_cast<Ps>(std::ceil(next_set_.begin()->first)) +
-                        (in_service_.empty() ? 0 : *in_service_.begin()));
+    t = std::min(
+        t, static_cast<Ps>(std::ceil(next_set_.begin()->first)) + (in_service_.empty() ? 0 : *in_service_.begin()));
   return std::max(t, limit_);
 }
 

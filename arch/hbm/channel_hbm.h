@@ -66,8 +66,8 @@ class ChannelHbm final : public CalibratedHbmBase {
  private:
   struct Xfer {  // a submitted transfer
     std::uint64_t id = 0;
-    Ps latency = 0;  // one burst's, paid after its last byte is served
-    Ps floor = 0;    // issue-rate bound on completion
+    Ps latency = 0;            // one burst's, paid after its last byte is served
+    Ps floor = 0;              // issue-rate bound on completion
     std::uint32_t pieces = 0;  // PCs still serving it
   };
   // One transfer's demand on one PC. Its atoms arrive evenly over [a, e]
@@ -78,26 +78,26 @@ class ChannelHbm final : public CalibratedHbmBase {
     std::uint32_t x;   // index into xfers_
     bool write;
     std::uint64_t atom_bytes;
-    double w;          // demand, PC ps at full rate
-    double left;       // point masses: demand still to serve
-    double ramp;       // start-up delay if it finds the PC idle
+    double w;     // demand, PC ps at full rate
+    double left;  // point masses: demand still to serve
+    double ramp;  // start-up delay if it finds the PC idle
   };
   // All demand that arrived before the frontier F has been served. Point
   // masses at F are served together, evenly; otherwise F advances at
   // capacity / (demand density at F), never past real time.
   enum class Mode : std::uint8_t { idle, stall, mass, paced };
   struct PcState {
-    std::vector<Piece> q;  // unfinished pieces, ordered by (a, id)
-    double t = 0;          // state as of this time
-    double f = 0;          // frontier (arrival time), <= t
+    std::vector<Piece> q;    // unfinished pieces, ordered by (a, id)
+    double t = 0;            // state as of this time
+    double f = 0;            // frontier (arrival time), <= t
     double stall_until = 0;  // ramp
     double ref_end = 0;      // a refresh blocks the PC until then
     Ps ref_due = kNever;     // next scheduled refresh
     int owed = 0;            // refreshes postponed
     Mode mode = Mode::idle;
-    double v = 0;          // paced: dF/dt; mass: rate of each mass at F
-    double target = 0;     // paced: the breakpoint F heads for
-    double next = 1e300;   // next event (in next_set_)
+    double v = 0;               // paced: dF/dt; mass: rate of each mass at F
+    double target = 0;          // paced: the breakpoint F heads for
+    double next = 1e300;        // next event (in next_set_)
     double serve_next = 1e300;  // mass mode: when the least mass is served
   };
   struct Pending {
@@ -124,8 +124,8 @@ class ChannelHbm final : public CalibratedHbmBase {
     Ps latency = 0;       // one burst's, unloaded: paid after service
     Ps atom_latency = 0;  // one atom's, unloaded
   };
-  Plan plan(const HbmTransfer& t);  // leaves t's bytes per PC in spread_
-  Ps time_at_base0(const HbmTransfer& t);  // T from calibration
+  Plan plan(const HbmTransfer& t);                    // leaves t's bytes per PC in spread_
+  Ps time_at_base0(const HbmTransfer& t);             // T from calibration
   double pc_capacity(const PcState& s, bool masses);  // with read+write mixing
   void advance(Ps to) override;
   void model_stats(StatList& s) const override;
@@ -138,25 +138,25 @@ class ChannelHbm final : public CalibratedHbmBase {
   void activate(const Pending& p);
 
   // extra_runs_: detailed runs made for alone_time()
-  std::map<Key, double> pc_scale_;         // class -> PC ps per byte on a PC
+  std::map<Key, double> pc_scale_;                       // class -> PC ps per byte on a PC
   std::map<std::pair<Key, std::uint64_t>, Plan> plans_;  // exact shape, bytes or rows -> plan at base 0
 
   double now_ = 0;  // ps
   std::vector<PcState> pcs_;
   std::set<std::pair<double, std::size_t>> next_set_;  // (next event, pc)
-  std::size_t serving_ = 0;  // PCs serving (mass or paced mode)
+  std::size_t serving_ = 0;                            // PCs serving (mass or paced mode)
   std::vector<Xfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::vector<Pending> pending_;
-  std::multiset<Ps> in_service_;  // latencies of the submitted, unfinished transfers
-  std::vector<double> spread_;  // scratch: bytes per PC
+  std::multiset<Ps> in_service_;          // latencies of the submitted, unfinished transfers
+  std::vector<double> spread_;            // scratch: bytes per PC
   std::vector<std::uint64_t> last_atom_;  // scratch: last atom index per PC
   std::uint64_t atoms_ = 0;
   std::vector<std::uint32_t> touched_;  // scratch: PCs with bytes in spread_
   std::uint64_t refreshes_ = 0;
   // busy_ps_: time with at least one PC serving
-  Ps refi_ = 0;         // 0: no refresh
-  double ref_block_ = 0;  // tRP + tRFC
+  Ps refi_ = 0;                    // 0: no refresh
+  double ref_block_ = 0;           // tRP + tRFC
   bool sweep_covers_pcs_ = false;  // an aligned interleave x PCs block hits every PC once
 };
 

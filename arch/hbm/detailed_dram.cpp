@@ -36,15 +36,15 @@ DetailedDram::DetailedDram(const HbmConfig& config)
   }
 }
 
-void DetailedDram::add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
-                            bool write, std::uint32_t tidx, Ps arrival) {
+void DetailedDram::add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes, bool write,
+                            std::uint32_t tidx, Ps arrival) {
   std::uint32_t pc;
   const Pending a = make_atom(addr, bytes, write, tidx, arrival, pc);
   per_pc[pc].push(&a, 1);
 }
 
-DetailedDram::Pending DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write,
-                                              std::uint32_t tidx, Ps arrival, std::uint32_t& pc) const {
+DetailedDram::Pending DetailedDram::make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx,
+                                              Ps arrival, std::uint32_t& pc) const {
   const DramCoord d = map_.decode(addr);
   pc = d.pc;
   const std::uint64_t bb = map_.burst_bytes();
@@ -208,13 +208,11 @@ std::uint32_t DetailedDram::new_transfer(std::uint64_t id, Ps arrival) {
 }
 
 // The same as submit() of a one-atom transfer, without splitting it.
-std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t bytes, bool write,
-                                           Ps arrival) {
+std::uint64_t DetailedDram::submit_request(std::uint64_t addr, std::uint32_t bytes, bool write, Ps arrival) {
   const std::uint64_t unit = map_.interleave_bytes();
   if (bytes == 0 || addr / unit != (addr + bytes - 1) / unit)
-    throw InternalError("DetailedDram::submit_request: a request of " + std::to_string(bytes) +
-                        " bytes at " + std::to_string(addr) + " crosses an interleave unit of " +
-                        std::to_string(unit) + " bytes");
+    throw InternalError("DetailedDram::submit_request: a request of " + std::to_string(bytes) + " bytes at " +
+                        std::to_string(addr) + " crosses an interleave unit of " + std::to_string(unit) + " bytes");
   if (arrival < limit_)
     throw InternalError("DetailedDram::submit: arrival " + std::to_string(arrival) +
                         " ps is before the time already simulated (" + std::to_string(limit_) + " ps)");
@@ -260,8 +258,7 @@ bool DetailedDram::admit(Pc& pc) {
     // A request joining the back of a queue changes the bank's next command
     // only if the queue was empty or the bank is to close its row (PRE) and
     // the request hits that row (plan_bank() takes the oldest hit).
-    const bool replan =
-        bk.q.empty() || (bk.next_cmd == DramCmd::PRE && a.row == static_cast<std::uint64_t>(bk.open));
+    const bool replan = bk.q.empty() || (bk.next_cmd == DramCmd::PRE && a.row == static_cast<std::uint64_t>(bk.open));
     bk.q.push_back(a);
     if (a.bank < 64) {
       pc.nonempty |= 1ull << a.bank;
@@ -272,8 +269,7 @@ bool DetailedDram::admit(Pc& pc) {
   }
   // Drop exhausted streams so that the scans above stay short.
   if (pc.streams.size() > 1) {
-    auto end = std::remove_if(pc.streams.begin(), pc.streams.end(),
-                              [](const Stream& s) { return s.atoms.empty(); });
+    auto end = std::remove_if(pc.streams.begin(), pc.streams.end(), [](const Stream& s) { return s.atoms.empty(); });
     if (end != pc.streams.end()) {
       pc.streams.erase(end, pc.streams.end());
       pc.rr = pc.streams.empty() ? 0 : pc.rr % pc.streams.size();
@@ -356,9 +352,7 @@ DetailedDram::Cand DetailedDram::best(Pc& pc) const {
   __extension__ typedef unsigned __int128 u128;
   u128 even = ~u128(0), odd = ~u128(0);
   std::size_t even_bank = 0, odd_bank = 0;
-  auto val = [&](std::size_t b) {
-    return (u128(std::max(ready_key[b], part_key[bpart[b]])) << 64) | age[b];
-  };
+  auto val = [&](std::size_t b) { return (u128(std::max(ready_key[b], part_key[bpart[b]])) << 64) | age[b]; };
   std::size_t b = 0;
   for (; b + 1 < nb; b += 2) {
     const u128 v0 = val(b), v1 = val(b + 1);
@@ -475,14 +469,9 @@ void DetailedDram::issue(Pc& pc, const Cand& c) {
       bk.streak = 0;
       ++c_.precharges;
       return;
-    case DramCmd::RD:
-      rules_.issue<DramCmd::RD>(t, pc.next, g.next, bk.next, pc.acts);
-      break;
-    case DramCmd::WR:
-      rules_.issue<DramCmd::WR>(t, pc.next, g.next, bk.next, pc.acts);
-      break;
-    case DramCmd::REF:
-      throw InternalError("DetailedDram::issue: REF is placed by refresh(), not scheduled");
+    case DramCmd::RD: rules_.issue<DramCmd::RD>(t, pc.next, g.next, bk.next, pc.acts); break;
+    case DramCmd::WR: rules_.issue<DramCmd::WR>(t, pc.next, g.next, bk.next, pc.acts); break;
+    case DramCmd::REF: throw InternalError("DetailedDram::issue: REF is placed by refresh(), not scheduled");
   }
   // Column command: one burst of the chosen request.
   const Ps end = t + (c.cmd == DramCmd::WR ? tm_.CWL : tm_.CL) + tm_.burst;
@@ -612,8 +601,7 @@ std::vector<HbmCompletion> DetailedDram::run_until(Ps limit) {
   // Completions by limit, in (time, id) order; later ones stay pending.
   std::vector<HbmCompletion> out;
   if (done_min_ <= limit) {
-    auto mid = std::partition(done_.begin(), done_.end(),
-                              [limit](const HbmCompletion& d) { return d.time <= limit; });
+    auto mid = std::partition(done_.begin(), done_.end(), [limit](const HbmCompletion& d) { return d.time <= limit; });
     std::sort(done_.begin(), mid, [](const HbmCompletion& a, const HbmCompletion& b) {
       return a.time < b.time || (a.time == b.time && a.id < b.id);
     });

@@ -84,12 +84,12 @@ class DetailedDram : public HbmModel {
     std::uint64_t row;
     std::uint32_t transfer;  // index into transfers_
     std::uint16_t bank;
-    std::uint16_t bursts;    // bursts left to issue
-    std::uint32_t bytes;     // bytes requested (for stats)
+    std::uint16_t bursts;  // bursts left to issue
+    std::uint32_t bytes;   // bytes requested (for stats)
     bool write;
     RowOutcome outcome;
-    std::uint64_t seq;       // admission order, for FCFS ties
-    std::uint64_t id;        // completion id when transfer == kSingle
+    std::uint64_t seq;  // admission order, for FCFS ties
+    std::uint64_t id;   // completion id when transfer == kSingle
   };
   static constexpr std::uint32_t kSingle = 0xffffffffu;  // a request outside any transfer
   // An atom waiting for admission, packed into 32 bytes: a million requests
@@ -126,7 +126,7 @@ class DetailedDram : public HbmModel {
    private:
     Pending& at(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
     std::vector<std::unique_ptr<Pending[]>> chunks_;  // null before head_'s chunk
-    std::size_t head_ = 0, tail_ = 0;              // positions from chunks_[0]
+    std::size_t head_ = 0, tail_ = 0;                 // positions from chunks_[0]
   };
   struct Stream {  // atoms of one submission for one PC, arrival-ordered
     AtomFifo atoms;
@@ -158,7 +158,7 @@ class DetailedDram : public HbmModel {
     std::uint64_t nonempty = 0;  // banks with queued requests (banks <= 64)
     // Banks whose queue or state changed since plan_bank() (banks <= 64).
     std::uint64_t dirty = ~0ull;
-    int owed = 0;  // refreshes postponed, paid when the PC idles
+    int owed = 0;        // refreshes postponed, paid when the PC idles
     std::size_t rr = 0;  // stream admitted last (round-robin between equals)
     std::vector<Bank> banks;
     // What best() reads of each bank, kept apart from Bank (three short
@@ -198,11 +198,11 @@ class DetailedDram : public HbmModel {
   void refresh_due(Pc& pc);  // the scheduled one; advances ref_due
   void skip_idle_refreshes(Pc& pc, Ps until);
   void atom_done(Atom& a, Ps time);
-  void add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes,
-                bool write, std::uint32_t tidx, Ps arrival);
+  void add_atom(std::vector<AtomFifo>& per_pc, std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx,
+                Ps arrival);
   void push_streams(std::vector<AtomFifo>& per_pc);
   Pending make_atom(std::uint64_t addr, std::uint64_t bytes, bool write, std::uint32_t tidx, Ps arrival,
-                 std::uint32_t& pc) const;
+                    std::uint32_t& pc) const;
   Stream& target_stream(Pc& pc, Ps first_arrival, bool single);
   void append(Pc& pc, AtomFifo& atoms);  // leaves `atoms` empty
   std::uint32_t new_transfer(std::uint64_t id, Ps arrival);
@@ -216,14 +216,14 @@ class DetailedDram : public HbmModel {
   bool reference_scan_ = false;
   std::vector<Pc> pcs_;
   std::vector<std::uint32_t> group_of_;  // bank -> bank group (no division per command)
-  std::vector<AtomFifo> scratch_;  // per-PC atoms of the submission being split
+  std::vector<AtomFifo> scratch_;        // per-PC atoms of the submission being split
   std::vector<TransferState> transfers_;
   std::vector<std::uint32_t> free_transfers_;
   // Completions not yet returned (unordered); in the returned type, so that
   // a batch that is wholly due is handed over without a copy.
   std::vector<HbmCompletion> done_;
   Ps done_min_ = kNever;
-  mutable std::vector<Ps> group_scratch_;       // best(): PC and group parts by command
+  mutable std::vector<Ps> group_scratch_;           // best(): PC and group parts by command
   mutable std::vector<std::uint64_t> key_scratch_;  // best(): the parts as keys
   std::uint64_t next_id_ = 1, next_seq_ = 0;
   std::uint64_t completed_ = 0;  // ids that have completed (next_id_ - 1 - completed_ outstanding)

@@ -11,8 +11,8 @@ namespace tpusim::arch {
 namespace {
 Ps need(double s, const char* name, bool allow_zero = false) {
   if (!(s >= 0) || (!allow_zero && s == 0))
-    throw ConfigError(std::string("hbm.timings.") + name + " must be " +
-                      (allow_zero ? "non-negative" : "positive") + ", got " + std::to_string(s));
+    throw ConfigError(std::string("hbm.timings.") + name + " must be " + (allow_zero ? "non-negative" : "positive") +
+                      ", got " + std::to_string(s));
   return seconds_to_ps(s);
 }
 }  // namespace

@@ -17,8 +17,8 @@ struct DramTiming {
 #define TPUSIM_DRAM_TIMING_FIELD(name, ps_name, required, positive, description) Ps ps_name = 0;
   TPUSIM_HBM_TIMINGS(TPUSIM_DRAM_TIMING_FIELD)
 #undef TPUSIM_DRAM_TIMING_FIELD
-  Ps burst;        // data-bus time of one burst: burst_length / data_rate
-  Ps controller;   // fixed front-end + PHY latency added to every access
+  Ps burst;                   // data-bus time of one burst: burst_length / data_rate
+  Ps controller;              // fixed front-end + PHY latency added to every access
   std::uint64_t burst_bytes;  // bus_width_bits / 8 * burst_length
 
   explicit DramTiming(const HbmConfig& c);

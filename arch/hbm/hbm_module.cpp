@@ -12,9 +12,7 @@ namespace {
 constexpr double kPsClock = 1e12;  // picoseconds as cycles of a 1 THz clock
 }
 
-Ps HbmModule::now_ps() {
-  return static_cast<Ps>(time_to_cycles(sc_core::sc_time_stamp(), kPsClock));
-}
+Ps HbmModule::now_ps() { return static_cast<Ps>(time_to_cycles(sc_core::sc_time_stamp(), kPsClock)); }
 
 HbmModule::HbmModule(sc_core::sc_module_name name, const HbmConfig& config)
     : sc_core::sc_module(name), model_(make_hbm_model(config)) {

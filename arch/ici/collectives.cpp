@@ -46,7 +46,8 @@ Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<in
         throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) + " does not exist in shape " +
                           slice.shape());
       if (used[static_cast<std::size_t>(d)])
-        throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) + " already used by another mesh axis");
+        throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) +
+                          " already used by another mesh axis");
       used[static_cast<std::size_t>(d)] = true;
     }
   }
@@ -267,9 +268,7 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
   switch (req.kind) {
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_reduce:
-      plan_rings(b, s, req, active);
-      break;
+    case CollectiveKind::all_reduce: plan_rings(b, s, req, active); break;
     case CollectiveKind::all_to_all: {
       b.plan.algorithm = "all_to_all: direct, dimension-order routed over " + axes_text(s, active);
       const std::uint64_t piece = ceil_div(req.bytes, static_cast<std::uint64_t>(group));
@@ -284,7 +283,8 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
       std::vector<std::pair<int, int>> pairs = req.pairs;
       if (pairs.empty())
         for (int r = 0; r < group; ++r) pairs.push_back({r, (r + 1) % group});
-      std::vector<bool> seen_src(static_cast<std::size_t>(group), false), seen_dst(static_cast<std::size_t>(group), false);
+      std::vector<bool> seen_src(static_cast<std::size_t>(group), false),
+          seen_dst(static_cast<std::size_t>(group), false);
       for (const auto& [a, d] : pairs) {
         if (a < 0 || a >= group || d < 0 || d >= group)
           throw ConfigError("collective_permute: pair (" + std::to_string(a) + "," + std::to_string(d) +
@@ -300,7 +300,8 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
     }
     case CollectiveKind::broadcast: {
       if (req.root < 0 || req.root >= group)
-        throw ConfigError("broadcast: root rank " + std::to_string(req.root) + " outside 0.." + std::to_string(group - 1));
+        throw ConfigError("broadcast: root rank " + std::to_string(req.root) + " outside 0.." +
+                          std::to_string(group - 1));
       // Pieces of at least 16 KiB, at most 256, so the pipeline fill (n-1
       // pieces) stays a small part of the time for big buffers.
       const std::uint64_t k = std::clamp<std::uint64_t>(ceil_div(req.bytes, 16384), 1, 256);
@@ -310,7 +311,8 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
       const std::size_t kk = static_cast<std::size_t>(k);
       std::vector<std::int64_t> have(static_cast<std::size_t>(s.num_chips()) * kk, kNone);
       for (const auto& g : groups)
-        for (std::size_t q = 0; q < kk; ++q) have[static_cast<std::size_t>(g[static_cast<std::size_t>(req.root)]) * kk + q] = kStart;
+        for (std::size_t q = 0; q < kk; ++q)
+          have[static_cast<std::size_t>(g[static_cast<std::size_t>(req.root)]) * kk + q] = kStart;
       for (int axis : active) {
         const int n = s.dim(axis);
         for (const std::vector<int>& line : b.lines(axis)) {
@@ -322,8 +324,10 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
             const std::uint64_t size = req.bytes / k + (q < req.bytes % k ? 1 : 0);
             if (size == 0) continue;
             std::vector<std::pair<int, int>> chains;  // (dir, steps)
-            if (s.wraps(axis)) chains.push_back({q % 2 == 0 ? +1 : -1, n - 1});
-            else chains = {{+1, n - 1 - r}, {-1, r}};
+            if (s.wraps(axis))
+              chains.push_back({q % 2 == 0 ? +1 : -1, n - 1});
+            else
+              chains = {{+1, n - 1 - r}, {-1, r}};
             for (const auto& [dir, steps] : chains) {
               int pos = r;
               std::int64_t prev = have[static_cast<std::size_t>(line[static_cast<std::size_t>(r)]) * kk + q];

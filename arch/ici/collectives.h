@@ -241,10 +241,10 @@ class IciSimulator {
   // kRouteCacheChips chips (routing was a tenth of a 256-chip run).
   const int* route_of(int src, int dst, std::size_t& hops);
   static constexpr int kRouteCacheChips = 1024;
-  std::vector<int> route_;  // scratch for route_of() without the cache
+  std::vector<int> route_;                                            // scratch for route_of() without the cache
   std::vector<std::pair<std::uint32_t, std::uint32_t>> route_index_;  // src * chips + dst -> (offset, hops)
   std::vector<int> route_cache_;
-  std::vector<Delivery> deliveries_;  // scratch for run_until()
+  std::vector<Delivery> deliveries_;                          // scratch for run_until()
   std::map<PlanKey, std::shared_ptr<const PlanInfo>> plans_;  // plan cache
   std::size_t plan_nodes_cached_ = 0;
   std::vector<ChipDone> chip_done_;

@@ -7,7 +7,9 @@
 
 namespace tpusim::arch::ici {
 
-Ps IciModule::now_ps() { return static_cast<Ps>(sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value()); }
+Ps IciModule::now_ps() {
+  return static_cast<Ps>(sc_core::sc_time_stamp().value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+}
 
 IciModule::IciModule(sc_core::sc_module_name name, const Slice& slice, const Mesh& mesh, const NetworkOptions& options)
     : sc_core::sc_module(name), sim_(slice, mesh, options) {

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 #include <systemc>
 
@@ -26,8 +26,7 @@ class IciModule : public sc_core::sc_module {
  public:
   using ResultCallback = std::function<void(const CollectiveResult&)>;
 
-  IciModule(sc_core::sc_module_name name, const Slice& slice, const Mesh& mesh,
-            const NetworkOptions& options = {});
+  IciModule(sc_core::sc_module_name name, const Slice& slice, const Mesh& mesh, const NetworkOptions& options = {});
 
   // Starts the collective at the current simulation time and returns at
   // once (its id); on_done runs in this module's thread at the completion

@@ -32,7 +32,7 @@ struct IciSimulator::PlanInfo {
   std::vector<std::uint8_t> by_incoming;
   std::vector<std::uint64_t> planned_reduce;
   std::vector<std::uint64_t> planned_sent, planned_received;  // bytes per chip
-  bool has_messages = false;  // a group of one chip sends nothing: no start-up
+  bool has_messages = false;                                  // a group of one chip sends nothing: no start-up
 };
 
 bool IciSimulator::PlanKey::operator<(const PlanKey& o) const {
@@ -192,16 +192,19 @@ std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
 void IciSimulator::chip_start(std::uint64_t id, int chip, Ps at) {
   if (id >= colls_.size() || !colls_[id]->deferred)
     throw InternalError("IciSimulator::chip_start: collective " + std::to_string(id) + " was not started deferred");
-  if (chip < 0 || chip >= slice_.num_chips()) throw InternalError("IciSimulator::chip_start: no chip " + std::to_string(chip));
+  if (chip < 0 || chip >= slice_.num_chips())
+    throw InternalError("IciSimulator::chip_start: no chip " + std::to_string(chip));
   if (at < now_) throw InternalError("IciSimulator::chip_start: start time in the past");
   Active& a = *colls_[id];
   const std::size_t c = static_cast<std::size_t>(chip);
-  if (a.chip_started[c]) throw InternalError("IciSimulator::chip_start: chip " + std::to_string(chip) + " started twice");
+  if (a.chip_started[c])
+    throw InternalError("IciSimulator::chip_start: chip " + std::to_string(chip) + " started twice");
   a.chip_started[c] = 1;
   a.res.start = std::min(a.res.start, at);
   a.res.end_per_chip[c] = at;
   const std::size_t g = static_cast<std::size_t>(a.group_of[c]);
-  if (--a.group_waiting[g] == 0) schedule(at + startup(static_cast<std::size_t>(id)), static_cast<std::size_t>(id), static_cast<int>(g));
+  if (--a.group_waiting[g] == 0)
+    schedule(at + startup(static_cast<std::size_t>(id)), static_cast<std::size_t>(id), static_cast<int>(g));
 }
 
 std::uint64_t IciSimulator::planned_reduce_bytes(std::uint64_t id, int chip) const {
@@ -264,7 +267,8 @@ void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<Coll
   }
   // Chips with no message to wait for are done as soon as they start.
   for (int c = 0; c < slice_.num_chips(); ++c)
-    if ((group < 0 || a.group_of[static_cast<std::size_t>(c)] == group) && a.chip_left[static_cast<std::size_t>(c)] == 0)
+    if ((group < 0 || a.group_of[static_cast<std::size_t>(c)] == group) &&
+        a.chip_left[static_cast<std::size_t>(c)] == 0)
       chip_done(index, c, t);
   if (group < 0) {
     for (std::uint32_t i : a.info->roots) release(index, i, t, done);
@@ -298,8 +302,10 @@ const int* IciSimulator::route_of(int src, int dst, std::size_t& hops) {
     hops = route_.size();
     return route_.data();
   }
-  if (route_index_.empty()) route_index_.assign(static_cast<std::size_t>(chips) * static_cast<std::size_t>(chips), {0, 0});
-  auto& e = route_index_[static_cast<std::size_t>(src) * static_cast<std::size_t>(chips) + static_cast<std::size_t>(dst)];
+  if (route_index_.empty())
+    route_index_.assign(static_cast<std::size_t>(chips) * static_cast<std::size_t>(chips), {0, 0});
+  auto& e =
+      route_index_[static_cast<std::size_t>(src) * static_cast<std::size_t>(chips) + static_cast<std::size_t>(dst)];
   if (e.second == 0) {  // src != dst, so a cached route has hops
     slice_.route_into(src, dst, route_);
     e = {static_cast<std::uint32_t>(route_cache_.size()), static_cast<std::uint32_t>(route_.size())};
@@ -367,7 +373,8 @@ StatList IciSimulator::stats() const {
   std::uint64_t bytes = 0;
   for (int c = 0; c < slice_.num_chips(); ++c) bytes += net_->chip_bytes_sent(c);
   s.push_back({"ici.collectives_completed", static_cast<double>(completed_), "count", "collectives finished"});
-  s.push_back({"ici.messages", static_cast<double>(net_->messages_sent()), "count", "messages sent on the ICI network"});
+  s.push_back(
+      {"ici.messages", static_cast<double>(net_->messages_sent()), "count", "messages sent on the ICI network"});
   s.push_back({"ici.bytes_sent", static_cast<double>(bytes), "bytes", "bytes injected by all chips"});
   s.push_back({"ici.packet_hops", static_cast<double>(net_->packets_transmitted()), "count",
                "packet transmissions (packet fidelity only)"});

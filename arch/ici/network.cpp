@@ -116,8 +116,10 @@ StatList Network::stats(Ps elapsed) const {
     name += std::string(".") + (k.dir > 0 ? "+" : "-") + "xyz"[k.axis];
     const LinkStats& st = links_[static_cast<std::size_t>(l)];
     const double busy = static_cast<double>(st.busy) * 1e-12;
-    s.push_back({name + ".bytes_sent", static_cast<double>(st.bytes_sent), "bytes", "bytes that entered this directed link"});
-    s.push_back({name + ".bytes_received", static_cast<double>(st.bytes_received), "bytes", "bytes that reached the far chip"});
+    s.push_back(
+        {name + ".bytes_sent", static_cast<double>(st.bytes_sent), "bytes", "bytes that entered this directed link"});
+    s.push_back(
+        {name + ".bytes_received", static_cast<double>(st.bytes_received), "bytes", "bytes that reached the far chip"});
     s.push_back({name + ".messages", static_cast<double>(st.messages), "count", "messages routed over this link"});
     s.push_back({name + ".busy", busy, "s", "time spent transmitting"});
     s.push_back({name + ".utilization", el > 0 ? busy / el : 0.0, "ratio", "busy time over the elapsed time"});
@@ -195,8 +197,10 @@ class AggregatedNetwork final : public Network {
     if (slot >= prev_end_.size()) prev_end_.resize(static_cast<std::size_t>(slot) + 1, 0);
     prev_end_[slot] = 0;
     // Every event up to now_ has been processed: later than any of them.
-    if (at <= now_) arrive(slot, 0, now_, UINT64_MAX);
-    else push(Ev{at, 0, slot, 0, Kind::arrive});
+    if (at <= now_)
+      arrive(slot, 0, now_, UINT64_MAX);
+    else
+      push(Ev{at, 0, slot, 0, Kind::arrive});
   }
 
  private:
@@ -216,8 +220,8 @@ class AggregatedNetwork final : public Network {
   // non-empty queue has its free event on the heap.
   struct Queue {
     Ring<std::pair<std::uint32_t, std::uint32_t>> waiting;  // (slot, hop)
-    Ps busy_until = -1;          // end of the current transmission
-    std::uint64_t free_seq = 0;  // its free event's place among equal times
+    Ps busy_until = -1;                                     // end of the current transmission
+    std::uint64_t free_seq = 0;                             // its free event's place among equal times
   };
 
   void push(Ev e) {
@@ -253,8 +257,10 @@ class AggregatedNetwork final : public Network {
     st.bytes_sent += m.bytes;
     st.messages += 1;
     st.busy += whole;
-    if (hop + 1 == m.hops) push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
-    else push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, static_cast<std::uint16_t>(hop + 1), Kind::arrive});
+    if (hop + 1 == m.hops)
+      push(Ev{end + hop_ps_, 0, id, 0, Kind::deliver});
+    else
+      push(Ev{t + tx_ps(packet_size(m, 0)) + hop_ps_, 0, id, static_cast<std::uint16_t>(hop + 1), Kind::arrive});
   }
 
   void free_link(int link, Ps t) {
@@ -301,8 +307,10 @@ class PacketNetwork final : public Network {
     const int* r = route(id);
     for (std::uint32_t h = 0; h < m.hops; ++h) links_[static_cast<std::size_t>(r[h])].messages += 1;
     const std::uint32_t count = static_cast<std::uint32_t>(m.packets);
-    if (at <= now_) arrive(id, 0, count, 0, now_);
-    else push(Ev{at, 0, id, 0, count, 0, Kind::arrive});
+    if (at <= now_)
+      arrive(id, 0, count, 0, now_);
+    else
+      push(Ev{at, 0, id, 0, count, 0, Kind::arrive});
   }
 
  private:
@@ -358,9 +366,12 @@ class PacketNetwork final : public Network {
     Ev pop() {
       const Ev* p = least();
       const Ev e = *p;
-      if (!heap_.empty() && p == &heap_.top()) heap_.pop();
-      else if (fifo_[0].size > 0 && p == &fifo_[0].front()) fifo_[0].pop();
-      else fifo_[1].pop();
+      if (!heap_.empty() && p == &heap_.top())
+        heap_.pop();
+      else if (fifo_[0].size > 0 && p == &fifo_[0].front())
+        fifo_[0].pop();
+      else
+        fifo_[1].pop();
       return e;
     }
 

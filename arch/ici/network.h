@@ -134,9 +134,9 @@ class Network {
   double ps_per_byte_ = 0;
   Ps hop_ps_ = 0;
   Ps now_ = 0;
-  std::vector<Msg> msgs_;               // slots
-  std::vector<std::uint32_t> free_;     // slots of delivered messages
-  std::vector<int> route_scratch_;      // send() without a route
+  std::vector<Msg> msgs_;            // slots
+  std::vector<std::uint32_t> free_;  // slots of delivered messages
+  std::vector<int> route_scratch_;   // send() without a route
   // Routes of all slots in one array, route_stride_ ints per slot: reading
   // a route at delivery was a cache miss per message with a vector each.
   std::vector<int> route_pool_;

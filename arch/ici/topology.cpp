@@ -38,28 +38,29 @@ std::vector<int> parse_shape(const std::string& shape) {
 }
 
 bool axis_wraps(const std::string& rule, int length) {
-  if (rule == "length16") return length == 16;  // scaling book: v5e/v6e wrap only at 16
+  if (rule == "length16") return length == 16;          // scaling book: v5e/v6e wrap only at 16
   if (rule == "multiple_of_4") return length % 4 == 0;  // v4 docs: torus when a multiple of 4
   if (rule == "always") return length > 1;
   if (rule == "never") return false;
-  throw ConfigError("ici.wraparound '" + rule +
-                    "': expected one of length16, multiple_of_4, always, never");
+  throw ConfigError("ici.wraparound '" + rule + "': expected one of length16, multiple_of_4, always, never");
 }
 
 Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
     : config_(config), shape_(shape), dims_(parse_shape(shape)), twisted_(twisted) {
   int want_rank = 0;
-  if (config.topology == "torus2d") want_rank = 2;
-  else if (config.topology == "torus3d") want_rank = 3;
-  else throw ConfigError("ici.topology '" + config.topology + "': expected torus2d or torus3d");
+  if (config.topology == "torus2d")
+    want_rank = 2;
+  else if (config.topology == "torus3d")
+    want_rank = 3;
+  else
+    throw ConfigError("ici.topology '" + config.topology + "': expected torus2d or torus3d");
   if (rank() != want_rank)
-    shape_error(shape, "topology " + config.topology + " needs " + std::to_string(want_rank) +
-                           " axes, the shape has " + std::to_string(rank()));
+    shape_error(shape, "topology " + config.topology + " needs " + std::to_string(want_rank) + " axes, the shape has " +
+                           std::to_string(rank()));
   if (config.ports < 2 * want_rank)
-    throw ConfigError("ici.ports " + std::to_string(config.ports) + ": a " + config.topology +
-                      " chip needs at least " + std::to_string(2 * want_rank) + " ports");
-  if (!(config.link_bandwidth > 0))
-    throw ConfigError("ici.link_bandwidth must be positive to build a slice");
+    throw ConfigError("ici.ports " + std::to_string(config.ports) + ": a " + config.topology + " chip needs at least " +
+                      std::to_string(2 * want_rank) + " ports");
+  if (!(config.link_bandwidth > 0)) throw ConfigError("ici.link_bandwidth must be positive to build a slice");
   if (config.hop_latency < 0) throw ConfigError("ici.hop_latency must not be negative");
   if (!(config.link_efficiency > 0 && config.link_efficiency <= 1))
     throw ConfigError("ici.link_efficiency must be in (0, 1], the usable fraction of ici.link_bandwidth");
@@ -67,18 +68,16 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
   std::int64_t chips = 1;
   for (int d : dims_) chips *= d;
   if (chips > config.max_chips)
-    shape_error(shape, std::to_string(chips) + " chips exceed ici.max_chips " +
-                           std::to_string(config.max_chips));
+    shape_error(shape, std::to_string(chips) + " chips exceed ici.max_chips " + std::to_string(config.max_chips));
   num_chips_ = static_cast<int>(chips);
   for (std::size_t a = 0, step = 1; a < dims_.size(); step *= static_cast<std::size_t>(dims_[a]), ++a)
     stride_.push_back(static_cast<int>(step));
   for (int d : dims_) {
     if (config.wraparound == "length16" && (!is_pow2(d) || d > 16))
-      shape_error(shape, "axis length " + std::to_string(d) +
-                             " not allowed by rule length16 (powers of two up to 16)");
+      shape_error(shape, "axis length " + std::to_string(d) + " not allowed by rule length16 (powers of two up to 16)");
     if (config.wraparound == "multiple_of_4" && d > 2 && d % 4 != 0)
-      shape_error(shape, "axis length " + std::to_string(d) +
-                             " not allowed by rule multiple_of_4 (1, 2 or a multiple of 4)");
+      shape_error(shape,
+                  "axis length " + std::to_string(d) + " not allowed by rule multiple_of_4 (1, 2 or a multiple of 4)");
     wraps_.push_back(axis_wraps(config.wraparound, d));
   }
 

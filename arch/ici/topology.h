@@ -69,7 +69,7 @@ class Slice {
     return (chip / stride_[static_cast<std::size_t>(axis)]) % dims_[static_cast<std::size_t>(axis)];
   }
   int chip_at(const std::vector<int>& coords) const;  // coords in range
-  std::string chip_name(int chip) const;               // "(3,0,7)"
+  std::string chip_name(int chip) const;              // "(3,0,7)"
 
   int num_links() const { return static_cast<int>(links_.size()); }
   const Link& link(int id) const { return links_[static_cast<std::size_t>(id)]; }

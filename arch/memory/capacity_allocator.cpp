@@ -20,12 +20,9 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-CapacityAllocator::CapacityAllocator(std::string memory_name, std::uint64_t capacity_bytes,
-                                     std::uint64_t granule_bytes)
-    : memory_(std::move(memory_name)), capacity_(capacity_bytes),
-      granule_(granule_bytes == 0 ? 1 : granule_bytes) {
-  if (capacity_ == 0)
-    throw ConfigError(memory_ + ".size_bytes: expected a positive capacity, found 0");
+CapacityAllocator::CapacityAllocator(std::string memory_name, std::uint64_t capacity_bytes, std::uint64_t granule_bytes)
+    : memory_(std::move(memory_name)), capacity_(capacity_bytes), granule_(granule_bytes == 0 ? 1 : granule_bytes) {
+  if (capacity_ == 0) throw ConfigError(memory_ + ".size_bytes: expected a positive capacity, found 0");
 }
 
 namespace {
@@ -36,8 +33,7 @@ const MemoryConfig& require_present(const std::string& name, const MemoryConfig&
 }  // namespace
 
 CapacityAllocator::CapacityAllocator(std::string memory_name, const MemoryConfig& cfg)
-    : CapacityAllocator(memory_name, require_present(memory_name, cfg).size_bytes,
-                        cfg.granule_bytes) {}
+    : CapacityAllocator(memory_name, require_present(memory_name, cfg).size_bytes, cfg.granule_bytes) {}
 
 std::uint64_t CapacityAllocator::rounded(std::uint64_t bytes) const {
   return (bytes + granule_ - 1) / granule_ * granule_;
@@ -76,28 +72,23 @@ void CapacityAllocator::free(BufferId id) {
 
 const CapacityAllocator::Slot& CapacityAllocator::live_slot(BufferId id, const char* who) const {
   if (id >= slots_.size() || !slots_[id].live)
-    throw InternalError("CapacityAllocator(" + memory_ + ")::" + who + ": buffer id " +
-                        std::to_string(id) + " is not live (never allocated or already freed)");
+    throw InternalError("CapacityAllocator(" + memory_ + ")::" + who + ": buffer id " + std::to_string(id) +
+                        " is not live (never allocated or already freed)");
   return slots_[id];
 }
 
-const std::string& CapacityAllocator::buffer_name(BufferId id) const {
-  return live_slot(id, "buffer_name").name;
-}
+const std::string& CapacityAllocator::buffer_name(BufferId id) const { return live_slot(id, "buffer_name").name; }
 
-std::uint64_t CapacityAllocator::buffer_bytes(BufferId id) const {
-  return live_slot(id, "buffer_bytes").bytes;
-}
+std::uint64_t CapacityAllocator::buffer_bytes(BufferId id) const { return live_slot(id, "buffer_bytes").bytes; }
 
-void CapacityAllocator::throw_full(std::string_view name, std::uint64_t bytes,
-                                   std::uint64_t need) const {
-  std::string msg = memory_ + " capacity exceeded: buffer '" + std::string(name) + "' needs " +
-                    std::to_string(bytes) + " bytes (" + format_bytes(bytes) + ")";
-  if (need != bytes) msg += ", " + std::to_string(need) + " after rounding to " + std::to_string(granule_) + "-byte granules";
-  msg += "; " + memory_ + " capacity is " + std::to_string(capacity_) + " bytes (" +
-         format_bytes(capacity_) + "), " + std::to_string(used_) + " bytes (" + format_bytes(used_) +
-         ") in use by " + std::to_string(live_) + " live buffer" + (live_ == 1 ? "" : "s") + ", " +
-         std::to_string(capacity_ - used_) + " bytes free";
+void CapacityAllocator::throw_full(std::string_view name, std::uint64_t bytes, std::uint64_t need) const {
+  std::string msg = memory_ + " capacity exceeded: buffer '" + std::string(name) + "' needs " + std::to_string(bytes) +
+                    " bytes (" + format_bytes(bytes) + ")";
+  if (need != bytes)
+    msg += ", " + std::to_string(need) + " after rounding to " + std::to_string(granule_) + "-byte granules";
+  msg += "; " + memory_ + " capacity is " + std::to_string(capacity_) + " bytes (" + format_bytes(capacity_) + "), " +
+         std::to_string(used_) + " bytes (" + format_bytes(used_) + ") in use by " + std::to_string(live_) +
+         " live buffer" + (live_ == 1 ? "" : "s") + ", " + std::to_string(capacity_ - used_) + " bytes free";
   // The largest live buffers say where the space went; only on this error path.
   std::vector<const Slot*> live;
   for (const Slot& s : slots_)

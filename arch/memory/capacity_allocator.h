@@ -24,10 +24,14 @@ namespace tpusim::arch {
 // its capacity, the bytes in use and the largest live buffers.
 class CapacityError : public ConfigError {
  public:
-  CapacityError(const std::string& message, std::string memory, std::string buffer,
-                std::uint64_t requested, std::uint64_t capacity, std::uint64_t used)
-      : ConfigError(message), memory(std::move(memory)), buffer(std::move(buffer)),
-        requested(requested), capacity(capacity), used(used) {}
+  CapacityError(const std::string& message, std::string memory, std::string buffer, std::uint64_t requested,
+                std::uint64_t capacity, std::uint64_t used)
+      : ConfigError(message),
+        memory(std::move(memory)),
+        buffer(std::move(buffer)),
+        requested(requested),
+        capacity(capacity),
+        used(used) {}
   std::string memory;
   std::string buffer;
   std::uint64_t requested;  // bytes after rounding to the granule
@@ -40,8 +44,7 @@ class CapacityAllocator {
   using BufferId = std::uint32_t;
 
   // granule_bytes 0 or 1 = byte granular. Throws ConfigError if capacity is 0.
-  CapacityAllocator(std::string memory_name, std::uint64_t capacity_bytes,
-                    std::uint64_t granule_bytes = 0);
+  CapacityAllocator(std::string memory_name, std::uint64_t capacity_bytes, std::uint64_t granule_bytes = 0);
   // From a memory's config (size_bytes, granule_bytes); ConfigError if the
   // memory is not present.
   CapacityAllocator(std::string memory_name, const MemoryConfig& cfg);

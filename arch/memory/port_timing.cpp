@@ -45,8 +45,8 @@ std::uint64_t MemoryPorts::busy_until(int port) const {
 
 PortAccess MemoryPorts::access(std::uint64_t bytes, std::uint64_t ready, AccessKind kind, int port) {
   if (port < -1 || port >= ports())
-    throw InternalError("MemoryPorts(" + memory_ + ")::access: port " + std::to_string(port) +
-                        " out of range [-1, " + std::to_string(ports()) + ")");
+    throw InternalError("MemoryPorts(" + memory_ + ")::access: port " + std::to_string(port) + " out of range [-1, " +
+                        std::to_string(ports()) + ")");
   if (port < 0) {
     port = 0;
     for (int p = 1; p < ports(); ++p)

@@ -76,17 +76,15 @@ PeArrayReference::PeArrayReference(const MxuConfig& cfg) : g_(cfg) {
   for (DType t : kAllDTypes) {
     const MxuRate& r = g_.rate[static_cast<std::size_t>(t)];
     if (r.supported && r.rows_per_beat > kLanes)
-      throw ConfigError("PE reference supports at most " + std::to_string(kLanes) +
-                        " rows per beat; mxu.throughput." + std::string(dtype_name(t)) + " asks " +
-                        std::to_string(r.rows_per_beat));
+      throw ConfigError("PE reference supports at most " + std::to_string(kLanes) + " rows per beat; mxu.throughput." +
+                        std::string(dtype_name(t)) + " asks " + std::to_string(r.rows_per_beat));
   }
   if (g_.load_cycles < g_.rows)
     throw ConfigError("PE reference shifts one weight row per cycle: weight_load_cycles " +
                       std::to_string(g_.load_cycles) + " < rows " + std::to_string(g_.rows));
 }
 
-std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>& ops,
-                                                   const RefForcedSchedule& forced) {
+std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>& ops, const RefForcedSchedule& forced) {
   const std::int64_t R = g_.rows, C = g_.cols;
   const MxuCycles L = static_cast<MxuCycles>(g_.load_cycles);
   const bool db = g_.double_buffer;
@@ -98,23 +96,20 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const RefMatmul& op = ops[o];
     if (op.dtype != DType::bf16 && op.dtype != DType::int8)
-      throw ConfigError("PE reference takes int8 or bf16 inputs, not " +
-                        std::string(dtype_name(op.dtype)));
+      throw ConfigError("PE reference takes int8 or bf16 inputs, not " + std::string(dtype_name(op.dtype)));
     const MxuRate& r = g_.rate_of(op.dtype);
     if (op.m < 1 || op.k < 1 || op.n < 1)
       throw ConfigError("PE reference op " + std::to_string(o) + ": m, k, n must be >= 1");
-    if (op.a.size() != static_cast<std::size_t>(op.m * op.k) ||
-        op.b.size() != static_cast<std::size_t>(op.k * op.n))
-      throw ConfigError("PE reference op " + std::to_string(o) +
-                        ": operand sizes do not match m*k and k*n");
+    if (op.a.size() != static_cast<std::size_t>(op.m * op.k) || op.b.size() != static_cast<std::size_t>(op.k * op.n))
+      throw ConfigError("PE reference op " + std::to_string(o) + ": operand sizes do not match m*k and k*n");
     is_int[o] = op.dtype == DType::int8;
     const auto convert = [&](const std::vector<float>& in, std::vector<float>& out) {
       out.resize(in.size());
       for (std::size_t e = 0; e < in.size(); ++e) {
         if (is_int[o]) {
           if (in[e] != std::trunc(in[e]) || in[e] < -128 || in[e] > 127)
-            throw ConfigError("PE reference op " + std::to_string(o) + ": int8 operand " +
-                              std::to_string(in[e]) + " is not an integer in [-128, 127]");
+            throw ConfigError("PE reference op " + std::to_string(o) + ": int8 operand " + std::to_string(in[e]) +
+                              " is not an integer in [-128, 127]");
           out[e] = in[e];
         } else {
           out[e] = round_to_bf16(in[e]);
@@ -152,7 +147,10 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
   std::vector<std::vector<std::int64_t>> acc_i(ops.size());
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const std::size_t n = static_cast<std::size_t>(ops[o].m * ops[o].n);
-    if (is_int[o]) acc_i[o].assign(n, 0); else acc_f[o].assign(n, 0.f);
+    if (is_int[o])
+      acc_i[o].assign(n, 0);
+    else
+      acc_f[o].assign(n, 0.f);
   }
   std::vector<RefMatmulResult> res(ops.size());
 
@@ -161,8 +159,7 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
     MxuCycles start;
   };
   std::vector<ActiveLoad> loads;
-  std::vector<MxuCycles> column_step_cycle(static_cast<std::size_t>(C),
-                                           std::numeric_limits<MxuCycles>::max());
+  std::vector<MxuCycles> column_step_cycle(static_cast<std::size_t>(C), std::numeric_limits<MxuCycles>::max());
   int next_load = 0, next_stream = 0, cur = -1;
   std::int64_t next_beat = 0;
   MxuCycles next_beat_at = 0, stream_free = 0, path_free = 0;
@@ -196,7 +193,8 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
              t >= tx.ready + static_cast<MxuCycles>(g_.input_latency) && t >= stream_free;
       }
       if (go) {
-        if (cur >= 0) hazard(t, "tile " + std::to_string(X) + " starts while tile " + std::to_string(cur) + " still streams");
+        if (cur >= 0)
+          hazard(t, "tile " + std::to_string(X) + " starts while tile " + std::to_string(cur) + " still streams");
         Tile& tm = tiles[static_cast<std::size_t>(X)];
         tm.streamed = true;
         tm.stream_start = t;
@@ -227,7 +225,8 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
           LhsReg in;
           if (j == 0) {
             if (t >= static_cast<MxuCycles>(i)) {
-              const Issued& e = issued[static_cast<std::size_t>((t - static_cast<MxuCycles>(i)) % static_cast<MxuCycles>(R))];
+              const Issued& e =
+                  issued[static_cast<std::size_t>((t - static_cast<MxuCycles>(i)) % static_cast<MxuCycles>(R))];
               if (e.valid) {
                 const Tile& te = tiles[static_cast<std::size_t>(e.tile)];
                 const RefMatmul& op = ops[te.op];
@@ -260,8 +259,8 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
               hazard(t, pe_name(i, j) + " commits shadow weights of tile " + std::to_string(st[pe].tile) +
                             (st[pe].complete ? "" : " (incomplete)") + " for tile " + std::to_string(X));
             if (w.tile >= 0 && w.uses != tiles[static_cast<std::size_t>(w.tile)].beats)
-              hazard(t, pe_name(i, j) + " replaces weights of tile " + std::to_string(w.tile) +
-                            " before their last use");
+              hazard(t,
+                     pe_name(i, j) + " replaces weights of tile " + std::to_string(w.tile) + " before their last use");
             W[pe] = S[pe];
             w = WeightTag{X, true, false, 0};
             st[pe].committed = true;
@@ -305,8 +304,8 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
             throw InternalError("PE reference: de-skew row out of order at column " + std::to_string(j));
           ++row.count;
           for (std::int64_t u = 0; u < tx.p; ++u) {
-            const std::size_t at = (ds * static_cast<std::size_t>(C) + static_cast<std::size_t>(j)) * kLanes +
-                                   static_cast<std::size_t>(u);
+            const std::size_t at =
+                (ds * static_cast<std::size_t>(C) + static_cast<std::size_t>(j)) * kLanes + static_cast<std::size_t>(u);
             deskew_f[at] = out.f[static_cast<std::size_t>(u)];
             deskew_i[at] = out.i[static_cast<std::size_t>(u)];
           }
@@ -351,8 +350,7 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
         bool reg_free = true;
         if (X > 0) {
           const Tile& prev = tiles[static_cast<std::size_t>(X - 1)];
-          const MxuCycles free_at =
-              prev.stream_start + (db ? 0 : static_cast<MxuCycles>((prev.beats - 1) * prev.q));
+          const MxuCycles free_at = prev.stream_start + (db ? 0 : static_cast<MxuCycles>((prev.beats - 1) * prev.q));
           reg_free = prev.streamed && t >= free_at;
         }
         go = reg_free && t >= tiles[static_cast<std::size_t>(X)].ready && t >= path_free;
@@ -398,11 +396,10 @@ std::vector<RefMatmulResult> PeArrayReference::run(const std::vector<RefMatmul>&
           for (std::int64_t i = 0; i < R; ++i) tag[static_cast<std::size_t>(i * C + j)].complete = true;
       }
     }
-    loads.erase(std::remove_if(loads.begin(), loads.end(),
-                               [&](const ActiveLoad& ld) {
-                                 return t >= ld.start + static_cast<MxuCycles>(C - 1 + R - 1);
-                               }),
-                loads.end());
+    loads.erase(
+        std::remove_if(loads.begin(), loads.end(),
+                       [&](const ActiveLoad& ld) { return t >= ld.start + static_cast<MxuCycles>(C - 1 + R - 1); }),
+        loads.end());
   }
   cycles_ += t;
 

@@ -67,9 +67,9 @@ struct RefMatmul {
 struct RefMatmulResult {
   std::vector<std::int32_t> out_i32;  // m*n, int8 ops
   std::vector<float> out_f32;         // m*n, bf16 ops
-  MxuCycles start = 0;         // first weight-load cycle
-  MxuCycles stream_start = 0;  // first beat issued into the array
-  MxuCycles finish = 0;        // first cycle with the op's last row in the result buffer
+  MxuCycles start = 0;                // first weight-load cycle
+  MxuCycles stream_start = 0;         // first beat issued into the array
+  MxuCycles finish = 0;               // first cycle with the op's last row in the result buffer
 };
 
 // Overrides the controller for chosen tiles (global tile index over the run,
@@ -89,14 +89,11 @@ class PeArrayReference {
 
   // Runs the ops back to back on an idle array. Throws ConfigError for bad
   // operands or dtypes, PeHazardError for a schedule that corrupts data.
-  std::vector<RefMatmulResult> run(const std::vector<RefMatmul>& ops,
-                                   const RefForcedSchedule& forced = {});
+  std::vector<RefMatmulResult> run(const std::vector<RefMatmul>& ops, const RefForcedSchedule& forced = {});
 
   std::uint64_t cycles_simulated() const { return cycles_; }
   // PE-cycles (R*C per simulated cycle), the unit of the bench.
-  std::uint64_t pe_cycles_simulated() const {
-    return cycles_ * static_cast<std::uint64_t>(g_.rows * g_.cols);
-  }
+  std::uint64_t pe_cycles_simulated() const { return cycles_ * static_cast<std::uint64_t>(g_.rows * g_.cols); }
 
  private:
   MxuGeometry g_;

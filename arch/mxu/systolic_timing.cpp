@@ -26,14 +26,12 @@ MxuRate rate_from_throughput(DType t, double f) {
   if (f >= 1) {
     const double p = std::round(f);
     if (std::fabs(f - p) > 1e-9 * p)
-      throw ConfigError(where + ": a rate above 1 must be an integer (rows per beat), found " +
-                        std::to_string(f));
+      throw ConfigError(where + ": a rate above 1 must be an integer (rows per beat), found " + std::to_string(f));
     r.rows_per_beat = static_cast<std::int64_t>(p);
   } else {
     const double q = std::round(1.0 / f);
     if (std::fabs(1.0 / f - q) > 1e-9 * q)
-      throw ConfigError(where + ": a rate below 1 must be 1/integer (cycles per row), found " +
-                        std::to_string(f));
+      throw ConfigError(where + ": a rate below 1 must be 1/integer (cycles per row), found " + std::to_string(f));
     r.cycles_per_beat = static_cast<std::int64_t>(q);
   }
   return r;
@@ -54,11 +52,9 @@ MxuGeometry::MxuGeometry(const MxuConfig& cfg)
     throw ConfigError("mxu.weight_load_cycles: expected >= 0 (0 = rows), found " +
                       std::to_string(cfg.weight_load_cycles));
   if (cfg.input_latency < 0)
-    throw ConfigError("mxu.input_latency: expected >= 0, found " +
-                      std::to_string(cfg.input_latency));
+    throw ConfigError("mxu.input_latency: expected >= 0, found " + std::to_string(cfg.input_latency));
   if (cfg.output_latency < 0)
-    throw ConfigError("mxu.output_latency: expected >= 0, found " +
-                      std::to_string(cfg.output_latency));
+    throw ConfigError("mxu.output_latency: expected >= 0, found " + std::to_string(cfg.output_latency));
   for (const auto& [t, f] : cfg.throughput) rate.at(static_cast<std::size_t>(t)) = rate_from_throughput(t, f);
 }
 
@@ -67,8 +63,7 @@ const MxuRate& MxuGeometry::rate_of(DType t) const {
   if (!r.supported) {
     std::string have;
     for (DType d : kAllDTypes)
-      if (rate[static_cast<std::size_t>(d)].supported)
-        have += (have.empty() ? "" : ", ") + std::string(dtype_name(d));
+      if (rate[static_cast<std::size_t>(d)].supported) have += (have.empty() ? "" : ", ") + std::string(dtype_name(d));
     throw ConfigError("MXU does not support dtype " + std::string(dtype_name(t)) +
                       " (mxu.throughput lists: " + (have.empty() ? "none" : have) + ")");
   }
@@ -92,8 +87,7 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   const MxuRate& r = g_.rate_of(op.dtype);
   if (op.m < 1 || op.k < 1 || op.n < 1)
     throw ConfigError("MXU op A[" + std::to_string(op.m) + "," + std::to_string(op.k) + "] @ B[" +
-                      std::to_string(op.k) + "," + std::to_string(op.n) +
-                      "]: every dimension must be >= 1");
+                      std::to_string(op.k) + "," + std::to_string(op.n) + "]: every dimension must be >= 1");
   using U = MxuCycles;
   const U R = static_cast<U>(g_.rows), C = static_cast<U>(g_.cols), L = static_cast<U>(g_.load_cycles);
   const U p = static_cast<U>(r.rows_per_beat), q = static_cast<U>(r.cycles_per_beat);
@@ -117,8 +111,8 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   o.stream_start = s0;
   o.finish = finish;
   o.cycles = finish - ready;
-  o.useful_macs = static_cast<std::uint64_t>(op.m) * static_cast<std::uint64_t>(op.k) *
-                  static_cast<std::uint64_t>(op.n);
+  o.useful_macs =
+      static_cast<std::uint64_t>(op.m) * static_cast<std::uint64_t>(op.k) * static_cast<std::uint64_t>(op.n);
   o.issued_mac_slots = T * B * p * R * C;
   o.wasted_macs = o.issued_mac_slots - o.useful_macs;
   o.weight_tiles = T;
@@ -158,8 +152,7 @@ StatList MxuTimer::stats() const {
        "MAC slots spent on padding of partial tiles and beats"},
       {"stream_cycles", d(tot_.stream_cycles), "cycles", "cycles the array input streamed LHS beats"},
       {"weight_load_cycles", d(tot_.weight_load_cycles), "cycles", "weight-path cycles loading tiles"},
-      {"weight_load_exposed", d(tot_.weight_load_exposed), "cycles",
-       "cycles weight loads delayed the LHS stream"},
+      {"weight_load_exposed", d(tot_.weight_load_exposed), "cycles", "cycles weight loads delayed the LHS stream"},
       {"last_finish", d(tot_.last_finish), "cycles", "cycle the last result landed"},
   };
 }

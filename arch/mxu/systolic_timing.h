@@ -55,22 +55,22 @@ struct MxuOp {
 };
 
 struct MxuOpTiming {
-  MxuCycles ready = 0;         // cycle the op was issued with
-  MxuCycles start = 0;         // first weight-load cycle of the op
-  MxuCycles stream_start = 0;  // first LHS beat enters the array
-  MxuCycles finish = 0;        // first cycle at which every result is in the result buffer
-  MxuCycles cycles = 0;        // finish - ready (latency seen by the issuer)
-  std::uint64_t useful_macs = 0;  // m*k*n
+  MxuCycles ready = 0;                 // cycle the op was issued with
+  MxuCycles start = 0;                 // first weight-load cycle of the op
+  MxuCycles stream_start = 0;          // first LHS beat enters the array
+  MxuCycles finish = 0;                // first cycle at which every result is in the result buffer
+  MxuCycles cycles = 0;                // finish - ready (latency seen by the issuer)
+  std::uint64_t useful_macs = 0;       // m*k*n
   std::uint64_t issued_mac_slots = 0;  // T * B*p * R*C: every PE lane of every beat
-  std::uint64_t wasted_macs = 0;  // issued_mac_slots - useful_macs (padding)
-  std::uint64_t weight_tiles = 0;  // T
-  MxuCycles weight_load_cycles = 0;  // T * L
+  std::uint64_t wasted_macs = 0;       // issued_mac_slots - useful_macs (padding)
+  std::uint64_t weight_tiles = 0;      // T
+  MxuCycles weight_load_cycles = 0;    // T * L
   // Cycles by which weight loads delayed the LHS stream beyond what the
   // stream's other constraints (ready + input_latency, the previous tile's
   // beats) allowed; hidden = weight_load_cycles - exposed.
   MxuCycles weight_load_exposed = 0;
   MxuCycles weight_load_hidden = 0;
-  MxuCycles stream_cycles = 0;      // T * B * q: cycles the array input is occupied
+  MxuCycles stream_cycles = 0;  // T * B * q: cycles the array input is occupied
   // R + C - 2 + output_latency: cycles from the end of the last beat's entry
   // cycle until finish (pipeline fill/drain not overlapped with streaming).
   MxuCycles fill_drain_cycles = 0;

@@ -39,15 +39,13 @@ const char* vpu_limit_name(VpuLimit l) {
 }
 
 std::uint64_t vreg_elements(const VpuConfig& cfg, DType t) {
-  return static_cast<std::uint64_t>(cfg.sublanes) * static_cast<std::uint64_t>(cfg.lanes) *
-         pack_factor(t);
+  return static_cast<std::uint64_t>(cfg.sublanes) * static_cast<std::uint64_t>(cfg.lanes) * pack_factor(t);
 }
 
 void validate_vpu_config(const VpuConfig& cfg) {
   auto positive = [](const char* key, double v) {
     if (!(v > 0))
-      throw ConfigError(std::string("vpu.") + key + ": expected a positive value, found " +
-                        std::to_string(v));
+      throw ConfigError(std::string("vpu.") + key + ": expected a positive value, found " + std::to_string(v));
   };
   positive("sublanes", cfg.sublanes);
   positive("lanes", cfg.lanes);
@@ -56,8 +54,7 @@ void validate_vpu_config(const VpuConfig& cfg) {
   positive("vregs", cfg.vregs);
   positive("vmem_loads_per_cycle", cfg.vmem_loads_per_cycle);
   positive("vmem_stores_per_cycle", cfg.vmem_stores_per_cycle);
-  if (cfg.latency < 0)
-    throw ConfigError("vpu.latency: expected a value >= 0, found " + std::to_string(cfg.latency));
+  if (cfg.latency < 0) throw ConfigError("vpu.latency: expected a value >= 0, found " + std::to_string(cfg.latency));
 }
 
 VpuCost vpu_cost(const VpuConfig& cfg, const VpuStreamOp& op) {
@@ -66,13 +63,11 @@ VpuCost vpu_cost(const VpuConfig& cfg, const VpuStreamOp& op) {
   VpuCost c;
   if (op.elements == 0) return c;
   const DType out = op.out_dtype.value_or(op.dtype);
-  const std::uint64_t slots =
-      static_cast<std::uint64_t>(cfg.sublanes) * static_cast<std::uint64_t>(cfg.lanes);
+  const std::uint64_t slots = static_cast<std::uint64_t>(cfg.sublanes) * static_cast<std::uint64_t>(cfg.lanes);
 
   // The ALUs work on the wider of the two dtypes (a convert computes in the
   // wider one); packed only if the hardware has packed narrow ALUs.
-  const std::uint64_t compute_pack =
-      cfg.packed_narrow_alu ? std::min(pack_factor(op.dtype), pack_factor(out)) : 1;
+  const std::uint64_t compute_pack = cfg.packed_narrow_alu ? std::min(pack_factor(op.dtype), pack_factor(out)) : 1;
   c.compute_vregs = ceil_div(op.elements, slots * compute_pack);
   const auto in_vregs = ceil_div(op.elements, slots * pack_factor(op.dtype));
   const auto out_vregs = ceil_div(op.elements, slots * pack_factor(out));
@@ -84,8 +79,8 @@ VpuCost vpu_cost(const VpuConfig& cfg, const VpuStreamOp& op) {
 
   // alus_per_lane ALU ops per slot per cycle = alus_per_lane vreg-ops per cycle.
   c.alu_cycles = ceil_ratio(static_cast<double>(c.compute_vregs) * op.alu_ops, cfg.alus_per_lane);
-  c.transcendental_cycles = ceil_ratio(static_cast<double>(c.compute_vregs) * op.transcendental_ops,
-                                       cfg.transcendental_rate);
+  c.transcendental_cycles =
+      ceil_ratio(static_cast<double>(c.compute_vregs) * op.transcendental_ops, cfg.transcendental_rate);
   c.load_cycles = ceil_div(c.vreg_loads, static_cast<std::uint64_t>(cfg.vmem_loads_per_cycle));
   c.store_cycles = ceil_div(c.vreg_stores, static_cast<std::uint64_t>(cfg.vmem_stores_per_cycle));
 
@@ -148,7 +143,8 @@ VpuOpProfile vpu_op_profile(VpuOpKind k) {
     case VpuOpKind::convert:
     case VpuOpKind::abs:
     case VpuOpKind::neg:
-    case VpuOpKind::relu: return {1, 0, 1, 1};  // relu = max(x, 0)
+    case VpuOpKind::relu:
+      return {1, 0, 1, 1};  // relu = max(x, 0)
     // The transcendental unit evaluates the whole function (its range
     // reduction included); not published, so no extra ALU ops are counted.
     case VpuOpKind::exp:

@@ -47,7 +47,7 @@ struct VpuCost {
   std::uint64_t store_cycles = 0;
   double alu_element_ops = 0;             // elements x alu_ops
   double transcendental_element_ops = 0;  // elements x transcendental_ops
-  std::uint64_t compute_vregs = 0;  // vregs of work per op the ALUs see
+  std::uint64_t compute_vregs = 0;        // vregs of work per op the ALUs see
   std::uint64_t vreg_loads = 0;
   std::uint64_t vreg_stores = 0;
 };
@@ -68,8 +68,26 @@ VpuCost vpu_cost(const VpuConfig& cfg, const VpuStreamOp& op);
 // activations are counted as the ALU ops and transcendentals of their usual
 // formulas (see vpu_op_profile and docs/blocks-vpu-memory.md).
 enum class VpuOpKind : std::uint8_t {
-  add, sub, mul, fma, max, min, compare, select, convert, abs, neg, relu,
-  exp, log, rsqrt, tanh, reciprocal, sigmoid, gelu, silu,
+  add,
+  sub,
+  mul,
+  fma,
+  max,
+  min,
+  compare,
+  select,
+  convert,
+  abs,
+  neg,
+  relu,
+  exp,
+  log,
+  rsqrt,
+  tanh,
+  reciprocal,
+  sigmoid,
+  gelu,
+  silu,
 };
 
 const char* vpu_op_name(VpuOpKind k);

@@ -46,8 +46,7 @@ XluConfig one_unit(XluConfig c) {
 }
 }  // namespace
 
-XluUnitTiming::XluUnitTiming(const XluConfig& xlu, const VpuConfig& vpu)
-    : vpu_(vpu), timer_(one_unit(xlu), vpu) {}
+XluUnitTiming::XluUnitTiming(const XluConfig& xlu, const VpuConfig& vpu) : vpu_(vpu), timer_(one_unit(xlu), vpu) {}
 
 Interval XluUnitTiming::issue(const Instr& in, std::uint64_t ready) {
   const auto* w = std::get_if<XluWork>(&in.work);

@@ -28,13 +28,10 @@ const char* xlu_op_name(XluOpKind k) {
 }
 
 void validate_xlu_config(const XluConfig& cfg) {
-  if (cfg.count <= 0)
-    throw ConfigError("xlu.count: expected a positive value, found " + std::to_string(cfg.count));
-  if (cfg.latency < 0)
-    throw ConfigError("xlu.latency: expected a value >= 0, found " + std::to_string(cfg.latency));
+  if (cfg.count <= 0) throw ConfigError("xlu.count: expected a positive value, found " + std::to_string(cfg.count));
+  if (cfg.latency < 0) throw ConfigError("xlu.latency: expected a value >= 0, found " + std::to_string(cfg.latency));
   if (!(cfg.vregs_per_cycle > 0))
-    throw ConfigError("xlu.vregs_per_cycle: expected a positive value, found " +
-                      std::to_string(cfg.vregs_per_cycle));
+    throw ConfigError("xlu.vregs_per_cycle: expected a positive value, found " + std::to_string(cfg.vregs_per_cycle));
 }
 
 XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluArrayOp& op) {
@@ -59,8 +56,8 @@ XluCost xlu_cost(const XluConfig& xlu, const VpuConfig& vpu, const XluArrayOp& o
     case XluOpKind::permute:
     case XluOpKind::roll: c.xlu_vregs = c.array_vregs; break;
   }
-  c.occupancy = static_cast<std::uint64_t>(
-      std::ceil(static_cast<double>(c.xlu_vregs) / xlu.vregs_per_cycle * (1.0 - 1e-12)));
+  c.occupancy =
+      static_cast<std::uint64_t>(std::ceil(static_cast<double>(c.xlu_vregs) / xlu.vregs_per_cycle * (1.0 - 1e-12)));
   if (c.occupancy == 0) c.occupancy = 1;
   c.cycles = c.occupancy + static_cast<std::uint64_t>(xlu.latency);
   return c;

@@ -34,17 +34,17 @@ const char* xlu_op_name(XluOpKind k);
 
 struct XluArrayOp {
   XluOpKind kind = XluOpKind::transpose;
-  std::uint64_t rows = 0;   // second-to-last dimension
-  std::uint64_t cols = 0;   // last dimension
+  std::uint64_t rows = 0;  // second-to-last dimension
+  std::uint64_t cols = 0;  // last dimension
   DType dtype = DType::f32;
   std::uint64_t batch = 1;  // product of the leading dimensions
 };
 
 struct XluCost {
-  std::uint64_t cycles = 0;       // occupancy + latency (0 for an empty op)
-  std::uint64_t occupancy = 0;    // cycles one unit is busy
-  std::uint64_t xlu_vregs = 0;    // vregs passed through the unit
-  std::uint64_t array_vregs = 0;  // vregs the (8,128)-tiled input occupies
+  std::uint64_t cycles = 0;           // occupancy + latency (0 for an empty op)
+  std::uint64_t occupancy = 0;        // cycles one unit is busy
+  std::uint64_t xlu_vregs = 0;        // vregs passed through the unit
+  std::uint64_t array_vregs = 0;      // vregs the (8,128)-tiled input occupies
   std::uint64_t vpu_combine_ops = 0;  // vreg-wide VPU ops folding groups before a reduce
 };
 

@@ -35,9 +35,8 @@ void register_validate_command();
 
 namespace {
 
-void (*const kCommandModules[])() = {register_config_commands, register_list_command, register_model_commands,
-                                         register_run_command, register_sweep_commands,
-                                         register_validate_command};
+void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
+                                     register_run_command,     register_sweep_commands, register_validate_command};
 
 struct Command {
   std::string summary;
@@ -60,8 +59,7 @@ void print_help(std::ostream& os) {
   os << "usage: tpusim [--config-path DIR]... <command> [<args>]\n\n"
         "Cycle-level simulator of Google TPU chips.\n\n"
         "Commands:\n";
-  for (const auto& [name, c] : registry())
-    os << "  " << std::left << std::setw(16) << name << c.summary << "\n";
+  for (const auto& [name, c] : registry()) os << "  " << std::left << std::setw(16) << name << c.summary << "\n";
   os << "\nGlobal options:\n"
         "  --config-path DIR  also search DIR for configs (repeatable; after the source\n"
         "                     tree's configs/, before $TPUSIM_CONFIG_PATH)\n"
@@ -76,8 +74,7 @@ int dispatch(const std::vector<std::string>& args, CommandContext& ctx) {
     std::string name;
     for (size_t i = 0; i < n; ++i) name += (i ? " " : "") + args[i];
     auto it = registry().find(name);
-    if (it != registry().end())
-      return it->second.fn(std::vector<std::string>(args.begin() + n, args.end()), ctx);
+    if (it != registry().end()) return it->second.fn(std::vector<std::string>(args.begin() + n, args.end()), ctx);
   }
   // A group word ("config") alone or with an unknown subcommand.
   std::string group = args[0] + " ";
@@ -85,15 +82,14 @@ int dispatch(const std::vector<std::string>& args, CommandContext& ctx) {
   for (const auto& [name, c] : registry())
     if (name.compare(0, group.size(), group) == 0) list += "\n  " + name + "  " + c.summary;
   if (!list.empty()) {
-    std::string what = args.size() > 1 ? "unknown command '" + args[0] + " " + args[1] + "'"
-                                        : "'" + args[0] + "' needs a subcommand";
+    std::string what =
+        args.size() > 1 ? "unknown command '" + args[0] + " " + args[1] + "'" : "'" + args[0] + "' needs a subcommand";
     throw UsageError(what + "; one of:" + list);
   }
   std::vector<std::string> names;
   for (const auto& [name, c] : registry()) names.push_back(name.substr(0, name.find(' ')));
   std::string near = nearest_word(args[0], names);
-  throw UsageError("unknown command '" + args[0] + "'" +
-                   (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+  throw UsageError("unknown command '" + args[0] + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                    "; see 'tpusim --help'");
 }
 
@@ -104,8 +100,7 @@ void register_command(const std::string& name, const std::string& summary, Comma
     throw InternalError("command registered twice: " + name);
 }
 
-bool parse_command_args(const std::string& name, const std::string& usage,
-                        const std::vector<std::string>& args,
+bool parse_command_args(const std::string& name, const std::string& usage, const std::vector<std::string>& args,
                         boost::program_options::options_description& opts,
                         const boost::program_options::positional_options_description& pos,
                         boost::program_options::variables_map& vm, CommandContext& ctx) {
@@ -159,8 +154,7 @@ void check_vcd_path(const std::string& what, const std::string& path) {
 }
 
 void check_input_file(const std::string& what, const std::string& path) {
-  if (auto why = workloads::input_file_problem(path); !why.empty())
-    throw UsageError(what + " '" + path + "': " + why);
+  if (auto why = workloads::input_file_problem(path); !why.empty()) throw UsageError(what + " '" + path + "': " + why);
 }
 
 namespace {
@@ -176,8 +170,7 @@ int cli_main(int argc, char* argv[]) {
   std::cout.flush();
   if (!std::cout) {
     const int e = errno;
-    std::cerr << "tpusim: error writing standard output" << (e ? std::string(": ") + std::strerror(e) : "")
-              << "\n";
+    std::cerr << "tpusim: error writing standard output" << (e ? std::string(": ") + std::strerror(e) : "") << "\n";
     return rc != 0 ? rc : 1;
   }
   return rc;

@@ -65,8 +65,7 @@ void register_command(const std::string& name, const std::string& summary, Comma
 // Parses a subcommand's arguments with Boost.Program_options, adding --help
 // and --config-path (which may also follow the command). Returns false
 // after printing `usage` and the options for --help. Throws UsageError.
-bool parse_command_args(const std::string& name, const std::string& usage,
-                        const std::vector<std::string>& args,
+bool parse_command_args(const std::string& name, const std::string& usage, const std::vector<std::string>& args,
                         boost::program_options::options_description& opts,
                         const boost::program_options::positional_options_description& pos,
                         boost::program_options::variables_map& vm, CommandContext& ctx);

@@ -28,11 +28,16 @@ std::string zoo_dir(const po::variables_map& vm) {
 std::string human(double x) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(3);
-  if (x >= 1e12) s << x / 1e12 << " T";
-  else if (x >= 1e9) s << x / 1e9 << " G";
-  else if (x >= 1e6) s << x / 1e6 << " M";
-  else if (x >= 1e3) s << x / 1e3 << " k";
-  else s << x << " ";
+  if (x >= 1e12)
+    s << x / 1e12 << " T";
+  else if (x >= 1e9)
+    s << x / 1e9 << " G";
+  else if (x >= 1e6)
+    s << x / 1e6 << " M";
+  else if (x >= 1e3)
+    s << x / 1e3 << " k";
+  else
+    s << x << " ";
   return s.str();
 }
 
@@ -44,7 +49,9 @@ int report(const ModelError& e, CommandContext& ctx) {
 arch::DType dtype_opt(const po::variables_map& vm, const char* key) {
   std::string s = vm[key].as<std::string>();
   auto d = arch::parse_dtype(s);
-  if (!d) throw UsageError(std::string("--") + key + ": expected one of f32, bf16, fp8_e4m3, fp8_e5m2, int8, int4, found '" + s + "'");
+  if (!d)
+    throw UsageError(std::string("--") + key + ": expected one of f32, bf16, fp8_e4m3, fp8_e5m2, int8, int4, found '" +
+                     s + "'");
   return *d;
 }
 
@@ -68,10 +75,10 @@ int list_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("Options");
-  opts.add_options()("model", po::value<std::string>()->required(), "zoo name or model file")
-      ("zoo", po::value<std::string>(), "model directory")
-      ("context", po::value<std::int64_t>()->default_value(4096), "decoders: KV-cache tokens for FLOPs per token")
-      ("kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype");
+  opts.add_options()("model", po::value<std::string>()->required(), "zoo name or model file")(
+      "zoo", po::value<std::string>(), "model directory")("context", po::value<std::int64_t>()->default_value(4096),
+                                                          "decoders: KV-cache tokens for FLOPs per token")(
+      "kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype");
   po::positional_options_description pos;
   pos.add("model", 1);
   po::variables_map vm;
@@ -82,12 +89,12 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     auto& o = ctx.out;
     o << "model:            " << m.name << " (" << family_name(m.family) << ", " << m.file << ")\n";
     o << "parameters:       " << c.total << " (" << human(static_cast<double>(c.total)) << ")\n";
-    o << "active per token: " << c.active << " (" << human(static_cast<double>(c.active)) << "), "
-      << c.active_compute() << " excluding lookup-only embeddings\n";
+    o << "active per token: " << c.active << " (" << human(static_cast<double>(c.active)) << "), " << c.active_compute()
+      << " excluding lookup-only embeddings\n";
     if (m.family == Family::decoder) {
       std::int64_t ctxlen = vm["context"].as<std::int64_t>();
-      o << "FLOPs per token:  " << human(flops_per_token(m, ctxlen)) << "FLOP at context " << ctxlen
-        << " (attention " << human(attention_flops_per_token(m, ctxlen)) << "FLOP)\n";
+      o << "FLOPs per token:  " << human(flops_per_token(m, ctxlen)) << "FLOP at context " << ctxlen << " (attention "
+        << human(attention_flops_per_token(m, ctxlen)) << "FLOP)\n";
       o << "KV cache / token: " << kv_cache_bytes_per_token(m, dtype_opt(vm, "kv-dtype")) << " bytes ("
         << vm["kv-dtype"].as<std::string>() << ")\n";
     } else {
@@ -99,7 +106,8 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       o << "\n";
     }
     o << "weight bytes:    ";
-    for (const auto& w : weight_bytes(m)) o << " " << arch::dtype_name(w.dtype) << " " << human(static_cast<double>(w.bytes)) << "B;";
+    for (const auto& w : weight_bytes(m))
+      o << " " << arch::dtype_name(w.dtype) << " " << human(static_cast<double>(w.bytes)) << "B;";
     o << "\n";
   } catch (const ModelError& e) {
     return report(e, ctx);
@@ -109,30 +117,32 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("Options");
-  opts.add_options()("model", po::value<std::string>()->required(), "zoo name or model file")
-      ("zoo", po::value<std::string>(), "model directory")
-      ("phase", po::value<std::string>()->required(), "prefill | decode | train | infer")
-      ("batch", po::value<std::int64_t>()->default_value(1), "sequences / samples")
-      ("seq", po::value<std::int64_t>()->default_value(2048), "prefill/train/encoder sequence length")
-      ("context", po::value<std::int64_t>()->default_value(2048), "decode: tokens in the KV cache")
-      ("image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")
-      ("weight-dtype", po::value<std::string>()->default_value("bf16"), "weight dtype")
-      ("act-dtype", po::value<std::string>()->default_value("bf16"), "activation dtype")
-      ("kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype")
-      ("recompute", po::bool_switch(), "train: recompute activations per layer")
-      ("mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")
-      ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")
-      ("format", po::value<std::string>()->default_value("yaml"), "yaml | json");
+  opts.add_options()("model", po::value<std::string>()->required(), "zoo name or model file")(
+      "zoo", po::value<std::string>(), "model directory")("phase", po::value<std::string>()->required(),
+                                                          "prefill | decode | train | infer")(
+      "batch", po::value<std::int64_t>()->default_value(1), "sequences / samples")(
+      "seq", po::value<std::int64_t>()->default_value(2048), "prefill/train/encoder sequence length")(
+      "context", po::value<std::int64_t>()->default_value(2048), "decode: tokens in the KV cache")(
+      "image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")(
+      "weight-dtype", po::value<std::string>()->default_value("bf16"), "weight dtype")(
+      "act-dtype", po::value<std::string>()->default_value("bf16"), "activation dtype")(
+      "kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype")(
+      "recompute", po::bool_switch(), "train: recompute activations per layer")(
+      "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
+      "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
+      "format", po::value<std::string>()->default_value("yaml"), "yaml | json");
   po::positional_options_description pos;
   pos.add("model", 1);
   po::variables_map vm;
-  if (!parse_command_args("model export",
-                          "tpusim model export <name> --phase decode --batch 8 --context 4096 [--seq N] [--format yaml|json]",
-                          args, opts, pos, vm, ctx))
+  if (!parse_command_args(
+          "model export",
+          "tpusim model export <name> --phase decode --batch 8 --context 4096 [--seq N] [--format yaml|json]", args,
+          opts, pos, vm, ctx))
     return 0;
   PhaseOptions p;
   if (!parse_phase(vm["phase"].as<std::string>(), &p.phase))
-    throw UsageError("--phase: expected prefill, decode, train or infer, found '" + vm["phase"].as<std::string>() + "'");
+    throw UsageError("--phase: expected prefill, decode, train or infer, found '" + vm["phase"].as<std::string>() +
+                     "'");
   const std::string fmt = vm["format"].as<std::string>();
   if (fmt != "yaml" && fmt != "json") throw UsageError("--format: expected yaml or json, found '" + fmt + "'");
   p.batch = vm["batch"].as<std::int64_t>();

@@ -43,9 +43,8 @@ int check(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts;
   std::vector<std::string> files, sets;
   opts.add_options()("file", po::value<std::vector<std::string>>(&files)->required(),
-                     "config files (or names) to check")(
-      "set", po::value<std::vector<std::string>>(&sets)->composing(),
-      "override applied to every file (repeatable)");
+                     "config files (or names) to check")("set", po::value<std::vector<std::string>>(&sets)->composing(),
+                                                         "override applied to every file (repeatable)");
   po::positional_options_description pos;
   pos.add("file", -1);
   po::variables_map vm;
@@ -90,8 +89,7 @@ int keys(const std::vector<std::string>& args, CommandContext& ctx) {
       case FieldType::dtype: type = "dtype"; break;
       case FieldType::dtype_map: type = "dtype map"; break;
     }
-    std::string def = f.required ? "**required**"
-                                 : (f.present(defaults) ? format_field(f, f.get(defaults)) : "unset");
+    std::string def = f.required ? "**required**" : (f.present(defaults) ? format_field(f, f.get(defaults)) : "unset");
     if (def.empty()) def = "\"\"";
     std::string doc = f.doc;
     if (!f.choices.empty() && f.type == FieldType::string) {

@@ -5,16 +5,16 @@
 #include <filesystem>
 #include <iostream>
 
-#include "sim/cli/cli.h"
 #include "arch/ici/topology.h"
+#include "models/sharding.h"
+#include "models/zoo.h"
+#include "sim/cli/cli.h"
 #include "sim/engine/slice_setup.h"
-#include "sim/run/run.h"
 #include "sim/results/results_writer.h"
+#include "sim/run/run.h"
 #include "workloads/builtin.h"
 #include "workloads/io/scalesim_csv.h"
 #include "workloads/io/workload_file.h"
-#include "models/sharding.h"
-#include "models/zoo.h"
 
 namespace tpusim::sim {
 
@@ -24,39 +24,40 @@ namespace {
 
 int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("run options");
-  opts.add_options()
-      ("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")
-      ("workload", po::value<std::string>(), "workload file (YAML/JSON, or SCALE-Sim CSV)")
-      ("gemm", po::value<std::string>(), "built-in matmul M,K,N")
-      ("conv", po::value<std::string>(), "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")
-      ("attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")
-      ("model", po::value<std::string>(), "a model of the zoo (tpusim model list)")
-      ("phase", po::value<std::string>()->default_value("decode"), "model phase: prefill, decode, train, infer")
-      ("batch", po::value<std::int64_t>()->default_value(1), "model batch")
-      ("seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")
-      ("context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")
-      ("image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "dtype of built-in workloads, --model and SCALE-Sim imports")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")
-      ("out", po::value<std::string>()->default_value("results/run"), "output directory")
-      ("trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")
-      ("vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")
-      ("slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")
-      ("mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")
-      ("sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")
-      ("recompute", po::bool_switch(), "--model train: recompute each layer's forward before its backward")
-      ("twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")
-      ("all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")
-      ("quiet", po::bool_switch(), "no progress lines on stderr for long runs")
-      ("no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")
-      ("no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")
-      ("top", po::value<int>()->default_value(10), "operators shown in the stdout table")
-      ("max-sim-time", po::value<double>()->default_value(3600),
-       "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)");
+  opts.add_options()("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")(
+      "workload", po::value<std::string>(), "workload file (YAML/JSON, or SCALE-Sim CSV)")(
+      "gemm", po::value<std::string>(), "built-in matmul M,K,N")("conv", po::value<std::string>(),
+                                                                 "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")(
+      "attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")(
+      "model", po::value<std::string>(), "a model of the zoo (tpusim model list)")(
+      "phase", po::value<std::string>()->default_value("decode"), "model phase: prefill, decode, train, infer")(
+      "batch", po::value<std::int64_t>()->default_value(1), "model batch")(
+      "seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")(
+      "context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")(
+      "image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")(
+      "dtype", po::value<std::string>()->default_value("bf16"),
+      "dtype of built-in workloads, --model and SCALE-Sim imports")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")(
+      "out", po::value<std::string>()->default_value("results/run"), "output directory")(
+      "trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")(
+      "vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")(
+      "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
+      "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
+      "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
+      "recompute", po::bool_switch(), "--model train: recompute each layer's forward before its backward")(
+      "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
+      "all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")(
+      "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(
+      "no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")(
+      "no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")(
+      "top", po::value<int>()->default_value(10), "operators shown in the stdout table")(
+      "max-sim-time", po::value<double>()->default_value(3600),
+      "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_command_args("run", "tpusim run --arch <name|file> (--workload FILE | --gemm M,K,N | "
-                                 "--conv ... | --attention ...) [options]",
+  if (!parse_command_args("run",
+                          "tpusim run --arch <name|file> (--workload FILE | --gemm M,K,N | "
+                          "--conv ... | --attention ...) [options]",
                           args, opts, pos, vm, ctx))
     return 0;
   // Output paths are checked before anything is simulated: a mistake in
@@ -70,8 +71,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                        std::to_string(vm[k].as<std::int64_t>()));
   const int sources = static_cast<int>(vm.count("workload") + vm.count("gemm") + vm.count("conv") +
                                        vm.count("attention") + vm.count("model"));
-  if (sources != 1)
-    throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
+  if (sources != 1) throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
 
@@ -125,7 +125,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
 
   RunOptions ro;
-  if (vm["sequence-parallel"].as<bool>() && !vm.count("model")) throw UsageError("run: --sequence-parallel needs --model");
+  if (vm["sequence-parallel"].as<bool>() && !vm.count("model"))
+    throw UsageError("run: --sequence-parallel needs --model");
   if (vm["recompute"].as<bool>() && !vm.count("model")) throw UsageError("run: --recompute needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {

@@ -29,17 +29,16 @@ std::string list(const std::vector<std::string>& v, std::size_t max = 20) {
 
 int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("sweep options");
-  opts.add_options()
-      ("spec", po::value<std::string>()->required(), "sweep spec (YAML)")
-      ("out", po::value<std::string>()->required(), "output directory (results.csv, runs/)")
-      ("jobs,j", po::value<int>()->default_value(0), "points run in parallel (0 = all cores)")
-      ("resume", po::bool_switch(), "keep the rows of OUT/results.csv and run only the missing points")
-      ("retry-failed", po::bool_switch(), "with --resume: run the points of error rows again")
-      ("shard", po::value<std::string>(), "run only shard I of N (I/N, 0-based)")
-      ("point-timeout", po::value<double>()->default_value(0), "seconds before a point is killed (0 = none)")
-      ("keep-runs", po::bool_switch(), "keep each point's run folder under OUT/runs/<point id>/")
-      ("quiet,q", po::bool_switch(), "no progress on stderr")
-      ("dry-run", po::bool_switch(), "list the points (id, values, config hash or error) and run nothing");
+  opts.add_options()("spec", po::value<std::string>()->required(), "sweep spec (YAML)")(
+      "out", po::value<std::string>()->required(), "output directory (results.csv, runs/)")(
+      "jobs,j", po::value<int>()->default_value(0), "points run in parallel (0 = all cores)")(
+      "resume", po::bool_switch(), "keep the rows of OUT/results.csv and run only the missing points")(
+      "retry-failed", po::bool_switch(), "with --resume: run the points of error rows again")(
+      "shard", po::value<std::string>(), "run only shard I of N (I/N, 0-based)")(
+      "point-timeout", po::value<double>()->default_value(0), "seconds before a point is killed (0 = none)")(
+      "keep-runs", po::bool_switch(), "keep each point's run folder under OUT/runs/<point id>/")(
+      "quiet,q", po::bool_switch(), "no progress on stderr")(
+      "dry-run", po::bool_switch(), "list the points (id, values, config hash or error) and run nothing");
   po::positional_options_description pos;
   pos.add("spec", 1);
   po::variables_map vm;
@@ -103,15 +102,13 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int merge_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("merge options");
-  opts.add_options()
-      ("spec", po::value<std::string>()->required(), "the sweep spec the shards ran")
-      ("out", po::value<std::string>()->required(), "directory for the merged results.csv")
-      ("inputs", po::value<std::vector<std::string>>()->required(), "shard directories (or results CSV files)");
+  opts.add_options()("spec", po::value<std::string>()->required(), "the sweep spec the shards ran")(
+      "out", po::value<std::string>()->required(), "directory for the merged results.csv")(
+      "inputs", po::value<std::vector<std::string>>()->required(), "shard directories (or results CSV files)");
   po::positional_options_description pos;
   pos.add("spec", 1).add("inputs", -1);
   po::variables_map vm;
-  if (!parse_command_args("sweep merge", "tpusim sweep merge SPEC --out DIR SHARD_DIR...", args, opts, pos, vm,
-                          ctx))
+  if (!parse_command_args("sweep merge", "tpusim sweep merge SPEC --out DIR SHARD_DIR...", args, opts, pos, vm, ctx))
     return 0;
   const sweep::SweepSpec spec = sweep::load_sweep_spec(vm["spec"].as<std::string>());
   const auto rep = sweep::merge_results(spec, vm["inputs"].as<std::vector<std::string>>(), vm["out"].as<std::string>());
@@ -136,15 +133,14 @@ int merge_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int slurm_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("slurm options");
-  opts.add_options()
-      ("spec", po::value<std::string>()->required(), "sweep spec")
-      ("shards", po::value<int>()->required(), "array tasks (shards)")
-      ("out", po::value<std::string>()->required(), "output directory (shard-<i>/ per task)")
-      ("cpus-per-task", po::value<int>()->default_value(1), "CPUs per task (the shard's --jobs)")
-      ("time", po::value<std::string>()->default_value(""), "Slurm time limit per task, e.g. 01:00:00")
-      ("partition", po::value<std::string>()->default_value(""), "Slurm partition")
-      ("job-name", po::value<std::string>()->default_value(""), "Slurm job name (default: tpusim-<spec name>)")
-      ("point-timeout", po::value<double>()->default_value(0), "passed on to each shard");
+  opts.add_options()("spec", po::value<std::string>()->required(), "sweep spec")(
+      "shards", po::value<int>()->required(), "array tasks (shards)")("out", po::value<std::string>()->required(),
+                                                                      "output directory (shard-<i>/ per task)")(
+      "cpus-per-task", po::value<int>()->default_value(1), "CPUs per task (the shard's --jobs)")(
+      "time", po::value<std::string>()->default_value(""), "Slurm time limit per task, e.g. 01:00:00")(
+      "partition", po::value<std::string>()->default_value(""), "Slurm partition")(
+      "job-name", po::value<std::string>()->default_value(""), "Slurm job name (default: tpusim-<spec name>)")(
+      "point-timeout", po::value<double>()->default_value(0), "passed on to each shard");
   po::positional_options_description pos;
   pos.add("spec", 1);
   po::variables_map vm;
@@ -191,11 +187,10 @@ int slurm_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int status_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("status options");
-  opts.add_options()
-      ("spec", po::value<std::string>()->required(), "sweep spec")
-      ("dir", po::value<std::string>()->required(), "sweep output (or the parent of shard-*/ folders)")
-      ("shards", po::value<int>()->default_value(0), "shard count (default: DIR/shards.txt)")
-      ("list", po::bool_switch(), "list every missing point id");
+  opts.add_options()("spec", po::value<std::string>()->required(), "sweep spec")(
+      "dir", po::value<std::string>()->required(), "sweep output (or the parent of shard-*/ folders)")(
+      "shards", po::value<int>()->default_value(0), "shard count (default: DIR/shards.txt)")(
+      "list", po::bool_switch(), "list every missing point id");
   po::positional_options_description pos;
   pos.add("spec", 1).add("dir", 1);
   po::variables_map vm;
@@ -214,8 +209,7 @@ int status_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     ctx.out << "shards with missing points: " << shards << "\n"
             << "resubmit: sbatch --array=" << shards << " " << (fs::path(dir) / "sweep.sbatch").string() << "\n";
   }
-  if (!st.duplicates.empty())
-    ctx.out << "duplicated points (in two results files): " << list(st.duplicates) << "\n";
+  if (!st.duplicates.empty()) ctx.out << "duplicated points (in two results files): " << list(st.duplicates) << "\n";
   if (st.files.empty()) ctx.out << "no results.csv found under " << dir << "\n";
   // Scripts and resubmission loops test the exit code: 0 only when every
   // point has exactly one row.

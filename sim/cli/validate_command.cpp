@@ -21,24 +21,23 @@ namespace {
 
 int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("validate options");
-  opts.add_options()
-      ("cases", po::value<std::string>()->default_value(validate::default_cases_dir()),
-       "case file, or folder of *.yaml case files")
-      ("filter", po::value<std::string>(), "run only cases whose id matches this regular expression (search)")
-      ("out", po::value<std::string>()->default_value("results/validation"),
-       "output directory (validation.csv, .svg, .html)")
-      ("jobs,j", po::value<int>()->default_value(0), "cases run in parallel (0 = all cores)")
-      ("case-timeout", po::value<double>()->default_value(0), "seconds before a case's run is killed (0 = none)")
-      ("keep-runs", po::bool_switch(), "keep each case's run folder under OUT/runs/<id>/")
-      ("list", po::bool_switch(), "list the selected cases and run nothing")
-      ("markdown", po::bool_switch(), "print the result table as Markdown (for docs/validation.md)")
-      ("quiet,q", po::bool_switch(), "no progress lines on stderr");
+  opts.add_options()("cases", po::value<std::string>()->default_value(validate::default_cases_dir()),
+                     "case file, or folder of *.yaml case files")(
+      "filter", po::value<std::string>(), "run only cases whose id matches this regular expression (search)")(
+      "out", po::value<std::string>()->default_value("results/validation"),
+      "output directory (validation.csv, .svg, .html)")("jobs,j", po::value<int>()->default_value(0),
+                                                        "cases run in parallel (0 = all cores)")(
+      "case-timeout", po::value<double>()->default_value(0), "seconds before a case's run is killed (0 = none)")(
+      "keep-runs", po::bool_switch(), "keep each case's run folder under OUT/runs/<id>/")(
+      "list", po::bool_switch(), "list the selected cases and run nothing")(
+      "markdown", po::bool_switch(), "print the result table as Markdown (for docs/validation.md)")(
+      "quiet,q", po::bool_switch(), "no progress lines on stderr");
   po::positional_options_description pos;
   pos.add("cases", 1);
   po::variables_map vm;
   if (!parse_command_args("validate",
-                          "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown]",
-                          args, opts, pos, vm, ctx))
+                          "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown]", args,
+                          opts, pos, vm, ctx))
     return 0;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0) throw UsageError("validate: --jobs must be >= 0");
@@ -50,12 +49,13 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     try {
       re = std::regex(vm["filter"].as<std::string>());
     } catch (const std::regex_error& e) {
-      throw UsageError("validate: --filter '" + vm["filter"].as<std::string>() + "' is not a regular expression: " +
-                       e.what());
+      throw UsageError("validate: --filter '" + vm["filter"].as<std::string>() +
+                       "' is not a regular expression: " + e.what());
     }
     for (auto& c : all)
       if (std::regex_search(c.id, re)) cases.push_back(std::move(c));
-    if (cases.empty()) throw UsageError("validate: no case id matches --filter '" + vm["filter"].as<std::string>() + "'");
+    if (cases.empty())
+      throw UsageError("validate: no case id matches --filter '" + vm["filter"].as<std::string>() + "'");
   } else {
     cases = std::move(all);
   }

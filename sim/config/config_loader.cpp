@@ -48,9 +48,7 @@ class Validator {
       size_t dot = p.rfind('.');
       p = dot == std::string::npos ? "" : p.substr(0, dot);
     }
-    if (p.empty())
-      return file_diag(r_.file, YAML::Mark::null_mark(), path, std::move(expected),
-                       std::move(found));
+    if (p.empty()) return file_diag(r_.file, YAML::Mark::null_mark(), path, std::move(expected), std::move(found));
     const Origin& o = r_.origins.at(p);
     // A missing key is reported at its section's key, an existing one at
     // its value (or its key for unknown keys).
@@ -77,14 +75,12 @@ class Validator {
         field(*f, kv.second, path);
       } else if (is_section(path)) {
         if (!kv.second.IsMap())
-          error(path, false, "a map of " + path + " keys (" + keys_of(path) + ")",
-                describe(kv.second));
+          error(path, false, "a map of " + path + " keys (" + keys_of(path) + ")", describe(kv.second));
         else
           walk(kv.second, path);
       } else {
         error(path, true,
-              "a key of " + (prefix.empty() ? std::string("the top level") : prefix) + " (" +
-                  keys_of(prefix) + ")",
+              "a key of " + (prefix.empty() ? std::string("the top level") : prefix) + " (" + keys_of(prefix) + ")",
               "unknown key '" + key + "'", suggest(prefix, key));
       }
     }
@@ -115,9 +111,7 @@ class Validator {
     return "";
   }
 
-  bool check_min(const FieldSpec& f, double v) {
-    return (f.min_exclusive ? v > f.min : v >= f.min) && v <= f.max;
-  }
+  bool check_min(const FieldSpec& f, double v) { return (f.min_exclusive ? v > f.min : v >= f.min) && v <= f.max; }
 
   void field(const FieldSpec& f, const YAML::Node& n, const std::string& path) {
     if (f.type == FieldType::dtype_map) {
@@ -138,11 +132,8 @@ class Validator {
         // Every integer key lands in an `int`.
         if (text.empty() || *end != '\0') {
           error(path, false, f.expected(), found);
-        } else if (errno == ERANGE || v > std::numeric_limits<int>::max() ||
-                   v < std::numeric_limits<int>::min()) {
-          error(path, false,
-                f.expected() + " and <= " + std::to_string(std::numeric_limits<int>::max()),
-                found);
+        } else if (errno == ERANGE || v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min()) {
+          error(path, false, f.expected() + " and <= " + std::to_string(std::numeric_limits<int>::max()), found);
         } else if (!check_min(f, static_cast<double>(v))) {
           error(path, false, f.expected(), found);
         } else {
@@ -171,15 +162,12 @@ class Validator {
       }
       case FieldType::string:
       case FieldType::dtype: {
-        bool ok = f.choices.empty() ||
-                  std::find(f.choices.begin(), f.choices.end(), text) != f.choices.end();
+        bool ok = f.choices.empty() || std::find(f.choices.begin(), f.choices.end(), text) != f.choices.end();
         if (f.type == FieldType::dtype) ok = arch::parse_dtype(text).has_value();
         if (!ok)
           error(path, false, f.expected(), found, nearest_word(text, f.choices));
         else
-          values[path] = f.type == FieldType::dtype
-                             ? std::string(arch::dtype_name(*arch::parse_dtype(text)))
-                             : text;
+          values[path] = f.type == FieldType::dtype ? std::string(arch::dtype_name(*arch::parse_dtype(text))) : text;
         break;
       }
       case FieldType::quantity: {
@@ -257,8 +245,7 @@ bool valid_address_mapping(const std::string& s) {
   std::set<std::string> seen;
   for (size_t i = 0; i < s.size(); i += 2) {
     std::string tok = s.substr(i, 2);
-    if (std::find(need.begin(), need.end(), tok) == need.end() || !seen.insert(tok).second)
-      return false;
+    if (std::find(need.begin(), need.end(), tok) == need.end() || !seen.insert(tok).second) return false;
   }
   return true;
 }
@@ -311,8 +298,7 @@ arch::TpuConfig build(const Resolved& r) {
     v.error("ici.link_efficiency", false, "a fraction in (0, 1] of ici.link_bandwidth",
             "'" + fmt_num(c.ici.link_efficiency) + "'");
   if (v.values.count("hbm.address_mapping") && !valid_address_mapping(c.hbm.address_mapping))
-    v.error("hbm.address_mapping", false,
-            "a permutation of the fields Ro Ba Bg Ch Pc Co, e.g. RoBaBgChPcCo",
+    v.error("hbm.address_mapping", false, "a permutation of the fields Ro Ba Bg Ch Pc Co, e.g. RoBaBgChPcCo",
             "'" + c.hbm.address_mapping + "'");
 
   // Structure sizes that each key allows but whose product would ask for
@@ -327,8 +313,8 @@ arch::TpuConfig build(const Resolved& r) {
       v.error("hbm.banks_per_group", false,
               "at most 262144 banks in all (stacks x channels x pseudo_channels x bank_groups x banks_per_group)",
               fmt_num(banks));
-    for (const auto& [n, m] : {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem},
-                               {"smem", &c.smem}, {"cmem", &c.cmem}})
+    for (const auto& [n, m] :
+         {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem}, {"smem", &c.smem}, {"cmem", &c.cmem}})
       if (m->present && m->granule_bytes > m->size_bytes)
         v.error(std::string(n) + ".granule", false, "a granule no larger than " + std::string(n) + ".size",
                 "'" + format_quantity(static_cast<double>(m->granule_bytes), UnitKind::size) + "'");
@@ -365,8 +351,8 @@ arch::TpuConfig build(const Resolved& r) {
     model_check([&] { arch::VpuTimer t(c.vpu); });
     if (c.xlu.count > 0) model_check([&] { arch::XluTimer t(c.xlu, c.vpu); });
     model_check([&] { arch::DmaEngineTiming t(c.dma, c.hbm, c.chip.clock_hz); });
-    for (const auto& [n, m] : {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem},
-                               {"smem", &c.smem}, {"cmem", &c.cmem}})
+    for (const auto& [n, m] :
+         {std::pair<const char*, const arch::MemoryConfig*>{"vmem", &c.vmem}, {"smem", &c.smem}, {"cmem", &c.cmem}})
       if (m->present) {
         const std::string name = n;  // C++17: structured bindings cannot be captured
         const arch::MemoryConfig& mem = *m;
@@ -380,8 +366,7 @@ arch::TpuConfig build(const Resolved& r) {
       double scale = peak ? 1e12 : 1e9;
       const char* unit = peak ? " TFLOP/s" : " GB/s";
       double pct = m.published > 0 ? 100.0 * (m.derived - m.published) / m.published : 0;
-      v.error(m.key, false,
-              "within 3% of the derived " + fmt_num(m.derived / scale) + unit + " (" + m.how + ")",
+      v.error(m.key, false, "within 3% of the derived " + fmt_num(m.derived / scale) + unit + " (" + m.how + ")",
               fmt_num(m.published / scale) + unit + " (derived is " + fmt_num(std::fabs(pct)) +
                   (pct < 0 ? "% below)" : "% above)"));
     }
@@ -401,8 +386,7 @@ arch::TpuConfig build(const Resolved& r) {
 
 }  // namespace
 
-arch::TpuConfig load_tpu_config(const std::string& name_or_path,
-                                const std::vector<std::string>& overrides,
+arch::TpuConfig load_tpu_config(const std::string& name_or_path, const std::vector<std::string>& overrides,
                                 const ConfigSearchPath& path) {
   return build(config_detail::resolve(name_or_path, overrides, path));
 }

@@ -50,13 +50,11 @@ std::vector<std::pair<std::string, std::string>> list_configs(const ConfigSearch
 // The fully merged YAML document (extends, preset and overrides applied;
 // `extends` removed) before schema validation. Throws ConfigError for YAML
 // syntax errors, missing files, extends cycles and malformed overrides.
-YAML::Node resolve_config_yaml(const std::string& name_or_path,
-                               const std::vector<std::string>& overrides = {},
+YAML::Node resolve_config_yaml(const std::string& name_or_path, const std::vector<std::string>& overrides = {},
                                const ConfigSearchPath& path = default_search_path());
 
 // Resolves, validates and converts. Throws ConfigError (all diagnostics).
-arch::TpuConfig load_tpu_config(const std::string& name_or_path,
-                                const std::vector<std::string>& overrides = {},
+arch::TpuConfig load_tpu_config(const std::string& name_or_path, const std::vector<std::string>& overrides = {},
                                 const ConfigSearchPath& path = default_search_path());
 
 }  // namespace tpusim::sim

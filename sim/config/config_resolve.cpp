@@ -32,8 +32,8 @@ std::string describe(const YAML::Node& n) {
   return "an empty value";
 }
 
-Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key,
-                     std::string expected, std::string found) {
+Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key, std::string expected,
+                     std::string found) {
   Diagnostic d;
   d.file = file;
   if (!m.is_null()) {
@@ -51,30 +51,28 @@ namespace {
 YAML::Node parse_file(const std::string& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
-    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "", "a readable config file",
-                                "no such file"));
+    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "", "a readable config file", "no such file"));
   YAML::Node root;
   try {
     root = workloads::load_yaml_file_strict(file);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(file_diag(file, e.mark, "", "valid YAML", "a syntax error: " + e.msg));
   } catch (const YAML::BadFile&) {
-    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "", "a readable config file",
-                                "a file that cannot be read"));
+    throw ConfigError(
+        file_diag(file, YAML::Mark::null_mark(), "", "a readable config file", "a file that cannot be read"));
   }
   if (!root.IsMap())
-    throw ConfigError(file_diag(file, root.Mark(), "", "a map of config keys",
-                                root.IsNull() ? "an empty document" : describe(root)));
+    throw ConfigError(
+        file_diag(file, root.Mark(), "", "a map of config keys", root.IsNull() ? "an empty document" : describe(root)));
   return root;
 }
 
-void record(const YAML::Node& map, const std::string& file, const std::string& prefix,
-            Origins& o, bool overwrite, bool is_override = false) {
+void record(const YAML::Node& map, const std::string& file, const std::string& prefix, Origins& o, bool overwrite,
+            bool is_override = false) {
   for (const auto& kv : map) {
     if (prefix.empty() && kv.first.Scalar() == "extends") continue;
     std::string path = join(prefix, kv.first.Scalar());
-    if (overwrite || !o.count(path))
-      o[path] = Origin{file, kv.first.Mark(), kv.second.Mark(), is_override};
+    if (overwrite || !o.count(path)) o[path] = Origin{file, kv.first.Mark(), kv.second.Mark(), is_override};
     if (kv.second.IsMap()) record(kv.second, file, path, o, overwrite, is_override);
   }
 }
@@ -125,8 +123,7 @@ std::vector<std::string> names_in(const std::vector<std::string>& dirs) {
     std::error_code ec;
     for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec)) {
       auto ext = it->path().extension();
-      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml"))
-        names.insert(it->path().stem().string());
+      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml")) names.insert(it->path().stem().string());
     }
   }
   return {names.begin(), names.end()};
@@ -138,15 +135,14 @@ std::string dirs_text(const std::vector<std::string>& dirs) {
   return s;
 }
 
-Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
-                      const ConfigSearchPath& path) {
+Resolved resolve_file(const std::string& file, std::vector<std::string> chain, const ConfigSearchPath& path) {
   std::string canon = fs::weakly_canonical(fs::path(file)).string();
   if (std::find(chain.begin(), chain.end(), canon) != chain.end()) {
     std::string cycle;
     for (const auto& c : chain) cycle += stem_of(c) + " -> ";
     cycle += stem_of(canon);
-    throw ConfigError(file_diag(file, YAML::Mark::null_mark(), "extends",
-                                "an extends chain without cycles", "the cycle " + cycle));
+    throw ConfigError(
+        file_diag(file, YAML::Mark::null_mark(), "extends", "an extends chain without cycles", "the cycle " + cycle));
   }
   chain.push_back(canon);
   YAML::Node root = parse_file(file);
@@ -163,8 +159,7 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
     return r;
   }
   if (!ext.IsScalar() || ext.Scalar().empty())
-    throw ConfigError(file_diag(file, ext.Mark(), "extends",
-                                "the name or relative path of a config", describe(ext)));
+    throw ConfigError(file_diag(file, ext.Mark(), "extends", "the name or relative path of a config", describe(ext)));
   const std::string& target = ext.Scalar();
   std::string base_file;
   std::vector<std::string> dirs{dir_of(file)};
@@ -180,10 +175,8 @@ Resolved resolve_file(const std::string& file, std::vector<std::string> chain,
   if (base_file.empty()) {
     std::string chain_text;
     for (const auto& c : chain) chain_text += (chain_text.empty() ? "" : " -> ") + stem_of(c);
-    Diagnostic d = file_diag(file, ext.Mark(), "extends",
-                             "an existing config (searched " + dirs_text(dirs) + ")",
-                             "'" + target + "' (extends chain: " + chain_text + " -> " + target +
-                                 ")");
+    Diagnostic d = file_diag(file, ext.Mark(), "extends", "an existing config (searched " + dirs_text(dirs) + ")",
+                             "'" + target + "' (extends chain: " + chain_text + " -> " + target + ")");
     d.suggestion = nearest_word(target, names_in(dirs));
     throw ConfigError(d);
   }
@@ -203,30 +196,28 @@ void apply_overrides(Resolved& r, const std::vector<std::string>& overrides) {
     std::vector<std::string> segs;
     std::stringstream ss(key);
     for (std::string seg; std::getline(ss, seg, '.');) segs.push_back(seg);
-    bool bad_key = key.empty() || key.back() == '.' ||
-                   std::any_of(segs.begin(), segs.end(), [](auto& x) { return x.empty(); });
+    bool bad_key =
+        key.empty() || key.back() == '.' || std::any_of(segs.begin(), segs.end(), [](auto& x) { return x.empty(); });
     if (eq == std::string::npos || bad_key) {
-      diags.push_back(file_diag(where, YAML::Mark::null_mark(), "",
-                                "key=value with a dotted key, e.g. mxu.rows=256", "'" + s + "'"));
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), "", "key=value with a dotted key, e.g. mxu.rows=256",
+                                "'" + s + "'"));
       continue;
     }
     if (segs[0] == "extends") {
-      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key,
-                                "a config key (extends cannot be overridden)", "'extends'"));
+      diags.push_back(
+          file_diag(where, YAML::Mark::null_mark(), key, "a config key (extends cannot be overridden)", "'extends'"));
       continue;
     }
     YAML::Node value;
     try {
       value = workloads::load_yaml_strict(s.substr(eq + 1));
     } catch (const YAML::ParserException& e) {
-      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key, "a YAML value",
-                                "a syntax error: " + e.msg));
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key, "a YAML value", "a syntax error: " + e.msg));
       continue;
     }
     // `key=~` removes the key, as `key: ~` does in a file; `key=` is a slip.
     if (s.find_first_not_of(" \t", eq + 1) == std::string::npos) {
-      diags.push_back(
-          file_diag(where, YAML::Mark::null_mark(), key, "a value after '='", "nothing"));
+      diags.push_back(file_diag(where, YAML::Mark::null_mark(), key, "a value after '='", "nothing"));
       continue;
     }
     YAML::Node doc = value;
@@ -258,16 +249,14 @@ void apply_preset(Resolved& r, const ConfigSearchPath& path) {
   YAML::Node preset = hbm["preset"];
   if (!preset || !preset.IsScalar()) return;  // validation reports the type
   std::vector<std::string> dirs;
-  for (const std::string& d : std::vector<std::string>{dir_of(r.file)})
-    dirs.push_back((fs::path(d) / "hbm").string());
+  for (const std::string& d : std::vector<std::string>{dir_of(r.file)}) dirs.push_back((fs::path(d) / "hbm").string());
   for (const std::string& d : path.dirs) dirs.push_back((fs::path(d) / "hbm").string());
   const std::string name = lower(preset.Scalar());
   std::string file = find_in(name, dirs);
   if (file.empty()) {
     const Origin& o = r.origins["hbm.preset"];
     Diagnostic d = file_diag(o.file, o.value, "hbm.preset",
-                             "a memory preset in hbm/ (searched " + dirs_text(dirs) + ")",
-                             "'" + preset.Scalar() + "'");
+                             "a memory preset in hbm/ (searched " + dirs_text(dirs) + ")", "'" + preset.Scalar() + "'");
     if (o.is_override) d.line = d.column = 0;
     d.suggestion = nearest_word(name, names_in(dirs));
     throw ConfigError(d);
@@ -276,13 +265,12 @@ void apply_preset(Resolved& r, const ConfigSearchPath& path) {
   std::vector<Diagnostic> diags;
   for (const auto& kv : doc)
     if (kv.first.Scalar() != "hbm")
-      diags.push_back(file_diag(file, kv.first.Mark(), kv.first.Scalar(),
-                                "only an 'hbm:' section in a memory preset",
+      diags.push_back(file_diag(file, kv.first.Mark(), kv.first.Scalar(), "only an 'hbm:' section in a memory preset",
                                 "unknown key '" + kv.first.Scalar() + "'"));
   YAML::Node ph = doc["hbm"];
   if (!ph || !ph.IsMap())
-    diags.push_back(file_diag(file, doc.Mark(), "hbm", "an 'hbm:' map in a memory preset",
-                              ph ? describe(ph) : "no 'hbm:' key"));
+    diags.push_back(
+        file_diag(file, doc.Mark(), "hbm", "an 'hbm:' map in a memory preset", ph ? describe(ph) : "no 'hbm:' key"));
   if (!diags.empty()) throw ConfigError(diags);
   YAML::Node root(YAML::NodeType::Map);
   for (const auto& kv : r.root) root[kv.first.Scalar()] = kv.second;
@@ -294,8 +282,7 @@ void apply_preset(Resolved& r, const ConfigSearchPath& path) {
 
 Resolved resolve(const std::string& name_or_path, const std::vector<std::string>& overrides,
                  const ConfigSearchPath& path) {
-  std::string file =
-      looks_like_path(name_or_path) ? name_or_path : find_config_file(name_or_path, path);
+  std::string file = looks_like_path(name_or_path) ? name_or_path : find_config_file(name_or_path, path);
   Resolved r = resolve_file(file, {}, path);
   apply_overrides(r, overrides);
   apply_preset(r, path);
@@ -334,9 +321,9 @@ bool looks_like_path(const std::string& s) {
 std::string find_config_file(const std::string& name, const ConfigSearchPath& path) {
   std::string f = find_in(name, path.dirs);
   if (f.empty()) {
-    Diagnostic d = file_diag(name, YAML::Mark::null_mark(), "",
-                             "a config name on the search path (" + dirs_text(path.dirs) + ")",
-                             "no config named '" + name + "'");
+    Diagnostic d =
+        file_diag(name, YAML::Mark::null_mark(), "", "a config name on the search path (" + dirs_text(path.dirs) + ")",
+                  "no config named '" + name + "'");
     d.suggestion = nearest_word(name, names_in(path.dirs));
     throw ConfigError(d);
   }
@@ -349,8 +336,7 @@ std::vector<std::pair<std::string, std::string>> list_configs(const ConfigSearch
   return out;
 }
 
-YAML::Node resolve_config_yaml(const std::string& name_or_path,
-                               const std::vector<std::string>& overrides,
+YAML::Node resolve_config_yaml(const std::string& name_or_path, const std::vector<std::string>& overrides,
                                const ConfigSearchPath& path) {
   return resolve(name_or_path, overrides, path).root;
 }

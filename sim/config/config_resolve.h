@@ -36,8 +36,8 @@ struct Resolved {
 std::string join(const std::string& prefix, const std::string& key);
 // A value as a message shows it: quoted scalar, "a map", "a list", ...
 std::string describe(const YAML::Node& n);
-Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key,
-                     std::string expected, std::string found);
+Diagnostic file_diag(const std::string& file, const YAML::Mark& m, std::string key, std::string expected,
+                     std::string found);
 std::string lower(std::string s);
 
 // The file `name_or_path` names, its extends chain merged, then

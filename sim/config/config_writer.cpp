@@ -17,7 +17,7 @@ namespace {
 // An ordered tree of printed values; both formats walk it.
 struct Tree {
   std::string key;
-  std::string scalar;  // leaf text, if no children
+  std::string scalar;   // leaf text, if no children
   bool number = false;  // JSON: print unquoted
   std::vector<Tree> kids;
 
@@ -53,21 +53,16 @@ Tree build_tree(const arch::TpuConfig& c) {
         m.put(base + "." + std::string(arch::dtype_name(t)), format_scaled(x, f.scale, 1), true);
       continue;
     }
-    bool number = f.type == FieldType::integer || f.type == FieldType::real ||
-                  f.type == FieldType::boolean;
+    bool number = f.type == FieldType::integer || f.type == FieldType::real || f.type == FieldType::boolean;
     root.put(f.path, format_field(f, v), number);
   }
   const arch::DerivedFigures d = arch::derive(c);
   for (const auto& [t, x] : d.peak_flops)
-    root.put("derived.peak_tflops." + std::string(arch::dtype_name(t)), format_scaled(x, 1e12, 1),
-             true);
+    root.put("derived.peak_tflops." + std::string(arch::dtype_name(t)), format_scaled(x, 1e12, 1), true);
   root.put("derived.hbm_bandwidth", format_quantity(d.hbm_bandwidth, UnitKind::bandwidth), false);
-  root.put("derived.hbm_capacity",
-           format_quantity(static_cast<double>(d.hbm_capacity), UnitKind::size), false);
-  root.put("derived.ici_link_bandwidth", format_quantity(d.ici_link_bandwidth, UnitKind::bandwidth),
-           false);
-  root.put("derived.ici_chip_bandwidth", format_quantity(d.ici_chip_bandwidth, UnitKind::bandwidth),
-           false);
+  root.put("derived.hbm_capacity", format_quantity(static_cast<double>(d.hbm_capacity), UnitKind::size), false);
+  root.put("derived.ici_link_bandwidth", format_quantity(d.ici_link_bandwidth, UnitKind::bandwidth), false);
+  root.put("derived.ici_chip_bandwidth", format_quantity(d.ici_chip_bandwidth, UnitKind::bandwidth), false);
   for (const auto& [t, x] : d.ridge_point) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f", x);

@@ -12,7 +12,8 @@ using arch::DType;
 using arch::TpuConfig;
 
 // A generic lambda works on both `TpuConfig&` and `const TpuConfig&`.
-#define TPUSIM_FIELD(expr) [](auto& c) -> auto& { return expr; }
+#define TPUSIM_FIELD(expr) \
+  [](auto& c) -> auto& { return expr; }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -20,8 +21,7 @@ struct Builder {
   std::vector<FieldSpec> v;
 
   template <class Acc>
-  FieldSpec& num(const std::string& path, FieldType type, Acc acc, double min, bool excl,
-                 const std::string& doc) {
+  FieldSpec& num(const std::string& path, FieldType type, Acc acc, double min, bool excl, const std::string& doc) {
     FieldSpec f;
     f.path = path;
     f.type = type;
@@ -48,8 +48,7 @@ struct Builder {
   }
   // Quantities are > 0 unless `allow_zero`.
   template <class Acc>
-  FieldSpec& qty(const std::string& path, UnitKind unit, Acc acc, const std::string& doc,
-                 bool allow_zero = false) {
+  FieldSpec& qty(const std::string& path, UnitKind unit, Acc acc, const std::string& doc, bool allow_zero = false) {
     FieldSpec& f = num(path, FieldType::quantity, acc, 0, !allow_zero, doc);
     f.unit = unit;
     return f;
@@ -82,8 +81,7 @@ struct Builder {
     return v.back();
   }
   template <class Acc>
-  FieldSpec& str(const std::string& path, Acc acc, std::vector<std::string> choices,
-                 const std::string& doc) {
+  FieldSpec& str(const std::string& path, Acc acc, std::vector<std::string> choices, const std::string& doc) {
     FieldSpec f;
     f.path = path;
     f.type = FieldType::string;
@@ -102,9 +100,7 @@ struct Builder {
     f.type = FieldType::dtype;
     for (DType t : arch::kAllDTypes) f.choices.emplace_back(arch::dtype_name(t));
     f.doc = doc;
-    f.set = [acc](TpuConfig& c, const FieldValue& x) {
-      acc(c) = *arch::parse_dtype(std::get<std::string>(x));
-    };
+    f.set = [acc](TpuConfig& c, const FieldValue& x) { acc(c) = *arch::parse_dtype(std::get<std::string>(x)); };
     f.get = [acc](const TpuConfig& c) { return FieldValue(std::string(arch::dtype_name(acc(c)))); };
     f.present = [](const TpuConfig&) { return true; };
     v.push_back(f);
@@ -119,9 +115,7 @@ struct Builder {
     f.min_exclusive = true;
     f.scale = scale;
     f.doc = doc;
-    f.set = [acc](TpuConfig& c, const FieldValue& x) {
-      acc(c) = std::get<std::map<DType, double>>(x);
-    };
+    f.set = [acc](TpuConfig& c, const FieldValue& x) { acc(c) = std::get<std::map<DType, double>>(x); };
     f.get = [acc](const TpuConfig& c) { return FieldValue(acc(c)); };
     f.present = [](const TpuConfig&) { return true; };
     v.push_back(f);
@@ -135,21 +129,22 @@ std::vector<FieldSpec> build() {
   // chip
   b.str("chip.name", TPUSIM_FIELD(c.chip.name), {},
         "Config name; defaults to the file name without .yaml (not inherited through extends)");
-  b.str("chip.generation", TPUSIM_FIELD(c.chip.generation), {}, "TPU generation, e.g. v5e")
-      .required = true;
+  b.str("chip.generation", TPUSIM_FIELD(c.chip.generation), {}, "TPU generation, e.g. v5e").required = true;
   b.integer("chip.tensorcores", TPUSIM_FIELD(c.chip.tensorcores), 1, "TensorCores per chip").bounded(64);
-  b.boolean("chip.megacore", TPUSIM_FIELD(c.chip.megacore),
-            "Two TensorCores presented as one device (v4, v5p)");
+  b.boolean("chip.megacore", TPUSIM_FIELD(c.chip.megacore), "Two TensorCores presented as one device (v4, v5p)");
   b.qty("chip.clock", U::frequency, TPUSIM_FIELD(c.chip.clock_hz), "TensorCore clock")
-      .at_least(1e6).bounded(100e9).required = true;
+      .at_least(1e6)
+      .bounded(100e9)
+      .required = true;
   // mxu
   b.integer("mxu.count", TPUSIM_FIELD(c.mxu.count), 1, "MXUs per TensorCore").bounded(64);
-  b.integer("mxu.rows", TPUSIM_FIELD(c.mxu.rows), 1,
-            "Systolic array rows: contracting (K) extent of a weight tile").bounded(4096);
-  b.integer("mxu.cols", TPUSIM_FIELD(c.mxu.cols), 1,
-            "Systolic array columns: output (N) extent of a weight tile").bounded(4096);
+  b.integer("mxu.rows", TPUSIM_FIELD(c.mxu.rows), 1, "Systolic array rows: contracting (K) extent of a weight tile")
+      .bounded(4096);
+  b.integer("mxu.cols", TPUSIM_FIELD(c.mxu.cols), 1, "Systolic array columns: output (N) extent of a weight tile")
+      .bounded(4096);
   b.integer("mxu.weight_load_cycles", TPUSIM_FIELD(c.mxu.weight_load_cycles), 0,
-            "Cycles to shift one weight tile in; 0 means `rows`").bounded(1e6);
+            "Cycles to shift one weight tile in; 0 means `rows`")
+      .bounded(1e6);
   b.boolean("mxu.weight_double_buffer", TPUSIM_FIELD(c.mxu.weight_double_buffer),
             "The next weight tile loads while the current one streams");
   b.dmap("mxu.throughput", TPUSIM_FIELD(c.mxu.throughput), 1,
@@ -157,23 +152,26 @@ std::vector<FieldSpec> build() {
          "absent from the map is unsupported; the map replaces the default as a whole");
   b.dtype("mxu.accumulator", TPUSIM_FIELD(c.mxu.accumulator), "Accumulator dtype");
   b.integer("mxu.input_latency", TPUSIM_FIELD(c.mxu.input_latency), 0,
-            "Cycles from issue until the first LHS row enters the array").bounded(1e6);
-  b.integer("mxu.output_latency", TPUSIM_FIELD(c.mxu.output_latency), 0,
-            "Cycles from the last PE to the result buffer").bounded(1e6);
+            "Cycles from issue until the first LHS row enters the array")
+      .bounded(1e6);
+  b.integer("mxu.output_latency", TPUSIM_FIELD(c.mxu.output_latency), 0, "Cycles from the last PE to the result buffer")
+      .bounded(1e6);
   // vpu
   b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register").bounded(1024);
   b.integer("vpu.lanes", TPUSIM_FIELD(c.vpu.lanes), 1, "Lanes of a vector register").bounded(4096);
-  b.integer("vpu.alus_per_lane", TPUSIM_FIELD(c.vpu.alus_per_lane), 1,
-            "Elementwise ops per lane per cycle").bounded(64);
+  b.integer("vpu.alus_per_lane", TPUSIM_FIELD(c.vpu.alus_per_lane), 1, "Elementwise ops per lane per cycle")
+      .bounded(64);
   b.integer("vpu.latency", TPUSIM_FIELD(c.vpu.latency), 1, "Pipeline latency, cycles").bounded(1e6);
-  b.real("vpu.transcendental_rate", TPUSIM_FIELD(c.vpu.transcendental_rate),
-         "Transcendental ops per lane per cycle").bounded(64);
-  b.integer("vpu.vregs", TPUSIM_FIELD(c.vpu.vregs), 1,
-            "Vector registers (sublanes x lanes x 32 bit) per TensorCore").bounded(65536);
+  b.real("vpu.transcendental_rate", TPUSIM_FIELD(c.vpu.transcendental_rate), "Transcendental ops per lane per cycle")
+      .bounded(64);
+  b.integer("vpu.vregs", TPUSIM_FIELD(c.vpu.vregs), 1, "Vector registers (sublanes x lanes x 32 bit) per TensorCore")
+      .bounded(65536);
   b.integer("vpu.vmem_loads_per_cycle", TPUSIM_FIELD(c.vpu.vmem_loads_per_cycle), 1,
-            "Vector register loads from VMEM per cycle").bounded(64);
+            "Vector register loads from VMEM per cycle")
+      .bounded(64);
   b.integer("vpu.vmem_stores_per_cycle", TPUSIM_FIELD(c.vpu.vmem_stores_per_cycle), 1,
-            "Vector register stores to VMEM per cycle").bounded(64);
+            "Vector register stores to VMEM per cycle")
+      .bounded(64);
   b.boolean("vpu.packed_narrow_alu", TPUSIM_FIELD(c.vpu.packed_narrow_alu),
             "ALUs operate on packed sub-32-bit values (a bf16 vreg slot holds 2 values); false = "
             "narrow values run one per slot at the f32 rate");
@@ -183,34 +181,39 @@ std::vector<FieldSpec> build() {
   b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU").bounded(64);
   // on-chip memories
   auto mem = [&](const std::string& n, auto acc, const std::string& what) {
-    b.boolean(n + ".present", [acc](auto& c) -> auto& { return acc(c).present; },
-              "The " + what + " exists (a `" + n + ":` section switches an optional one on)");
-    b.qty(n + ".size", U::size, [acc](auto& c) -> auto& { return acc(c).size_bytes; },
-          "Capacity of the " + what + "; must be > 0 if present", true)
+    b.boolean(
+        n + ".present", [acc](auto& c) -> auto& { return acc(c).present; },
+        "The " + what + " exists (a `" + n + ":` section switches an optional one on)");
+    b.qty(
+         n + ".size", U::size, [acc](auto& c) -> auto& { return acc(c).size_bytes; },
+         "Capacity of the " + what + "; must be > 0 if present", true)
         .bounded(1099511627776.0);  // 1 TiB
-    b.integer(n + ".ports", [acc](auto& c) -> auto& { return acc(c).ports; }, 1,
-              "Access ports of the " + what)
+    b.integer(
+         n + ".ports", [acc](auto& c) -> auto& { return acc(c).ports; }, 1, "Access ports of the " + what)
         .bounded(64);
-    b.qty(n + ".bandwidth", U::bandwidth, [acc](auto& c) -> auto& { return acc(c).bandwidth; },
-          "Bandwidth of the " + what + ", all ports together", true)
+    b.qty(
+         n + ".bandwidth", U::bandwidth, [acc](auto& c) -> auto& { return acc(c).bandwidth; },
+         "Bandwidth of the " + what + ", all ports together", true)
         .bounded(1e15);
-    b.integer(n + ".latency", [acc](auto& c) -> auto& { return acc(c).latency; }, 0,
-              "Access latency of the " + what + ", cycles")
+    b.integer(
+         n + ".latency", [acc](auto& c) -> auto& { return acc(c).latency; }, 0,
+         "Access latency of the " + what + ", cycles")
         .bounded(1e6);
-    b.qty(n + ".granule", U::size, [acc](auto& c) -> auto& { return acc(c).granule_bytes; },
-          "Allocation and access granule of the " + what + "; 0 = byte granular", true);
+    b.qty(
+        n + ".granule", U::size, [acc](auto& c) -> auto& { return acc(c).granule_bytes; },
+        "Allocation and access granule of the " + what + "; 0 = byte granular", true);
   };
   mem("vmem", TPUSIM_FIELD(c.vmem), "vector memory, per TensorCore");
   mem("smem", TPUSIM_FIELD(c.smem), "scalar memory, per TensorCore");
   mem("cmem", TPUSIM_FIELD(c.cmem), "common memory, per chip (optional)");
   // dma
   b.integer("dma.engines", TPUSIM_FIELD(c.dma.engines), 1, "DMA engines per chip").bounded(1024);
-  b.integer("dma.issue_per_cycle", TPUSIM_FIELD(c.dma.issue_per_cycle), 1,
-            "HBM requests one engine issues per cycle").bounded(64);
-  b.integer("dma.max_outstanding", TPUSIM_FIELD(c.dma.max_outstanding), 1,
-            "Outstanding HBM requests per engine").bounded(65536);
-  b.qty("dma.request_bytes", U::size, TPUSIM_FIELD(c.dma.request_bytes),
-        "Size of one HBM request (atom)").bounded(1048576);
+  b.integer("dma.issue_per_cycle", TPUSIM_FIELD(c.dma.issue_per_cycle), 1, "HBM requests one engine issues per cycle")
+      .bounded(64);
+  b.integer("dma.max_outstanding", TPUSIM_FIELD(c.dma.max_outstanding), 1, "Outstanding HBM requests per engine")
+      .bounded(65536);
+  b.qty("dma.request_bytes", U::size, TPUSIM_FIELD(c.dma.request_bytes), "Size of one HBM request (atom)")
+      .bounded(1048576);
   b.integer("dma.setup_cycles", TPUSIM_FIELD(c.dma.setup_cycles), 0, "Fixed cycles per descriptor").bounded(1e6);
   // hbm
   b.str("hbm.preset", TPUSIM_FIELD(c.hbm.preset), {},
@@ -221,43 +224,45 @@ std::vector<FieldSpec> build() {
         "the default), bank-level (detailed), or whole-memory fluid calibrated against it (calibrated)");
   b.integer("hbm.stacks", TPUSIM_FIELD(c.hbm.stacks), 1, "Stacks (or DIMM-like devices) per chip").bounded(64);
   b.integer("hbm.channels", TPUSIM_FIELD(c.hbm.channels), 1, "Channels per stack").bounded(64);
-  b.integer("hbm.pseudo_channels", TPUSIM_FIELD(c.hbm.pseudo_channels), 1,
-            "Pseudo-channels per channel").bounded(8);
+  b.integer("hbm.pseudo_channels", TPUSIM_FIELD(c.hbm.pseudo_channels), 1, "Pseudo-channels per channel").bounded(8);
   b.integer("hbm.bank_groups", TPUSIM_FIELD(c.hbm.bank_groups), 1, "Bank groups per pseudo-channel").bounded(64);
   b.integer("hbm.banks_per_group", TPUSIM_FIELD(c.hbm.banks_per_group), 1, "Banks per bank group").bounded(64);
-  b.qty("hbm.row_size", U::size, TPUSIM_FIELD(c.hbm.row_bytes),
-        "Row (page) size per pseudo-channel").bounded(1048576);
-  b.qty("hbm.data_rate", U::transfer_rate, TPUSIM_FIELD(c.hbm.data_rate),
-        "Transfers per second per pin").bounded(100e9).required = true;
-  b.integer("hbm.bus_width_bits", TPUSIM_FIELD(c.hbm.bus_width_bits), 1,
-            "Data bus width per pseudo-channel, bits").bounded(4096);
+  b.qty("hbm.row_size", U::size, TPUSIM_FIELD(c.hbm.row_bytes), "Row (page) size per pseudo-channel").bounded(1048576);
+  b.qty("hbm.data_rate", U::transfer_rate, TPUSIM_FIELD(c.hbm.data_rate), "Transfers per second per pin")
+      .bounded(100e9)
+      .required = true;
+  b.integer("hbm.bus_width_bits", TPUSIM_FIELD(c.hbm.bus_width_bits), 1, "Data bus width per pseudo-channel, bits")
+      .bounded(4096);
   b.integer("hbm.burst_length", TPUSIM_FIELD(c.hbm.burst_length), 1, "Burst length, transfers").bounded(64);
   b.qty("hbm.capacity", U::size, TPUSIM_FIELD(c.hbm.capacity_bytes), "Capacity per chip")
-      .bounded(1125899906842624.0).required = true;
+      .bounded(1125899906842624.0)
+      .required = true;
   b.str("hbm.address_mapping", TPUSIM_FIELD(c.hbm.address_mapping), {},
         "Address bit order, most to least significant, as a permutation of Ro Ba Bg Ch Pc Co");
   b.boolean("hbm.address_hash", TPUSIM_FIELD(c.hbm.address_hash),
             "Rotate pseudo-channel and bank by a hash of the higher address bits");
-  b.integer("hbm.queue_depth", TPUSIM_FIELD(c.hbm.queue_depth), 1,
-            "Scheduler queue entries per pseudo-channel").bounded(65536);
-  b.str("hbm.page_policy", TPUSIM_FIELD(c.hbm.page_policy), {"open", "closed"},
-        "Row buffer policy");
+  b.integer("hbm.queue_depth", TPUSIM_FIELD(c.hbm.queue_depth), 1, "Scheduler queue entries per pseudo-channel")
+      .bounded(65536);
+  b.str("hbm.page_policy", TPUSIM_FIELD(c.hbm.page_policy), {"open", "closed"}, "Row buffer policy");
   b.qty("hbm.controller_latency", U::time, TPUSIM_FIELD(c.hbm.controller_latency),
-        "Fixed controller front-end + PHY latency added to every access", true).bounded(1e-3);
+        "Fixed controller front-end + PHY latency added to every access", true)
+      .bounded(1e-3);
   b.integer("hbm.refresh_postpone", TPUSIM_FIELD(c.hbm.refresh_postpone), 0,
-            "Refreshes the controller may postpone while requests wait (0..8)").bounded(8);
+            "Refreshes the controller may postpone while requests wait (0..8)")
+      .bounded(8);
   // One row per JEDEC timing of TPUSIM_HBM_TIMINGS (arch/common/chip_config.h).
-#define TPUSIM_HBM_TIMING_ROW(name, ps_name, req, positive, description)                  \
-  b.qty("hbm.timings." #name, U::time, TPUSIM_FIELD(c.hbm.t.name),                          \
-        std::string(description) + ((req) ? "" : "; 0 = no constraint"), !(req))           \
-      .bounded(1e-3)                                                                       \
+#define TPUSIM_HBM_TIMING_ROW(name, ps_name, req, positive, description)         \
+  b.qty("hbm.timings." #name, U::time, TPUSIM_FIELD(c.hbm.t.name),               \
+        std::string(description) + ((req) ? "" : "; 0 = no constraint"), !(req)) \
+      .bounded(1e-3)                                                             \
       .required = (req);
   TPUSIM_HBM_TIMINGS(TPUSIM_HBM_TIMING_ROW)
 #undef TPUSIM_HBM_TIMING_ROW
   // ici
   b.integer("ici.ports", TPUSIM_FIELD(c.ici.ports), 0, "ICI links per chip; 0 = no ICI").bounded(64);
   b.qty("ici.link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.link_bandwidth),
-        "Bandwidth per link per direction; must be > 0 if ports > 0", true).bounded(1e15);
+        "Bandwidth per link per direction; must be > 0 if ports > 0", true)
+      .bounded(1e15);
   b.qty("ici.hop_latency", U::time, TPUSIM_FIELD(c.ici.hop_latency), "Latency per hop", true).bounded(1e-3);
   b.real("ici.link_efficiency", TPUSIM_FIELD(c.ici.link_efficiency),
          "Usable fraction of ici.link_bandwidth for payload (protocol, headers, flow control), "
@@ -268,19 +273,17 @@ std::vector<FieldSpec> build() {
         true)
       .bounded(1e-3);
   b.str("ici.topology", TPUSIM_FIELD(c.ici.topology), {"torus2d", "torus3d"}, "Slice topology");
-  b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound),
-        {"length16", "multiple_of_4", "always", "never"},
+  b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound), {"length16", "multiple_of_4", "always", "never"},
         "Which axes get wraparound links: only length-16 axes (v5e, v6e), axes whose length is a "
         "multiple of 4 (v4, v5p), always or never");
-  b.boolean("ici.twisted_torus", TPUSIM_FIELD(c.ici.twisted_torus),
-            "Twisted torus shapes are available");
+  b.boolean("ici.twisted_torus", TPUSIM_FIELD(c.ici.twisted_torus), "Twisted torus shapes are available");
   b.integer("ici.max_chips", TPUSIM_FIELD(c.ici.max_chips), 1, "Largest slice, chips").bounded(1048576);
   b.integer("ici.chips_per_host", TPUSIM_FIELD(c.ici.chips_per_host), 1, "Chips per host").bounded(1024);
   // chip-level links and blocks
-  b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.dcn_bandwidth),
-        "Data-centre network bandwidth per chip", true).bounded(1e15);
-  b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth),
-        "Host PCIe bandwidth per chip", true).bounded(1e15);
+  b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.dcn_bandwidth), "Data-centre network bandwidth per chip", true)
+      .bounded(1e15);
+  b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth), "Host PCIe bandwidth per chip", true)
+      .bounded(1e15);
   b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip").bounded(64);
   // kernels: what the compiler's pipelined kernels cost beyond the hardware
   b.qty("kernel.step_overhead", U::time, TPUSIM_FIELD(c.kernel.step_overhead),
@@ -307,12 +310,10 @@ std::vector<FieldSpec> build() {
          "peak within 3%");
   b.opt_qty("published.hbm_bandwidth", U::bandwidth, TPUSIM_FIELD(c.published.hbm_bandwidth),
             "Published HBM bandwidth; checked against the derived one within 3%");
-  b.opt_qty("published.ici_link_bandwidth", U::bandwidth,
-            TPUSIM_FIELD(c.published.ici_link_bandwidth),
+  b.opt_qty("published.ici_link_bandwidth", U::bandwidth, TPUSIM_FIELD(c.published.ici_link_bandwidth),
             "Published ICI bandwidth per link per direction; checked against ici.link_bandwidth "
             "within 3%");
-  b.opt_qty("published.ici_chip_bandwidth", U::bandwidth,
-            TPUSIM_FIELD(c.published.ici_chip_bandwidth),
+  b.opt_qty("published.ici_chip_bandwidth", U::bandwidth, TPUSIM_FIELD(c.published.ici_chip_bandwidth),
             "Published ICI bandwidth per chip, both directions of all links; checked against 2 x "
             "ports x link_bandwidth within 3%");
   return b.v;
@@ -338,8 +339,7 @@ std::string FieldSpec::expected() const {
       return s;
     }
     case FieldType::quantity:
-      return unit_kind_description(unit) +
-             (max != kInf ? " of at most " + format_quantity(max, unit) : std::string());
+      return unit_kind_description(unit) + (max != kInf ? " of at most " + format_quantity(max, unit) : std::string());
     case FieldType::dtype: {
       std::string s = "a dtype, one of ";
       for (size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
@@ -404,9 +404,7 @@ std::vector<std::string> section_children(const std::string& section) {
   return out;
 }
 
-bool is_presence_section(const std::string& section) {
-  return section == "cmem" || section == "power";
-}
+bool is_presence_section(const std::string& section) { return section == "cmem" || section == "power"; }
 
 std::string format_field(const FieldSpec& f, const FieldValue& v) {
   switch (f.type) {

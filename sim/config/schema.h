@@ -37,13 +37,13 @@ struct FieldSpec {
   FieldType type = FieldType::integer;
   UnitKind unit = UnitKind::frequency;  // quantity only
   double min = -std::numeric_limits<double>::infinity();
-  bool min_exclusive = false;           // value must be > min (else >= min)
+  bool min_exclusive = false;  // value must be > min (else >= min)
   // Physical upper bound (inclusive): what any plausible accelerator could
   // have, so that one config line cannot ask for terabytes of model state
   // or a clock below the 1 ps time resolution.
   double max = std::numeric_limits<double>::infinity();
-  std::vector<std::string> choices;     // string: allowed values (empty = any)
-  double scale = 1;                     // dtype_map: stored = written x scale
+  std::vector<std::string> choices;  // string: allowed values (empty = any)
+  double scale = 1;                  // dtype_map: stored = written x scale
   bool required = false;
   std::string doc;
   std::function<void(arch::TpuConfig&, const FieldValue&)> set;

@@ -19,16 +19,29 @@ struct Unit {
 };
 
 const std::vector<Unit>& units_of(UnitKind kind) {
-  static const std::vector<Unit> freq{{"Hz", 1, 1}, {"kHz", 1e3, 1}, {"MHz", 1e6, 1},
-                                      {"GHz", 1e9, 1}, {"THz", 1e12, 1}};
+  static const std::vector<Unit> freq{
+      {"Hz", 1, 1}, {"kHz", 1e3, 1}, {"MHz", 1e6, 1}, {"GHz", 1e9, 1}, {"THz", 1e12, 1}};
   // Bit rates: "Gbps" and "Gb/s" are bits per second, 8 bits to a byte.
-  static const std::vector<Unit> bw{
-      {"B/s", 1, 1},       {"kB/s", 1e3, 1},    {"KB/s", 1e3, 1},      {"MB/s", 1e6, 1},
-      {"GB/s", 1e9, 1},    {"TB/s", 1e12, 1},   {"KiB/s", 1024.0, 1},  {"MiB/s", 1048576.0, 1},
-      {"GiB/s", 1073741824.0, 1},               {"TiB/s", 1099511627776.0, 1},
-      {"bps", 1, 8},       {"kbps", 1e3, 8},    {"Mbps", 1e6, 8},      {"Gbps", 1e9, 8},
-      {"Tbps", 1e12, 8},   {"b/s", 1, 8},       {"kb/s", 1e3, 8},      {"Mb/s", 1e6, 8},
-      {"Gb/s", 1e9, 8},    {"Tb/s", 1e12, 8}};
+  static const std::vector<Unit> bw{{"B/s", 1, 1},
+                                    {"kB/s", 1e3, 1},
+                                    {"KB/s", 1e3, 1},
+                                    {"MB/s", 1e6, 1},
+                                    {"GB/s", 1e9, 1},
+                                    {"TB/s", 1e12, 1},
+                                    {"KiB/s", 1024.0, 1},
+                                    {"MiB/s", 1048576.0, 1},
+                                    {"GiB/s", 1073741824.0, 1},
+                                    {"TiB/s", 1099511627776.0, 1},
+                                    {"bps", 1, 8},
+                                    {"kbps", 1e3, 8},
+                                    {"Mbps", 1e6, 8},
+                                    {"Gbps", 1e9, 8},
+                                    {"Tbps", 1e12, 8},
+                                    {"b/s", 1, 8},
+                                    {"kb/s", 1e3, 8},
+                                    {"Mb/s", 1e6, 8},
+                                    {"Gb/s", 1e9, 8},
+                                    {"Tb/s", 1e12, 8}};
   static const std::vector<Unit> size{{"B", 1, 1},
                                       {"kB", 1e3, 1},
                                       {"KB", 1e3, 1},
@@ -39,7 +52,7 @@ const std::vector<Unit>& units_of(UnitKind kind) {
                                       {"MiB", 1048576.0, 1},
                                       {"GiB", 1073741824.0, 1},
                                       {"TiB", 1099511627776.0, 1}};
-  static const std::vector<Unit> time{{"s", 1, 1},   {"ms", 1, 1e3}, {"us", 1, 1e6},
+  static const std::vector<Unit> time{{"s", 1, 1},    {"ms", 1, 1e3}, {"us", 1, 1e6},
                                       {"µs", 1, 1e6}, {"ns", 1, 1e9}, {"ps", 1, 1e12}};
   // Per-pin signalling rate: one bit per transfer per pin, so "Gbps" here
   // means 1e9 transfers/s (unlike in a bandwidth).
@@ -87,15 +100,13 @@ UnitError::UnitError(std::string expected, std::string found)
       found_(std::move(found)) {}
 
 std::string unit_kind_description(UnitKind kind) {
-  static const char* examples[] = {"'1.5 GHz'", "'819 GB/s'", "'128 MiB'",
-                                   "'14 ns'",   "'3.2 GT/s'", "'175 W'"};
+  static const char* examples[] = {"'1.5 GHz'", "'819 GB/s'", "'128 MiB'", "'14 ns'", "'3.2 GT/s'", "'175 W'"};
   std::string units;
   for (const Unit& u : units_of(kind)) {
     if (!units.empty()) units += ", ";
     units += u.name;
   }
-  return std::string(kind_noun(kind)) + " such as " + examples[static_cast<int>(kind)] + " (" +
-         units + ")";
+  return std::string(kind_noun(kind)) + " such as " + examples[static_cast<int>(kind)] + " (" + units + ")";
 }
 
 std::string unit_kind_si_name(UnitKind kind) {
@@ -117,25 +128,21 @@ double parse_quantity(const std::string& text, UnitKind kind) {
   char* end = nullptr;
   errno = 0;
   double number = std::strtod(begin, &end);
-  if (end == begin || s.empty() || !(s[0] == '-' || s[0] == '+' || s[0] == '.' ||
-                                     (s[0] >= '0' && s[0] <= '9')))
+  if (end == begin || s.empty() || !(s[0] == '-' || s[0] == '+' || s[0] == '.' || (s[0] >= '0' && s[0] <= '9')))
     throw UnitError(unit_kind_description(kind), found + " (no number)");
   if (errno == ERANGE || !std::isfinite(number))
     throw UnitError(unit_kind_description(kind), found + " (number out of range)");
   std::string unit = trim(std::string(end));
-  if (unit.empty())
-    throw UnitError(unit_kind_description(kind), found + " (no unit)");
+  if (unit.empty()) throw UnitError(unit_kind_description(kind), found + " (no unit)");
   const Unit* match = nullptr;
   for (const Unit& u : units_of(kind))
     if (unit == u.name) match = &u;
   if (!match) {
-    for (UnitKind other : {UnitKind::frequency, UnitKind::bandwidth, UnitKind::size,
-                           UnitKind::time, UnitKind::transfer_rate, UnitKind::power}) {
+    for (UnitKind other : {UnitKind::frequency, UnitKind::bandwidth, UnitKind::size, UnitKind::time,
+                           UnitKind::transfer_rate, UnitKind::power}) {
       if (other == kind) continue;
       for (const Unit& u : units_of(other))
-        if (unit == u.name)
-          throw UnitError(unit_kind_description(kind),
-                          found + " (that is " + kind_noun(other) + ")");
+        if (unit == u.name) throw UnitError(unit_kind_description(kind), found + " (that is " + kind_noun(other) + ")");
     }
     throw UnitError(unit_kind_description(kind), found + " (unknown unit '" + unit + "')");
   }

@@ -20,8 +20,7 @@ namespace tpusim::sim {
 
 SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt) {
   static bool elaborated = false;
-  if (elaborated)
-    throw EngineError("simulate() called twice in one process: SystemC elaborates once per process");
+  if (elaborated) throw EngineError("simulate() called twice in one process: SystemC elaborates once per process");
   elaborated = true;
   const auto t0 = std::chrono::steady_clock::now();
 
@@ -39,8 +38,8 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     for (int c = 0; c < ici->chips(); ++c) {
       const std::string n = std::to_string(c);
       memories.push_back(make_memory_system(cfg, "memory" + n));
-      chips.push_back(std::make_unique<arch::ChipModule>(("chip" + n).c_str(), cfg, program, units,
-                                                         *memories.back(), &ici->chip_port(c)));
+      chips.push_back(std::make_unique<arch::ChipModule>(("chip" + n).c_str(), cfg, program, units, *memories.back(),
+                                                         &ici->chip_port(c)));
     }
   } else {
     memories.push_back(make_memory_system(cfg));
@@ -102,9 +101,8 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
         const std::size_t total = program.instrs.size() * chips.size();
         const std::size_t done = completed();
         std::fprintf(stderr, "tpusim: %.1f s: simulated %.3f us, %zu of %zu instructions done (%.0f%%)\n",
-                     std::chrono::duration<double>(now - t0).count(),
-                     sc_core::sc_time_stamp().to_seconds() * 1e6, done, total,
-                     total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+                     std::chrono::duration<double>(now - t0).count(), sc_core::sc_time_stamp().to_seconds() * 1e6, done,
+                     total, total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
       }
     }
   }
@@ -116,8 +114,9 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
       if (!c->all_done()) throw limit_error();
   for (const auto& c : chips)
     if (!c->all_done())
-      throw EngineError("the program stopped before every instruction completed (a wait that never "
-                        "completes): this is a lowering bug");
+      throw EngineError(
+          "the program stopped before every instruction completed (a wait that never "
+          "completes): this is a lowering bug");
 
   SimResult r;
   std::size_t slowest = 0;
@@ -142,11 +141,10 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
       per_chip.push_back({"chip" + std::to_string(c) + ".end_cycles", static_cast<double>(chips[c]->end_cycle()),
                           "cycles", "cycle at which this chip's last instruction finished"});
     }
-    per_chip.insert(per_chip.begin(),
-                    {{"slowest_chip", static_cast<double>(slowest), "index",
-                      "chip that finished last (summary.csv and ops.csv report it)"},
-                     {"end_spread_cycles", static_cast<double>(r.end_cycle - first_end), "cycles",
-                      "last chip's end minus the first chip's end"}});
+    per_chip.insert(per_chip.begin(), {{"slowest_chip", static_cast<double>(slowest), "index",
+                                        "chip that finished last (summary.csv and ops.csv report it)"},
+                                       {"end_spread_cycles", static_cast<double>(r.end_cycle - first_end), "cycles",
+                                        "last chip's end minus the first chip's end"}});
     r.block_stats.emplace_back("chips", std::move(per_chip));
     for (auto& b : ici->block_stats()) r.block_stats.push_back(std::move(b));
   } else {

@@ -30,7 +30,7 @@ struct CollectiveRecord {
   std::uint64_t bytes = 0;  // per chip, as requested
   int group_size = 1;
   double seconds = 0;
-  double achieved_bandwidth = 0;  // bytes / seconds
+  double achieved_bandwidth = 0;                     // bytes / seconds
   std::uint64_t bytes_sent = 0, bytes_received = 0;  // whole slice (conservation)
 };
 
@@ -71,7 +71,7 @@ struct SimResult {
   double clock_hz = 0;
   // Statistics of every block, by block path ("tc0.mxu0", "hbm", ...).
   std::vector<std::pair<std::string, arch::StatList>> block_stats;
-  double wall_seconds = 0;  // host time spent in elaboration and simulation
+  double wall_seconds = 0;                    // host time spent in elaboration and simulation
   std::vector<CollectiveRecord> collectives;  // in completion order
   int chips = 1;
   // --all-chips: records and block_stats above are the slowest chip's
@@ -87,7 +87,6 @@ class EngineError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program,
-                   const SimOptions& opt = {});
+SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt = {});
 
 }  // namespace tpusim::sim

@@ -40,8 +40,7 @@ CollectiveRecord to_record(arch::InstrId instr, const arch::ici::CollectiveResul
 
 class IciBackendImpl {
  public:
-  IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const workloads::MeshSpec& mesh,
-                 bool twisted)
+  IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const workloads::MeshSpec& mesh, bool twisted)
       : slice(cfg.ici, shape, twisted),
         module("ici", slice, mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, mesh)) {}
 
@@ -87,8 +86,7 @@ IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, con
 
 IciBackend::~IciBackend() = default;
 
-arch::CollectiveStart IciBackend::start(const arch::IciWork& work, arch::InstrId instr,
-                                        std::function<void()> on_done) {
+arch::CollectiveStart IciBackend::start(const arch::IciWork& work, arch::InstrId instr, std::function<void()> on_done) {
   IciBackendImpl* impl = impl_.get();
   const std::uint64_t id = impl->module.start_collective_with_result(
       to_request(work, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
@@ -126,9 +124,8 @@ std::vector<std::pair<std::string, arch::StatList>> IciBackend::block_stats() co
     if (s.name.compare(0, prefix.size(), prefix) == 0 && s.name.size() > prefix.size() + suffix.size() &&
         s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) == 0)
       links.emplace_back(s.value, s.name.substr(prefix.size(), s.name.size() - prefix.size() - suffix.size()));
-  std::sort(links.begin(), links.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  std::sort(links.begin(), links.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   arch::StatList hot;
   for (std::size_t i = 0; i < links.size() && i < 5; ++i)
     hot.push_back({"rank" + std::to_string(i + 1) + "." + links[i].second, links[i].first, "ratio",

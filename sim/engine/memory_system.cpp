@@ -24,9 +24,7 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
   void start(const arch::DmaWork& w, int engine, std::function<void()> on_done) override {
     dma_.start(w, engine, std::move(on_done));
   }
-  std::vector<std::pair<std::string, arch::StatList>> block_stats() const override {
-    return dma_.block_stats();
-  }
+  std::vector<std::pair<std::string, arch::StatList>> block_stats() const override { return dma_.block_stats(); }
 
  private:
   arch::HbmModule hbm_;
@@ -35,8 +33,7 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
 
 }  // namespace
 
-std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg,
-                                                     const std::string& name) {
+std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg, const std::string& name) {
   return std::make_unique<MemorySystem>(name.c_str(), cfg);
 }
 

@@ -18,7 +18,6 @@ namespace tpusim::sim {
 
 // `name`: the SystemC module name (unique per chip when a run elaborates
 // several chips).
-std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg,
-                                                     const std::string& name = "memory");
+std::unique_ptr<arch::DmaBackend> make_memory_system(const arch::TpuConfig& cfg, const std::string& name = "memory");
 
 }  // namespace tpusim::sim

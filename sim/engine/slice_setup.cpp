@@ -20,9 +20,8 @@ arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const workloads::MeshSpe
     }
     if (product != size) {
       std::ostringstream os;
-      os << "--mesh: axis '" << name << "' of size " << size
-         << " does not cover whole dimensions of slice " << slice.shape()
-         << " (mesh axes take consecutive slice dimensions in order)";
+      os << "--mesh: axis '" << name << "' of size " << size << " does not cover whole dimensions of slice "
+         << slice.shape() << " (mesh axes take consecutive slice dimensions in order)";
       throw std::invalid_argument(os.str());
     }
     mapped.emplace_back(name, mine);
@@ -39,10 +38,11 @@ workloads::MeshSpec physical_mesh(const arch::ici::Slice& slice) {
 
 void check_all_chips(const std::string& shape, int chips) {
   if (chips > kMaxAllChips)
-    throw arch::ConfigError("--all-chips: slice " + shape + " has " + std::to_string(chips) +
-                            " chips, more than the " + std::to_string(kMaxAllChips) +
+    throw arch::ConfigError("--all-chips: slice " + shape + " has " + std::to_string(chips) + " chips, more than the " +
+                            std::to_string(kMaxAllChips) +
                             " that --all-chips simulates (each chip's compute is simulated, so the run "
-                            "would take about " + std::to_string(chips) +
+                            "would take about " +
+                            std::to_string(chips) +
                             " times as long as without it); drop --all-chips to let one chip stand for all");
 }
 

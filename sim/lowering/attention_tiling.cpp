@@ -41,9 +41,7 @@ double vpu_cycles(const ChipFigures& f, double elements, double alu, double tran
 
 }  // namespace
 
-std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) {
-  return std::min<std::int64_t>(bkv, f.cols);
-}
+std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) { return std::min<std::int64_t>(bkv, f.cols); }
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores) {
   const double tp = f.throughput(a.q_dtype);
@@ -83,8 +81,7 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         // MXU's QK^T and PV against the VPU's softmax followed by the XLU's
         // reductions (max and sum on two XLUs), plus one sub-block's fill.
         const double nsub = static_cast<double>(ceil_div(bkv, sub));
-        const double mxu = h *
-                           (mxu_cycles(f, rows, a.head_dim, sub, tp) + mxu_cycles(f, rows, sub, a.v_dim, tp)) /
+        const double mxu = h * (mxu_cycles(f, rows, a.head_dim, sub, tp) + mxu_cycles(f, rows, sub, a.v_dim, tp)) /
                            static_cast<double>(f.mxus);
         const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), 5, 1);
         const double xlu = f.xlus > 0 ? h * rows / 8.0 : vpu;  // one vreg per 8 rows per reduction
@@ -92,13 +89,12 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
         const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
         const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
-        const double first = (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) /
-                             f.hbm_bytes_per_cycle;
+        const double first =
+            (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) / f.hbm_bytes_per_cycle;
         const double t = std::max(compute, traffic) + first + steps / cores * f.block_latency;
         if (t < best_t) {
           best_t = t;
-          best = AttentionTiling{hb, bp, bkv, static_cast<std::uint64_t>(vmem), t,
-                                 static_cast<std::int64_t>(steps)};
+          best = AttentionTiling{hb, bp, bkv, static_cast<std::uint64_t>(vmem), t, static_cast<std::int64_t>(steps)};
         }
       }
   return best;

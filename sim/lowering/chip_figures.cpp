@@ -11,9 +11,7 @@ double ChipFigures::throughput(arch::DType t) const {
   return it == cfg->mxu.throughput.end() ? 0.0 : it->second;
 }
 
-double ChipFigures::peak_macs(arch::DType t) const {
-  return arch::peak_flops(*cfg, t) / 2.0 / clock_hz;
-}
+double ChipFigures::peak_macs(arch::DType t) const { return arch::peak_flops(*cfg, t) / 2.0 / clock_hz; }
 
 ChipFigures chip_figures(const arch::TpuConfig& cfg, const LoweringOptions& opt) {
   ChipFigures f;
@@ -30,8 +28,8 @@ ChipFigures chip_figures(const arch::TpuConfig& cfg, const LoweringOptions& opt)
   f.block_latency = (h.controller_latency + h.t.tRCD + h.t.tCL) * cfg.chip.clock_hz + 16;
   f.step_overhead = cfg.kernel.step_overhead * cfg.chip.clock_hz;
   f.launch_overhead = cfg.kernel.launch_overhead * cfg.chip.clock_hz;
-  std::uint64_t budget = cfg.kernel.scoped_vmem > 0 ? std::min(cfg.kernel.scoped_vmem, cfg.vmem.size_bytes)
-                                                    : cfg.vmem.size_bytes;
+  std::uint64_t budget =
+      cfg.kernel.scoped_vmem > 0 ? std::min(cfg.kernel.scoped_vmem, cfg.vmem.size_bytes) : cfg.vmem.size_bytes;
   if (opt.vmem_budget_fraction < 1.0)
     budget = std::min<std::uint64_t>(
         budget, static_cast<std::uint64_t>(static_cast<double>(cfg.vmem.size_bytes) * opt.vmem_budget_fraction));

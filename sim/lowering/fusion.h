@@ -13,7 +13,7 @@
 namespace tpusim::sim::lowering {
 
 struct FusionPlan {
-  std::vector<int> fused_into;                // op -> anchor op, or -1
+  std::vector<int> fused_into;                  // op -> anchor op, or -1
   std::vector<std::vector<std::size_t>> chain;  // anchor -> fused ops in order
 
   bool fused(std::size_t op) const { return fused_into[op] >= 0; }

@@ -36,7 +36,8 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
       for (std::int64_t n : bns) {
         const std::uint64_t vmem =
             (2 * (static_cast<std::uint64_t>(m * k) * ab + static_cast<std::uint64_t>(k * n) * bb) +
-             static_cast<std::uint64_t>(m * n) * 32 + 2 * static_cast<std::uint64_t>(m * n) * ob) / 8;
+             static_cast<std::uint64_t>(m * n) * 32 + 2 * static_cast<std::uint64_t>(m * n) * ob) /
+            8;
         if (vmem > f.vmem_budget) continue;
         const double nm = static_cast<double>(ceil_div(g.m, m)), nk = static_cast<double>(ceil_div(g.k, k)),
                      nn = static_cast<double>(ceil_div(g.n, n));
@@ -59,12 +60,11 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
         const bool flip = b_stream < a_stat;
         const double compute = std::min(a_stat, b_stream) / (static_cast<double>(f.mxus) * cores);
         const double blocks = static_cast<double>(g.batch) * nm * nk * nn;
-        const double first = (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 /
-                             f.hbm_bytes_per_cycle;
-        const double last = static_cast<double>(m * n) * ob / 8.0 / f.hbm_bytes_per_cycle +
-                            static_cast<double>(R + C);
-        const double t = std::max(compute + blocks * f.step_overhead / cores, traffic / f.hbm_bytes_per_cycle) +
-                         first + last + blocks * f.block_latency;
+        const double first =
+            (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 / f.hbm_bytes_per_cycle;
+        const double last = static_cast<double>(m * n) * ob / 8.0 / f.hbm_bytes_per_cycle + static_cast<double>(R + C);
+        const double t = std::max(compute + blocks * f.step_overhead / cores, traffic / f.hbm_bytes_per_cycle) + first +
+                         last + blocks * f.block_latency;
         // Among blocks whose estimates are within 2%, the one whose
         // weight blocks come in the fewest DMA pieces (a block as wide as
         // B is one contiguous piece, else one piece per tile row): long

@@ -32,14 +32,14 @@ struct GemmShape {
 
 struct GemmTiling {
   std::int64_t bm = 0, bk = 0, bn = 0;
-  bool n_outer = false;       // loop over N blocks outside M blocks
+  bool n_outer = false;  // loop over N blocks outside M blocks
   // The MXU holds the A block (activations) as its weights and streams B's
   // columns through it (C^T = B^T A^T), as XLA does when M is short: a
   // weight tile then serves bn rows instead of bm, so the array is not
   // bound by loading weight tiles that only a few rows use.
   bool stream_b = false;
-  std::uint64_t vmem = 0;     // bytes per core
-  double est_cycles = 0;      // the search's estimate
+  std::uint64_t vmem = 0;  // bytes per core
+  double est_cycles = 0;   // the search's estimate
 };
 
 // nullopt when no block fits the VMEM budget. `cores`: TensorCores the

@@ -5,8 +5,8 @@
 
 namespace tpusim::sim::lowering {
 
-using arch::DType;
 using arch::DmaWork;
+using arch::DType;
 using arch::Instr;
 using arch::MemSpace;
 using arch::UnitKind;
@@ -75,8 +75,7 @@ struct BlockDma {
 BlockDma block_dma(DType t, const Block2d& b) {
   const std::int64_t tr = tile_rows(t);
   const bool whole_cols = b.cols % 128 == 0 || b.c0 + b.cols == b.total_cols;
-  if (b.rows >= tr && b.rows % tr == 0 && b.r0 % tr == 0 && b.c0 % 128 == 0 && b.total_cols % 128 == 0 &&
-      whole_cols) {
+  if (b.rows >= tr && b.rows % tr == 0 && b.r0 % tr == 0 && b.c0 % 128 == 0 && b.total_cols % 128 == 0 && whole_cols) {
     // Tile (i, j) starts at (i x total_cols / 128 + j) tiles.
     return {bytes_of(t, b.r0 * b.total_cols + b.c0 * tr), bytes_of(t, tr * b.cols),
             static_cast<std::uint64_t>(b.rows / tr), bytes_of(t, tr * b.total_cols)};
@@ -179,9 +178,9 @@ void add_epilogue(Step& s, const Epilogue& ep, const OutBlock& b, const AnchorWo
   if (b.tiled && b.row_stride_elems > 0) {
     const auto total = static_cast<std::int64_t>(b.row_stride_elems);
     const auto off = static_cast<std::int64_t>(b.offset_elems);
-    s.epilogue.push_back(store_block(ep.out, ep.out_dtype,
-                                     {off / total, off % total, static_cast<std::int64_t>(b.rows),
-                                      static_cast<std::int64_t>(b.row_elems), total}));
+    s.epilogue.push_back(store_block(
+        ep.out, ep.out_dtype,
+        {off / total, off % total, static_cast<std::int64_t>(b.rows), static_cast<std::int64_t>(b.row_elems), total}));
     return;
   }
   s.epilogue.push_back(store(ep.out + bytes_of(ep.out_dtype, static_cast<std::int64_t>(b.offset_elems)),

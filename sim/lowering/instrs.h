@@ -52,14 +52,13 @@ arch::Instr store_block(Ref base, arch::DType t, const Block2d& b);
 // when there are at least as many as MXUs, else also by rows. `after`: the
 // step's compute instructions it waits for. Returns the MAC slots issued
 // (padding to the MXU tile included).
-std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int64_t k, std::int64_t n,
-                         arch::DType t, const std::vector<int>& after = {}, int first_mxu = 0, int mxus = 0);
+std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int64_t k, std::int64_t n, arch::DType t,
+                         const std::vector<int>& after = {}, int first_mxu = 0, int mxus = 0);
 arch::Instr vpu(std::uint64_t elements, arch::DType t, double alu, double trans, int inputs, int outputs);
 // Cross-lane work on an XLU over rows of `cols` elements (0: one vreg's
 // lanes); a chip without XLUs (TPUv1) does it on the VPU as one extra ALU
 // pass over the elements.
-arch::Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, arch::DType t,
-                std::uint64_t cols = 0);
+arch::Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, arch::DType t, std::uint64_t cols = 0);
 
 // How many chunks (pipeline steps) a streamed operator is cut into, never
 // more than `cap`. Without a step overhead: at least `per_core` per

@@ -63,8 +63,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.out_dtype = ep.out_dtype;
   const DType t = q.dtype;
   if (f.throughput(t) <= 0)
-    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
-                        std::string(arch::dtype_name(t)) + " attention");
+    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " + std::string(arch::dtype_name(t)) +
+                        " attention");
   const int cores = cx.cores();
   const auto tiling = choose_attention_tiling(a, f, cores);
   if (!tiling)
@@ -85,8 +85,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
       for (std::int64_t qi = 0; qi < nq; ++qi, ++unit) {
         const int core = static_cast<int>(unit * cores / std::max<std::int64_t>(1, units));
         const std::int64_t p0 = qi * bp, pn = std::min(bp, Lq - p0);
-        const std::int64_t h0 = g * hb;       // first KV head
-        const std::int64_t rows = pn * G;     // query rows per KV head
+        const std::int64_t h0 = g * hb;    // first KV head
+        const std::int64_t rows = pn * G;  // query rows per KV head
         const std::int64_t kv_blocks = std::max<std::int64_t>(1, ceil_div(a.visible(p0 + pn - 1), bkv));
         for (std::int64_t kj = 0; kj < kv_blocks; ++kj) {
           const std::int64_t c0 = kj * bkv, cn = std::min(bkv, Lkv - c0);
@@ -98,9 +98,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // K and V head-major [B, KVH, Lkv, D]: one piece per head.
           s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * KVH + h0) * Lkv + c0) * D), bytes_of(k.dtype, cn * D),
                                  static_cast<std::uint64_t>(hb), bytes_of(k.dtype, Lkv * D)));
-          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * KVH + h0) * Lkv + c0) * Dv),
-                                 bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
-                                 bytes_of(v.dtype, Lkv * Dv)));
+          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * KVH + h0) * Lkv + c0) * Dv), bytes_of(v.dtype, cn * Dv),
+                                 static_cast<std::uint64_t>(hb), bytes_of(v.dtype, Lkv * Dv)));
           // Sub-blocks, pipelined: QK(j+1) is issued before softmax(j); the
           // row max and row sum go to the two XLUs side by side.
           const std::int64_t ns = ceil_div(cn, sub);

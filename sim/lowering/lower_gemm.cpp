@@ -23,8 +23,8 @@ struct GemmOperands {
   Ref a, b;
 };
 
-std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const GemmOperands& at,
-                             const Epilogue& ep, OpPlan& plan) {
+std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const GemmOperands& at, const Epilogue& ep,
+                             OpPlan& plan) {
   const ChipFigures& f = cx.f;
   if (f.throughput(g.in_dtype) <= 0)
     throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
@@ -82,12 +82,11 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
             last_a = a_id;
           }
           if (b_id != last_b) {
-            s.loads.push_back(
-                load_block(at.b, g.w_dtype, {(g.b_batched ? b : 0) * g.k + ki * bk, ni * bn, k, n, g.n}));
+            s.loads.push_back(load_block(at.b, g.w_dtype, {(g.b_batched ? b : 0) * g.k + ki * bk, ni * bn, k, n, g.n}));
             last_b = b_id;
           }
-          plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, k, m, g.in_dtype)
-                                               : add_matmul(s, f, m, k, n, g.in_dtype);
+          plan.padded_macs +=
+              tiling->stream_b ? add_matmul(s, f, n, k, m, g.in_dtype) : add_matmul(s, f, m, k, n, g.in_dtype);
           if (ki == nk - 1) {
             const std::uint64_t off = static_cast<std::uint64_t>((b * g.m + mi * bm) * g.n + ni * bn);
             add_extra_loads(s, ep, off, static_cast<std::uint64_t>(m * n), out_elems, ob_index == 0);
@@ -120,8 +119,7 @@ std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t i, const Epil
   g.w_dtype = w.dtype;
   g.out_dtype = ep.out_dtype;
   g.b_batched = !spec.batch.empty();
-  if (a.dtype != w.dtype)
-    g.in_dtype = arch::dtype_bits(a.dtype) >= arch::dtype_bits(w.dtype) ? a.dtype : w.dtype;
+  if (a.dtype != w.dtype) g.in_dtype = arch::dtype_bits(a.dtype) >= arch::dtype_bits(w.dtype) ? a.dtype : w.dtype;
   return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(w.name)}, ep, plan);
 }
 
@@ -141,9 +139,8 @@ std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilog
     const std::uint64_t out_elems = static_cast<std::uint64_t>(pixels * OC);
     const std::uint64_t in_bytes = x.bytes();
     const int cores = cx.cores();
-    const std::uint64_t chunks =
-        std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8,
-                                std::min<std::uint64_t>(4096, out_elems / (64 * 1024) + 1));
+    const std::uint64_t chunks = std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8,
+                                                         std::min<std::uint64_t>(4096, out_elems / (64 * 1024) + 1));
     std::vector<Step> steps;
     for (std::uint64_t c = 0; c < chunks; ++c) {
       const std::uint64_t e0 = out_elems * c / chunks, e1 = out_elems * (c + 1) / chunks;
@@ -174,10 +171,10 @@ std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilog
   g.w_dtype = w.dtype;
   g.out_dtype = ep.out_dtype;
   g.b_batched = G > 1;
-  const double window = static_cast<double>(a.stride_h * a.stride_w) > 0
-                            ? std::min(1.0, static_cast<double>(H * W) /
-                                                static_cast<double>(geo.out_h * geo.out_w * KH * KW))
-                            : 1.0;
+  const double window =
+      static_cast<double>(a.stride_h * a.stride_w) > 0
+          ? std::min(1.0, static_cast<double>(H * W) / static_cast<double>(geo.out_h * geo.out_w * KH * KW))
+          : 1.0;
   g.a_read_factor = std::max(window, 1.0 / static_cast<double>(KH * KW));
   return gemm_steps(cx, g, {cx.ref(x.name), cx.ref(w.name)}, ep, plan);
 }

@@ -34,9 +34,9 @@ std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epil
     Step s;
     s.core = static_cast<int>(c * cores / chunks);
     s.loads.push_back(load(cx.ref(idx.name) + bytes_of(idx.dtype, i0), bytes_of(idx.dtype, i1 - i0)));
-    s.loads.push_back(load(cx.ref(table.name) +
-                               static_cast<std::uint64_t>(i0) * spread % std::max<std::uint64_t>(1, table.bytes()),
-                           row, static_cast<std::uint64_t>(i1 - i0), spread));
+    s.loads.push_back(
+        load(cx.ref(table.name) + static_cast<std::uint64_t>(i0) * spread % std::max<std::uint64_t>(1, table.bytes()),
+             row, static_cast<std::uint64_t>(i1 - i0), spread));
     // The VPU pass only forms addresses; rows go straight to the output.
     s.compute.push_back({vpu(static_cast<std::uint64_t>(i1 - i0), idx.dtype, 1, 0, 1, 0), {}});
     const std::uint64_t e0 = static_cast<std::uint64_t>(i0) * per, en = static_cast<std::uint64_t>(i1 - i0) * per;

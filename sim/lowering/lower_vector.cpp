@@ -39,8 +39,8 @@ std::vector<Step> lower_stream(const LowerContext& cx, std::size_t i, const Epil
         s.loads.push_back(load(cx.ref(name), std::max<std::uint64_t>(1, t.bytes())));
       }
     }
-    s.compute.push_back({vpu(e1 - e0, cx.tensor(op.inputs[0]).dtype, std::max(1, cost.flops),
-                             cost.transcendentals, std::max(1, inputs), 0),
+    s.compute.push_back({vpu(e1 - e0, cx.tensor(op.inputs[0]).dtype, std::max(1, cost.flops), cost.transcendentals,
+                             std::max(1, inputs), 0),
                          {}});
     add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
     add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 1});

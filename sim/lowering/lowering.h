@@ -25,8 +25,8 @@ namespace tpusim::sim {
 
 struct LoweringOptions {
   bool fusion = true;
-  bool megacore_split = true;         // split each operator over the TensorCores
-  bool cmem = true;                   // place intermediates in CMEM where the chip has it
+  bool megacore_split = true;  // split each operator over the TensorCores
+  bool cmem = true;            // place intermediates in CMEM where the chip has it
   // Keep intermediates that fit in the VMEM kernels leave free (chips
   // without CMEM), as XLA's memory-space assignment does.
   bool vmem_residency = true;
@@ -62,13 +62,12 @@ struct OpPlan {
 struct LoweredWorkload {
   arch::Program program;
   std::uint64_t hbm_peak_bytes = 0;  // HBM in use at the peak (liveness-based placement)
-  std::vector<OpPlan> ops;  // indexed like Workload::ops
+  std::vector<OpPlan> ops;           // indexed like Workload::ops
 };
 
 // Throws ConfigError-like sim::LoweringError for workloads the chip cannot
 // run (collectives on one chip, unsupported dtype, blocks that fit nowhere).
-LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
-                      const LoweringOptions& opt = {});
+LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt = {});
 
 class LoweringError : public std::runtime_error {
  public:

@@ -48,8 +48,7 @@ void place_alternate(const Workload& wl, const FusionPlan& fusion, MemSpace spac
   for (std::size_t a = 0; a < fusion.chain.size(); ++a) {
     if (fusion.chain[a].empty()) continue;
     internal.insert(wl.ops[a].outputs[0]);
-    for (std::size_t k = 0; k + 1 < fusion.chain[a].size(); ++k)
-      internal.insert(wl.ops[fusion.chain[a][k]].outputs[0]);
+    for (std::size_t k = 0; k + 1 < fusion.chain[a].size(); ++k) internal.insert(wl.ops[fusion.chain[a][k]].outputs[0]);
   }
   // Alias classes: a reshape's result belongs to its input's class.
   std::unordered_map<std::string, std::string> root;

@@ -42,8 +42,7 @@ struct MemoryPlan {
 // `kernel_vmem`: VMEM per core reserved for kernels' blocks. Leaves out on
 // multi-core chips: which core's VMEM holds a resident tensor (operators
 // split over the cores are assumed to split its rows the same way).
-MemoryPlan plan_memory(const workloads::Workload& wl, const workloads::TensorIndex& index,
-                       const FusionPlan& fusion, const arch::TpuConfig& cfg, const LoweringOptions& opt,
-                       std::uint64_t kernel_vmem);
+MemoryPlan plan_memory(const workloads::Workload& wl, const workloads::TensorIndex& index, const FusionPlan& fusion,
+                       const arch::TpuConfig& cfg, const LoweringOptions& opt, std::uint64_t kernel_vmem);
 
 }  // namespace tpusim::sim::lowering

@@ -55,7 +55,10 @@ class ProgramBuilder {
   // collectives, which are asynchronous.
   explicit ProgramBuilder(arch::Program& p, int dma_engines = 1, std::uint64_t split_bytes = 256 * 1024,
                           std::uint32_t step_overhead_cycles = 0, std::uint32_t launch_overhead_cycles = 0)
-      : p_(p), engines_(dma_engines), split_bytes_(split_bytes), step_overhead_(step_overhead_cycles),
+      : p_(p),
+        engines_(dma_engines),
+        split_bytes_(split_bytes),
+        step_overhead_(step_overhead_cycles),
         launch_overhead_(launch_overhead_cycles) {}
 
   arch::InstrId add(arch::Instr in);

@@ -20,8 +20,7 @@ double mxu_throughput(const arch::TpuConfig& c, arch::DType t) {
 
 // Whole-chip MXU MACs per TensorCore cycle at a dtype's throughput.
 double chip_macs_per_cycle(const arch::TpuConfig& c, arch::DType t) {
-  return static_cast<double>(c.chip.tensorcores) * c.mxu.count * c.mxu.rows * c.mxu.cols *
-         mxu_throughput(c, t);
+  return static_cast<double>(c.chip.tensorcores) * c.mxu.count * c.mxu.rows * c.mxu.cols * mxu_throughput(c, t);
 }
 
 std::optional<double> ratio(double num, double den) {
@@ -34,8 +33,7 @@ std::optional<double> ratio(double num, double den) {
 std::string classify_bound(std::uint64_t cycles, double roofline_cycles, double mxu_bound_cycles,
                            double memory_bound_cycles, double clock_hz) {
   const double c = static_cast<double>(cycles);
-  if (c > kLatencyBoundFactor * roofline_cycles &&
-      roofline_cycles < kLatencyBoundMaxRoofline * clock_hz)
+  if (c > kLatencyBoundFactor * roofline_cycles && roofline_cycles < kLatencyBoundMaxRoofline * clock_hz)
     return "latency";
   if (mxu_bound_cycles > 0 && mxu_bound_cycles >= memory_bound_cycles) return "compute";
   return "memory";
@@ -46,12 +44,10 @@ RunMetrics compute_metrics(const RunReport& r) {
   const arch::TpuConfig& cfg = *r.config;
   const arch::Program& prog = r.lowered.program;
   const std::vector<OpPlan>& plans = r.lowered.ops;
-  if (!(r.sim.clock_hz > 0))
-    throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
+  if (!(r.sim.clock_hz > 0)) throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
   if (r.sim.records.size() != prog.instrs.size())
-    throw arch::InternalError("RunReport: " + std::to_string(r.sim.records.size()) +
-                              " instruction records for " + std::to_string(prog.instrs.size()) +
-                              " instructions");
+    throw arch::InternalError("RunReport: " + std::to_string(r.sim.records.size()) + " instruction records for " +
+                              std::to_string(prog.instrs.size()) + " instructions");
 
   RunMetrics m;
   m.total_cycles = r.sim.end_cycle;
@@ -66,19 +62,17 @@ RunMetrics compute_metrics(const RunReport& r) {
     m.ops[i].fused = plans[i].fused_into >= 0;
     if (plans[i].fused_into >= static_cast<int>(plans.size()))
       throw arch::InternalError("RunReport: op '" + plans[i].name + "' fused into op index " +
-                                std::to_string(plans[i].fused_into) + " of " +
-                                std::to_string(plans.size()));
+                                std::to_string(plans[i].fused_into) + " of " + std::to_string(plans.size()));
   }
 
   for (std::size_t id = 0; id < prog.instrs.size(); ++id) {
     const arch::Instr& in = prog.instrs[id];
     const arch::InstrRecord& rec = r.sim.records[id];
     if (in.op >= plans.size())
-      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " +
-                                std::to_string(in.op) + " of " + std::to_string(plans.size()));
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " + std::to_string(in.op) +
+                                " of " + std::to_string(plans.size()));
     if (rec.finish < rec.start)
-      throw arch::InternalError("RunReport: instruction " + std::to_string(id) +
-                                " finishes before it starts");
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " finishes before it starts");
     OpMetrics& om = m.ops[in.op];
     if (!om.has_instrs) {
       om.has_instrs = true;
@@ -105,7 +99,8 @@ RunMetrics compute_metrics(const RunReport& r) {
         block.compare(block.size() - suffix.size(), suffix.size(), suffix) != 0)
       continue;
     for (const arch::Stat& st : stats)
-      if (st.name == "collective_hbm_bytes") collective_hbm[block.substr(0, tc)] += static_cast<std::uint64_t>(st.value);
+      if (st.name == "collective_hbm_bytes")
+        collective_hbm[block.substr(0, tc)] += static_cast<std::uint64_t>(st.value);
   }
   std::uint64_t busiest = 0;
   for (const auto& [chip, bytes] : collective_hbm) busiest = std::max(busiest, bytes);
@@ -126,23 +121,21 @@ RunMetrics compute_metrics(const RunReport& r) {
     om.mxu_bound_cycles = peak > 0 ? static_cast<double>(p.macs) / peak : 0.0;
     om.memory_bound_cycles = p.memory_cycles;
     if (p.padded_macs > 0)
-      om.padding_waste_pct =
-          100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));
+      om.padding_waste_pct = 100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));
     if (om.fused || !om.has_instrs) continue;
     om.cycles = om.end_cycle - om.start_cycle;
     // Collectives are bound by the inter-chip network, whatever their time.
-    om.bound = p.kind.find("all_") == 0 || p.kind == "reduce_scatter" ||
-                       p.kind == "collective_permute" || p.kind == "broadcast"
-                   ? "ici"
-                   : classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles,
-                                    om.memory_bound_cycles, m.clock_hz);
-    om.mxu_utilization =
-        ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * m.peak_macs_per_cycle);
+    om.bound =
+        p.kind.find("all_") == 0 || p.kind == "reduce_scatter" || p.kind == "collective_permute" ||
+                p.kind == "broadcast"
+            ? "ici"
+            : classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles, om.memory_bound_cycles, m.clock_hz);
+    om.mxu_utilization = ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * m.peak_macs_per_cycle);
   }
 
   m.achieved_tflops = ratio(static_cast<double>(m.total_flops) / 1e12, m.seconds);
-  m.mxu_utilization = ratio(static_cast<double>(m.total_macs),
-                            static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
+  m.mxu_utilization =
+      ratio(static_cast<double>(m.total_macs), static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
   m.hbm_bandwidth = ratio(static_cast<double>(m.hbm_bytes), m.seconds);
   if (m.hbm_bandwidth) m.hbm_bandwidth_utilization = ratio(*m.hbm_bandwidth, m.hbm_peak_bandwidth);
   return m;

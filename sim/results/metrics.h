@@ -25,15 +25,15 @@ inline constexpr double kLatencyBoundMaxRoofline = 1e-6;
 
 struct OpMetrics {
   std::size_t index = 0;
-  bool fused = false;        // executed inside another op's program (fused_into >= 0)
-  bool has_instrs = false;   // at least one instruction carries this op index
-  std::uint64_t start_cycle = 0;  // min start over its instructions
-  std::uint64_t end_cycle = 0;    // max finish over its instructions
-  std::uint64_t cycles = 0;       // end_cycle - start_cycle
-  std::uint64_t roofline_cycles = 0;  // OpPlan::roofline_cycles rounded up
-  double mxu_bound_cycles = 0;     // macs / chip peak MACs per cycle for the op's dtype
-  double memory_bound_cycles = 0;  // OpPlan::memory_cycles: HBM (and CMEM) bytes over bandwidth
-  std::string bound;               // "compute" | "memory" | "latency" | "" (not timed)
+  bool fused = false;                       // executed inside another op's program (fused_into >= 0)
+  bool has_instrs = false;                  // at least one instruction carries this op index
+  std::uint64_t start_cycle = 0;            // min start over its instructions
+  std::uint64_t end_cycle = 0;              // max finish over its instructions
+  std::uint64_t cycles = 0;                 // end_cycle - start_cycle
+  std::uint64_t roofline_cycles = 0;        // OpPlan::roofline_cycles rounded up
+  double mxu_bound_cycles = 0;              // macs / chip peak MACs per cycle for the op's dtype
+  double memory_bound_cycles = 0;           // OpPlan::memory_cycles: HBM (and CMEM) bytes over bandwidth
+  std::string bound;                        // "compute" | "memory" | "latency" | "" (not timed)
   std::optional<double> mxu_utilization;    // macs / (cycles x peak MACs/cycle, bf16)
   std::optional<double> padding_waste_pct;  // 100 x (1 - macs / padded_macs)
 };
@@ -41,19 +41,19 @@ struct OpMetrics {
 struct RunMetrics {
   std::uint64_t total_cycles = 0;  // SimResult::end_cycle
   double clock_hz = 0;
-  double seconds = 0;              // total_cycles / clock_hz
-  std::uint64_t total_flops = 0;   // sum of OpPlan::flops over all ops
-  std::uint64_t total_macs = 0;    // sum of OpPlan::macs over all ops
+  double seconds = 0;             // total_cycles / clock_hz
+  std::uint64_t total_flops = 0;  // sum of OpPlan::flops over all ops
+  std::uint64_t total_macs = 0;   // sum of OpPlan::macs over all ops
   // Whole chip: tensorcores x mxu.count x rows x cols x throughput[bf16].
   double peak_macs_per_cycle = 0;
-  double hbm_peak_bandwidth = 0;   // bytes/s, arch::hbm_peak_bandwidth
-  std::uint64_t hbm_bytes = 0;     // bytes of DMA instructions with an HBM end
-  std::uint64_t vmem_peak_bytes = 0;  // max OpPlan::vmem_peak (bytes per core)
-  std::optional<double> achieved_tflops;  // total_flops / seconds / 1e12
-  std::optional<double> mxu_utilization;  // total_macs / (total_cycles x peak_macs_per_cycle)
-  std::optional<double> hbm_bandwidth;    // bytes/s: hbm_bytes / seconds
+  double hbm_peak_bandwidth = 0;                    // bytes/s, arch::hbm_peak_bandwidth
+  std::uint64_t hbm_bytes = 0;                      // bytes of DMA instructions with an HBM end
+  std::uint64_t vmem_peak_bytes = 0;                // max OpPlan::vmem_peak (bytes per core)
+  std::optional<double> achieved_tflops;            // total_flops / seconds / 1e12
+  std::optional<double> mxu_utilization;            // total_macs / (total_cycles x peak_macs_per_cycle)
+  std::optional<double> hbm_bandwidth;              // bytes/s: hbm_bytes / seconds
   std::optional<double> hbm_bandwidth_utilization;  // hbm_bandwidth / hbm_peak_bandwidth
-  std::vector<OpMetrics> ops;  // indexed like LoweredWorkload::ops
+  std::vector<OpMetrics> ops;                       // indexed like LoweredWorkload::ops
 };
 
 // Throws arch::InternalError when the report is inconsistent (no config,

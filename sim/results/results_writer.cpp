@@ -50,23 +50,19 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-std::string pct(const std::optional<double>& v) {
-  return v ? fmt::format("{:.1f}%", *v * 100.0) : std::string("-");
-}
+std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100.0) : std::string("-"); }
 
 }  // namespace
 
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
-  write_row(os, {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops",
-                 "achieved_tflops", "mxu_utilization", "hbm_bytes", "hbm_bandwidth",
-                 "hbm_bandwidth_utilization", "vmem_peak_bytes", "sim_wall_seconds",
-                 "tpusim_version", "config_hash"});
+  write_row(os, {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
+                 "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
+                 "sim_wall_seconds", "tpusim_version", "config_hash"});
   write_row(os, {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12),
                  format_real(m.seconds, 9), u64(m.total_flops), format_real(m.achieved_tflops),
                  format_real(m.mxu_utilization), u64(m.hbm_bytes), format_real(m.hbm_bandwidth, 9),
-                 format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
-                 format_real(r.sim.wall_seconds), r.version,
-                 r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash});
+                 format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes), format_real(r.sim.wall_seconds),
+                 r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash});
 }
 
 namespace {
@@ -79,10 +75,29 @@ std::string ici_axes(const RunReport& r, const CollectiveRecord& c) {
 }  // namespace
 
 void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
-  write_row(os, {"index", "name", "kind", "shapes", "dtype", "flops", "hbm_bytes", "dma_bytes",
-                 "start_cycle", "end_cycle", "cycles", "roofline_cycles", "bound",
-                 "mxu_utilization", "padding_waste_pct", "vmem_peak", "blocking", "fused_into",
-                 "ici_algorithm", "ici_axes", "ici_bytes", "ici_bandwidth", "cmem_bytes"});
+  write_row(os, {"index",
+                 "name",
+                 "kind",
+                 "shapes",
+                 "dtype",
+                 "flops",
+                 "hbm_bytes",
+                 "dma_bytes",
+                 "start_cycle",
+                 "end_cycle",
+                 "cycles",
+                 "roofline_cycles",
+                 "bound",
+                 "mxu_utilization",
+                 "padding_waste_pct",
+                 "vmem_peak",
+                 "blocking",
+                 "fused_into",
+                 "ici_algorithm",
+                 "ici_axes",
+                 "ici_bytes",
+                 "ici_bandwidth",
+                 "cmem_bytes"});
   const auto& plans = r.lowered.ops;
   // Collectives as the ICI network ran them, by operator.
   std::vector<const CollectiveRecord*> coll(plans.size(), nullptr);
@@ -96,24 +111,36 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
     // Fused ops and ops without instructions have no timing of their own:
     // their work is in the anchor's row.
     const bool timed = !om.fused && om.has_instrs;
-    write_row(os, {u64(i), p.name, p.kind, p.shapes, p.dtype, u64(p.flops), u64(p.hbm_bytes),
-                   u64(p.dma_bytes), timed ? u64(om.start_cycle) : "",
-                   timed ? u64(om.end_cycle) : "", timed ? u64(om.cycles) : "",
-                   om.fused ? "" : u64(om.roofline_cycles), om.bound,
-                   format_real(om.mxu_utilization), format_real(om.padding_waste_pct),
-                   u64(p.vmem_peak), p.blocking,
+    write_row(os, {u64(i),
+                   p.name,
+                   p.kind,
+                   p.shapes,
+                   p.dtype,
+                   u64(p.flops),
+                   u64(p.hbm_bytes),
+                   u64(p.dma_bytes),
+                   timed ? u64(om.start_cycle) : "",
+                   timed ? u64(om.end_cycle) : "",
+                   timed ? u64(om.cycles) : "",
+                   om.fused ? "" : u64(om.roofline_cycles),
+                   om.bound,
+                   format_real(om.mxu_utilization),
+                   format_real(om.padding_waste_pct),
+                   u64(p.vmem_peak),
+                   p.blocking,
                    om.fused ? plans[static_cast<std::size_t>(p.fused_into)].name : "",
-                   coll[i] ? coll[i]->algorithm : "", coll[i] ? ici_axes(r, *coll[i]) : "",
+                   coll[i] ? coll[i]->algorithm : "",
+                   coll[i] ? ici_axes(r, *coll[i]) : "",
                    coll[i] ? u64(coll[i]->bytes) : "",
-                   coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : "", u64(p.cmem_bytes)});
+                   coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : "",
+                   u64(p.cmem_bytes)});
   }
 }
 
 void write_units_csv(const RunReport& r, std::ostream& os) {
   write_row(os, {"block", "stat", "value", "unit", "description"});
   for (const auto& [block, stats] : r.sim.block_stats)
-    for (const arch::Stat& s : stats)
-      write_row(os, {block, s.name, format_stat(s.value), s.unit, s.desc});
+    for (const arch::Stat& s : stats) write_row(os, {block, s.name, format_stat(s.value), s.unit, s.desc});
 }
 
 void write_results(const RunReport& r, const std::string& out_dir, const WriteOptions& o) {
@@ -164,52 +191,45 @@ void print_summary(const RunReport& r, std::ostream& os, int top) {
   const auto& plans = r.lowered.ops;
 
   os << "Workload " << r.workload_name << " on " << r.arch_name << ": " << m.total_cycles
-     << " cycles = " << human_time(m.seconds) << " at " << format_real(m.clock_hz / 1e9, 6)
-     << " GHz\n";
+     << " cycles = " << human_time(m.seconds) << " at " << format_real(m.clock_hz / 1e9, 6) << " GHz\n";
 
   std::vector<std::size_t> timed;
   for (const OpMetrics& om : m.ops)
     if (!om.fused && om.has_instrs) timed.push_back(om.index);
-  std::stable_sort(timed.begin(), timed.end(), [&](std::size_t a, std::size_t b) {
-    return m.ops[a].cycles > m.ops[b].cycles;
-  });
+  std::stable_sort(timed.begin(), timed.end(),
+                   [&](std::size_t a, std::size_t b) { return m.ops[a].cycles > m.ops[b].cycles; });
   const std::size_t shown = std::min(timed.size(), static_cast<std::size_t>(std::max(top, 0)));
   if (shown > 0) {
     constexpr std::size_t kMaxName = 40;
     std::size_t name_w = 4, kind_w = 4;
-    auto clip = [&](const std::string& s) {
-      return s.size() <= kMaxName ? s : s.substr(0, kMaxName - 3) + "...";
-    };
+    auto clip = [&](const std::string& s) { return s.size() <= kMaxName ? s : s.substr(0, kMaxName - 3) + "..."; };
     for (std::size_t k = 0; k < shown; ++k) {
       name_w = std::max(name_w, clip(plans[timed[k]].name).size());
       kind_w = std::max(kind_w, plans[timed[k]].kind.size());
     }
     os << "\nTop " << shown << " of " << timed.size() << " operators by cycles:\n";
-    os << fmt::format("  {:<{}}  {:<{}}  {:>12}  {:>7}  {:<8}  {:>8}\n", "name", name_w, "kind",
-                      kind_w, "cycles", "% run", "bound", "MXU util");
+    os << fmt::format("  {:<{}}  {:<{}}  {:>12}  {:>7}  {:<8}  {:>8}\n", "name", name_w, "kind", kind_w, "cycles",
+                      "% run", "bound", "MXU util");
     for (std::size_t k = 0; k < shown; ++k) {
       const OpMetrics& om = m.ops[timed[k]];
       const std::string share =
           m.total_cycles > 0
-              ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(om.cycles) /
-                                           static_cast<double>(m.total_cycles))
+              ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(om.cycles) / static_cast<double>(m.total_cycles))
               : std::string("-");
-      os << fmt::format("  {:<{}}  {:<{}}  {:>12}  {:>7}  {:<8}  {:>8}\n",
-                        clip(plans[timed[k]].name), name_w, plans[timed[k]].kind, kind_w,
-                        om.cycles, share, om.bound, pct(om.mxu_utilization));
+      os << fmt::format("  {:<{}}  {:<{}}  {:>12}  {:>7}  {:<8}  {:>8}\n", clip(plans[timed[k]].name), name_w,
+                        plans[timed[k]].kind, kind_w, om.cycles, share, om.bound, pct(om.mxu_utilization));
     }
     os << "  (operators overlap in time, so the shares may add up to more than 100%)\n";
   }
 
   os << "\n";
   os << "  Time        " << human_time(m.seconds) << " (" << m.total_cycles << " cycles)\n";
-  os << "  Compute     "
-     << (m.achieved_tflops ? fmt::format("{:.3f} TFLOP/s", *m.achieved_tflops) : std::string("-"))
+  os << "  Compute     " << (m.achieved_tflops ? fmt::format("{:.3f} TFLOP/s", *m.achieved_tflops) : std::string("-"))
      << ", MXU utilization " << pct(m.mxu_utilization) << "\n";
   os << "  HBM         " << human_bytes(static_cast<double>(m.hbm_bytes)) << " moved, "
-     << (m.hbm_bandwidth ? fmt::format("{:.1f} GB/s", *m.hbm_bandwidth / 1e9) : std::string("-"))
-     << " = " << pct(m.hbm_bandwidth_utilization) << " of "
-     << fmt::format("{:.1f} GB/s", m.hbm_peak_bandwidth / 1e9) << " peak\n";
+     << (m.hbm_bandwidth ? fmt::format("{:.1f} GB/s", *m.hbm_bandwidth / 1e9) : std::string("-")) << " = "
+     << pct(m.hbm_bandwidth_utilization) << " of " << fmt::format("{:.1f} GB/s", m.hbm_peak_bandwidth / 1e9)
+     << " peak\n";
   os << "  VMEM peak   " << human_bytes(static_cast<double>(m.vmem_peak_bytes)) << " per core\n";
 }
 

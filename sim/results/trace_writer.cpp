@@ -35,23 +35,19 @@ struct ArgWriter {
        << ",\"dtype\":" << json_string(std::string(arch::dtype_name(w.dtype)));
   }
   void operator()(const arch::VpuWork& w) const {
-    os << ",\"elements\":" << w.elements
-       << ",\"dtype\":" << json_string(std::string(arch::dtype_name(w.dtype)))
+    os << ",\"elements\":" << w.elements << ",\"dtype\":" << json_string(std::string(arch::dtype_name(w.dtype)))
        << ",\"alu_ops\":" << format_real(w.alu_ops, 9)
-       << ",\"transcendental_ops\":" << format_real(w.transcendental_ops, 9)
-       << ",\"inputs\":" << w.inputs << ",\"outputs\":" << w.outputs;
+       << ",\"transcendental_ops\":" << format_real(w.transcendental_ops, 9) << ",\"inputs\":" << w.inputs
+       << ",\"outputs\":" << w.outputs;
   }
   void operator()(const arch::XluWork& w) const {
-    const char* op = w.op == arch::XluOp::reduce      ? "reduce"
-                     : w.op == arch::XluOp::transpose ? "transpose"
-                                                      : "permute";
+    const char* op = w.op == arch::XluOp::reduce ? "reduce" : w.op == arch::XluOp::transpose ? "transpose" : "permute";
     os << ",\"xlu_op\":\"" << op << "\",\"elements\":" << w.elements
        << ",\"dtype\":" << json_string(std::string(arch::dtype_name(w.dtype)));
   }
   void operator()(const arch::DmaWork& w) const {
-    os << ",\"src\":\"" << arch::mem_space_name(w.src) << "\",\"dst\":\""
-       << arch::mem_space_name(w.dst) << "\",\"bytes\":" << w.bytes() << ",\"rows\":" << w.rows
-       << ",\"row_bytes\":" << w.row_bytes;
+    os << ",\"src\":\"" << arch::mem_space_name(w.src) << "\",\"dst\":\"" << arch::mem_space_name(w.dst)
+       << "\",\"bytes\":" << w.bytes() << ",\"rows\":" << w.rows << ",\"row_bytes\":" << w.row_bytes;
   }
   void operator()(const arch::IciWork& w) const {
     std::string axes;
@@ -77,24 +73,21 @@ std::string track_name(const arch::Instr& in, const arch::InstrRecord& rec) {
 
 void write_chrome_trace(const RunReport& r, std::ostream& os) {
   const arch::Program& prog = r.lowered.program;
-  if (!(r.sim.clock_hz > 0))
-    throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
+  if (!(r.sim.clock_hz > 0)) throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
   if (r.sim.records.size() != prog.instrs.size())
     throw arch::InternalError("RunReport: instruction records do not match the program");
 
   // Tracks in a fixed order so that tids do not depend on issue order.
   std::map<TrackKey, std::string> tracks;
   for (std::size_t id = 0; id < prog.instrs.size(); ++id)
-    tracks.emplace(track_key(prog.instrs[id], r.sim.records[id]),
-                   track_name(prog.instrs[id], r.sim.records[id]));
+    tracks.emplace(track_key(prog.instrs[id], r.sim.records[id]), track_name(prog.instrs[id], r.sim.records[id]));
   std::map<TrackKey, int> tid;
   int next = 1;
   for (const auto& t : tracks) tid[t.first] = next++;
 
   const double us_per_cycle = 1e6 / r.sim.clock_hz;
   os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"arch\":" << json_string(r.arch_name)
-     << ",\"workload\":" << json_string(r.workload_name)
-     << ",\"clock_hz\":" << format_real(r.sim.clock_hz, 12)
+     << ",\"workload\":" << json_string(r.workload_name) << ",\"clock_hz\":" << format_real(r.sim.clock_hz, 12)
      << ",\"tpusim_version\":" << json_string(r.version) << "},\n\"traceEvents\":[\n";
   os << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":"
      << json_string("chip" + std::to_string(r.sim.slowest_chip) + " " + r.arch_name) << "}}";
@@ -102,8 +95,8 @@ void write_chrome_trace(const RunReport& r, std::ostream& os) {
     const int t = tid[key];
     os << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << t
        << ",\"args\":{\"name\":" << json_string(name) << "}}";
-    os << ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":" << t
-       << ",\"args\":{\"sort_index\":" << t << "}}";
+    os << ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":" << t << ",\"args\":{\"sort_index\":" << t
+       << "}}";
   }
   for (std::size_t id = 0; id < prog.instrs.size(); ++id) {
     const arch::Instr& in = prog.instrs[id];
@@ -114,21 +107,19 @@ void write_chrome_trace(const RunReport& r, std::ostream& os) {
     else if (in.op < prog.op_names.size())
       name = prog.op_names[in.op];
     else
-      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " +
-                                std::to_string(in.op) + " which does not exist");
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " names op " + std::to_string(in.op) +
+                                " which does not exist");
     if (rec.finish < rec.start)
-      throw arch::InternalError("RunReport: instruction " + std::to_string(id) +
-                                " finishes before it starts");
+      throw arch::InternalError("RunReport: instruction " + std::to_string(id) + " finishes before it starts");
     const double ts = static_cast<double>(rec.start) * us_per_cycle;
     const double dur = static_cast<double>(rec.finish - rec.start) * us_per_cycle;
     os << ",\n{\"name\":" << json_string(name) << ",\"cat\":\"" << arch::unit_kind_name(in.unit)
-       << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << tid[track_key(in, rec)]
-       << ",\"ts\":" << format_fixed(ts, 6) << ",\"dur\":" << format_fixed(dur, 6)
-       << ",\"args\":{\"instr\":" << id << ",\"op\":" << in.op << ",\"kind\":\""
+       << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << tid[track_key(in, rec)] << ",\"ts\":" << format_fixed(ts, 6)
+       << ",\"dur\":" << format_fixed(dur, 6) << ",\"args\":{\"instr\":" << id << ",\"op\":" << in.op << ",\"kind\":\""
        << arch::unit_kind_name(in.unit) << "\"";
     std::visit(ArgWriter{os}, in.work);
-    os << ",\"issue_cycle\":" << rec.issue << ",\"start_cycle\":" << rec.start
-       << ",\"finish_cycle\":" << rec.finish << "}}";
+    os << ",\"issue_cycle\":" << rec.issue << ",\"start_cycle\":" << rec.start << ",\"finish_cycle\":" << rec.finish
+       << "}}";
   }
   os << "\n]}\n";
 }

@@ -7,8 +7,8 @@
 
 namespace tpusim::sim {
 
-RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
-                       const workloads::Workload& wl, const RunOptions& opt) {
+RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg, const workloads::Workload& wl,
+                       const RunOptions& opt) {
   RunReport r;
   r.arch_name = arch_name;
   r.workload_name = wl.name;

@@ -15,7 +15,7 @@ struct RunOptions {
   SimOptions sim;
 };
 
-RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
-                       const workloads::Workload& wl, const RunOptions& opt);
+RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg, const workloads::Workload& wl,
+                       const RunOptions& opt);
 
 }  // namespace tpusim::sim

@@ -104,7 +104,8 @@ std::string child_failure(const ChildExit& e, const std::string& dir) {
   const std::string err = stderr_line(slurp_file(dir + "/stderr.txt"));
   if (e.timed_out) return "timeout: killed after the point timeout";
   if (WIFSIGNALED(e.status)) {
-    std::string m = "killed by signal " + std::to_string(WTERMSIG(e.status)) + " (" + strsignal(WTERMSIG(e.status)) + ")";
+    std::string m =
+        "killed by signal " + std::to_string(WTERMSIG(e.status)) + " (" + strsignal(WTERMSIG(e.status)) + ")";
     return err.empty() ? m : m + ": " + err;
   }
   if (WEXITSTATUS(e.status) != 0) return "exit " + std::to_string(WEXITSTATUS(e.status)) + ": " + err;
@@ -112,8 +113,7 @@ std::string child_failure(const ChildExit& e, const std::string& dir) {
 }
 
 void run_children(std::size_t count, const ChildPoolOptions& opt, const std::function<ChildSpec(std::size_t)>& start,
-                  const std::function<void(std::size_t, const ChildExit&)>& done,
-                  const std::function<void()>& tick) {
+                  const std::function<void(std::size_t, const ChildExit&)>& done, const std::function<void()>& tick) {
   if (count == 0) return;
   const std::string exe = opt.executable.empty() ? self_exe() : opt.executable;
   int jobs = opt.jobs > 0 ? opt.jobs : static_cast<int>(std::thread::hardware_concurrency());

@@ -26,23 +26,21 @@ bool has_control(const std::string& s) {
 // so their values keep to a conservative character set.
 bool sbatch_safe(const std::string& s) {
   for (unsigned char c : s)
-    if (!std::isalnum(c) && std::string("._+-:@%=,/").find(static_cast<char>(c)) == std::string::npos)
-      return false;
+    if (!std::isalnum(c) && std::string("._+-:@%=,/").find(static_cast<char>(c)) == std::string::npos) return false;
   return true;
 }
 }  // namespace
 
 std::string slurm_option_problem(const SlurmOptions& o) {
-  for (const auto& [what, v] : {std::pair<const char*, const std::string*>{"the executable path", &o.executable},
-                                {"the spec path", &o.spec}})
+  for (const auto& [what, v] :
+       {std::pair<const char*, const std::string*>{"the executable path", &o.executable}, {"the spec path", &o.spec}})
     if (has_control(*v)) return std::string(what) + " contains a control character (newline, tab, ...)";
   for (const auto& d : o.config_path)
     if (has_control(d)) return "--config-path '" + d + "' contains a control character";
-  for (const auto& [what, v] :
-       {std::pair<const char*, const std::string*>{"the output directory (--out)", &o.out_dir},
-        {"the job name (--job-name, or tpusim-<spec name>)", &o.job_name},
-        {"--time", &o.time_limit},
-        {"--partition", &o.partition}})
+  for (const auto& [what, v] : {std::pair<const char*, const std::string*>{"the output directory (--out)", &o.out_dir},
+                                {"the job name (--job-name, or tpusim-<spec name>)", &o.job_name},
+                                {"--time", &o.time_limit},
+                                {"--partition", &o.partition}})
     if (!sbatch_safe(*v))
       return std::string(what) + " '" + *v +
              "' has a character sbatch cannot take in an #SBATCH line (allowed: letters, digits and ._+-:@%=,/)";

@@ -14,13 +14,13 @@
 namespace tpusim::sim::sweep {
 
 struct SlurmOptions {
-  std::string executable;                // absolute path of tpusim
-  std::string spec;                      // absolute path of the spec
-  std::string out_dir;                   // absolute; shards go to out_dir/shard-<i>
+  std::string executable;  // absolute path of tpusim
+  std::string spec;        // absolute path of the spec
+  std::string out_dir;     // absolute; shards go to out_dir/shard-<i>
   int shards = 1;
-  int cpus_per_task = 1;                 // also the sweep's --jobs
-  std::string time_limit;                // "HH:MM:SS" or empty
-  std::string partition;                 // empty = cluster default
+  int cpus_per_task = 1;   // also the sweep's --jobs
+  std::string time_limit;  // "HH:MM:SS" or empty
+  std::string partition;   // empty = cluster default
   std::string job_name = "tpusim-sweep";
   std::vector<std::string> config_path;  // passed on as --config-path
   double point_timeout = 0;

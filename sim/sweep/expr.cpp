@@ -2,9 +2,9 @@
 // expr.h for the grammar.
 #include "sim/sweep/expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <algorithm>
 #include <cstdlib>
 
 namespace tpusim::sim::sweep {
@@ -16,8 +16,7 @@ Value Value::from_text(const std::string& s) {
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     // Only a complete, finite number counts: "1e3" yes, "256x" or "nan" no.
-    if (end && *end == '\0' && std::isfinite(v) && !std::isspace(static_cast<unsigned char>(s[0])))
-      return num(v);
+    if (end && *end == '\0' && std::isfinite(v) && !std::isspace(static_cast<unsigned char>(s[0]))) return num(v);
   }
   return str(s);
 }
@@ -25,8 +24,8 @@ Value Value::from_text(const std::string& s) {
 struct ExprNode {
   enum Kind { literal, name, unary, binary, call } kind = literal;
   int column = 0;
-  Value value;       // literal
-  std::string op;    // name: the name; unary/binary: the operator; call: function
+  Value value;     // literal
+  std::string op;  // name: the name; unary/binary: the operator; call: function
   std::vector<std::shared_ptr<const ExprNode>> args;
   int depth = 1;  // of the tree below and including this node
 };
@@ -57,8 +56,7 @@ std::vector<Token> tokenize(const std::string& s) {
       out.push_back({Token::number, s.substr(i, n), col});
       i += n;
       if (i < s.size() && (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_'))
-        throw ExprError("a number directly followed by '" + std::string(1, s[i]) + "'",
-                        static_cast<int>(i) + 1);
+        throw ExprError("a number directly followed by '" + std::string(1, s[i]) + "'", static_cast<int>(i) + 1);
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
       while (j < s.size()) {
@@ -123,7 +121,8 @@ class Parser {
                           std::to_string(kMaxExprTokens) + " allowed",
                       t_[kMaxExprTokens].column);
     NodePtr n = parse_or();
-    if (peek().kind != Token::end) throw ExprError("unexpected '" + peek().text + "' after a complete expression", peek().column);
+    if (peek().kind != Token::end)
+      throw ExprError("unexpected '" + peek().text + "' after a complete expression", peek().column);
     return n;
   }
 
@@ -192,8 +191,7 @@ class Parser {
         const int col = t_[pos_++].column;
         l = make(ExprNode::binary, col, op, {l, parse_sum()});
         for (const char* op2 : {"<", "<=", ">", ">=", "==", "!="})
-          if (is_op(op2))
-            throw ExprError("comparisons do not chain; write 'a < b and b < c'", peek().column);
+          if (is_op(op2)) throw ExprError("comparisons do not chain; write 'a < b and b < c'", peek().column);
         break;
       }
     return l;
@@ -225,16 +223,14 @@ class Parser {
   NodePtr parse_atom() {
     const Token tok = peek();
     switch (tok.kind) {
-      case Token::end:
-        throw ExprError("expression ends where a value was expected", tok.column);
+      case Token::end: throw ExprError("expression ends where a value was expected", tok.column);
       case Token::number: {
         ++pos_;
         auto n = std::make_shared<ExprNode>();
         n->kind = ExprNode::literal;
         n->column = tok.column;
         n->value = Value::num(std::strtod(tok.text.c_str(), nullptr));
-        if (!std::isfinite(n->value.number))
-          throw ExprError("number '" + tok.text + "' is out of range", tok.column);
+        if (!std::isfinite(n->value.number)) throw ExprError("number '" + tok.text + "' is out of range", tok.column);
         return n;
       }
       case Token::string: {
@@ -255,8 +251,7 @@ class Parser {
           return inner;
         }
         throw ExprError("unexpected '" + tok.text + "' where a value was expected", tok.column);
-      case Token::name:
-        break;
+      case Token::name: break;
     }
     ++pos_;
     if (tok.text == "true" || tok.text == "false") {
@@ -272,8 +267,7 @@ class Parser {
       bool known = false;
       for (const char* f : kFunctions) known = known || tok.text == f;
       if (!known)
-        throw ExprError("unknown function '" + tok.text + "' (min, max, abs, log2, sqrt, floor, ceil)",
-                        tok.column);
+        throw ExprError("unknown function '" + tok.text + "' (min, max, abs, log2, sqrt, floor, ceil)", tok.column);
       ++pos_;
       Nest guard(*this, tok.column);
       std::vector<NodePtr> args{parse_or()};
@@ -285,8 +279,7 @@ class Parser {
       ++pos_;
       const bool binary = tok.text == "min" || tok.text == "max";
       if (binary ? args.size() < 2 : args.size() != 1)
-        throw ExprError(tok.text + "() takes " + (binary ? "two or more arguments" : "one argument"),
-                        tok.column);
+        throw ExprError(tok.text + "() takes " + (binary ? "two or more arguments" : "one argument"), tok.column);
       return make(ExprNode::call, tok.column, tok.text, std::move(args));
     }
     names_.emplace_back(tok.text, tok.column);
@@ -312,8 +305,7 @@ double need_number(const Value& v, const ExprNode& at, const std::string& what) 
 
 Value eval_node(const ExprNode& n, const Lookup& lookup) {
   switch (n.kind) {
-    case ExprNode::literal:
-      return n.value;
+    case ExprNode::literal: return n.value;
     case ExprNode::name: {
       std::optional<Value> v = lookup(n.op);
       if (!v) throw ExprError("unknown name '" + n.op + "'", n.column);
@@ -345,8 +337,7 @@ Value eval_node(const ExprNode& n, const Lookup& lookup) {
       }
       return Value::num(r);
     }
-    case ExprNode::binary:
-      break;
+    case ExprNode::binary: break;
   }
   if (n.op == "and") {
     if (!eval_node(*n.args[0], lookup).truthy()) return Value::num(0);
@@ -360,8 +351,7 @@ Value eval_node(const ExprNode& n, const Lookup& lookup) {
   const Value b = eval_node(*n.args[1], lookup);
   const std::string& op = n.op;
   if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") {
-    if (a.is_number != b.is_number)
-      throw ExprError("cannot compare " + describe(a) + " with " + describe(b), n.column);
+    if (a.is_number != b.is_number) throw ExprError("cannot compare " + describe(a) + " with " + describe(b), n.column);
     int c = 0;
     if (a.is_number) {
       c = a.number < b.number ? -1 : (a.number > b.number ? 1 : 0);
@@ -369,8 +359,12 @@ Value eval_node(const ExprNode& n, const Lookup& lookup) {
       c = a.text.compare(b.text);
       c = c < 0 ? -1 : (c > 0 ? 1 : 0);
     }
-    bool r = op == "==" ? c == 0 : op == "!=" ? c != 0 : op == "<" ? c < 0 : op == "<=" ? c <= 0
-             : op == ">" ? c > 0 : c >= 0;
+    bool r = op == "=="   ? c == 0
+             : op == "!=" ? c != 0
+             : op == "<"  ? c < 0
+             : op == "<=" ? c <= 0
+             : op == ">"  ? c > 0
+                          : c >= 0;
     return Value::num(r ? 1 : 0);
   }
   const double x = need_number(a, n, op), y = need_number(b, n, op);

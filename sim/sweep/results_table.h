@@ -68,9 +68,9 @@ class ResultsAppender {
 void sort_rows(const SweepSpec& spec, std::vector<std::vector<std::string>>& rows);
 
 struct MergeReport {
-  std::size_t total = 0;      // points of the spec
-  std::size_t merged = 0;     // rows written
-  std::size_t failed = 0;     // rows with status error
+  std::size_t total = 0;                // points of the spec
+  std::size_t merged = 0;               // rows written
+  std::size_t failed = 0;               // rows with status error
   std::vector<std::string> missing;     // point ids of the spec with no row
   std::vector<std::string> duplicates;  // "id (in A and B)"
   std::vector<std::string> unknown;     // "id (in A)" not a point of the spec
@@ -84,10 +84,10 @@ MergeReport merge_results(const SweepSpec& spec, const std::vector<std::string>&
 
 struct StatusReport {
   std::size_t total = 0, ok = 0, failed = 0;
-  std::vector<std::string> missing;          // point ids
-  std::vector<std::string> duplicates;       // ids with more than one row
+  std::vector<std::string> missing;             // point ids
+  std::vector<std::string> duplicates;          // ids with more than one row
   std::map<int, std::size_t> missing_by_shard;  // shard -> missing points (when shards is > 0)
-  std::vector<std::string> files;            // results files read
+  std::vector<std::string> files;               // results files read
 };
 
 // Looks at dir/results.csv and dir/shard-*/results.csv. With shards > 0

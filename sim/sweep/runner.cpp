@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -109,8 +109,8 @@ std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::
     std::string cell;
     if (status == "ok") {
       try {
-        const Value v = d.expr.eval(
-            [&](const std::string& n) { return lookup_point_value(spec, *pp.point, n, &metrics); });
+        const Value v =
+            d.expr.eval([&](const std::string& n) { return lookup_point_value(spec, *pp.point, n, &metrics); });
         cell = v.is_number ? format_real(v.number) : v.text;
       } catch (const ExprError& e) {
         // A type mismatch for this point (arithmetic on a string): an
@@ -126,8 +126,8 @@ std::vector<std::string> make_row(const SweepSpec& spec, const std::vector<std::
   return row;
 }
 
-std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::string>& header,
-                                const PreparedPoint& pp, const std::string& dir, const ChildExit& e, bool* ok) {
+std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::string>& header, const PreparedPoint& pp,
+                                const std::string& dir, const ChildExit& e, bool* ok) {
   std::map<std::string, std::string> metrics;
   std::string message = child_failure(e, dir);
   if (message.empty()) {
@@ -139,8 +139,8 @@ std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::st
       // The child resolved the config itself; the digest must agree with
       // the one computed up front, or the row would describe another chip.
       if (metrics["config_hash"] != pp.config_hash)
-        message = "config hash mismatch: the sweep resolved " + pp.config_hash + ", the run wrote " +
-                  metrics["config_hash"];
+        message =
+            "config hash mismatch: the sweep resolved " + pp.config_hash + ", the run wrote " + metrics["config_hash"];
     }
   }
   *ok = message.empty();
@@ -161,8 +161,7 @@ std::pair<int, int> parse_shard(const std::string& text) {
       const int n = std::stoi(text.substr(slash + 1), &b);
       if (a == slash && b == text.size() - slash - 1 && n >= 1 && i >= 0 && i < n) return {i, n};
     }
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw std::invalid_argument("--shard expects I/N with 0 <= I < N (e.g. 0/4), found '" + text + "'");
 }
 
@@ -197,8 +196,7 @@ class DirLock {
 };
 }  // namespace
 
-SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint>& points,
-                          const SweepRunOptions& opt) {
+SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint>& points, const SweepRunOptions& opt) {
   const auto t0 = Clock::now();
   SweepRunSummary sum;
   fs::create_directories(opt.out_dir);
@@ -220,8 +218,8 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
       // Error rows go (their points run again); ok rows stay. The file is
       // rewritten atomically, so a crash leaves either every old row or the
       // ok ones, and a later --resume runs whatever is missing.
-      const std::size_t status = static_cast<std::size_t>(
-          std::find(header.begin(), header.end(), "status") - header.begin());
+      const std::size_t status =
+          static_cast<std::size_t>(std::find(header.begin(), header.end(), "status") - header.begin());
       const auto keep_end = std::stable_partition(existing.rows.begin(), existing.rows.end(),
                                                   [&](const auto& r) { return r.at(status) == "ok"; });
       sum.retried = static_cast<std::size_t>(existing.rows.end() - keep_end);
@@ -230,8 +228,8 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
     // A point with two rows (a file written before the lock existed, or
     // edited by hand) keeps one: its first ok row, else its first row.
     {
-      const std::size_t status = static_cast<std::size_t>(
-          std::find(header.begin(), header.end(), "status") - header.begin());
+      const std::size_t status =
+          static_cast<std::size_t>(std::find(header.begin(), header.end(), "status") - header.begin());
       std::map<std::string, std::size_t> keep;  // id -> index of the row kept
       for (std::size_t i = 0; i < existing.rows.size(); ++i) {
         const auto& r = existing.rows[i];

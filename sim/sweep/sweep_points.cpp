@@ -73,9 +73,9 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
   // `tpusim run`'s own defaults, so that a filter may read a parameter
   // that some points leave unset.
   static const std::map<std::string, std::string> defaults = {
-      {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},
-      {"model.seq", "2048"},     {"model.context", "2048"}, {"model.image", "224"},
-      {"workload.dtype", "bf16"}, {"workload.fusion", "true"},  {"workload.cmem", "true"}};
+      {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},       {"model.seq", "2048"},
+      {"model.context", "2048"}, {"model.image", "224"},    {"workload.dtype", "bf16"}, {"workload.fusion", "true"},
+      {"workload.cmem", "true"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -117,8 +117,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     a = {"run", "--quiet", "--arch", arch_name};
     try {
       if (params.count("model.name")) {
-        const std::string model = looks_like_path(params["model.name"]) ? resolve_path(spec.dir, params["model.name"])
-                                                                        : params["model.name"];
+        const std::string model =
+            looks_like_path(params["model.name"]) ? resolve_path(spec.dir, params["model.name"]) : params["model.name"];
         const models::ModelSpec ms = models::load_model(model);
         models::PhaseOptions po;
         if (params.count("model.phase")) models::parse_phase(params["model.phase"], &po.phase);
@@ -133,7 +133,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (!fit.fits) throw std::runtime_error("run: " + fit.message);
         a.insert(a.end(), {"--model", model});
         for (const char* k : {"phase", "batch", "seq", "context", "image"})
-          if (params.count(std::string("model.") + k)) a.insert(a.end(), {std::string("--") + k, params["model." + std::string(k)]});
+          if (params.count(std::string("model.") + k))
+            a.insert(a.end(), {std::string("--") + k, params["model." + std::string(k)]});
       } else if (params.count("workload.file")) {
         const std::string f = resolve_path(spec.dir, params["workload.file"]);
         if (!fs::exists(f)) throw std::runtime_error("workload file not found: " + f);

@@ -134,8 +134,7 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
 }
 
 // Checks a value of a run parameter whose form is known up front.
-void check_value(const std::string& key, const std::string& text, SpecPos p, const std::string& where,
-                 Collector& c) {
+void check_value(const std::string& key, const std::string& text, SpecPos p, const std::string& where, Collector& c) {
   const std::string k = where.empty() ? key : where + "." + key;
   if (key == "model.batch" || key == "model.seq" || key == "model.context" || key == "model.image") {
     const Value v = Value::from_text(text);
@@ -262,8 +261,8 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   for (const auto& kv : root) {
     const std::string k = kv.first.Scalar();
     if (std::find(top.begin(), top.end(), k) == top.end())
-      c.add(pos_of(kv.first), k, "a key of the spec (name, base, axes, filters, derived)",
-            "unknown key '" + k + "'", nearest_word(k, top));
+      c.add(pos_of(kv.first), k, "a key of the spec (name, base, axes, filters, derived)", "unknown key '" + k + "'",
+            nearest_word(k, top));
   }
   if (root["name"]) {
     spec.name = root["name"].Scalar();
@@ -307,14 +306,18 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
           flat(kv.second, "");
           continue;
         }
-        auto it = std::find_if(base_keys().begin(), base_keys().end(),
-                               [&](const auto& p) { return p.first == k; });
+        auto it = std::find_if(base_keys().begin(), base_keys().end(), [&](const auto& p) { return p.first == k; });
         if (it == base_keys().end()) {
-          c.add(pos_of(kv.first), "base." + k, "a base option (" + [&] {
-            std::string l;
-            for (const auto& n : names) l += (l.empty() ? "" : ", ") + n;
-            return l;
-          }() + ")", "unknown key '" + k + "'", nearest_word(k, names));
+          c.add(
+              pos_of(kv.first), "base." + k,
+              "a base option (" +
+                  [&] {
+                    std::string l;
+                    for (const auto& n : names) l += (l.empty() ? "" : ", ") + n;
+                    return l;
+                  }() +
+                  ")",
+              "unknown key '" + k + "'", nearest_word(k, names));
           continue;
         }
         if (!kv.second.IsScalar()) {
@@ -474,8 +477,8 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
       c.add(vals.front().pos, "axes", "one workload source per point (model.name or workload.file|gemm|conv|attention)",
             std::to_string(sources) + " in the point " + p.id);
     if (seen.count(p.id)) {
-      c.add(vals.empty() ? SpecPos{} : vals.front().pos, "axes",
-            "distinct points", "a point with the same values as point #" + std::to_string(seen[p.id]));
+      c.add(vals.empty() ? SpecPos{} : vals.front().pos, "axes", "distinct points",
+            "a point with the same values as point #" + std::to_string(seen[p.id]));
     } else {
       seen[p.id] = all.size();
     }

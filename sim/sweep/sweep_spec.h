@@ -37,9 +37,9 @@ struct SweptValue {
 };
 
 struct SweepPoint {
-  std::size_t index = 0;          // position in the spec's expansion order, after filters
-  std::string id;                 // "p" + 12 hex digits, from the swept values only
-  std::vector<SweptValue> values; // in axis column order (absent axes omitted)
+  std::size_t index = 0;           // position in the spec's expansion order, after filters
+  std::string id;                  // "p" + 12 hex digits, from the swept values only
+  std::vector<SweptValue> values;  // in axis column order (absent axes omitted)
 
   // The value of a swept key in this point, or nullptr.
   const SweptValue* find(const std::string& key) const;
@@ -48,7 +48,7 @@ struct SweepPoint {
 struct NamedExpr {
   std::string name;  // derived column name; the expression text for a filter
   Expr expr;
-  SpecPos pos;       // of the expression's first character
+  SpecPos pos;  // of the expression's first character
 };
 
 struct SweepSpec {

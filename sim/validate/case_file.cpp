@@ -25,16 +25,16 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {"family", "description", "defaults", "cases"};
-const std::vector<std::string> kCaseKeys = {"id",    "title",    "source",   "source_metric", "notes",
-                                            "arch",  "set",      "slice",    "mesh",          "workload",
-                                            "metric", "measured", "tolerance", "expect",      "reason"};
-const std::vector<std::string> kRequired = {"id",       "title",    "source",   "source_metric", "arch",
-                                            "workload", "metric",   "measured", "tolerance"};
-const std::vector<std::string> kWorkloadKeys = {"gemm", "conv",  "attention", "file",    "model",
-                                                "dtype", "phase", "batch",     "seq",     "context",
-                                                "image", "fusion", "cmem",     "sequence_parallel", "recompute"};
+const std::vector<std::string> kCaseKeys = {"id",     "title",    "source",    "source_metric", "notes",
+                                            "arch",   "set",      "slice",     "mesh",          "workload",
+                                            "metric", "measured", "tolerance", "expect",        "reason"};
+const std::vector<std::string> kRequired = {"id",       "title",  "source",   "source_metric", "arch",
+                                            "workload", "metric", "measured", "tolerance"};
+const std::vector<std::string> kWorkloadKeys = {
+    "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
+    "fusion", "cmem", "sequence_parallel", "recompute"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
-const std::vector<std::string> kModelOnly = {"phase", "batch", "seq", "context", "image", "sequence_parallel",
+const std::vector<std::string> kModelOnly = {"phase",    "batch", "seq", "context", "image", "sequence_parallel",
                                              "recompute"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
@@ -81,8 +81,7 @@ std::string kind_of(const YAML::Node& n) {
   return "'" + n.Scalar() + "'";
 }
 
-void check_keys(const YAML::Node& map, const std::vector<std::string>& valid, const std::string& where,
-                Collector& c) {
+void check_keys(const YAML::Node& map, const std::vector<std::string>& valid, const std::string& where, Collector& c) {
   for (const auto& kv : map) {
     const std::string k = kv.first.Scalar();
     if (!contains(valid, k))
@@ -278,8 +277,8 @@ void check_config(const YAML::Node& at, const Case& k, const ConfigSearchPath& s
   } catch (const ConfigError& e) {
     std::string all;
     for (const auto& d : e.diagnostics()) all += (all.empty() ? "" : "; ") + d.render();
-    c.add(at, "cases[" + k.id + "]." + (k.sets.empty() ? "arch" : "set"),
-          "a chip config and overrides that resolve", all);
+    c.add(at, "cases[" + k.id + "]." + (k.sets.empty() ? "arch" : "set"), "a chip config and overrides that resolve",
+          all);
   } catch (const arch::ConfigError& e) {
     c.add(at, "cases[" + k.id + "].arch", "a valid chip config", e.what());
   }
@@ -300,8 +299,7 @@ const char* metric_kind_name(MetricKind k) {
 
 std::string default_cases_dir() { return (fs::path(TPUSIM_SOURCE_DIR) / "configs" / "validation").string(); }
 
-std::vector<Case> parse_case_file(const std::string& content, const std::string& file,
-                                  const ConfigSearchPath& search) {
+std::vector<Case> parse_case_file(const std::string& content, const std::string& file, const ConfigSearchPath& search) {
   Collector c(file);
   // Read through const nodes only: operator[] on a non-const YAML::Node
   // inserts the key it looks up.
@@ -328,7 +326,8 @@ std::vector<Case> parse_case_file(const std::string& content, const std::string&
     c.add(root, "family", "a family name", "none");
   else
     family = text(root["family"], "family", c);
-  const YAML::Node defaults = root["defaults"] && root["defaults"].IsMap() ? root["defaults"] : YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node defaults =
+      root["defaults"] && root["defaults"].IsMap() ? root["defaults"] : YAML::Node(YAML::NodeType::Undefined);
   if (root["defaults"] && !root["defaults"].IsMap())
     c.add(root["defaults"], "defaults", "a map of case keys", kind_of(root["defaults"]));
   if (defaults) {
@@ -492,9 +491,11 @@ std::vector<std::string> run_args(const Case& c) {
   const Workload& w = c.workload;
   a.insert(a.end(), {"--" + (w.source == "file" ? std::string("workload") : w.source), w.value});
   if (!w.dtype.empty()) a.insert(a.end(), {"--dtype", w.dtype});
-  const std::pair<const char*, const std::string*> model_opts[] = {
-      {"--phase", &w.phase}, {"--batch", &w.batch}, {"--seq", &w.seq}, {"--context", &w.context},
-      {"--image", &w.image}};
+  const std::pair<const char*, const std::string*> model_opts[] = {{"--phase", &w.phase},
+                                                                   {"--batch", &w.batch},
+                                                                   {"--seq", &w.seq},
+                                                                   {"--context", &w.context},
+                                                                   {"--image", &w.image}};
   for (const auto& [flag, v] : model_opts)
     if (!v->empty()) a.insert(a.end(), {flag, *v});
   if (w.sequence_parallel) a.push_back("--sequence-parallel");

@@ -38,7 +38,7 @@ const char* metric_kind_name(MetricKind k);
 // "hbm_bytes".
 struct Metric {
   MetricKind kind = MetricKind::Time;
-  std::string unit;   // display unit of measured and simulated values
+  std::string unit;       // display unit of measured and simulated values
   double unit_scale = 1;  // SI value / unit_scale = value in `unit`
   std::optional<sweep::Expr> flops, bytes, tokens;
   double peak_tflops = 0;  // mfu only
@@ -69,7 +69,7 @@ struct Case {
   double measured = 0;   // in metric.unit
   double tolerance = 0;  // relative, e.g. 0.15
   bool expect_miss = false;
-  std::string reason;    // why it is expected to miss
+  std::string reason;  // why it is expected to miss
 };
 
 // Reads every *.yaml of `dir` (sorted by name), or one file when `path` is a
@@ -78,8 +78,7 @@ std::vector<Case> load_cases(const std::string& path, const ConfigSearchPath& se
 
 // The same from text (`file` names it in messages and resolves relative
 // workload paths).
-std::vector<Case> parse_case_file(const std::string& text, const std::string& file,
-                                  const ConfigSearchPath& search);
+std::vector<Case> parse_case_file(const std::string& text, const std::string& file, const ConfigSearchPath& search);
 
 // The `tpusim run` arguments of a case, without --out and the executable.
 std::vector<std::string> run_args(const Case& c);

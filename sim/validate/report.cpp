@@ -81,8 +81,8 @@ Counts count(const std::vector<CaseResult>& results) {
 std::string summary_line(const std::vector<CaseResult>& results) {
   const Counts n = count(results);
   std::ostringstream os;
-  os << results.size() << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail
-     << " expected miss, " << n.xpass << " unexpected pass, " << n.error << " error";
+  os << results.size() << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail << " expected miss, "
+     << n.xpass << " unexpected pass, " << n.error << " error";
   if (n.valued)
     os << "; mean |error| " << format_fixed(n.mean_abs, 1) << "%, max " << format_fixed(n.max_abs, 1) << "%";
   return os.str();
@@ -105,14 +105,15 @@ void write_table(std::ostream& os, const std::vector<CaseResult>& results) {
   std::size_t w = 4;
   for (const auto& r : results) w = std::max(w, r.c->id.size());
   os << std::left << std::setw(static_cast<int>(w)) << "case" << std::right << std::setw(11) << "measured"
-     << std::setw(11) << "simulated" << "  " << std::left << std::setw(9) << "unit" << std::right << std::setw(8)
-     << "error%" << std::setw(8) << "tol" << "  outcome\n";
+     << std::setw(11) << "simulated"
+     << "  " << std::left << std::setw(9) << "unit" << std::right << std::setw(8) << "error%" << std::setw(8) << "tol"
+     << "  outcome\n";
   for (const auto& r : results) {
     const Case& c = *r.c;
     os << std::left << std::setw(static_cast<int>(w)) << c.id << std::right << std::setw(11) << num(c.measured)
-       << std::setw(11) << (has_value(r) ? num(r.simulated) : "-") << "  " << std::left << std::setw(9)
-       << c.metric.unit << std::right << std::setw(8) << (has_value(r) ? pct(r.error_pct) : "-") << std::setw(9)
-       << tol(c) << "  " << outcome_name(r.outcome);
+       << std::setw(11) << (has_value(r) ? num(r.simulated) : "-") << "  " << std::left << std::setw(9) << c.metric.unit
+       << std::right << std::setw(8) << (has_value(r) ? pct(r.error_pct) : "-") << std::setw(9) << tol(c) << "  "
+       << outcome_name(r.outcome);
     const std::string n = note(r);
     if (!n.empty()) os << " (" << n << ")";
     os << "\n";
@@ -136,17 +137,17 @@ void write_markdown(std::ostream& os, const std::vector<CaseResult>& results) {
 }
 
 std::string csv_text(const std::vector<CaseResult>& results) {
-  std::string out = sweep::csv_line({"id", "family", "title", "arch", "metric", "unit", "measured", "simulated",
-                                     "error_pct", "tolerance_pct", "within_tolerance", "expect", "outcome",
-                                     "message", "source"});
+  std::string out =
+      sweep::csv_line({"id", "family", "title", "arch", "metric", "unit", "measured", "simulated", "error_pct",
+                       "tolerance_pct", "within_tolerance", "expect", "outcome", "message", "source"});
   for (const auto& r : results) {
     const Case& c = *r.c;
     const bool v = has_value(r);
     out += sweep::csv_line({c.id, c.family, c.title, c.arch, metric_kind_name(c.metric.kind), c.metric.unit,
                             format_real(c.measured), v ? format_real(r.simulated) : "",
                             v ? format_fixed(r.error_pct, 2) : "", format_real(c.tolerance * 100),
-                            v ? (within_tolerance(c, r.simulated) ? "true" : "false") : "",
-                            c.expect_miss ? "miss" : "", outcome_name(r.outcome), note(r), c.source});
+                            v ? (within_tolerance(c, r.simulated) ? "true" : "false") : "", c.expect_miss ? "miss" : "",
+                            outcome_name(r.outcome), note(r), c.source});
   }
   return out;
 }
@@ -176,7 +177,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
     << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
     << "<rect width=\"" << W << "\" height=\"" << H << "\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">tpusim validation: simulated vs "
+    << "<text x=\"" << W / 2
+    << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">tpusim validation: simulated vs "
        "measured (each case in its own unit)</text>\n";
   // ±25% band around y = x.
   const double a = std::pow(10, d0), b = std::pow(10, d1);
@@ -196,7 +198,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     << "\" fill=\"none\" stroke=\"#333\"/>\n"
     << "<line x1=\"" << f(X(a)) << "\" y1=\"" << f(Y(a)) << "\" x2=\"" << f(X(b)) << "\" y2=\"" << f(Y(b))
     << "\" stroke=\"#333\" stroke-dasharray=\"5,4\"/>\n"
-    << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\" font-size=\"13\">measured on "
+    << "<text x=\"" << L + pw / 2 << "\" y=\"" << H - 18
+    << "\" text-anchor=\"middle\" font-size=\"13\">measured on "
        "a real TPU</text>\n"
     << "<text x=\"16\" y=\"" << T + ph / 2 << "\" text-anchor=\"middle\" font-size=\"13\" transform=\"rotate(-90 16 "
     << T + ph / 2 << ")\">simulated by tpusim</text>\n";
@@ -223,7 +226,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
       << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
     gy += 15;
   }
-  s << "<text x=\"" << lx << "\" y=\"" << gy << "\">dashed: y = x; band: ±25%; grey bar: the case's "
+  s << "<text x=\"" << lx << "\" y=\"" << gy
+    << "\">dashed: y = x; band: ±25%; grey bar: the case's "
        "tolerance</text>\n";
   s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml(summary_line(results)) << "</text>\n";
   // Labels are placed right of their point (left of it near the right
@@ -255,18 +259,18 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     }
     placed.push_back(b);
     const bool moved = ly != y - 4;
-    s << "<g><title>" << xml(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " +
-                             num(r.simulated) + " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
+    s << "<g><title>"
+      << xml(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) + " (" +
+             pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
       << "</title>\n"
-      << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x)
-      << "\" y2=\"" << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
+      << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x) << "\" y2=\""
+      << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
       << "stroke-opacity=\"0.35\"/>\n"
       << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n";
     if (moved)  // a leader line from the point to its displaced label
       s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
         << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
-    s
-      << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
+    s << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
       << (left ? " text-anchor=\"end\"" : "") << ">" << xml(c.id) << "</text></g>\n";
   }
   s << "</svg>\n";
@@ -279,7 +283,8 @@ std::string html_page(const std::vector<CaseResult>& results) {
        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}td.n{text-align:right}</style>\n"
        "</head><body>\n<h1>tpusim validation</h1>\n<p>"
-    << xml(summary_line(results)) << "</p>\n" << svg_plot(results)
+    << xml(summary_line(results)) << "</p>\n"
+    << svg_plot(results)
     << "<table>\n<tr><th>case</th><th>title</th><th>measured</th><th>simulated</th><th>unit</th><th>error</th>"
        "<th>tolerance</th><th>outcome</th><th>source</th></tr>\n";
   for (const auto& r : results) {

@@ -87,8 +87,8 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
           *opt.progress << "validate: [" << finished << "/" << cases.size() << "] " << cases[i].id << ": "
                         << outcome_name(r.outcome);
           if (r.outcome != Outcome::Error)
-            *opt.progress << " (" << format_real(r.simulated, 4) << " vs " << format_real(cases[i].measured, 4)
-                          << " " << cases[i].metric.unit << ", " << format_fixed(e.seconds, 1) << " s)";
+            *opt.progress << " (" << format_real(r.simulated, 4) << " vs " << format_real(cases[i].measured, 4) << " "
+                          << cases[i].metric.unit << ", " << format_fixed(e.seconds, 1) << " s)";
           else
             *opt.progress << ": " << r.message;
           *opt.progress << "\n";

@@ -33,9 +33,9 @@ Outcome judge(const Case& c, double simulated);
 struct CaseResult {
   const Case* c = nullptr;
   Outcome outcome = Outcome::Error;
-  double simulated = 0;   // in c->metric.unit; meaningless for Error
-  double error_pct = 0;   // 100 x (simulated / measured - 1)
-  std::string message;    // why Error
+  double simulated = 0;  // in c->metric.unit; meaningless for Error
+  double error_pct = 0;  // 100 x (simulated / measured - 1)
+  std::string message;   // why Error
   double wall_seconds = 0;
 };
 

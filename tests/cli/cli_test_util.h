@@ -39,8 +39,7 @@ struct TmpDir {
   std::filesystem::path p;
   explicit TmpDir(const std::string& prefix) {
     static int n = 0;
-    p = std::filesystem::temp_directory_path() /
-        (prefix + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    p = std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()) + "_" + std::to_string(n++));
     std::filesystem::remove_all(p);
     std::filesystem::create_directories(p);
   }

@@ -72,7 +72,9 @@ std::string workload(int nx, int ny, const std::string& axis) {
          "  - {name: g, shape: [512, 1024], dtype: bf16, kind: input}\n"
          "  - {name: w, shape: [1024, 1024], dtype: bf16, kind: weight}\n"
          "ops:\n"
-         "  - {name: ar, op: all_reduce, inputs: [g], mesh_axes: [" + axis + "]}\n"
+         "  - {name: ar, op: all_reduce, inputs: [g], mesh_axes: [" +
+         axis +
+         "]}\n"
          "  - {name: mm, op: matmul, inputs: [ar, w]}\n";
 }
 
@@ -83,7 +85,8 @@ void compare(const std::string& slice, int nx, int ny, const std::string& axis, 
   ASSERT_EQ(run_tpusim(args + "/shared", d).rc, 0);
   const Result all = run_tpusim(args + "/all --all-chips", d);
   ASSERT_EQ(all.rc, 0) << all.err;
-  EXPECT_EQ(summary_without_wall(d.path() + "/shared/summary.csv"), summary_without_wall(d.path() + "/all/summary.csv"));
+  EXPECT_EQ(summary_without_wall(d.path() + "/shared/summary.csv"),
+            summary_without_wall(d.path() + "/all/summary.csv"));
   EXPECT_EQ(slurp(d.path() + "/shared/ops.csv"), slurp(d.path() + "/all/ops.csv"));
   const std::string units = d.path() + "/all/units.csv";
   const double spread = unit_stat(units, "chips", "end_spread_cycles");
@@ -113,7 +116,8 @@ TEST(CliAllChips, LineAxisDriftsButTheSlowestChipIsTheSharedOne) {
 TEST(CliAllChips, RefusedOnLargeSlicesAndWithoutASlice) {
   TempDir d;
   const std::string wl = d.write("wl.yaml", workload(16, 16, "x"));
-  const Result big = run_tpusim("run --arch v5e --workload " + wl + " --slice 16x16 --all-chips --out " + d.path() + "/o", d);
+  const Result big =
+      run_tpusim("run --arch v5e --workload " + wl + " --slice 16x16 --all-chips --out " + d.path() + "/o", d);
   EXPECT_EQ(big.rc, 2);
   EXPECT_NE(big.err.find("256 chips"), std::string::npos) << big.err;
   EXPECT_NE(big.err.find("64"), std::string::npos) << big.err;

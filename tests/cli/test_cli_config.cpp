@@ -12,8 +12,8 @@
 
 #include "../unit/sim/config_test_util.h"
 #include "arch/common/errors.h"
-#include "sim/cli/cli.h"
 #include "cli_test_util.h"
+#include "sim/cli/cli.h"
 
 namespace tpusim::sim {
 namespace {
@@ -81,8 +81,7 @@ TEST(Cli, ListShowsEveryGeneration) {
   std::istringstream in(r.out);
   std::map<std::string, std::string> rows;
   for (std::string line; std::getline(in, line);) rows[line.substr(0, line.find(' '))] = line;
-  for (const char* g : {"v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"})
-    EXPECT_TRUE(rows.count(g)) << g;
+  for (const char* g : {"v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"}) EXPECT_TRUE(rows.count(g)) << g;
   // v5e: 4 x 128 x 128 x 2 x 1.5 GHz = 196.6 TFLOP/s; 2 x 8 GiB; 819.2 GB/s; 4 x 45 GB/s.
   EXPECT_TRUE(has(rows["v5e"], "196.6 bf16")) << rows["v5e"];
   EXPECT_TRUE(has(rows["v5e"], "16.0")) << rows["v5e"];
@@ -106,8 +105,7 @@ TEST(Cli, ShowYamlJsonAndOverrides) {
   EXPECT_EQ(jn["mxu"]["rows"].as<int>(), 128);
   EXPECT_TRUE(has(j.out, "\"rows\": 128"));
   // 256x256 array: 4x the peak, so the published figures must go too.
-  Result o = tpusim(
-      "config show v5e --set mxu.rows=256 --set mxu.cols=256 --set 'published.peak_tflops=~'");
+  Result o = tpusim("config show v5e --set mxu.rows=256 --set mxu.cols=256 --set 'published.peak_tflops=~'");
   ASSERT_EQ(o.rc, 0) << o.err;
   YAML::Node on = YAML::Load(o.out);
   EXPECT_EQ(on["mxu"]["rows"].as<int>(), 256);
@@ -195,21 +193,17 @@ int run_in_process(std::vector<std::string> args) {
 }
 
 TEST(Cli, ExceptionsMapToExitCodes) {
-  register_command("test internal", "throws an internal error", [](auto&, auto&) -> int {
-    throw arch::InternalError("broken invariant");
-  });
-  register_command("test archconfig", "throws a model's config error", [](auto&, auto&) -> int {
-    throw arch::ConfigError("buffers exceed VMEM");
-  });
-  register_command("test runtime", "throws a simulation error", [](auto&, auto&) -> int {
-    throw std::runtime_error("deadlock");
-  });
+  register_command("test internal", "throws an internal error",
+                   [](auto&, auto&) -> int { throw arch::InternalError("broken invariant"); });
+  register_command("test archconfig", "throws a model's config error",
+                   [](auto&, auto&) -> int { throw arch::ConfigError("buffers exceed VMEM"); });
+  register_command("test runtime", "throws a simulation error",
+                   [](auto&, auto&) -> int { throw std::runtime_error("deadlock"); });
   EXPECT_EQ(run_in_process({"test", "internal"}), 1);
   EXPECT_EQ(run_in_process({"test", "archconfig"}), 2);
   EXPECT_EQ(run_in_process({"test", "runtime"}), 1);
   EXPECT_EQ(run_in_process({"config", "check", "v5e"}), 0);
-  EXPECT_THROW(register_command("list", "dup", [](auto&, auto&) { return 0; }),
-               arch::InternalError);
+  EXPECT_THROW(register_command("list", "dup", [](auto&, auto&) { return 0; }), arch::InternalError);
 }
 
 // ---------------------------------------------------------------------------
@@ -223,72 +217,88 @@ struct Bad {
 };
 
 const Bad kBad[] = {
-    {"typo_key", "extends: v5e\nmxu:\n  rwos: 256\n",
+    {"typo_key",
+     "extends: v5e\nmxu:\n  rwos: 256\n",
      {"{f}:3:3: mxu.rwos:", "unknown key 'rwos'", "did you mean 'rows'?"}},
-    {"typo_section", "extends: v5e\nhmb:\n  stacks: 2\n",
+    {"typo_section",
+     "extends: v5e\nhmb:\n  stacks: 2\n",
      {"{f}:2:1: hmb:", "a key of the top level", "did you mean 'hbm'?"}},
-    {"key_in_wrong_section", "extends: v5e\nmxu: {stacks: 2}\n",
+    {"key_in_wrong_section",
+     "extends: v5e\nmxu: {stacks: 2}\n",
      {"{f}:2:7: mxu.stacks:", "did you mean 'hbm.stacks'?"}},
-    {"not_integer", "extends: v5e\nmxu:\n  rows: abc\n",
+    {"not_integer",
+     "extends: v5e\nmxu:\n  rows: abc\n",
      {"{f}:3:9: mxu.rows:", "expected an integer >= 1 and <= 4096, found 'abc'"}},
-    {"fraction_for_integer", "extends: v5e\nmxu:\n  count: 1.5\n",
-     {"{f}:3:10: mxu.count:", "found '1.5'"}},
-    {"zero_rows", "extends: v5e\nmxu:\n  rows: 0\n",
+    {"fraction_for_integer", "extends: v5e\nmxu:\n  count: 1.5\n", {"{f}:3:10: mxu.count:", "found '1.5'"}},
+    {"zero_rows",
+     "extends: v5e\nmxu:\n  rows: 0\n",
      {"{f}:3:9: mxu.rows:", "expected an integer >= 1 and <= 4096, found '0'"}},
-    {"negative_bandwidth", "extends: v5e\nici:\n  link_bandwidth: \"-45 GB/s\"\n",
+    {"negative_bandwidth",
+     "extends: v5e\nici:\n  link_bandwidth: \"-45 GB/s\"\n",
      {"{f}:3:19: ici.link_bandwidth:", "expected a non-negative bandwidth", "'-45 GB/s'"}},
-    {"zero_clock", "extends: v5e\nchip:\n  clock: 0 GHz\n",
+    {"zero_clock",
+     "extends: v5e\nchip:\n  clock: 0 GHz\n",
      {"{f}:3:10: chip.clock:", "at least 1 MHz", "found '0 GHz'"}},
-    {"missing_unit", "extends: v5e\nchip:\n  clock: 1500\n",
+    {"missing_unit",
+     "extends: v5e\nchip:\n  clock: 1500\n",
      {"{f}:3:10: chip.clock:", "expected a frequency such as '1.5 GHz'", "'1500' (no unit)"}},
-    {"wrong_unit_kind", "extends: v5e\nvmem:\n  size: 819 GB/s\n",
+    {"wrong_unit_kind",
+     "extends: v5e\nvmem:\n  size: 819 GB/s\n",
      {"{f}:3:9: vmem.size:", "expected a size", "(that is a bandwidth)"}},
-    {"unknown_unit", "extends: v5e\nhbm:\n  timings: {tCL: 14 nss}\n",
+    {"unknown_unit",
+     "extends: v5e\nhbm:\n  timings: {tCL: 14 nss}\n",
      {"{f}:3:18: hbm.timings.tCL:", "expected a time", "unknown unit 'nss'"}},
-    {"yaml_syntax", "extends: v5e\nmxu: {rows: [1, 2}\n",
-     {"{f}:2:", "expected valid YAML", "syntax error"}},
-    {"missing_required", "chip:\n  generation: mine\nhbm:\n  preset: HBM2e\n  stacks: 2\n",
+    {"yaml_syntax", "extends: v5e\nmxu: {rows: [1, 2}\n", {"{f}:2:", "expected valid YAML", "syntax error"}},
+    {"missing_required",
+     "chip:\n  generation: mine\nhbm:\n  preset: HBM2e\n  stacks: 2\n",
      {"{f}:1:1: chip.clock: expected a frequency", "(required), found no value",
       "{f}:3:1: hbm.capacity:", "{f}: vmem.size:"}},
-    {"extends_missing", "extends: v99\n",
+    {"extends_missing",
+     "extends: v99\n",
      {"{f}:1:10: extends:", "expected an existing config", "'v99' (extends chain: "}},
-    {"published_peak_mismatch", "extends: v5e\npublished:\n  peak_tflops: {bf16: 250}\n",
-     {"{f}:3:23: published.peak_tflops.bf16:", "within 3% of the derived 196.6 TFLOP/s",
-      "found 250 TFLOP/s"}},
-    {"published_hbm_mismatch", "extends: v5e\nhbm: {stacks: 4}\n",
+    {"published_peak_mismatch",
+     "extends: v5e\npublished:\n  peak_tflops: {bf16: 250}\n",
+     {"{f}:3:23: published.peak_tflops.bf16:", "within 3% of the derived 196.6 TFLOP/s", "found 250 TFLOP/s"}},
+    {"published_hbm_mismatch",
+     "extends: v5e\nhbm: {stacks: 4}\n",
      {"published.hbm_bandwidth:", "within 3% of the derived 1638 GB/s", "found 819 GB/s"}},
-    {"unknown_dtype", "extends: v5e\nmxu:\n  throughput: {bf16: 1, bf61: 2}\n",
+    {"unknown_dtype",
+     "extends: v5e\nmxu:\n  throughput: {bf16: 1, bf61: 2}\n",
      {"{f}:3:25: mxu.throughput.bf61:", "unknown dtype 'bf61'", "did you mean 'bf16'?"}},
-    {"bad_choice", "extends: v5e\nici:\n  topology: torus4d\n",
-     {"{f}:3:13: ici.topology:", "expected one of torus2d, torus3d", "found 'torus4d'",
-      "did you mean 'torus"}},
-    {"unknown_preset", "extends: v5e\nhbm:\n  preset: HBM2f\n",
-     {"{f}:3:11: hbm.preset:", "expected a memory preset", "found 'HBM2f'",
-      "did you mean 'hbm2"}},
-    {"section_not_map", "extends: v5e\nmxu: 5\n",
-     {"{f}:2:6: mxu:", "expected a map of mxu keys", "found '5'"}},
-    {"bad_boolean", "extends: v5e\nchip: {megacore: maybe}\n",
+    {"bad_choice",
+     "extends: v5e\nici:\n  topology: torus4d\n",
+     {"{f}:3:13: ici.topology:", "expected one of torus2d, torus3d", "found 'torus4d'", "did you mean 'torus"}},
+    {"unknown_preset",
+     "extends: v5e\nhbm:\n  preset: HBM2f\n",
+     {"{f}:3:11: hbm.preset:", "expected a memory preset", "found 'HBM2f'", "did you mean 'hbm2"}},
+    {"section_not_map", "extends: v5e\nmxu: 5\n", {"{f}:2:6: mxu:", "expected a map of mxu keys", "found '5'"}},
+    {"bad_boolean",
+     "extends: v5e\nchip: {megacore: maybe}\n",
      {"{f}:2:18: chip.megacore:", "expected true or false, found 'maybe'"}},
-    {"fractional_bytes", "extends: v5e\ndma: {request_bytes: 0.5 B}\n",
+    {"fractional_bytes",
+     "extends: v5e\ndma: {request_bytes: 0.5 B}\n",
      {"{f}:2:22: dma.request_bytes:", "a whole number of bytes"}},
-    {"bad_address_mapping", "extends: v5e\nhbm: {address_mapping: RoRoBgChPcCo}\n",
+    {"bad_address_mapping",
+     "extends: v5e\nhbm: {address_mapping: RoRoBgChPcCo}\n",
      {"{f}:2:24: hbm.address_mapping:", "a permutation of the fields"}},
     {"empty_file", "", {"{f}: expected a map of config keys, found an empty document"}},
     {"list_document", "- a\n- b\n", {"{f}:1:1: expected a map of config keys, found a list"}},
-    {"ports_without_bandwidth", "extends: v5e\nici: {link_bandwidth: 0 GB/s}\n",
+    {"ports_without_bandwidth",
+     "extends: v5e\nici: {link_bandwidth: 0 GB/s}\n",
      {"ici.link_bandwidth:", "when ici.ports is 4"}},
     {"many_errors_collected",
      "extends: v5e\nmxu:\n  rows: 0\n  cols: -1\nfoo: 1\nchip: {clock: 2 GT/s}\n",
-     {"{f}:3:9: mxu.rows:", "{f}:4:9: mxu.cols:", "{f}:5:1: foo:",
-      "{f}:6:15: chip.clock:"}},
-    {"integer_too_large", "extends: v5e\nmxu: {rows: 99999999999}\n",
+     {"{f}:3:9: mxu.rows:", "{f}:4:9: mxu.cols:", "{f}:5:1: foo:", "{f}:6:15: chip.clock:"}},
+    {"integer_too_large",
+     "extends: v5e\nmxu: {rows: 99999999999}\n",
      {"{f}:2:13: mxu.rows:", "<= 2147483647", "found '99999999999'"}},
-    {"size_too_large", "extends: v5e\nvmem: {size: 1e30 B}\n",
-     {"{f}:2:14: vmem.size:", "at most 1 TiB"}},
+    {"size_too_large", "extends: v5e\nvmem: {size: 1e30 B}\n", {"{f}:2:14: vmem.size:", "at most 1 TiB"}},
     {"extends_not_string", "extends: [v5e]\n", {"{f}:1:10: extends:", "found a list"}},
-    {"throughput_not_map", "extends: v5e\nmxu: {throughput: 2}\n",
+    {"throughput_not_map",
+     "extends: v5e\nmxu: {throughput: 2}\n",
      {"{f}:2:19: mxu.throughput:", "expected a map of dtype to number", "found '2'"}},
-    {"throughput_zero", "extends: v5e\nmxu: {throughput: {int8: 0}}\n",
+    {"throughput_zero",
+     "extends: v5e\nmxu: {throughput: {int8: 0}}\n",
      {"{f}:2:26: mxu.throughput.int8:", "expected a number > 0, found '0'"}},
 };
 

@@ -2,10 +2,10 @@
 // the flag or path, output that cannot be written exits non-zero, a run
 // directory holds one run's files, and sweeps refuse concurrent writers,
 // drop duplicate rows on resume and report string arithmetic.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,7 +57,8 @@ TEST(HostileCli, RunsBeyondTheSimulatedTimeLimitStopAndSaySo) {
   // 2 x 4096^3 FLOPs at v5e's 197 TFLOP/s peak take at least 0.7 ms: far
   // beyond a 1 us limit, with or without progress reporting.
   for (const char* quiet : {" --quiet", ""}) {
-    const CliResult r = tpusim(d, std::string("run --gemm 4096,4096,4096 --max-sim-time 1e-6 --out ") + (d / "o") + quiet);
+    const CliResult r =
+        tpusim(d, std::string("run --gemm 4096,4096,4096 --max-sim-time 1e-6 --out ") + (d / "o") + quiet);
     EXPECT_EQ(r.rc, 2) << r.err;
     EXPECT_NE(r.err.find("simulated-time limit of 0.000001 s"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
@@ -166,7 +167,9 @@ TEST(HostileCli, StringArithmeticInADerivedColumnIsAnErrorRow) {
   const auto f = sweep::read_results(d / "out/results.csv");
   ASSERT_EQ(f.rows.size(), 2u);
   const auto& h = f.header;
-  const auto col = [&](const char* n) { return static_cast<std::size_t>(std::find(h.begin(), h.end(), n) - h.begin()); };
+  const auto col = [&](const char* n) {
+    return static_cast<std::size_t>(std::find(h.begin(), h.end(), n) - h.begin());
+  };
   for (const auto& row : f.rows) {
     EXPECT_EQ(row.at(col("status")), "error");
     EXPECT_NE(row.at(col("message")).find("derived column 'bad'"), std::string::npos) << row.at(col("message"));

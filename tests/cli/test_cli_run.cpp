@@ -54,9 +54,12 @@ std::vector<std::map<std::string, std::string>> read_rows(const std::string& fil
     std::string cell;
     bool quoted = false;
     for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) v.push_back(std::exchange(cell, ""));
-      else cell += c;
+      if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        v.push_back(std::exchange(cell, ""));
+      else
+        cell += c;
     }
     v.push_back(cell);
     return v;
@@ -122,15 +125,13 @@ TEST(CliRun, SameRunTwiceGivesIdenticalResults) {
     EXPECT_FALSE(a.empty()) << f;
     EXPECT_EQ(a, slurp(d.path() + "/b/" + f)) << f;
   }
-  EXPECT_EQ(summary_without_wall(d.path() + "/a/summary.csv"),
-            summary_without_wall(d.path() + "/b/summary.csv"));
+  EXPECT_EQ(summary_without_wall(d.path() + "/a/summary.csv"), summary_without_wall(d.path() + "/b/summary.csv"));
 }
 
 TEST(CliRun, VcdAndTraceAreWritten) {
   TempDir d;
-  const Result r = run_tpusim("run --arch v5e --gemm 256,256,256 --quiet --trace --vcd " + d.path() +
-                              "/run.vcd --out " + d.path() + "/o",
-                          d);
+  const Result r = run_tpusim(
+      "run --arch v5e --gemm 256,256,256 --quiet --trace --vcd " + d.path() + "/run.vcd --out " + d.path() + "/o", d);
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string vcd = slurp(d.path() + "/run.vcd");
   for (const char* sig : {"$enddefinitions", "dma_in_flight", "tc0_mxu_in_flight", "tc0_vpu_in_flight"})
@@ -216,9 +217,8 @@ TEST(CliRun, DtypeAppliesToScaleSimImports) {
 // workload is built.
 TEST(CliRun, BadMeshNamesTheItem) {
   TempDir d;
-  Result r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=4,tensor=0 --quiet --out " +
-                            d.path() + "/o",
-                        d);
+  Result r = run_tpusim(
+      "run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=4,tensor=0 --quiet --out " + d.path() + "/o", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("mesh.tensor: expected a size that is an integer >= 1, found '0'"), std::string::npos) << r.err;
   // With --model, only the model zoo's axis names.

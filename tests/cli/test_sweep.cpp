@@ -18,9 +18,9 @@
 #include <sstream>
 #include <thread>
 
+#include "cli_test_util.h"
 #include "sim/sweep/results_table.h"
 #include "sim/sweep/sweep_spec.h"
-#include "cli_test_util.h"
 
 namespace tpusim::sim::sweep {
 namespace {
@@ -247,8 +247,8 @@ TEST(SweepCli, ShardsMergeToTheSameRowsAndMergeChecksInputs) {
   EXPECT_FALSE(fs::exists(d / "dup/results.csv"));
 
   // A missing shard: merged, with the gap named.
-  Result gap = tpusim(d, "sweep merge " + spec + " --out " + (d / "gap") + " " + (d / "shard-0") + " " +
-                             (d / "shard-2"));
+  Result gap =
+      tpusim(d, "sweep merge " + spec + " --out " + (d / "gap") + " " + (d / "shard-0") + " " + (d / "shard-2"));
   EXPECT_EQ(gap.rc, 1);
   EXPECT_NE(gap.err.find("4 point(s) missing"), std::string::npos) << gap.err;
   const SweepSpec s = load_sweep_spec(spec);
@@ -273,8 +273,8 @@ TEST(SweepCli, SlurmScriptRunsEachShardWithResume) {
   EXPECT_NE(script.find("/shard-\"$TASK\""), std::string::npos) << script;
   EXPECT_TRUE(fs::is_directory(d / "cl/logs"));
   // Running the script by hand as task 2 does shard 2 of 4 (3 points).
-  const std::string cmd = "SLURM_ARRAY_TASK_ID=2 SLURM_CPUS_PER_TASK=2 bash " + (d / "cl/sweep.sbatch") +
-                          " >/dev/null 2>&1";
+  const std::string cmd =
+      "SLURM_ARRAY_TASK_ID=2 SLURM_CPUS_PER_TASK=2 bash " + (d / "cl/sweep.sbatch") + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(read_results(d / "cl/shard-2/results.csv").rows.size(), 3u);
 }

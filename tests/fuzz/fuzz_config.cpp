@@ -18,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     tpusim::sim::load_tpu_config(path);
-  } catch (const tpusim::sim::ConfigError&) {
-  }
+  } catch (const tpusim::sim::ConfigError&) {}
   return 0;
 }

@@ -9,7 +9,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
     tpusim::models::parse_model_text(std::string(reinterpret_cast<const char*>(data), size), "fuzz.yaml");
-  } catch (const tpusim::models::ModelError&) {
-  }
+  } catch (const tpusim::models::ModelError&) {}
   return 0;
 }

@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (n.empty() || n[0] == 'u') return std::nullopt;
       return n[0] == 's' ? Value::str(n) : Value::num(static_cast<double>(n.size()));
     });
-  } catch (const ExprError&) {
-  }
+  } catch (const ExprError&) {}
   return 0;
 }

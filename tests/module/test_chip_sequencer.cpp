@@ -94,9 +94,9 @@ UnitFactory latencies(std::uint64_t mxu, std::uint64_t vpu) {
 TEST(ChipSequencer, DependentChainAddsLatencies) {
   TpuConfig cfg = small_chip();
   Program p;
-  p.instrs.push_back(make(UnitKind::dma, {}, 100));   // 0: issue 0, done 100
-  p.instrs.push_back(make(UnitKind::mxu, {0}, 0));    // 1: issue 100, done 100+50
-  p.instrs.push_back(make(UnitKind::vpu, {1}, 0));    // 2: issue 150, done 150+10
+  p.instrs.push_back(make(UnitKind::dma, {}, 100));  // 0: issue 0, done 100
+  p.instrs.push_back(make(UnitKind::mxu, {0}, 0));   // 1: issue 100, done 100+50
+  p.instrs.push_back(make(UnitKind::vpu, {1}, 0));   // 2: issue 150, done 150+10
   LinearDma dma("dma", cfg.chip.clock_hz);
   ChipModule chip("chip", cfg, p, latencies(50, 10), dma);
   sc_core::sc_start();

@@ -9,11 +9,11 @@
 #include <map>
 #include <string>
 
+#include "arch/common/derived.h"
 #include "sim/config/config_loader.h"
 #include "sim/lowering/lowering.h"
 #include "sim/results/metrics.h"
 #include "sim/run/run.h"
-#include "arch/common/derived.h"
 #include "workloads/ir/builder.h"
 
 using namespace tpusim;

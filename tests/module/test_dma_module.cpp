@@ -95,7 +95,8 @@ TEST(DmaModule, CalibratedSingleReadClosedForm) {
 // Issue-bound reads: 64-byte requests, n = 4096 of them. An engine issues
 // one every max(cycle / issue_per_cycle, L / max_outstanding), L = one
 // request's unloaded latency (60 controller + 14.375 tRCD + 14.375 tCL +
-// 2.5 tCCD_L + 1.25 burst = 92.5 ns on HBM2e for two bursts); that is far below HBM bandwidth, so the last request decides:
+// 2.5 tCCD_L + 1.25 burst = 92.5 ns on HBM2e for two bursts); that is far below HBM bandwidth, so the last request
+// decides:
 //   T = setup + (n - 1) x interval + one request's latency (calibrated).
 void issue_bound(int max_outstanding) {
   DmaConfig d = fast_dma();
@@ -115,8 +116,8 @@ void issue_bound(int max_outstanding) {
   EXPECT_NEAR(static_cast<double>(rig.done[0]), static_cast<double>(expect), 1.0);
 }
 
-TEST(DmaModule, CalibratedIssueBoundReadClosedForm) { issue_bound(256); }    // cycle-bound: 667 ps
-TEST(DmaModule, CalibratedWindowBoundReadClosedForm) { issue_bound(32); }   // window-bound: L / 32
+TEST(DmaModule, CalibratedIssueBoundReadClosedForm) { issue_bound(256); }  // cycle-bound: 667 ps
+TEST(DmaModule, CalibratedWindowBoundReadClosedForm) { issue_bound(32); }  // window-bound: L / 32
 
 // The same issue-bound reads on the detailed and the per-pseudo-channel
 // models, which see banks: the last 1 KiB
@@ -211,7 +212,8 @@ TEST(DmaModule, DetailedConcurrentWithinFewPercentOfCalibrated) {
   for (const auto& c : ref.run_until(arch::kNever / 2)) expect.push_back(c.time);
   ASSERT_EQ(expect.size(), 2u);
   const Ps last = std::max(expect[0], expect[1]);
-  for (Ps x : rig.done) EXPECT_NEAR(static_cast<double>(x), static_cast<double>(last), 0.05 * static_cast<double>(last));
+  for (Ps x : rig.done)
+    EXPECT_NEAR(static_cast<double>(x), static_cast<double>(last), 0.05 * static_cast<double>(last));
 }
 
 // A 4-D strided descriptor (8 x 4 x 16 rows of 256 B) from HBM, through the

@@ -54,8 +54,8 @@ void expect_memory_bound_within(const workloads::Workload& wl, const std::string
   const double cycles = static_cast<double>(r.sim.end_cycle);
   ::testing::Test::RecordProperty("ratio_permille", static_cast<int>(cycles / op.roofline_cycles * 1000 + 0.5));
   EXPECT_GE(cycles, op.roofline_cycles);
-  EXPECT_LE(cycles, 1.15 * op.roofline_cycles) << hbm_model << ": " << cycles << " cycles, HBM bound "
-                                               << op.roofline_cycles;
+  EXPECT_LE(cycles, 1.15 * op.roofline_cycles)
+      << hbm_model << ": " << cycles << " cycles, HBM bound " << op.roofline_cycles;
 }
 
 }  // namespace
@@ -72,12 +72,10 @@ TEST(EngineEfficiency, DecodeMatmulNearHbmBoundCalibrated) {
 // Elementwise add of two 4096 x 8192 bf16 tensors: 64 MiB read twice and
 // written once, one FLOP per 6 bytes.
 TEST(EngineEfficiency, LargeElementwiseAddNearHbmBoundDetailed) {
-  expect_memory_bound_within(workloads::builtin::elementwise(workloads::EwKind::add, {4096, 8192}),
-                             "detailed");
+  expect_memory_bound_within(workloads::builtin::elementwise(workloads::EwKind::add, {4096, 8192}), "detailed");
 }
 TEST(EngineEfficiency, LargeElementwiseAddNearHbmBoundCalibrated) {
-  expect_memory_bound_within(workloads::builtin::elementwise(workloads::EwKind::add, {4096, 8192}),
-                             "calibrated");
+  expect_memory_bound_within(workloads::builtin::elementwise(workloads::EwKind::add, {4096, 8192}), "calibrated");
 }
 
 // The fidelity issue's memory-bound goals on v5e (per-pseudo-channel HBM

@@ -97,6 +97,4 @@ TEST(HbmEngineAgreement, Gemm1024DetailedTotalIsCurrent) {
   EXPECT_EQ(cycles("detailed", 1024, 1024, 1024), kGemm1024Detailed);
 }
 
-TEST(HbmEngineAgreement, Resnet50DetailedTotalIsCurrent) {
-  EXPECT_EQ(resnet50_cycles("detailed"), kResnet50Detailed);
-}
+TEST(HbmEngineAgreement, Resnet50DetailedTotalIsCurrent) { EXPECT_EQ(resnet50_cycles("detailed"), kResnet50Detailed); }

@@ -100,8 +100,7 @@ TEST(IciModule, ChipsJoinAndCompleteOneByOne) {
   auto join_at = [](int c) { return static_cast<Ps>(c) * 100'000; };
   std::vector<Ps> chip_done(static_cast<std::size_t>(n), -1);
   Ps all_done = -1;
-  const std::uint64_t id =
-      ici.start_deferred(q, [&](const CollectiveResult&) { all_done = IciModule::now_ps(); });
+  const std::uint64_t id = ici.start_deferred(q, [&](const CollectiveResult&) { all_done = IciModule::now_ps(); });
   for (int c = 0; c < n; ++c)
     sc_core::sc_spawn([&, c] {
       sc_core::wait(sc_core::sc_time(static_cast<double>(join_at(c)), sc_core::SC_PS));
@@ -113,7 +112,8 @@ TEST(IciModule, ChipsJoinAndCompleteOneByOne) {
   for (int c = 0; c < n; ++c) plain.chip_start(pid, c, join_at(c));
   const auto res = plain.run_all();
   ASSERT_EQ(res.size(), 1u);
-  for (int c = 0; c < n; ++c) EXPECT_EQ(chip_done[static_cast<std::size_t>(c)], res[0].end_per_chip[static_cast<std::size_t>(c)]) << c;
+  for (int c = 0; c < n; ++c)
+    EXPECT_EQ(chip_done[static_cast<std::size_t>(c)], res[0].end_per_chip[static_cast<std::size_t>(c)]) << c;
   EXPECT_EQ(all_done, res[0].end);
   EXPECT_LT(*std::min_element(chip_done.begin(), chip_done.end()), all_done);
 }

@@ -101,8 +101,7 @@ TEST(MultiChip, EveryCollectiveConservesBytes) {
   b.collective_permute("cp", x, {"data"}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
   b.broadcast("bc", x, {"tensor"});
   const auto wl = b.build();
-  const sim::RunReport r =
-      sim::run_workload("v5p", cfg, wl, slice_opts("4x4x4", "data=4,fsdp=4,tensor=4"));
+  const sim::RunReport r = sim::run_workload("v5p", cfg, wl, slice_opts("4x4x4", "data=4,fsdp=4,tensor=4"));
   ASSERT_EQ(r.sim.collectives.size(), 6u);
   for (const auto& c : r.sim.collectives) {
     EXPECT_EQ(c.bytes_sent, c.bytes_received) << c.algorithm;

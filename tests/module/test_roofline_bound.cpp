@@ -147,12 +147,9 @@ TEST_P(RooflineBound, NoOperatorBeatsItsRoofline) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllGenerations, RooflineBound,
-    ::testing::Combine(::testing::Values("v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"),
-                       ::testing::Values("matmul", "conv2d", "elementwise", "reduce", "softmax",
-                                         "layer_norm", "rms_norm", "attention", "gather",
-                                         "transpose", "reshape", "concat", "slice")),
-    [](const auto& info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(AllGenerations, RooflineBound,
+                         ::testing::Combine(::testing::Values("v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"),
+                                            ::testing::Values("matmul", "conv2d", "elementwise", "reduce", "softmax",
+                                                              "layer_norm", "rms_norm", "attention", "gather",
+                                                              "transpose", "reshape", "concat", "slice")),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });

@@ -47,9 +47,8 @@ std::vector<std::string> split_row(const std::string& line) {
   return f;
 }
 
-const std::vector<std::string> kConvCols = {"Layer name",    "IFMAP Height", "IFMAP Width",
-                                            "Filter Height", "Filter Width", "Channels",
-                                            "Num Filter",    "Strides"};
+const std::vector<std::string> kConvCols = {"Layer name",   "IFMAP Height", "IFMAP Width", "Filter Height",
+                                            "Filter Width", "Channels",     "Num Filter",  "Strides"};
 const std::vector<std::string> kGemmCols = {"Layer", "M", "N", "K"};
 
 }  // namespace
@@ -63,11 +62,11 @@ ScaleSimForm detect_scalesim_form(const std::string& header_line, const std::str
   throw WorkloadError(SourceLoc{filename, 1, 0}, "header",
                       "expected a SCALE-Sim header, either \"Layer name, IFMAP Height, IFMAP Width, "
                       "Filter Height, Filter Width, Channels, Num Filter, Strides,\" or \"Layer, M, N, "
-                      "K,\"; found \"" + trim(header_line) + "\"");
+                      "K,\"; found \"" +
+                          trim(header_line) + "\"");
 }
 
-Workload read_scalesim_csv_string(const std::string& text, const std::string& filename,
-                                  const ScaleSimOptions& opts) {
+Workload read_scalesim_csv_string(const std::string& text, const std::string& filename, const ScaleSimOptions& opts) {
   std::istringstream in(text);
   std::string line;
   int lineno = 0;
@@ -88,8 +87,8 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
   std::size_t header_cols = split_row(header).size();
   if (header_cols > max_cols)
     diags.push_back({SourceLoc{filename, lineno, 0}, "header",
-                     "expected at most " + std::to_string(max_cols) + " columns, found " +
-                         std::to_string(header_cols) + " (unsupported extra columns)"});
+                     "expected at most " + std::to_string(max_cols) + " columns, found " + std::to_string(header_cols) +
+                         " (unsupported extra columns)"});
 
   Workload wl;
   wl.name = opts.name;
@@ -108,9 +107,10 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
     std::string layer = f.empty() ? "" : f[0];
     std::string where = "row '" + layer + "'";
     if (f.size() < cols.size() || f.size() > max_cols) {
-      diags.push_back({loc, where, "expected " + std::to_string(cols.size()) +
-                                       (max_cols > cols.size() ? " or " + std::to_string(max_cols) : "") +
-                                       " columns, found " + std::to_string(f.size())});
+      diags.push_back({loc, where,
+                       "expected " + std::to_string(cols.size()) +
+                           (max_cols > cols.size() ? " or " + std::to_string(max_cols) : "") + " columns, found " +
+                           std::to_string(f.size())});
       continue;
     }
     if (layer.empty()) {
@@ -129,8 +129,7 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
       long long x = std::strtoll(f[i].c_str(), &end, 10);
       std::string col = i < cols.size() ? cols[i] : std::string("Stride Width");
       if (f[i].empty() || *end != '\0' || errno == ERANGE || x < 1) {
-        diags.push_back({loc, where + ", column '" + col + "'",
-                         "expected a positive integer, found '" + f[i] + "'"});
+        diags.push_back({loc, where + ", column '" + col + "'", "expected a positive integer, found '" + f[i] + "'"});
         ok = false;
       }
       v[i] = x;

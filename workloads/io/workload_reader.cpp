@@ -25,8 +25,8 @@ Workload Reader::read(const YAML::Node& root) {
   Workload wl;
   wl.loc = {file_, 0, 0};
   if (!root.IsMap()) {
-    error(root, "", std::string("expected a map with keys tpusim_workload, name, tensors, ops; found ") +
-                        node_kind(root));
+    error(root, "",
+          std::string("expected a map with keys tpusim_workload, name, tensors, ops; found ") + node_kind(root));
     throw WorkloadError(diags_);
   }
   check_keys(root, "", {"tpusim_workload", "name", "description", "mesh", "tensors", "ops"});
@@ -34,8 +34,8 @@ Workload Reader::read(const YAML::Node& root) {
     if (auto i = get_int(v, "tpusim_workload")) {
       wl.version = static_cast<int>(*i);
       if (*i != kWorkloadFormatVersion)
-        error(v, "tpusim_workload", "expected format version " + std::to_string(kWorkloadFormatVersion) +
-                                        ", found " + std::to_string(*i));
+        error(v, "tpusim_workload",
+              "expected format version " + std::to_string(kWorkloadFormatVersion) + ", found " + std::to_string(*i));
     }
   } else {
     error(root, "tpusim_workload", "missing key (expected the format version: tpusim_workload: 1)");
@@ -50,13 +50,15 @@ Workload Reader::read(const YAML::Node& root) {
   if (auto m = root["mesh"]) read_mesh(m, wl);
   std::vector<PendingTensor> tensors;
   if (auto t = root["tensors"]) {
-    if (!t.IsSequence()) error(t, "tensors", std::string("expected a list of tensors, found ") + node_kind(t));
+    if (!t.IsSequence())
+      error(t, "tensors", std::string("expected a list of tensors, found ") + node_kind(t));
     else
       for (std::size_t i = 0; i < t.size(); ++i) read_tensor(t[i], "tensors[" + std::to_string(i) + "]", tensors);
   }
   std::vector<PendingOp> ops;
   if (auto o = root["ops"]) {
-    if (!o.IsSequence()) error(o, "ops", std::string("expected a list of ops, found ") + node_kind(o));
+    if (!o.IsSequence())
+      error(o, "ops", std::string("expected a list of ops, found ") + node_kind(o));
     else
       for (std::size_t i = 0; i < o.size(); ++i) read_op(o[i], i, ops);
   } else {
@@ -72,8 +74,8 @@ Workload Reader::read(const YAML::Node& root) {
 
 void Reader::read_mesh(const YAML::Node& m, Workload& wl) {
   if (!m.IsMap()) {
-    error(m, "mesh", std::string("expected a map of axis name to size (e.g. {data: 4, model: 8}), found ") +
-                         node_kind(m));
+    error(m, "mesh",
+          std::string("expected a map of axis name to size (e.g. {data: 4, model: 8}), found ") + node_kind(m));
     return;
   }
   for (auto it = m.begin(); it != m.end(); ++it) {
@@ -102,15 +104,14 @@ void Reader::read_tensor(const YAML::Node& n, const std::string& path, std::vect
   }
   check_keys(n, path, {"name", "shape", "dtype", "kind", "space"}, suffix);
   if (auto v = n["kind"])
-    if (auto k = get_enum<TensorKind>(v, join(path, "kind") + suffix, "tensor kind",
-                                      {TensorKind::input, TensorKind::weight, TensorKind::activation,
-                                       TensorKind::kv_cache, TensorKind::output},
-                                      parse_tensor_kind, tensor_kind_name))
+    if (auto k = get_enum<TensorKind>(
+            v, join(path, "kind") + suffix, "tensor kind",
+            {TensorKind::input, TensorKind::weight, TensorKind::activation, TensorKind::kv_cache, TensorKind::output},
+            parse_tensor_kind, tensor_kind_name))
       p.t.kind = *k;
   if (auto v = n["space"])
     if (auto s = get_enum<MemSpace>(v, join(path, "space") + suffix, "memory space",
-                                    {MemSpace::hbm, MemSpace::vmem, MemSpace::cmem}, parse_mem_space,
-                                    mem_space_name))
+                                    {MemSpace::hbm, MemSpace::vmem, MemSpace::cmem}, parse_mem_space, mem_space_name))
       p.t.space = *s;
   if (auto v = n["shape"]) {
     if (auto s = get_ints(v, join(path, "shape") + suffix)) {
@@ -171,8 +172,8 @@ void Reader::read_op(const YAML::Node& n, std::size_t index, std::vector<Pending
     for (OpKind k2 : kAllOpKinds) names.emplace_back(op_kind_name(k2));
     for (auto e2 : all_ew_kind_names()) names.emplace_back(e2);
     std::string near = nearest_candidate(*kind_str, names);
-    error(kind_node, key("op"), "unknown op kind '" + *kind_str + "'" +
-                                    (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    error(kind_node, key("op"),
+          "unknown op kind '" + *kind_str + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
     return;
   }
   std::vector<std::string> allowed = {"name", "op", "inputs", "output", "outputs"};
@@ -207,17 +208,14 @@ Workload parse(const std::string& text, const std::string& filename) {
   try {
     root = load_yaml_strict(text);
   } catch (const YAML::Exception& e) {
-    throw WorkloadError(SourceLoc{filename, e.mark.line + 1, e.mark.column + 1}, "",
-                        "YAML syntax error: " + e.msg);
+    throw WorkloadError(SourceLoc{filename, e.mark.line + 1, e.mark.column + 1}, "", "YAML syntax error: " + e.msg);
   }
   return detail::Reader(filename).read(root);
 }
 
 }  // namespace
 
-Workload read_workload_string(const std::string& text, const std::string& filename) {
-  return parse(text, filename);
-}
+Workload read_workload_string(const std::string& text, const std::string& filename) { return parse(text, filename); }
 
 Workload read_workload_file(const std::string& path) {
   if (auto why = input_file_problem(path); !why.empty())

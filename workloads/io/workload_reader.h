@@ -79,8 +79,9 @@ class Reader {
     for (E v : values) names.emplace_back(name(v));
     std::string near = nearest_candidate(*s, names), all;
     for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
-    error(n, path, std::string("unknown ") + what + " '" + *s + "'" +
-                       (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; expected one of " + all);
+    error(n, path,
+          std::string("unknown ") + what + " '" + *s + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+              "; expected one of " + all);
     return std::nullopt;
   }
   // A pair [h, w] or a single integer for both.

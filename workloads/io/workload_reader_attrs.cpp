@@ -33,8 +33,7 @@ std::vector<std::string> Reader::attr_keys(OpKind k) {
   return {};
 }
 
-void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> shorthand, const KeyFn& key,
-                        PendingOp& p) {
+void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> shorthand, const KeyFn& key, PendingOp& p) {
   auto opt_dtype = [&](std::optional<DType>& dst, const char* k) {
     if (auto v = n[k])
       if (auto d = get_dtype(v, key(k))) dst = d;
@@ -105,8 +104,9 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
             a.pad_left = (*pads)[2];
             a.pad_right = (*pads)[3];
           } else {
-            error(v, key("padding"), "expected same, valid, an integer or [top, bottom, left, right], found " +
-                                         std::to_string(pads->size()) + " values");
+            error(v, key("padding"),
+                  "expected same, valid, an integer or [top, bottom, left, right], found " +
+                      std::to_string(pads->size()) + " values");
           }
         } else {
           diags_.back().message = "expected same, valid, an integer or [top, bottom, left, right], found '" +
@@ -128,9 +128,9 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
           } else {
             std::string near = nearest_candidate(*s, names), all;
             for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
-            error(v, key("fn"), "unknown elementwise function '" + *s + "'" +
-                                    (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                                    "; expected one of " + all);
+            error(v, key("fn"),
+                  "unknown elementwise function '" + *s + "'" +
+                      (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; expected one of " + all);
           }
         }
       } else {
@@ -205,7 +205,8 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
         } else {
           for (std::size_t i = 0; i < v.size(); ++i) {
             auto pr = get_ints(v[i], index_path(key("pairs"), i));
-            if (pr && pr->size() == 2) a.pairs.emplace_back((*pr)[0], (*pr)[1]);
+            if (pr && pr->size() == 2)
+              a.pairs.emplace_back((*pr)[0], (*pr)[1]);
             else if (pr)
               error(v[i], index_path(key("pairs"), i),
                     "expected [source, target], found " + std::to_string(pr->size()) + " values");

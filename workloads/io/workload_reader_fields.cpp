@@ -41,8 +41,8 @@ std::string Reader::join(const std::string& base, const std::string& key) {
   return base.empty() ? key : base + "." + key;
 }
 
-void Reader::check_keys(const YAML::Node& map, const std::string& path,
-                        const std::vector<std::string>& allowed, const std::string& suffix) {
+void Reader::check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed,
+                        const std::string& suffix) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     std::string key = it->first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -119,15 +119,16 @@ std::optional<std::vector<std::int64_t>> Reader::get_ints(const YAML::Node& n, c
   }
   bool ok = true;
   for (std::size_t i = 0; i < n.size(); ++i) {
-    if (auto x = get_int(n[i], index_path(path, i))) v.push_back(*x);
-    else ok = false;
+    if (auto x = get_int(n[i], index_path(path, i)))
+      v.push_back(*x);
+    else
+      ok = false;
   }
   if (!ok) return std::nullopt;
   return v;
 }
 
-std::optional<std::vector<std::string>> Reader::get_strs(const YAML::Node& n, const std::string& path,
-                                                         bool scalar_ok) {
+std::optional<std::vector<std::string>> Reader::get_strs(const YAML::Node& n, const std::string& path, bool scalar_ok) {
   if (scalar_ok && n.IsScalar()) return std::vector<std::string>{n.Scalar()};
   if (!n.IsSequence()) {
     error(n, path, std::string("expected a list of names, found ") + node_kind(n));
@@ -136,8 +137,10 @@ std::optional<std::vector<std::string>> Reader::get_strs(const YAML::Node& n, co
   std::vector<std::string> v;
   bool ok = true;
   for (std::size_t i = 0; i < n.size(); ++i) {
-    if (auto s = get_str(n[i], index_path(path, i))) v.push_back(*s);
-    else ok = false;
+    if (auto s = get_str(n[i], index_path(path, i)))
+      v.push_back(*s);
+    else
+      ok = false;
   }
   if (!ok) return std::nullopt;
   return v;
@@ -152,8 +155,9 @@ std::optional<DType> Reader::get_dtype(const YAML::Node& n, const std::string& p
   std::string near = nearest_candidate(*s, names);
   std::string all;
   for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
-  error(n, path, "unknown dtype '" + *s + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                     "; expected one of " + all);
+  error(n, path,
+        "unknown dtype '" + *s + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; expected one of " +
+            all);
   return std::nullopt;
 }
 

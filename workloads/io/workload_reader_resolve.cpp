@@ -59,8 +59,12 @@ void Reader::resolve(Workload& wl, std::vector<PendingTensor>& tensors, std::vec
         const std::string& name = op.outputs[k];
         auto it = index.find(name);
         if (it == index.end()) {
-          Tensor t{name, outs[k].shape, outs[k].dtype, MemSpace::hbm,
-                   consumed.count(name) ? TensorKind::activation : TensorKind::output, op.loc};
+          Tensor t{name,
+                   outs[k].shape,
+                   outs[k].dtype,
+                   MemSpace::hbm,
+                   consumed.count(name) ? TensorKind::activation : TensorKind::output,
+                   op.loc};
           index.emplace(name, tensors.size());
           tensors.push_back({t, true, true});
         } else {
@@ -92,8 +96,9 @@ void Reader::resolve(Workload& wl, std::vector<PendingTensor>& tensors, std::vec
         for (const auto& p : tensors) names.push_back(p.t.name);
         for (const auto& p2 : produced) names.push_back(p2);
         std::string near = nearest_candidate(in, names);
-        diags_.push_back({op.loc, path, "unknown tensor '" + in + "' referenced as input " + std::to_string(k) +
-                                            (near.empty() ? "" : " (did you mean '" + near + "'?)")});
+        diags_.push_back({op.loc, path,
+                          "unknown tensor '" + in + "' referenced as input " + std::to_string(k) +
+                              (near.empty() ? "" : " (did you mean '" + near + "'?)")});
         any_unknown = true;
       }
     }

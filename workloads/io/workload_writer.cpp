@@ -21,8 +21,18 @@ struct Doc {
   std::vector<std::pair<std::string, Doc>> fields;
   bool flow = false;  // YAML: print on one line
 
-  static Doc lit(std::string s) { Doc d; d.kind = literal; d.text = std::move(s); return d; }
-  static Doc str(std::string s) { Doc d; d.kind = string; d.text = std::move(s); return d; }
+  static Doc lit(std::string s) {
+    Doc d;
+    d.kind = literal;
+    d.text = std::move(s);
+    return d;
+  }
+  static Doc str(std::string s) {
+    Doc d;
+    d.kind = string;
+    d.text = std::move(s);
+    return d;
+  }
   static Doc num(std::int64_t v) { return lit(std::to_string(v)); }
   static Doc boolean(bool b) { return lit(b ? "true" : "false"); }
   static Doc real(double v) {
@@ -35,16 +45,23 @@ struct Doc {
     return lit(buf);
   }
   static Doc ints(const std::vector<std::int64_t>& v) {
-    Doc d; d.kind = list; d.flow = true;
+    Doc d;
+    d.kind = list;
+    d.flow = true;
     for (auto x : v) d.items.push_back(num(x));
     return d;
   }
   static Doc strs(const std::vector<std::string>& v) {
-    Doc d; d.kind = list; d.flow = true;
+    Doc d;
+    d.kind = list;
+    d.flow = true;
     for (const auto& x : v) d.items.push_back(str(x));
     return d;
   }
-  Doc& add(std::string k, Doc v) { fields.emplace_back(std::move(k), std::move(v)); return *this; }
+  Doc& add(std::string k, Doc v) {
+    fields.emplace_back(std::move(k), std::move(v));
+    return *this;
+  }
 };
 
 Doc dtype_doc(DType t) { return Doc::str(std::string(arch::dtype_name(t))); }
@@ -159,8 +176,10 @@ Doc workload_doc(const Workload& wl) {
     Doc o;
     o.add("name", Doc::str(op.name)).add("op", Doc::str(std::string(op_kind_name(op.kind))));
     o.add("inputs", Doc::strs(op.inputs));
-    if (op.outputs.size() == 1) o.add("output", Doc::str(op.outputs[0]));
-    else o.add("outputs", Doc::strs(op.outputs));
+    if (op.outputs.size() == 1)
+      o.add("output", Doc::str(op.outputs[0]));
+    else
+      o.add("outputs", Doc::strs(op.outputs));
     attrs_doc(op, o);
     os.items.push_back(o);
   }
@@ -170,9 +189,7 @@ Doc workload_doc(const Workload& wl) {
 
 // Strings YAML would read as something else (null, empty) get quotes; the
 // reader takes every other scalar as text, so "123" stays a name.
-bool needs_quotes(const std::string& s) {
-  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
-}
+bool needs_quotes(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 
 void emit_yaml(YAML::Emitter& e, const Doc& d) {
   switch (d.kind) {

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 namespace tpusim::workloads {
@@ -47,8 +47,7 @@ void walk(const YAML::Node& root) {
     if (!n.IsMap() && !n.IsSequence()) return 1;
     const Key k = key_of(n);
     if (auto it = done.find(k); it != done.end()) return it->second;
-    if (on_path.count(k))
-      throw YAML::ParserException(n.Mark(), "an alias refers to a node that contains it (a cycle)");
+    if (on_path.count(k)) throw YAML::ParserException(n.Mark(), "an alias refers to a node that contains it (a cycle)");
     Frame f{n, {}, 0, 1};
     if (n.IsMap()) {
       std::set<std::string> seen;

@@ -8,15 +8,13 @@ namespace tpusim::workloads {
 WorkloadBuilder::WorkloadBuilder(std::string name) { wl_.name = std::move(name); }
 
 void WorkloadBuilder::mesh_axis(const std::string& name, std::int64_t size) {
-  if (wl_.mesh_axis_size(name))
-    throw WorkloadError(SourceLoc{}, "mesh." + name, "mesh axis declared twice");
-  if (size < 1)
-    throw WorkloadError(SourceLoc{}, "mesh." + name, "expected a size >= 1, found " + std::to_string(size));
+  if (wl_.mesh_axis_size(name)) throw WorkloadError(SourceLoc{}, "mesh." + name, "mesh axis declared twice");
+  if (size < 1) throw WorkloadError(SourceLoc{}, "mesh." + name, "expected a size >= 1, found " + std::to_string(size));
   wl_.mesh.axes.push_back({name, size});
 }
 
-TensorRef WorkloadBuilder::add_source(const std::string& name, Shape shape, DType dtype,
-                                      TensorKind kind, MemSpace space) {
+TensorRef WorkloadBuilder::add_source(const std::string& name, Shape shape, DType dtype, TensorKind kind,
+                                      MemSpace space) {
   std::string p = "tensor '" + name + "'";
   if (name.empty()) throw WorkloadError(SourceLoc{}, "tensor", "expected a non-empty tensor name");
   if (tensor_index_.count(name)) throw WorkloadError(SourceLoc{}, p, "tensor declared twice");
@@ -53,23 +51,24 @@ TensorRef WorkloadBuilder::add_op(Op op) {
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     auto it = tensor_index_.find(op.inputs[i]);
     if (it == tensor_index_.end())
-      throw WorkloadError(SourceLoc{}, p, "unknown tensor '" + op.inputs[i] + "' referenced as input " +
-                                              std::to_string(i));
+      throw WorkloadError(SourceLoc{}, p,
+                          "unknown tensor '" + op.inputs[i] + "' referenced as input " + std::to_string(i));
     const Tensor& t = wl_.tensors[it->second];
     in.push_back({t.shape, t.dtype});
   }
   auto types = infer_output_types(op, in, &wl_);
   if (types.size() != op.outputs.size())
-    throw WorkloadError(SourceLoc{}, p, "wrong output count: expected " + std::to_string(types.size()) +
-                                            ", found " + std::to_string(op.outputs.size()));
+    throw WorkloadError(SourceLoc{}, p,
+                        "wrong output count: expected " + std::to_string(types.size()) + ", found " +
+                            std::to_string(op.outputs.size()));
   for (std::size_t i = 0; i < op.outputs.size(); ++i)
     if (tensor_index_.count(op.outputs[i]))
-      throw WorkloadError(SourceLoc{}, p, "output tensor '" + op.outputs[i] +
-                                              "' already exists (tensor produced twice or name clash)");
+      throw WorkloadError(SourceLoc{}, p,
+                          "output tensor '" + op.outputs[i] + "' already exists (tensor produced twice or name clash)");
   for (std::size_t i = 0; i < op.outputs.size(); ++i) {
     tensor_index_[op.outputs[i]] = wl_.tensors.size();
-    wl_.tensors.push_back(Tensor{op.outputs[i], types[i].shape, types[i].dtype, MemSpace::hbm,
-                                 TensorKind::activation, {}});
+    wl_.tensors.push_back(
+        Tensor{op.outputs[i], types[i].shape, types[i].dtype, MemSpace::hbm, TensorKind::activation, {}});
   }
   op_index_[op.name] = wl_.ops.size();
   TensorRef r{op.outputs[0], types[0].shape, types[0].dtype};
@@ -126,8 +125,7 @@ TensorRef WorkloadBuilder::elementwise(const std::string& name, const std::strin
   return elementwise(name, *k, inputs);
 }
 
-TensorRef WorkloadBuilder::elementwise(const std::string& name, EwKind kind,
-                                       const std::vector<TensorRef>& inputs) {
+TensorRef WorkloadBuilder::elementwise(const std::string& name, EwKind kind, const std::vector<TensorRef>& inputs) {
   return add_op(make(name, OpKind::elementwise, names(inputs), ElementwiseAttrs{kind, std::nullopt}));
 }
 
@@ -145,9 +143,8 @@ TensorRef WorkloadBuilder::softmax(const std::string& name, const TensorRef& x, 
 }
 
 TensorRef WorkloadBuilder::layer_norm(const std::string& name, const TensorRef& x,
-                                      const std::optional<TensorRef>& scale,
-                                      const std::optional<TensorRef>& bias, std::int64_t axis,
-                                      double epsilon) {
+                                      const std::optional<TensorRef>& scale, const std::optional<TensorRef>& bias,
+                                      std::int64_t axis, double epsilon) {
   if (bias && !scale)
     throw WorkloadError(SourceLoc{}, "op '" + name + "' (layer_norm)",
                         "a bias needs a scale (inputs are x, scale, bias in that order)");
@@ -157,9 +154,8 @@ TensorRef WorkloadBuilder::layer_norm(const std::string& name, const TensorRef& 
   return add_op(make(name, OpKind::layer_norm, ins, NormAttrs{axis, epsilon}));
 }
 
-TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x,
-                                    const std::optional<TensorRef>& scale, std::int64_t axis,
-                                    double epsilon) {
+TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x, const std::optional<TensorRef>& scale,
+                                    std::int64_t axis, double epsilon) {
   std::vector<std::string> ins{x.name};
   if (scale) ins.push_back(scale->name);
   return add_op(make(name, OpKind::rms_norm, ins, NormAttrs{axis, epsilon}));
@@ -170,13 +166,11 @@ TensorRef WorkloadBuilder::attention(const std::string& name, const TensorRef& q
   return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale}));
 }
 
-TensorRef WorkloadBuilder::gather(const std::string& name, const TensorRef& table,
-                                  const TensorRef& indices) {
+TensorRef WorkloadBuilder::gather(const std::string& name, const TensorRef& table, const TensorRef& indices) {
   return add_op(make(name, OpKind::gather, {table.name, indices.name}, GatherAttrs{}));
 }
 
-TensorRef WorkloadBuilder::transpose(const std::string& name, const TensorRef& x,
-                                     std::vector<std::int64_t> perm) {
+TensorRef WorkloadBuilder::transpose(const std::string& name, const TensorRef& x, std::vector<std::int64_t> perm) {
   return add_op(make(name, OpKind::transpose, {x.name}, TransposeAttrs{std::move(perm)}));
 }
 
@@ -184,29 +178,25 @@ TensorRef WorkloadBuilder::reshape(const std::string& name, const TensorRef& x, 
   return add_op(make(name, OpKind::reshape, {x.name}, ReshapeAttrs{std::move(shape)}));
 }
 
-TensorRef WorkloadBuilder::concat(const std::string& name, const std::vector<TensorRef>& xs,
-                                  std::int64_t axis) {
+TensorRef WorkloadBuilder::concat(const std::string& name, const std::vector<TensorRef>& xs, std::int64_t axis) {
   return add_op(make(name, OpKind::concat, names(xs), ConcatAttrs{axis}));
 }
 
-TensorRef WorkloadBuilder::slice(const std::string& name, const TensorRef& x,
-                                 std::vector<std::int64_t> start, std::vector<std::int64_t> limit,
-                                 std::vector<std::int64_t> stride) {
-  return add_op(make(name, OpKind::slice, {x.name},
-                     SliceAttrs{std::move(start), std::move(limit), std::move(stride)}));
+TensorRef WorkloadBuilder::slice(const std::string& name, const TensorRef& x, std::vector<std::int64_t> start,
+                                 std::vector<std::int64_t> limit, std::vector<std::int64_t> stride) {
+  return add_op(make(name, OpKind::slice, {x.name}, SliceAttrs{std::move(start), std::move(limit), std::move(stride)}));
 }
 
-TensorRef WorkloadBuilder::all_gather(const std::string& name, const TensorRef& x,
-                                      std::vector<std::string> axes, std::int64_t dim) {
+TensorRef WorkloadBuilder::all_gather(const std::string& name, const TensorRef& x, std::vector<std::string> axes,
+                                      std::int64_t dim) {
   CollectiveAttrs a;
   a.mesh_axes = std::move(axes);
   a.dim = dim;
   return add_op(make(name, OpKind::all_gather, {x.name}, a));
 }
 
-TensorRef WorkloadBuilder::reduce_scatter(const std::string& name, const TensorRef& x,
-                                          std::vector<std::string> axes, std::int64_t dim,
-                                          ReduceKind reduce) {
+TensorRef WorkloadBuilder::reduce_scatter(const std::string& name, const TensorRef& x, std::vector<std::string> axes,
+                                          std::int64_t dim, ReduceKind reduce) {
   CollectiveAttrs a;
   a.mesh_axes = std::move(axes);
   a.dim = dim;
@@ -214,17 +204,16 @@ TensorRef WorkloadBuilder::reduce_scatter(const std::string& name, const TensorR
   return add_op(make(name, OpKind::reduce_scatter, {x.name}, a));
 }
 
-TensorRef WorkloadBuilder::all_reduce(const std::string& name, const TensorRef& x,
-                                      std::vector<std::string> axes, ReduceKind reduce) {
+TensorRef WorkloadBuilder::all_reduce(const std::string& name, const TensorRef& x, std::vector<std::string> axes,
+                                      ReduceKind reduce) {
   CollectiveAttrs a;
   a.mesh_axes = std::move(axes);
   a.reduce = reduce;
   return add_op(make(name, OpKind::all_reduce, {x.name}, a));
 }
 
-TensorRef WorkloadBuilder::all_to_all(const std::string& name, const TensorRef& x,
-                                      std::vector<std::string> axes, std::int64_t split_dim,
-                                      std::int64_t concat_dim) {
+TensorRef WorkloadBuilder::all_to_all(const std::string& name, const TensorRef& x, std::vector<std::string> axes,
+                                      std::int64_t split_dim, std::int64_t concat_dim) {
   CollectiveAttrs a;
   a.mesh_axes = std::move(axes);
   a.split_dim = split_dim;
@@ -241,8 +230,8 @@ TensorRef WorkloadBuilder::collective_permute(const std::string& name, const Ten
   return add_op(make(name, OpKind::collective_permute, {x.name}, a));
 }
 
-TensorRef WorkloadBuilder::broadcast(const std::string& name, const TensorRef& x,
-                                     std::vector<std::string> axes, std::int64_t root) {
+TensorRef WorkloadBuilder::broadcast(const std::string& name, const TensorRef& x, std::vector<std::string> axes,
+                                     std::int64_t root) {
   CollectiveAttrs a;
   a.mesh_axes = std::move(axes);
   a.root = root;
@@ -255,16 +244,15 @@ void WorkloadBuilder::mark_output(const TensorRef& t) {
     throw WorkloadError(SourceLoc{}, "tensor '" + t.name + "'", "unknown tensor marked as output");
   Tensor& x = wl_.tensors[it->second];
   if (x.is_source())
-    throw WorkloadError(SourceLoc{}, "tensor '" + t.name + "'",
-                        "expected a tensor produced by an op, found one of kind " +
-                            std::string(tensor_kind_name(x.kind)));
+    throw WorkloadError(
+        SourceLoc{}, "tensor '" + t.name + "'",
+        "expected a tensor produced by an op, found one of kind " + std::string(tensor_kind_name(x.kind)));
   x.kind = TensorKind::output;
 }
 
 TensorRef WorkloadBuilder::ref(const std::string& name) const {
   auto it = tensor_index_.find(name);
-  if (it == tensor_index_.end())
-    throw WorkloadError(SourceLoc{}, "tensor '" + name + "'", "unknown tensor");
+  if (it == tensor_index_.end()) throw WorkloadError(SourceLoc{}, "tensor '" + name + "'", "unknown tensor");
   const Tensor& t = wl_.tensors[it->second];
   return {t.name, t.shape, t.dtype};
 }

@@ -39,8 +39,7 @@ class WorkloadBuilder {
   TensorRef input(const std::string& name, Shape shape, DType dtype, MemSpace space = MemSpace::hbm);
   TensorRef weight(const std::string& name, Shape shape, DType dtype, MemSpace space = MemSpace::hbm);
   TensorRef kv_cache(const std::string& name, Shape shape, DType dtype, MemSpace space = MemSpace::hbm);
-  TensorRef tensor(const std::string& name, Shape shape, DType dtype, TensorKind kind,
-                   MemSpace space = MemSpace::hbm);
+  TensorRef tensor(const std::string& name, Shape shape, DType dtype, TensorKind kind, MemSpace space = MemSpace::hbm);
 
   // equation empty = default_matmul_equation(lhs rank, rhs rank).
   TensorRef matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
@@ -48,8 +47,7 @@ class WorkloadBuilder {
   TensorRef conv2d(const std::string& name, const TensorRef& input, const TensorRef& filter,
                    const Conv2dAttrs& attrs = {});
   // kind by name ("silu", "add", ...); throws WorkloadError for unknown kinds.
-  TensorRef elementwise(const std::string& name, const std::string& kind,
-                        const std::vector<TensorRef>& inputs);
+  TensorRef elementwise(const std::string& name, const std::string& kind, const std::vector<TensorRef>& inputs);
   TensorRef elementwise(const std::string& name, EwKind kind, const std::vector<TensorRef>& inputs);
   TensorRef cast(const std::string& name, const TensorRef& x, DType to);
   TensorRef add(const std::string& name, const TensorRef& a, const TensorRef& b) {
@@ -58,18 +56,17 @@ class WorkloadBuilder {
   TensorRef mul(const std::string& name, const TensorRef& a, const TensorRef& b) {
     return elementwise(name, EwKind::mul, {a, b});
   }
-  TensorRef reduce(const std::string& name, const TensorRef& x, ReduceKind kind,
-                   std::vector<std::int64_t> axes, bool keep_dims = false);
+  TensorRef reduce(const std::string& name, const TensorRef& x, ReduceKind kind, std::vector<std::int64_t> axes,
+                   bool keep_dims = false);
   TensorRef softmax(const std::string& name, const TensorRef& x, std::int64_t axis = -1);
   TensorRef layer_norm(const std::string& name, const TensorRef& x,
                        const std::optional<TensorRef>& scale = std::nullopt,
                        const std::optional<TensorRef>& bias = std::nullopt, std::int64_t axis = -1,
                        double epsilon = 1e-5);
-  TensorRef rms_norm(const std::string& name, const TensorRef& x,
-                     const std::optional<TensorRef>& scale = std::nullopt, std::int64_t axis = -1,
-                     double epsilon = 1e-6);
-  TensorRef attention(const std::string& name, const TensorRef& q, const TensorRef& k,
-                      const TensorRef& v, bool causal, std::optional<double> scale = std::nullopt);
+  TensorRef rms_norm(const std::string& name, const TensorRef& x, const std::optional<TensorRef>& scale = std::nullopt,
+                     std::int64_t axis = -1, double epsilon = 1e-6);
+  TensorRef attention(const std::string& name, const TensorRef& q, const TensorRef& k, const TensorRef& v, bool causal,
+                      std::optional<double> scale = std::nullopt);
   TensorRef gather(const std::string& name, const TensorRef& table, const TensorRef& indices);
   TensorRef transpose(const std::string& name, const TensorRef& x, std::vector<std::int64_t> perm);
   TensorRef reshape(const std::string& name, const TensorRef& x, Shape shape);
@@ -77,21 +74,18 @@ class WorkloadBuilder {
   TensorRef slice(const std::string& name, const TensorRef& x, std::vector<std::int64_t> start,
                   std::vector<std::int64_t> limit, std::vector<std::int64_t> stride = {});
 
-  TensorRef all_gather(const std::string& name, const TensorRef& x,
-                       std::vector<std::string> mesh_axes, std::int64_t dim);
-  TensorRef reduce_scatter(const std::string& name, const TensorRef& x,
-                           std::vector<std::string> mesh_axes, std::int64_t dim,
-                           ReduceKind reduce = ReduceKind::sum);
-  TensorRef all_reduce(const std::string& name, const TensorRef& x,
-                       std::vector<std::string> mesh_axes, ReduceKind reduce = ReduceKind::sum);
-  TensorRef all_to_all(const std::string& name, const TensorRef& x,
-                       std::vector<std::string> mesh_axes, std::int64_t split_dim,
-                       std::int64_t concat_dim);
-  TensorRef collective_permute(const std::string& name, const TensorRef& x,
-                               std::vector<std::string> mesh_axes,
+  TensorRef all_gather(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
+                       std::int64_t dim);
+  TensorRef reduce_scatter(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
+                           std::int64_t dim, ReduceKind reduce = ReduceKind::sum);
+  TensorRef all_reduce(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
+                       ReduceKind reduce = ReduceKind::sum);
+  TensorRef all_to_all(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
+                       std::int64_t split_dim, std::int64_t concat_dim);
+  TensorRef collective_permute(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
                                std::vector<std::pair<std::int64_t, std::int64_t>> pairs);
-  TensorRef broadcast(const std::string& name, const TensorRef& x,
-                      std::vector<std::string> mesh_axes, std::int64_t root = 0);
+  TensorRef broadcast(const std::string& name, const TensorRef& x, std::vector<std::string> mesh_axes,
+                      std::int64_t root = 0);
 
   // Generic form: appends op (inputs by name, attrs set), creates its
   // output tensor(s) by inference. op.outputs empty = one output named
@@ -110,8 +104,7 @@ class WorkloadBuilder {
   const Workload& peek() const { return wl_; }
 
  private:
-  TensorRef add_source(const std::string& name, Shape shape, DType dtype, TensorKind kind,
-                       MemSpace space);
+  TensorRef add_source(const std::string& name, Shape shape, DType dtype, TensorKind kind, MemSpace space);
   std::unordered_map<std::string, std::size_t> tensor_index_;
   std::unordered_map<std::string, std::size_t> op_index_;
   Workload wl_;

@@ -37,7 +37,7 @@ std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, boo
     n = (static_cast<u128>(first) + static_cast<u128>(kv_len)) * static_cast<u128>(kv_len - first + 1) / 2;
   }
   return n > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
-                                                        : static_cast<std::uint64_t>(n);
+                                                       : static_cast<std::uint64_t>(n);
 }
 
 namespace {
@@ -103,7 +103,8 @@ OpCost cost_impl(Find find, const Op& op) {
       const Tensor& table = *in[0];
       u64 row_elems = U(table.num_elements() / std::max<std::int64_t>(table.shape[0], 1));
       u64 rows = U(in.size() > 1 ? in[1]->num_elements() : 0);
-      c.bytes_read = k.add(c.bytes_read, std::min(table.bytes(), k.mul(rows, arch::dtype_bytes(table.dtype, row_elems))));
+      c.bytes_read =
+          k.add(c.bytes_read, std::min(table.bytes(), k.mul(rows, arch::dtype_bytes(table.dtype, row_elems))));
     } else {
       c.bytes_read = k.add(c.bytes_read, in[i]->bytes());
     }
@@ -195,11 +196,14 @@ OpCost workload_cost(const Workload& wl) {
   TensorIndex index(wl);
   for (const auto& op : wl.ops) {
     OpCost c = op_cost(index, op);
-    for (auto [sum, part] : {std::pair{&total.flops, c.flops}, {&total.macs, c.macs},
-                             {&total.transcendentals, c.transcendentals}, {&total.bytes_read, c.bytes_read},
+    for (auto [sum, part] : {std::pair{&total.flops, c.flops},
+                             {&total.macs, c.macs},
+                             {&total.transcendentals, c.transcendentals},
+                             {&total.bytes_read, c.bytes_read},
                              {&total.bytes_written, c.bytes_written}}) {
       auto r = arch::checked_add(*sum, part);
-      if (!r) throw WorkloadError(op.loc, "op '" + op.name + "'", "the workload's total FLOP or byte count exceeds 2^64");
+      if (!r)
+        throw WorkloadError(op.loc, "op '" + op.name + "'", "the workload's total FLOP or byte count exceeds 2^64");
       *sum = *r;
     }
   }

@@ -74,8 +74,9 @@ MeshSpec parse_mesh(const std::string& text, const std::vector<std::string>& axi
         ok = false;
       }
       // At most 11 digits: no overflow, and far beyond any slice.
-      const bool digits = !num.empty() && num.size() < 12 &&
-                          std::all_of(num.begin(), num.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      const bool digits = !num.empty() && num.size() < 12 && std::all_of(num.begin(), num.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      });
       const std::int64_t size = digits ? std::stoll(num) : 0;
       if (size < 1) {
         bad("mesh." + name, "a size that is an integer >= 1", "'" + num + "'");

@@ -68,15 +68,12 @@ namespace {
 // Labels handed out in this order; m, k, n are kept for the default form.
 constexpr std::string_view kLabelPool = "abcdefghijlopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-[[noreturn]] void matmul_error(const std::string& msg) {
-  throw WorkloadError(SourceLoc{}, "matmul", msg);
-}
+[[noreturn]] void matmul_error(const std::string& msg) { throw WorkloadError(SourceLoc{}, "matmul", msg); }
 
 void check_dims(const char* what, const std::vector<int>& dims, int rank, std::vector<bool>& used) {
   for (int d : dims) {
     if (d < 0 || d >= rank)
-      matmul_error(std::string(what) + " dim " + std::to_string(d) + " out of range for rank " +
-                   std::to_string(rank));
+      matmul_error(std::string(what) + " dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
     if (used[d]) matmul_error(std::string(what) + " dim " + std::to_string(d) + " listed twice");
     used[d] = true;
   }
@@ -84,15 +81,14 @@ void check_dims(const char* what, const std::vector<int>& dims, int rank, std::v
 }  // namespace
 
 std::string dot_general_equation(int lhs_rank, int rhs_rank, const std::vector<int>& lhs_batch,
-                                 const std::vector<int>& rhs_batch,
-                                 const std::vector<int>& lhs_contracting,
+                                 const std::vector<int>& rhs_batch, const std::vector<int>& lhs_contracting,
                                  const std::vector<int>& rhs_contracting) {
   if (lhs_batch.size() != rhs_batch.size())
     matmul_error("lhs_batch has " + std::to_string(lhs_batch.size()) + " dims, rhs_batch has " +
                  std::to_string(rhs_batch.size()));
   if (lhs_contracting.size() != rhs_contracting.size())
-    matmul_error("lhs_contracting has " + std::to_string(lhs_contracting.size()) +
-                 " dims, rhs_contracting has " + std::to_string(rhs_contracting.size()));
+    matmul_error("lhs_contracting has " + std::to_string(lhs_contracting.size()) + " dims, rhs_contracting has " +
+                 std::to_string(rhs_contracting.size()));
   if (lhs_rank + rhs_rank > static_cast<int>(kLabelPool.size()))
     matmul_error("operand ranks too large for an equation");
   std::vector<bool> lu(lhs_rank, false), ru(rhs_rank, false);
@@ -155,12 +151,10 @@ std::optional<PaddingMode> parse_padding_mode(std::string_view s) {
 }
 
 bool Conv2dAttrs::operator==(const Conv2dAttrs& o) const {
-  bool pads_equal = padding != PaddingMode::explicit_pads ||
-                    (pad_top == o.pad_top && pad_bottom == o.pad_bottom &&
-                     pad_left == o.pad_left && pad_right == o.pad_right);
-  return stride_h == o.stride_h && stride_w == o.stride_w && dilation_h == o.dilation_h &&
-         dilation_w == o.dilation_w && padding == o.padding && pads_equal && groups == o.groups &&
-         out_dtype == o.out_dtype;
+  bool pads_equal = padding != PaddingMode::explicit_pads || (pad_top == o.pad_top && pad_bottom == o.pad_bottom &&
+                                                              pad_left == o.pad_left && pad_right == o.pad_right);
+  return stride_h == o.stride_h && stride_w == o.stride_w && dilation_h == o.dilation_h && dilation_w == o.dilation_w &&
+         padding == o.padding && pads_equal && groups == o.groups && out_dtype == o.out_dtype;
 }
 
 // ---- elementwise --------------------------------------------------------
@@ -181,18 +175,18 @@ struct EwInfo {
 //  clamp = max then min: 2. cast/select/where/relu/abs/neg: 1 VPU op.
 //  pow = exp(y*log(x)): 1 multiply, 2 transcendentals.
 constexpr EwInfo kEw[] = {
-    {EwKind::add, "add", 2, {1, 0}},          {EwKind::sub, "sub", 2, {1, 0}},
-    {EwKind::mul, "mul", 2, {1, 0}},          {EwKind::div, "div", 2, {1, 0}},
-    {EwKind::max, "max", 2, {1, 0}},          {EwKind::min, "min", 2, {1, 0}},
-    {EwKind::pow, "pow", 2, {1, 2}},          {EwKind::exp, "exp", 1, {0, 1}},
-    {EwKind::log, "log", 1, {0, 1}},          {EwKind::tanh, "tanh", 1, {0, 1}},
-    {EwKind::gelu, "gelu", 1, {8, 1}},        {EwKind::silu, "silu", 1, {4, 1}},
-    {EwKind::relu, "relu", 1, {1, 0}},        {EwKind::sigmoid, "sigmoid", 1, {3, 1}},
-    {EwKind::rsqrt, "rsqrt", 1, {0, 1}},      {EwKind::sqrt, "sqrt", 1, {0, 1}},
-    {EwKind::neg, "neg", 1, {1, 0}},          {EwKind::abs, "abs", 1, {1, 0}},
-    {EwKind::square, "square", 1, {1, 0}},    {EwKind::reciprocal, "reciprocal", 1, {1, 0}},
-    {EwKind::cast, "cast", 1, {1, 0}},        {EwKind::select, "select", 3, {1, 0}},
-    {EwKind::where, "where", 3, {1, 0}},      {EwKind::clamp, "clamp", 3, {2, 0}},
+    {EwKind::add, "add", 2, {1, 0}},       {EwKind::sub, "sub", 2, {1, 0}},
+    {EwKind::mul, "mul", 2, {1, 0}},       {EwKind::div, "div", 2, {1, 0}},
+    {EwKind::max, "max", 2, {1, 0}},       {EwKind::min, "min", 2, {1, 0}},
+    {EwKind::pow, "pow", 2, {1, 2}},       {EwKind::exp, "exp", 1, {0, 1}},
+    {EwKind::log, "log", 1, {0, 1}},       {EwKind::tanh, "tanh", 1, {0, 1}},
+    {EwKind::gelu, "gelu", 1, {8, 1}},     {EwKind::silu, "silu", 1, {4, 1}},
+    {EwKind::relu, "relu", 1, {1, 0}},     {EwKind::sigmoid, "sigmoid", 1, {3, 1}},
+    {EwKind::rsqrt, "rsqrt", 1, {0, 1}},   {EwKind::sqrt, "sqrt", 1, {0, 1}},
+    {EwKind::neg, "neg", 1, {1, 0}},       {EwKind::abs, "abs", 1, {1, 0}},
+    {EwKind::square, "square", 1, {1, 0}}, {EwKind::reciprocal, "reciprocal", 1, {1, 0}},
+    {EwKind::cast, "cast", 1, {1, 0}},     {EwKind::select, "select", 3, {1, 0}},
+    {EwKind::where, "where", 3, {1, 0}},   {EwKind::clamp, "clamp", 3, {2, 0}},
 };
 
 const EwInfo& ew_info(EwKind k) {
@@ -239,8 +233,8 @@ std::optional<ReduceKind> parse_reduce_kind(std::string_view s) {
 // ---- collectives --------------------------------------------------------
 
 bool CollectiveAttrs::operator==(const CollectiveAttrs& o) const {
-  return mesh_axes == o.mesh_axes && dim == o.dim && split_dim == o.split_dim &&
-         concat_dim == o.concat_dim && reduce == o.reduce && pairs == o.pairs && root == o.root;
+  return mesh_axes == o.mesh_axes && dim == o.dim && split_dim == o.split_dim && concat_dim == o.concat_dim &&
+         reduce == o.reduce && pairs == o.pairs && root == o.root;
 }
 
 // ---- kinds vs attributes ------------------------------------------------

@@ -21,16 +21,33 @@
 namespace tpusim::workloads {
 
 enum class OpKind : std::uint8_t {
-  matmul, conv2d, elementwise, reduce, softmax, layer_norm, rms_norm, attention, gather,
-  transpose, reshape, concat, slice,
-  all_gather, reduce_scatter, all_reduce, all_to_all, collective_permute, broadcast,
+  matmul,
+  conv2d,
+  elementwise,
+  reduce,
+  softmax,
+  layer_norm,
+  rms_norm,
+  attention,
+  gather,
+  transpose,
+  reshape,
+  concat,
+  slice,
+  all_gather,
+  reduce_scatter,
+  all_reduce,
+  all_to_all,
+  collective_permute,
+  broadcast,
 };
-inline constexpr OpKind kAllOpKinds[] = {
-    OpKind::matmul,     OpKind::conv2d,         OpKind::elementwise,       OpKind::reduce,
-    OpKind::softmax,    OpKind::layer_norm,     OpKind::rms_norm,          OpKind::attention,
-    OpKind::gather,     OpKind::transpose,      OpKind::reshape,           OpKind::concat,
-    OpKind::slice,      OpKind::all_gather,     OpKind::reduce_scatter,    OpKind::all_reduce,
-    OpKind::all_to_all, OpKind::collective_permute, OpKind::broadcast};
+inline constexpr OpKind kAllOpKinds[] = {OpKind::matmul,     OpKind::conv2d,     OpKind::elementwise,
+                                         OpKind::reduce,     OpKind::softmax,    OpKind::layer_norm,
+                                         OpKind::rms_norm,   OpKind::attention,  OpKind::gather,
+                                         OpKind::transpose,  OpKind::reshape,    OpKind::concat,
+                                         OpKind::slice,      OpKind::all_gather, OpKind::reduce_scatter,
+                                         OpKind::all_reduce, OpKind::all_to_all, OpKind::collective_permute,
+                                         OpKind::broadcast};
 
 std::string_view op_kind_name(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);
@@ -52,8 +69,7 @@ struct MatmulAttrs {
 // batch dims, then lhs free dims, then rhs free dims (each in operand
 // order). Throws WorkloadError (path "matmul") on out-of-range/duplicate dims.
 std::string dot_general_equation(int lhs_rank, int rhs_rank, const std::vector<int>& lhs_batch,
-                                 const std::vector<int>& rhs_batch,
-                                 const std::vector<int>& lhs_contracting,
+                                 const std::vector<int>& rhs_batch, const std::vector<int>& lhs_contracting,
                                  const std::vector<int>& rhs_contracting);
 // Equation for "x @ w" style defaults: lhs [..., m, k] and rhs [k, n] gives
 // "mk,kn->mn" (rank 2), "amk,kn->amn" (rank 3), "k,kn->n" (rank 1);
@@ -84,11 +100,32 @@ struct Conv2dAttrs {
 // ---- elementwise --------------------------------------------------------
 enum class EwKind : std::uint8_t {
   // binary
-  add, sub, mul, div, max, min, pow,
+  add,
+  sub,
+  mul,
+  div,
+  max,
+  min,
+  pow,
   // unary
-  exp, log, tanh, gelu, silu, relu, sigmoid, rsqrt, sqrt, neg, abs, square, reciprocal, cast,
+  exp,
+  log,
+  tanh,
+  gelu,
+  silu,
+  relu,
+  sigmoid,
+  rsqrt,
+  sqrt,
+  neg,
+  abs,
+  square,
+  reciprocal,
+  cast,
   // ternary: select/where (cond, on_true, on_false), clamp (x, lo, hi)
-  select, where, clamp,
+  select,
+  where,
+  clamp,
 };
 std::string_view ew_kind_name(EwKind k);
 std::optional<EwKind> parse_ew_kind(std::string_view s);
@@ -96,7 +133,10 @@ std::vector<std::string_view> all_ew_kind_names();
 int ew_arity(EwKind k);  // 1, 2 or 3
 // Per output element: arithmetic FLOPs and transcendental (EUP) ops.
 // See docs/workload-format.md for the table and why.
-struct EwCost { int flops; int transcendentals; };
+struct EwCost {
+  int flops;
+  int transcendentals;
+};
 EwCost ew_cost(EwKind k);
 
 struct ElementwiseAttrs {
@@ -114,9 +154,7 @@ struct ReduceAttrs {
   ReduceKind kind = ReduceKind::sum;
   std::vector<std::int64_t> axes;  // negative counts from the end
   bool keep_dims = false;
-  bool operator==(const ReduceAttrs& o) const {
-    return kind == o.kind && axes == o.axes && keep_dims == o.keep_dims;
-  }
+  bool operator==(const ReduceAttrs& o) const { return kind == o.kind && axes == o.axes && keep_dims == o.keep_dims; }
 };
 
 // ---- softmax / norms ----------------------------------------------------
@@ -166,9 +204,7 @@ struct ConcatAttrs {
 // Elements start[i], start[i]+stride[i], ... < limit[i] of each dim.
 struct SliceAttrs {
   std::vector<std::int64_t> start, limit, stride;  // stride empty = all 1
-  bool operator==(const SliceAttrs& o) const {
-    return start == o.start && limit == o.limit && stride == o.stride;
-  }
+  bool operator==(const SliceAttrs& o) const { return start == o.start && limit == o.limit && stride == o.stride; }
 };
 
 // ---- collectives --------------------------------------------------------
@@ -182,18 +218,18 @@ struct SliceAttrs {
 //   broadcast:           shape unchanged; from group rank `root`
 struct CollectiveAttrs {
   std::vector<std::string> mesh_axes;
-  std::int64_t dim = 0;          // all_gather, reduce_scatter
-  std::int64_t split_dim = 0;    // all_to_all
-  std::int64_t concat_dim = 0;   // all_to_all
-  ReduceKind reduce = ReduceKind::sum;  // all_reduce, reduce_scatter (mean invalid)
+  std::int64_t dim = 0;                                      // all_gather, reduce_scatter
+  std::int64_t split_dim = 0;                                // all_to_all
+  std::int64_t concat_dim = 0;                               // all_to_all
+  ReduceKind reduce = ReduceKind::sum;                       // all_reduce, reduce_scatter (mean invalid)
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute
-  std::int64_t root = 0;         // broadcast
+  std::int64_t root = 0;                                     // broadcast
   bool operator==(const CollectiveAttrs& o) const;
 };
 
-using OpAttrs = std::variant<MatmulAttrs, Conv2dAttrs, ElementwiseAttrs, ReduceAttrs, SoftmaxAttrs,
-                             NormAttrs, AttentionAttrs, GatherAttrs, TransposeAttrs, ReshapeAttrs,
-                             ConcatAttrs, SliceAttrs, CollectiveAttrs>;
+using OpAttrs =
+    std::variant<MatmulAttrs, Conv2dAttrs, ElementwiseAttrs, ReduceAttrs, SoftmaxAttrs, NormAttrs, AttentionAttrs,
+                 GatherAttrs, TransposeAttrs, ReshapeAttrs, ConcatAttrs, SliceAttrs, CollectiveAttrs>;
 
 // Default-constructed attributes of the type a kind uses.
 OpAttrs default_attrs(OpKind k);
@@ -208,24 +244,27 @@ struct Op {
   OpAttrs attrs;
   SourceLoc loc;  // not part of equality
 
-  template <class A> const A& as() const {
+  template <class A>
+  const A& as() const {
     if (const A* a = std::get_if<A>(&attrs)) return *a;
-    throw WorkloadInternalError("op '" + name + "': attributes do not match kind " +
-                                std::string(op_kind_name(kind)));
+    throw WorkloadInternalError("op '" + name + "': attributes do not match kind " + std::string(op_kind_name(kind)));
   }
-  template <class A> A& as() {
+  template <class A>
+  A& as() {
     return const_cast<A&>(static_cast<const Op*>(this)->as<A>());
   }
 
   bool operator==(const Op& o) const {
-    return name == o.name && kind == o.kind && inputs == o.inputs && outputs == o.outputs &&
-           attrs == o.attrs;
+    return name == o.name && kind == o.kind && inputs == o.inputs && outputs == o.outputs && attrs == o.attrs;
   }
   bool operator!=(const Op& o) const { return !(*this == o); }
 };
 
 // Allowed number of inputs of a kind: [min, max]. Every kind has 1 output.
-struct Arity { int min_inputs; int max_inputs; };
+struct Arity {
+  int min_inputs;
+  int max_inputs;
+};
 Arity op_arity(const Op& op);
 
 }  // namespace tpusim::workloads

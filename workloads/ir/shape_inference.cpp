@@ -11,9 +11,7 @@ namespace tpusim::workloads {
 
 namespace {
 
-[[noreturn]] void eq_error(const std::string& msg) {
-  throw WorkloadError(SourceLoc{}, "equation", msg);
-}
+[[noreturn]] void eq_error(const std::string& msg) { throw WorkloadError(SourceLoc{}, "equation", msg); }
 
 bool is_label(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
@@ -48,16 +46,20 @@ EinsumSpec parse_einsum(const std::string& equation) {
       eq_error("'" + equation + "': output label '" + std::string(1, c) + "' appears in no operand");
   for (char c : s.lhs) {
     bool r = has(s.rhs, c), o = has(s.out, c);
-    if (r && o) s.batch += c;
-    else if (r) s.contracting += c;
-    else if (o) s.lhs_free += c;
+    if (r && o)
+      s.batch += c;
+    else if (r)
+      s.contracting += c;
+    else if (o)
+      s.lhs_free += c;
     else
       eq_error("'" + equation + "': label '" + std::string(1, c) +
                "' appears only in lhs and not in the output; reduce it with a reduce op first");
   }
   for (char c : s.rhs) {
     bool l = has(s.lhs, c), o = has(s.out, c);
-    if (!l && o) s.rhs_free += c;
+    if (!l && o)
+      s.rhs_free += c;
     else if (!l)
       eq_error("'" + equation + "': label '" + std::string(1, c) +
                "' appears only in rhs and not in the output; reduce it with a reduce op first");
@@ -75,21 +77,21 @@ std::int64_t label_size(const EinsumSpec& s, char c, const Shape& lhs, const Sha
 
 void check_matmul_shapes(const EinsumSpec& s, const std::string& eq, const Shape& lhs, const Shape& rhs) {
   if (lhs.size() != s.lhs.size())
-    throw WorkloadError(SourceLoc{}, "", "equation '" + eq + "' expects lhs rank " +
-                                             std::to_string(s.lhs.size()) + ", found lhs shape " +
-                                             shape_str(lhs));
+    throw WorkloadError(SourceLoc{}, "",
+                        "equation '" + eq + "' expects lhs rank " + std::to_string(s.lhs.size()) +
+                            ", found lhs shape " + shape_str(lhs));
   if (rhs.size() != s.rhs.size())
-    throw WorkloadError(SourceLoc{}, "", "equation '" + eq + "' expects rhs rank " +
-                                             std::to_string(s.rhs.size()) + ", found rhs shape " +
-                                             shape_str(rhs));
+    throw WorkloadError(SourceLoc{}, "",
+                        "equation '" + eq + "' expects rhs rank " + std::to_string(s.rhs.size()) +
+                            ", found rhs shape " + shape_str(rhs));
   for (std::size_t i = 0; i < s.lhs.size(); ++i) {
     auto r = s.rhs.find(s.lhs[i]);
     if (r != std::string::npos && lhs[i] != rhs[r])
       throw WorkloadError(SourceLoc{}, "",
-                          "shape mismatch on label '" + std::string(1, s.lhs[i]) + "' of '" + eq +
-                              "': lhs shape " + shape_str(lhs) + " has " + std::to_string(lhs[i]) +
-                              " at dim " + std::to_string(i) + ", rhs shape " + shape_str(rhs) +
-                              " has " + std::to_string(rhs[r]) + " at dim " + std::to_string(r));
+                          "shape mismatch on label '" + std::string(1, s.lhs[i]) + "' of '" + eq + "': lhs shape " +
+                              shape_str(lhs) + " has " + std::to_string(lhs[i]) + " at dim " + std::to_string(i) +
+                              ", rhs shape " + shape_str(rhs) + " has " + std::to_string(rhs[r]) + " at dim " +
+                              std::to_string(r));
   }
 }
 }  // namespace
@@ -113,14 +115,14 @@ MatmulDims matmul_dims(const MatmulAttrs& a, const Shape& lhs, const Shape& rhs)
 }
 
 namespace {
-void conv_dim(PaddingMode mode, std::int64_t in, std::int64_t k, std::int64_t stride,
-              std::int64_t dil, std::int64_t& lo, std::int64_t& hi, std::int64_t& out) {
+void conv_dim(PaddingMode mode, std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dil,
+              std::int64_t& lo, std::int64_t& hi, std::int64_t& out) {
   // Inputs are bounded (dims by the tensor size limit, stride, dilation and
   // padding by kMaxConvAttr), but the dilated kernel's extent is checked.
   auto ek_m = arch::checked_mul<std::int64_t>(k - 1, dil);
   if (!ek_m || *ek_m > (std::int64_t{1} << 53))
-    throw WorkloadError(SourceLoc{}, "", "filter extent " + std::to_string(k) + " with dilation " +
-                                             std::to_string(dil) + " overflows");
+    throw WorkloadError(SourceLoc{}, "",
+                        "filter extent " + std::to_string(k) + " with dilation " + std::to_string(dil) + " overflows");
   std::int64_t ek = *ek_m + 1;  // receptive field of the dilated kernel
   if (mode == PaddingMode::valid) {
     lo = hi = 0;
@@ -136,11 +138,13 @@ void conv_dim(PaddingMode mode, std::int64_t in, std::int64_t k, std::int64_t st
 }
 }  // namespace
 
-Conv2dGeometry conv2d_geometry(const Conv2dAttrs& a, std::int64_t in_h, std::int64_t in_w,
-                               std::int64_t kh, std::int64_t kw) {
+Conv2dGeometry conv2d_geometry(const Conv2dAttrs& a, std::int64_t in_h, std::int64_t in_w, std::int64_t kh,
+                               std::int64_t kw) {
   Conv2dGeometry g;
-  g.pad_top = a.pad_top; g.pad_bottom = a.pad_bottom;
-  g.pad_left = a.pad_left; g.pad_right = a.pad_right;
+  g.pad_top = a.pad_top;
+  g.pad_bottom = a.pad_bottom;
+  g.pad_left = a.pad_left;
+  g.pad_right = a.pad_right;
   conv_dim(a.padding, in_h, kh, a.stride_h, a.dilation_h, g.pad_top, g.pad_bottom, g.out_h);
   conv_dim(a.padding, in_w, kw, a.stride_w, a.dilation_w, g.pad_left, g.pad_right, g.out_w);
   return g;
@@ -160,9 +164,9 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
       }
       std::string all;
       for (const auto& t : shapes) all += (all.empty() ? "" : " and ") + shape_str(t);
-      throw WorkloadError(SourceLoc{}, "", "shapes " + all + " do not broadcast (dim " +
-                                               std::to_string(o) + " of the result: " +
-                                               std::to_string(out[o]) + " vs " + std::to_string(s[i]) + ")");
+      throw WorkloadError(SourceLoc{}, "",
+                          "shapes " + all + " do not broadcast (dim " + std::to_string(o) +
+                              " of the result: " + std::to_string(out[o]) + " vs " + std::to_string(s[i]) + ")");
     }
   }
   return out;
@@ -172,8 +176,7 @@ namespace {
 
 class Inferer {
  public:
-  Inferer(const Op& op, const std::vector<TensorType>& in, const Workload* wl)
-      : op_(op), in_(in), wl_(wl) {}
+  Inferer(const Op& op, const std::vector<TensorType>& in, const Workload* wl) : op_(op), in_(in), wl_(wl) {}
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw WorkloadError(op_.loc, "op '" + op_.name + "' (" + std::string(op_kind_name(op_.kind)) + ")", msg);
@@ -182,8 +185,8 @@ class Inferer {
   std::int64_t axis(std::int64_t a, std::size_t rank, const char* what) const {
     std::int64_t r = static_cast<std::int64_t>(rank);
     if (a < -r || a >= r)
-      fail(std::string(what) + ": expected an axis in [" + std::to_string(-r) + ", " +
-           std::to_string(r - 1) + "] for rank " + std::to_string(r) + ", found " + std::to_string(a));
+      fail(std::string(what) + ": expected an axis in [" + std::to_string(-r) + ", " + std::to_string(r - 1) +
+           "] for rank " + std::to_string(r) + ", found " + std::to_string(a));
     return a < 0 ? a + r : a;
   }
 
@@ -197,20 +200,19 @@ class Inferer {
 
   void same_dtype(std::size_t a, std::size_t b) const {
     if (in_[a].dtype != in_[b].dtype)
-      fail("dtype mismatch: input '" + name(a) + "' is " + std::string(arch::dtype_name(in_[a].dtype)) +
-           ", input '" + name(b) + "' is " + std::string(arch::dtype_name(in_[b].dtype)) +
-           " (insert a cast)");
+      fail("dtype mismatch: input '" + name(a) + "' is " + std::string(arch::dtype_name(in_[a].dtype)) + ", input '" +
+           name(b) + "' is " + std::string(arch::dtype_name(in_[b].dtype)) + " (insert a cast)");
   }
 
   std::vector<TensorType> run() {
     Arity ar = op_arity(op_);
     int n = static_cast<int>(in_.size());
     if (n < ar.min_inputs || n > ar.max_inputs) {
-      std::string exp = ar.min_inputs == ar.max_inputs
-                            ? std::to_string(ar.min_inputs)
-                            : (ar.max_inputs > 1000 ? "at least " + std::to_string(ar.min_inputs)
-                                                    : std::to_string(ar.min_inputs) + " to " +
-                                                          std::to_string(ar.max_inputs));
+      std::string exp =
+          ar.min_inputs == ar.max_inputs
+              ? std::to_string(ar.min_inputs)
+              : (ar.max_inputs > 1000 ? "at least " + std::to_string(ar.min_inputs)
+                                      : std::to_string(ar.min_inputs) + " to " + std::to_string(ar.max_inputs));
       fail("wrong operand count: expected " + exp + " inputs, found " + std::to_string(n));
     }
     if (!attrs_match_kind(op_.kind, op_.attrs)) fail("attributes do not belong to this op kind");
@@ -281,25 +283,24 @@ class Inferer {
       if (v < 1) fail("stride, dilation and groups must be >= 1, found " + std::to_string(v));
     for (auto v : {a.pad_top, a.pad_bottom, a.pad_left, a.pad_right})
       if (v < 0) fail("padding must be >= 0, found " + std::to_string(v));
-    for (auto v : {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.pad_top, a.pad_bottom, a.pad_left,
-                   a.pad_right})
+    for (auto v :
+         {a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.pad_top, a.pad_bottom, a.pad_left, a.pad_right})
       if (v > kMaxConvAttr)
         fail("stride, dilation and padding must be <= " + std::to_string(kMaxConvAttr) + ", found " +
              std::to_string(v));
     if (x[3] % a.groups != 0)
-      fail("input channels " + std::to_string(x[3]) + " (input shape " + shape_str(x) +
-           ") not divisible by groups " + std::to_string(a.groups));
+      fail("input channels " + std::to_string(x[3]) + " (input shape " + shape_str(x) + ") not divisible by groups " +
+           std::to_string(a.groups));
     if (w[2] != x[3] / a.groups)
       fail("shape mismatch: filter shape " + shape_str(w) + " expects dim 2 = C/groups = " +
-           std::to_string(x[3] / a.groups) + " for input shape " + shape_str(x) + ", found " +
-           std::to_string(w[2]));
+           std::to_string(x[3] / a.groups) + " for input shape " + shape_str(x) + ", found " + std::to_string(w[2]));
     if (w[3] % a.groups != 0)
-      fail("output channels " + std::to_string(w[3]) + " (filter shape " + shape_str(w) +
-           ") not divisible by groups " + std::to_string(a.groups));
+      fail("output channels " + std::to_string(w[3]) + " (filter shape " + shape_str(w) + ") not divisible by groups " +
+           std::to_string(a.groups));
     Conv2dGeometry g = conv2d_geometry(a, x[1], x[2], w[0], w[1]);
     if (g.out_h < 1 || g.out_w < 1)
-      fail("filter " + shape_str(w) + " (dilated, with padding) is larger than the input " +
-           shape_str(x) + ": output would be empty");
+      fail("filter " + shape_str(w) + " (dilated, with padding) is larger than the input " + shape_str(x) +
+           ": output would be empty");
     return {{x[0], g.out_h, g.out_w, w[3]}, a.out_dtype.value_or(in_[0].dtype)};
   }
 
@@ -333,8 +334,10 @@ class Inferer {
     }
     TensorType t{{}, in_[0].dtype};
     for (std::size_t i = 0; i < x.size(); ++i) {
-      if (!red[i]) t.shape.push_back(x[i]);
-      else if (a.keep_dims) t.shape.push_back(1);
+      if (!red[i])
+        t.shape.push_back(x[i]);
+      else if (a.keep_dims)
+        t.shape.push_back(1);
     }
     return t;
   }
@@ -347,9 +350,9 @@ class Inferer {
     Shape param(x.begin() + ax, x.end());
     for (std::size_t i = 1; i < in_.size(); ++i)
       if (in_[i].shape != param)
-        fail("shape mismatch: " + std::string(i == 1 ? "scale" : "bias") + " '" + name(i) +
-             "' expected shape " + shape_str(param) + " (input shape " + shape_str(x) +
-             " from axis " + std::to_string(ax) + "), found " + shape_str(in_[i].shape));
+        fail("shape mismatch: " + std::string(i == 1 ? "scale" : "bias") + " '" + name(i) + "' expected shape " +
+             shape_str(param) + " (input shape " + shape_str(x) + " from axis " + std::to_string(ax) + "), found " +
+             shape_str(in_[i].shape));
     return in_[0];
   }
 
@@ -358,18 +361,17 @@ class Inferer {
     rank_is(1, 4, "key [batch, kv_len, kv_heads, head_dim]");
     rank_is(2, 4, "value [batch, kv_len, kv_heads, v_head_dim]");
     const Shape &q = in_[0].shape, &k = in_[1].shape, &v = in_[2].shape;
-    auto mismatch = [&](const std::string& what, const std::string& a, const Shape& sa,
-                        const std::string& b, const Shape& sb) {
-      fail("shape mismatch on " + what + ": " + a + " shape " + shape_str(sa) + ", " + b + " shape " +
-           shape_str(sb));
+    auto mismatch = [&](const std::string& what, const std::string& a, const Shape& sa, const std::string& b,
+                        const Shape& sb) {
+      fail("shape mismatch on " + what + ": " + a + " shape " + shape_str(sa) + ", " + b + " shape " + shape_str(sb));
     };
     if (q[0] != k[0] || q[0] != v[0]) mismatch("batch (dim 0)", "query", q, "key/value", k[0] != q[0] ? k : v);
     if (k[1] != v[1]) mismatch("kv_len (dim 1)", "key", k, "value", v);
     if (k[2] != v[2]) mismatch("kv_heads (dim 2)", "key", k, "value", v);
     if (q[3] != k[3]) mismatch("head_dim (dim 3)", "query", q, "key", k);
     if (q[2] % k[2] != 0)
-      fail("heads " + std::to_string(q[2]) + " (query shape " + shape_str(q) +
-           ") not a multiple of kv_heads " + std::to_string(k[2]) + " (key shape " + shape_str(k) + ")");
+      fail("heads " + std::to_string(q[2]) + " (query shape " + shape_str(q) + ") not a multiple of kv_heads " +
+           std::to_string(k[2]) + " (key shape " + shape_str(k) + ")");
     const auto& a = op_.as<AttentionAttrs>();
     if (a.scale && !(*a.scale > 0)) fail("scale: expected > 0, found " + std::to_string(*a.scale));
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
@@ -417,12 +419,12 @@ class Inferer {
     std::int64_t n = num_elements(x);
     if (inferred >= 0) {
       if (n % known != 0)
-        fail("shape mismatch: cannot reshape " + shape_str(x) + " (" + std::to_string(n) +
-             " elements) to " + shape_str(s));
+        fail("shape mismatch: cannot reshape " + shape_str(x) + " (" + std::to_string(n) + " elements) to " +
+             shape_str(s));
       s[inferred] = n / known;
     } else if (known != n) {
-      fail("shape mismatch: cannot reshape " + shape_str(x) + " (" + std::to_string(n) +
-           " elements) to " + shape_str(s) + " (" + std::to_string(known) + " elements)");
+      fail("shape mismatch: cannot reshape " + shape_str(x) + " (" + std::to_string(n) + " elements) to " +
+           shape_str(s) + " (" + std::to_string(known) + " elements)");
     }
     return {s, in_[0].dtype};
   }
@@ -436,9 +438,8 @@ class Inferer {
       bool ok = y.size() == x.size();
       for (std::size_t d = 0; ok && d < x.size(); ++d) ok = static_cast<std::int64_t>(d) == ax || x[d] == y[d];
       if (!ok)
-        fail("shape mismatch: input '" + name(i) + "' shape " + shape_str(y) + " vs input '" +
-             name(0) + "' shape " + shape_str(x) + " (all dims but axis " + std::to_string(ax) +
-             " must agree)");
+        fail("shape mismatch: input '" + name(i) + "' shape " + shape_str(y) + " vs input '" + name(0) + "' shape " +
+             shape_str(x) + " (all dims but axis " + std::to_string(ax) + " must agree)");
       same_dtype(0, i);
       auto sum = arch::checked_add(t.shape[ax], y[ax]);
       if (!sum) fail("axis " + std::to_string(ax) + ": the concatenated extent overflows");
@@ -450,19 +451,17 @@ class Inferer {
   TensorType slice() {
     const auto& a = op_.as<SliceAttrs>();
     const Shape& x = in_[0].shape;
-    if (a.start.size() != x.size() || a.limit.size() != x.size() ||
-        (!a.stride.empty() && a.stride.size() != x.size()))
-      fail("start/limit/stride: expected " + std::to_string(x.size()) + " values each for input shape " +
-           shape_str(x) + ", found " + std::to_string(a.start.size()) + "/" + std::to_string(a.limit.size()) +
-           "/" + std::to_string(a.stride.size()));
+    if (a.start.size() != x.size() || a.limit.size() != x.size() || (!a.stride.empty() && a.stride.size() != x.size()))
+      fail("start/limit/stride: expected " + std::to_string(x.size()) + " values each for input shape " + shape_str(x) +
+           ", found " + std::to_string(a.start.size()) + "/" + std::to_string(a.limit.size()) + "/" +
+           std::to_string(a.stride.size()));
     TensorType t{{}, in_[0].dtype};
     for (std::size_t i = 0; i < x.size(); ++i) {
       std::int64_t st = a.stride.empty() ? 1 : a.stride[i];
       if (a.start[i] < 0 || a.start[i] >= a.limit[i] || a.limit[i] > x[i] || st < 1)
         fail("dim " + std::to_string(i) + ": expected 0 <= start < limit <= " + std::to_string(x[i]) +
-             " and stride >= 1 (input shape " + shape_str(x) + "), found start " +
-             std::to_string(a.start[i]) + ", limit " + std::to_string(a.limit[i]) + ", stride " +
-             std::to_string(st));
+             " and stride >= 1 (input shape " + shape_str(x) + "), found start " + std::to_string(a.start[i]) +
+             ", limit " + std::to_string(a.limit[i]) + ", stride " + std::to_string(st));
       t.shape.push_back((a.limit[i] - a.start[i] + st - 1) / st);
     }
     return t;
@@ -488,22 +487,22 @@ class Inferer {
     }
     TensorType t = in_[0];
     Shape& s = t.shape;
-    if ((op_.kind == OpKind::all_reduce || op_.kind == OpKind::reduce_scatter) &&
-        a.reduce == ReduceKind::mean)
+    if ((op_.kind == OpKind::all_reduce || op_.kind == OpKind::reduce_scatter) && a.reduce == ReduceKind::mean)
       fail("reduce: expected sum, max or min, found mean");
     switch (op_.kind) {
       case OpKind::all_gather: {
         auto d = axis(a.dim, s.size(), "dim");
         auto g = arch::checked_mul(s[d], group);
-        if (!g) fail("dim " + std::to_string(d) + " of input shape " + shape_str(s) + " times the group size overflows");
+        if (!g)
+          fail("dim " + std::to_string(d) + " of input shape " + shape_str(s) + " times the group size overflows");
         s[d] = *g;
         break;
       }
       case OpKind::reduce_scatter: {
         auto d = axis(a.dim, s.size(), "dim");
         if (s[d] % group != 0)
-          fail("dim " + std::to_string(d) + " of input shape " + shape_str(s) +
-               " not divisible by the group size " + std::to_string(group));
+          fail("dim " + std::to_string(d) + " of input shape " + shape_str(s) + " not divisible by the group size " +
+               std::to_string(group));
         s[d] /= group;
         break;
       }
@@ -522,8 +521,8 @@ class Inferer {
       case OpKind::collective_permute:
         for (const auto& p : a.pairs)
           if (p.first < 0 || p.first >= group || p.second < 0 || p.second >= group)
-            fail("pairs: expected ranks in [0, " + std::to_string(group) + "), found (" +
-                 std::to_string(p.first) + ", " + std::to_string(p.second) + ")");
+            fail("pairs: expected ranks in [0, " + std::to_string(group) + "), found (" + std::to_string(p.first) +
+                 ", " + std::to_string(p.second) + ")");
         break;
       case OpKind::broadcast:
         if (a.root < 0 || a.root >= group)
@@ -542,8 +541,7 @@ class Inferer {
       case OpKind::transpose:
       case OpKind::reshape:
       case OpKind::concat:
-      case OpKind::slice:
-        throw WorkloadInternalError("shape inference: collective() on a non-collective op");
+      case OpKind::slice: throw WorkloadInternalError("shape inference: collective() on a non-collective op");
     }
     return t;
   }

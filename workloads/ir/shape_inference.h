@@ -51,8 +51,8 @@ struct Conv2dGeometry {
   std::int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   std::int64_t out_h = 0, out_w = 0;
 };
-Conv2dGeometry conv2d_geometry(const Conv2dAttrs& a, std::int64_t in_h, std::int64_t in_w,
-                               std::int64_t kh, std::int64_t kw);
+Conv2dGeometry conv2d_geometry(const Conv2dAttrs& a, std::int64_t in_h, std::int64_t in_w, std::int64_t kh,
+                               std::int64_t kw);
 
 // numpy broadcasting of several shapes; throws WorkloadError naming them.
 Shape broadcast_shapes(const std::vector<Shape>& shapes);

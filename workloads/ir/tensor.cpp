@@ -32,8 +32,8 @@ std::string_view tensor_kind_name(TensorKind k) {
 }
 
 std::optional<TensorKind> parse_tensor_kind(std::string_view s) {
-  for (TensorKind k : {TensorKind::input, TensorKind::weight, TensorKind::activation,
-                       TensorKind::kv_cache, TensorKind::output})
+  for (TensorKind k :
+       {TensorKind::input, TensorKind::weight, TensorKind::activation, TensorKind::kv_cache, TensorKind::output})
     if (tensor_kind_name(k) == s) return k;
   return std::nullopt;
 }

@@ -48,8 +48,7 @@ struct Tensor {
   }
 
   bool operator==(const Tensor& o) const {
-    return name == o.name && shape == o.shape && dtype == o.dtype && space == o.space &&
-           kind == o.kind;
+    return name == o.name && shape == o.shape && dtype == o.dtype && space == o.space && kind == o.kind;
   }
   bool operator!=(const Tensor& o) const { return !(*this == o); }
 };

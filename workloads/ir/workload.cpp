@@ -38,14 +38,10 @@ const Tensor* TensorIndex::find(const std::string& name) const {
   return it == map_.end() ? nullptr : it->second;
 }
 
-std::optional<std::int64_t> Workload::mesh_axis_size(const std::string& axis) const {
-  return mesh.find(axis);
-}
+std::optional<std::int64_t> Workload::mesh_axis_size(const std::string& axis) const { return mesh.find(axis); }
 
 namespace {
-std::string op_path(const Op& op) {
-  return "op '" + op.name + "' (" + std::string(op_kind_name(op.kind)) + ")";
-}
+std::string op_path(const Op& op) { return "op '" + op.name + "' (" + std::string(op_kind_name(op.kind)) + ")"; }
 }  // namespace
 
 std::unordered_map<std::string, std::size_t> Workload::producers() const {
@@ -55,9 +51,8 @@ std::unordered_map<std::string, std::size_t> Workload::producers() const {
       auto [it, fresh] = p.emplace(out, i);
       if (!fresh)
         throw WorkloadError(ops[i].loc, op_path(ops[i]),
-                            "tensor '" + out + "' produced twice: already produced by op '" +
-                                ops[it->second].name + "'" +
-                                (ops[it->second].loc.known() ? " at " + ops[it->second].loc.str() : ""));
+                            "tensor '" + out + "' produced twice: already produced by op '" + ops[it->second].name +
+                                "'" + (ops[it->second].loc.known() ? " at " + ops[it->second].loc.str() : ""));
     }
   return p;
 }
@@ -131,8 +126,7 @@ std::vector<std::size_t> Workload::topo_order() const {
   std::string chain;
   for (auto i : cyc) chain += "'" + ops[i].name + "' -> ";
   chain += "'" + ops[cyc.front()].name + "'";
-  throw WorkloadError(ops[cyc.front()].loc, op_path(ops[cyc.front()]),
-                      "dependency cycle: " + chain);
+  throw WorkloadError(ops[cyc.front()].loc, op_path(ops[cyc.front()]), "dependency cycle: " + chain);
 }
 
 void Workload::order_ops() {
@@ -149,8 +143,8 @@ void Workload::validate() const {
     diags.push_back({l.known() ? l : SourceLoc{loc.file, 0, 0}, std::move(path), std::move(msg)});
   };
   if (version != kWorkloadFormatVersion)
-    add(loc, "tpusim_workload", "expected version " + std::to_string(kWorkloadFormatVersion) +
-                                    ", found " + std::to_string(version));
+    add(loc, "tpusim_workload",
+        "expected version " + std::to_string(kWorkloadFormatVersion) + ", found " + std::to_string(version));
   if (name.empty()) add(loc, "name", "expected a non-empty workload name");
 
   std::set<std::string> mesh_names;
@@ -158,8 +152,8 @@ void Workload::validate() const {
     if (!mesh_names.insert(m.name).second) add(loc, "mesh." + m.name, "mesh axis declared twice");
     if (m.size < 1) add(loc, "mesh." + m.name, "expected a size >= 1, found " + std::to_string(m.size));
     if (m.size > kMaxMeshSize)
-      add(loc, "mesh." + m.name, "expected a size <= " + std::to_string(kMaxMeshSize) + " chips, found " +
-                                     std::to_string(m.size));
+      add(loc, "mesh." + m.name,
+          "expected a size <= " + std::to_string(kMaxMeshSize) + " chips, found " + std::to_string(m.size));
   }
 
   std::unordered_map<std::string, const Tensor*> tmap;
@@ -168,8 +162,9 @@ void Workload::validate() const {
     if (t.name.empty()) add(t.loc, "tensors", "expected a non-empty tensor name");
     auto [it, fresh] = tmap.emplace(t.name, &t);
     if (!fresh)
-      add(t.loc, p, "tensor declared twice" +
-                        (it->second->loc.known() ? " (first at " + it->second->loc.str() + ")" : std::string()));
+      add(t.loc, p,
+          "tensor declared twice" +
+              (it->second->loc.known() ? " (first at " + it->second->loc.str() + ")" : std::string()));
     for (auto d : t.shape)
       if (d < 1) {
         add(t.loc, p, "shape: expected dims >= 1, found " + shape_str(t.shape));
@@ -205,14 +200,15 @@ void Workload::validate() const {
         continue;
       }
       if (it->second->is_source())
-        add(op.loc, p, "writes tensor '" + out + "' of kind " +
-                           std::string(tensor_kind_name(it->second->kind)) +
-                           "; expected an activation or output tensor");
+        add(op.loc, p,
+            "writes tensor '" + out + "' of kind " + std::string(tensor_kind_name(it->second->kind)) +
+                "; expected an activation or output tensor");
       auto [pit, fresh] = producer.emplace(out, &op);
       if (!fresh) {
         graph_ok = false;
-        add(op.loc, p, "tensor '" + out + "' produced twice: already produced by op '" + pit->second->name +
-                           "'" + (pit->second->loc.known() ? " at " + pit->second->loc.str() : ""));
+        add(op.loc, p,
+            "tensor '" + out + "' produced twice: already produced by op '" + pit->second->name + "'" +
+                (pit->second->loc.known() ? " at " + pit->second->loc.str() : ""));
       }
     }
     if (!inputs_ok) continue;
@@ -223,12 +219,13 @@ void Workload::validate() const {
         if (it == tmap.end()) continue;
         const Tensor& t = *it->second;
         if (t.shape != types[i].shape)
-          add(op.loc, p, "shape mismatch on output '" + t.name + "': inferred " + shape_str(types[i].shape) +
-                             ", declared " + shape_str(t.shape) + (t.loc.known() ? " at " + t.loc.str() : ""));
+          add(op.loc, p,
+              "shape mismatch on output '" + t.name + "': inferred " + shape_str(types[i].shape) + ", declared " +
+                  shape_str(t.shape) + (t.loc.known() ? " at " + t.loc.str() : ""));
         if (t.dtype != types[i].dtype)
-          add(op.loc, p, "dtype mismatch on output '" + t.name + "': inferred " +
-                             std::string(arch::dtype_name(types[i].dtype)) + ", declared " +
-                             std::string(arch::dtype_name(t.dtype)) + (t.loc.known() ? " at " + t.loc.str() : ""));
+          add(op.loc, p,
+              "dtype mismatch on output '" + t.name + "': inferred " + std::string(arch::dtype_name(types[i].dtype)) +
+                  ", declared " + std::string(arch::dtype_name(t.dtype)) + (t.loc.known() ? " at " + t.loc.str() : ""));
       }
     } catch (const WorkloadError& e) {
       for (const auto& d : e.diagnostics()) add(d.loc.known() ? d.loc : op.loc, d.path, d.message);

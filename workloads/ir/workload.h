@@ -67,8 +67,8 @@ class Workload {
 
   // Equality of the IR (ignores source locations).
   bool operator==(const Workload& o) const {
-    return name == o.name && description == o.description && version == o.version &&
-           mesh == o.mesh && tensors == o.tensors && ops == o.ops;
+    return name == o.name && description == o.description && version == o.version && mesh == o.mesh &&
+           tensors == o.tensors && ops == o.ops;
   }
   bool operator!=(const Workload& o) const { return !(*this == o); }
 };

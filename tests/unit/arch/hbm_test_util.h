@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "arch/common/chip_config.h"
 #include <gtest/gtest.h>
+#include "arch/common/chip_config.h"
 
 #include "arch/hbm/detailed_dram.h"
 #include "arch/hbm/hbm_model.h"
@@ -28,9 +28,8 @@ inline double hbm_parse_quantity(const std::string& v) {
   double x = 0;
   std::string unit;
   in >> x >> unit;
-  static const std::map<std::string, double> k{{"ns", 1e-9},    {"us", 1e-6},   {"ps", 1e-12},
-                                               {"KiB", 1024.0}, {"MiB", 1048576.0},
-                                               {"GT/s", 1e9},   {"MT/s", 1e6},  {"", 1.0}};
+  static const std::map<std::string, double> k{{"ns", 1e-9},       {"us", 1e-6},  {"ps", 1e-12}, {"KiB", 1024.0},
+                                               {"MiB", 1048576.0}, {"GT/s", 1e9}, {"MT/s", 1e6}, {"", 1.0}};
   auto it = k.find(unit);
   if (it == k.end()) throw std::runtime_error("unknown unit in '" + v + "'");
   return x * it->second;
@@ -80,8 +79,7 @@ inline arch::HbmConfig load_hbm_preset(const std::string& file_stem, int stacks)
   c.address_mapping = get("address_mapping");
   c.queue_depth = std::stoi(get("queue_depth"));
   c.page_policy = get("page_policy");
-#define TPUSIM_TEST_TIMING(name, ps_name, required, positive, description) \
-  c.t.name = hbm_parse_quantity(get(#name));
+#define TPUSIM_TEST_TIMING(name, ps_name, required, positive, description) c.t.name = hbm_parse_quantity(get(#name));
   TPUSIM_HBM_TIMINGS(TPUSIM_TEST_TIMING)
 #undef TPUSIM_TEST_TIMING
   return c;
@@ -139,9 +137,9 @@ double expect_hbm_close(const arch::HbmConfig& c, const std::vector<HbmJob>& job
     const double dd = static_cast<double>(d[i] - jobs[i].arrival);
     const double err = std::abs(static_cast<double>(m[i] - d[i])) / dd;
     worst = std::max(worst, err);
-    EXPECT_LE(err, tol) << "transfer " << i << " (" << jobs[i].t.bytes() << " bytes, rows " << jobs[i].t.rows
-                        << " x " << jobs[i].t.row_bytes << ", write " << jobs[i].t.write << "): detailed " << dd
-                        << " ps, model " << static_cast<double>(m[i] - jobs[i].arrival) << " ps";
+    EXPECT_LE(err, tol) << "transfer " << i << " (" << jobs[i].t.bytes() << " bytes, rows " << jobs[i].t.rows << " x "
+                        << jobs[i].t.row_bytes << ", write " << jobs[i].t.write << "): detailed " << dd << " ps, model "
+                        << static_cast<double>(m[i] - jobs[i].arrival) << " ps";
   }
   return worst;
 }

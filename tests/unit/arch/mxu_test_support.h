@@ -22,8 +22,8 @@ inline MxuConfig small_config(int rows, int cols, bool double_buffer = true) {
   return c;
 }
 
-inline RefMatmul random_matmul(std::mt19937& rng, std::int64_t m, std::int64_t k, std::int64_t n,
-                               DType dt, MxuCycles ready = 0) {
+inline RefMatmul random_matmul(std::mt19937& rng, std::int64_t m, std::int64_t k, std::int64_t n, DType dt,
+                               MxuCycles ready = 0) {
   RefMatmul op;
   op.m = m;
   op.k = k;

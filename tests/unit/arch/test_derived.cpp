@@ -52,7 +52,7 @@ TEST(Derived, HbmBandwidthAndRidge) {
 TEST(Derived, PublishedWithinThreePercentPasses) {
   TpuConfig c = v4_like();
   c.published.peak_flops[DType::bf16] = 275e12;  // 0.09% off
-  c.published.hbm_bandwidth = 1200e9;             // 2.4% off
+  c.published.hbm_bandwidth = 1200e9;            // 2.4% off
   c.published.ici_link_bandwidth = 45e9;
   EXPECT_TRUE(check_published(c).empty());
 }

@@ -59,13 +59,13 @@ void expect_bound(const OnePc& p, DramCmd after, int b, Ps latency) {
   EXPECT_EQ(p.earliest(after, b), t0 + latency) << arch::to_string(after) << " at bank " << b;
 }
 
-#define RULE_TEST(test_name, rule, scope, before, after, target, config, latency_expr)        \
-  const Register reg_##test_name{rule, DramScope::scope, DramCmd::before, DramCmd::after};    \
-  TEST(DramRule, test_name) {                                                                  \
-    OnePc p(config);                                                                           \
-    const arch::DramTiming& t = p.tm;                                                          \
-    p.issue(DramCmd::before, kBank, t0);                                                       \
-    expect_bound(p, DramCmd::after, target, latency_expr);                                     \
+#define RULE_TEST(test_name, rule, scope, before, after, target, config, latency_expr)     \
+  const Register reg_##test_name{rule, DramScope::scope, DramCmd::before, DramCmd::after}; \
+  TEST(DramRule, test_name) {                                                              \
+    OnePc p(config);                                                                       \
+    const arch::DramTiming& t = p.tm;                                                      \
+    p.issue(DramCmd::before, kBank, t0);                                                   \
+    expect_bound(p, DramCmd::after, target, latency_expr);                                 \
   }
 
 using H = arch::HbmTimings;
@@ -88,8 +88,7 @@ RULE_TEST(BankGroup_RD_WR_tCCD_L, "tCCD_L", BankGroup, RD, WR, kSameGroup, hbm2e
 RULE_TEST(BankGroup_WR_RD_tCCD_L, "tCCD_L", BankGroup, WR, RD, kSameGroup, hbm2e(&H::tCCD_L), t.CCD_L)
 RULE_TEST(BankGroup_WR_WR_tCCD_L, "tCCD_L", BankGroup, WR, WR, kSameGroup, hbm2e(&H::tCCD_L), t.CCD_L)
 // Write to read from the write's last data: tCWL + burst + tWTR_L.
-RULE_TEST(BankGroup_WR_RD_tWTR_L, "tWTR_L", BankGroup, WR, RD, kSameGroup, hbm2e(&H::tWTR_L),
-          t.CWL + t.burst + t.WTR_L)
+RULE_TEST(BankGroup_WR_RD_tWTR_L, "tWTR_L", BankGroup, WR, RD, kSameGroup, hbm2e(&H::tWTR_L), t.CWL + t.burst + t.WTR_L)
 
 // Same pseudo-channel, another bank group.
 RULE_TEST(PseudoChannel_ACT_ACT_tRRD_S, "tRRD_S", PseudoChannel, ACT, ACT, kOtherGroup, hbm2e(&H::tRRD_S), t.RRD_S)
@@ -113,10 +112,14 @@ RULE_TEST(PseudoChannel_PRE_ACT_row_bus, "row command bus", PseudoChannel, PRE, 
 RULE_TEST(PseudoChannel_PRE_PRE_row_bus, "row command bus", PseudoChannel, PRE, PRE, kOtherGroup, hbm2e(&H::tCK), t.tCK)
 RULE_TEST(PseudoChannel_REF_ACT_row_bus, "row command bus", PseudoChannel, REF, ACT, kOtherGroup, hbm2e(&H::tCK), t.tCK)
 RULE_TEST(PseudoChannel_REF_PRE_row_bus, "row command bus", PseudoChannel, REF, PRE, kOtherGroup, hbm2e(&H::tCK), t.tCK)
-RULE_TEST(PseudoChannel_RD_RD_column_bus, "column command bus", PseudoChannel, RD, RD, kOtherGroup, hbm2e(&H::tCK), t.tCK)
-RULE_TEST(PseudoChannel_RD_WR_column_bus, "column command bus", PseudoChannel, RD, WR, kOtherGroup, hbm2e(&H::tCK), t.tCK)
-RULE_TEST(PseudoChannel_WR_RD_column_bus, "column command bus", PseudoChannel, WR, RD, kOtherGroup, hbm2e(&H::tCK), t.tCK)
-RULE_TEST(PseudoChannel_WR_WR_column_bus, "column command bus", PseudoChannel, WR, WR, kOtherGroup, hbm2e(&H::tCK), t.tCK)
+RULE_TEST(PseudoChannel_RD_RD_column_bus, "column command bus", PseudoChannel, RD, RD, kOtherGroup, hbm2e(&H::tCK),
+          t.tCK)
+RULE_TEST(PseudoChannel_RD_WR_column_bus, "column command bus", PseudoChannel, RD, WR, kOtherGroup, hbm2e(&H::tCK),
+          t.tCK)
+RULE_TEST(PseudoChannel_WR_RD_column_bus, "column command bus", PseudoChannel, WR, RD, kOtherGroup, hbm2e(&H::tCK),
+          t.tCK)
+RULE_TEST(PseudoChannel_WR_WR_column_bus, "column command bus", PseudoChannel, WR, WR, kOtherGroup, hbm2e(&H::tCK),
+          t.tCK)
 
 // The fifth ACT waits tFAW past the first of four (10 ns apart, each to its
 // own bank in a new group where possible, which tRRD_S/L allow).
@@ -148,10 +151,9 @@ TEST(DramRule, EveryRuleHasATest) {
   std::set<RuleId> rows;
   for (const arch::DramRule& r : arch::kDramRules) rows.insert({r.name, r.scope, r.before, r.after});
   for (const RuleId& r : rows)
-    EXPECT_TRUE(tested().count(r)) << "no test for rule " << std::get<0>(r) << " "
-                                   << arch::to_string(std::get<2>(r)) << " -> " << arch::to_string(std::get<3>(r));
-  for (const RuleId& r : tested())
-    EXPECT_TRUE(rows.count(r)) << "tested rule not in the table: " << std::get<0>(r);
+    EXPECT_TRUE(tested().count(r)) << "no test for rule " << std::get<0>(r) << " " << arch::to_string(std::get<2>(r))
+                                   << " -> " << arch::to_string(std::get<3>(r));
+  for (const RuleId& r : tested()) EXPECT_TRUE(rows.count(r)) << "tested rule not in the table: " << std::get<0>(r);
 }
 
 }  // namespace

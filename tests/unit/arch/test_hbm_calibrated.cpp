@@ -53,8 +53,8 @@ TEST_P(CalibratedSequential, WithinTwoPercentOfDetailed) { expect_close({seq(Get
 // Powers of two hit calibration points; the others test interpolation
 // (5 KiB, 100 KiB, 3 MiB) and extrapolation beyond 8 MiB (48, 256 MiB).
 INSTANTIATE_TEST_SUITE_P(Sizes, CalibratedSequential,
-                         ::testing::Values(4096ull, 5120ull, 100ull << 10, 1ull << 20, 3ull << 20,
-                                           48ull << 20, 256ull << 20));
+                         ::testing::Values(4096ull, 5120ull, 100ull << 10, 1ull << 20, 3ull << 20, 48ull << 20,
+                                           256ull << 20));
 
 TEST(CalibratedStrided, RowsOfHalfAKibEveryFourKib) {
   arch::HbmTransfer t;
@@ -82,7 +82,8 @@ TEST(CalibratedStrided, TwoKibRowsOneMibApart) {
 // measured 5% slower in detailed than calibrated; see docs/hbm.md.)
 TEST(CalibratedConcurrent, ThreeStreamsShareBandwidth) {
   std::vector<arch::HbmTransfer> ts;
-  for (int i = 0; i < 3; ++i) ts.push_back(seq(8ull << 20, static_cast<std::uint64_t>(i) * ((3ull << 30) + (224ull << 10))));
+  for (int i = 0; i < 3; ++i)
+    ts.push_back(seq(8ull << 20, static_cast<std::uint64_t>(i) * ((3ull << 30) + (224ull << 10))));
   expect_close(ts);
   arch::CalibratedHbm cal(v5e());
   const Ps alone = cal.alone_time(ts[0]);
@@ -117,10 +118,8 @@ TEST(Calibrated, InstancesWithTheSameConfigShareTheCalibration) {
   EXPECT_EQ(second.steady_efficiency(t), eff);
   EXPECT_EQ(second.detailed_runs(), 0u);
   for (auto change : std::vector<void (*)(arch::HbmConfig&)>{
-           [](arch::HbmConfig& c) { c.t.tRFC *= 2; },
-           [](arch::HbmConfig& c) { c.refresh_postpone = 0; },
-           [](arch::HbmConfig& c) { c.address_hash = false; },
-           [](arch::HbmConfig& c) { c.queue_depth = 8; }}) {
+           [](arch::HbmConfig& c) { c.t.tRFC *= 2; }, [](arch::HbmConfig& c) { c.refresh_postpone = 0; },
+           [](arch::HbmConfig& c) { c.address_hash = false; }, [](arch::HbmConfig& c) { c.queue_depth = 8; }}) {
     arch::HbmConfig cfg = v5e();
     change(cfg);
     arch::CalibratedHbm other(cfg);

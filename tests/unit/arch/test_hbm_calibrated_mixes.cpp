@@ -16,9 +16,9 @@
 #include "hbm_test_util.h"
 
 using namespace tpusim;
+using arch::Ps;
 using test::contiguous;
 using test::strided;
-using arch::Ps;
 
 namespace {
 
@@ -54,8 +54,8 @@ TEST(CalibratedMixes, ContiguousMegabytesWithSmallStridedReads) {
 TEST(CalibratedMixes, SixLargeStridedBlocks) {
   std::vector<Job> jobs;
   for (int i = 0; i < 6; ++i)
-    jobs.push_back({strided((1ull << 30) + static_cast<std::uint64_t>(i) * (16ull << 20), 16384, 65536, 256),
-                    100000 * i});
+    jobs.push_back(
+        {strided((1ull << 30) + static_cast<std::uint64_t>(i) * (16ull << 20), 16384, 65536, 256), 100000 * i});
   expect_close(jobs);
 }
 
@@ -66,8 +66,8 @@ TEST(CalibratedMixes, ReadsAndWritesTogether) {
   for (int i = 0; i < 4; ++i)
     jobs.push_back({contiguous((256ull << 20) + (static_cast<std::uint64_t>(i) << 20), 1 << 20), 700 * i});
   for (int i = 0; i < 2; ++i)
-    jobs.push_back({strided((512ull << 20) + (static_cast<std::uint64_t>(i) << 19), 2048, 4096, 128, true),
-                    20000 + 700 * i});
+    jobs.push_back(
+        {strided((512ull << 20) + (static_cast<std::uint64_t>(i) << 19), 2048, 4096, 128, true), 20000 + 700 * i});
   expect_close(jobs);
 }
 

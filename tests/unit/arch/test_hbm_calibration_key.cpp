@@ -39,12 +39,12 @@ TEST(HbmCalibrationKey, EveryFieldButTheModelChangesTheKey) {
   } while (false);
   TPUSIM_HBM_FIELDS(TPUSIM_KEY_FIELD)
 #undef TPUSIM_KEY_FIELD
-#define TPUSIM_KEY_TIMING(name, ps_name, req, positive, description)                  \
-  {                                                                                  \
-    arch::HbmConfig c = base;                                                        \
-    change(c.t.name);                                                                \
+#define TPUSIM_KEY_TIMING(name, ps_name, req, positive, description)                       \
+  {                                                                                        \
+    arch::HbmConfig c = base;                                                              \
+    change(c.t.name);                                                                      \
     EXPECT_NE(arch::hbm_calibration_key(c), k0) << #name " is not in the calibration key"; \
-    ++fields;                                                                        \
+    ++fields;                                                                              \
   }
   TPUSIM_HBM_TIMINGS(TPUSIM_KEY_TIMING)
 #undef TPUSIM_KEY_TIMING

@@ -15,10 +15,10 @@
 #include "hbm_test_util.h"
 
 using namespace tpusim;
-using test::contiguous;
-using test::strided;
 using arch::Ps;
+using test::contiguous;
 using test::HbmJob;
+using test::strided;
 
 namespace {
 
@@ -42,8 +42,8 @@ class ChannelSequential : public ::testing::TestWithParam<std::uint64_t> {};
 TEST_P(ChannelSequential, WithinTwoPercentOfDetailed) { expect_close({{contiguous(0, GetParam()), 0}}, 0.02); }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ChannelSequential,
-                         ::testing::Values(4096ull, 5120ull, 100ull << 10, 1ull << 20, 3ull << 20,
-                                           48ull << 20, 256ull << 20));
+                         ::testing::Values(4096ull, 5120ull, 100ull << 10, 1ull << 20, 3ull << 20, 48ull << 20,
+                                           256ull << 20));
 
 TEST(ChannelStrided, WithinTwoPercentOfDetailed) {
   for (std::uint64_t rows : {24ull, 3000ull, 40000ull}) expect_close({{strided(0, 512, 4096, rows), 0}}, 0.02);
@@ -62,8 +62,10 @@ TEST(ChannelConcurrent, StreamsShareBandwidth) {
 // engines, with small strided activation reads.
 TEST(ChannelMixes, ContiguousMegabytesWithSmallStridedReads) {
   std::vector<HbmJob> jobs;
-  for (std::uint64_t i = 0; i < 4; ++i) jobs.push_back({contiguous((64ull << 20) + (i << 20), 1 << 20), 600 * static_cast<Ps>(i)});
-  for (std::uint64_t i = 0; i < 2; ++i) jobs.push_back({strided(i * 512, 512, 16384, 8), 3000 + 700 * static_cast<Ps>(i)});
+  for (std::uint64_t i = 0; i < 4; ++i)
+    jobs.push_back({contiguous((64ull << 20) + (i << 20), 1 << 20), 600 * static_cast<Ps>(i)});
+  for (std::uint64_t i = 0; i < 2; ++i)
+    jobs.push_back({strided(i * 512, 512, 16384, 8), 3000 + 700 * static_cast<Ps>(i)});
   expect_close(jobs, 0.05);
 }
 
@@ -76,7 +78,8 @@ TEST(ChannelMixes, SixLargeStridedBlocks) {
 
 TEST(ChannelMixes, ReadsAndWritesTogether) {
   std::vector<HbmJob> jobs;
-  for (std::uint64_t i = 0; i < 4; ++i) jobs.push_back({contiguous((256ull << 20) + (i << 20), 1 << 20), 700 * static_cast<Ps>(i)});
+  for (std::uint64_t i = 0; i < 4; ++i)
+    jobs.push_back({contiguous((256ull << 20) + (i << 20), 1 << 20), 700 * static_cast<Ps>(i)});
   for (std::uint64_t i = 0; i < 2; ++i)
     jobs.push_back({strided((512ull << 20) + (i << 19), 2048, 4096, 128, true), 20000 + 700 * static_cast<Ps>(i)});
   expect_close(jobs, 0.05);

@@ -404,8 +404,7 @@ TEST_P(HbmPresetStream, UnloadedReadLatencyIsHbmLike) {
   EXPECT_LE(ns, 200);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, HbmPresetStream,
-                         ::testing::Values("hbm2", "hbm2e", "hbm3", "hbm3e", "ddr3"));
+INSTANTIATE_TEST_SUITE_P(Presets, HbmPresetStream, ::testing::Values("hbm2", "hbm2e", "hbm3", "hbm3e", "ddr3"));
 
 // Turnarounds on one open row of one bank (same bank group):
 //  write then read: RD waits until write data ends + tWTR_L:

@@ -49,8 +49,7 @@ std::uint64_t fingerprint(const char* preset, bool closed, Traffic traffic) {
   for (int step = 0; step < 60; ++step) {
     if (traffic != Traffic::Transfers)
       for (int i = 0; i < 40; ++i)
-        d.submit_request((rng() % (1ull << 31)) & ~31ull, 32, rng() % 3 == 0,
-                         now + static_cast<Ps>(rng() % 200000));
+        d.submit_request((rng() % (1ull << 31)) & ~31ull, 32, rng() % 3 == 0, now + static_cast<Ps>(rng() % 200000));
     if (traffic != Traffic::Requests) {
       arch::HbmTransfer t;
       t.base = rng() % (1ull << 30);
@@ -98,7 +97,9 @@ TEST_P(HbmDetailedSchedule, MatchesRecordedFingerprint) {
   const std::uint64_t h = fingerprint(s.preset, s.closed, s.traffic);
   if (std::getenv("TPUSIM_PRINT_SCHEDULES"))
     std::printf("{\"%s\", %s, Traffic::%s, 0x%016llxull},\n", s.preset, s.closed ? "true" : "false",
-                s.traffic == Traffic::Requests ? "Requests" : s.traffic == Traffic::Transfers ? "Transfers" : "Mixed",
+                s.traffic == Traffic::Requests    ? "Requests"
+                : s.traffic == Traffic::Transfers ? "Transfers"
+                                                  : "Mixed",
                 static_cast<unsigned long long>(h));
   EXPECT_EQ(h, s.expected);
 }
@@ -106,7 +107,9 @@ TEST_P(HbmDetailedSchedule, MatchesRecordedFingerprint) {
 std::string scenario_name(const ::testing::TestParamInfo<Scenario>& i) {
   const Scenario& s = i.param;
   return std::string(s.preset) + (s.closed ? "_closed_" : "_open_") +
-         (s.traffic == Traffic::Requests ? "requests" : s.traffic == Traffic::Transfers ? "transfers" : "mixed");
+         (s.traffic == Traffic::Requests    ? "requests"
+          : s.traffic == Traffic::Transfers ? "transfers"
+                                            : "mixed");
 }
 
 const Scenario kScenarios[] = {

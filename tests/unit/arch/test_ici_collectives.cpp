@@ -24,7 +24,6 @@ namespace {
 
 constexpr std::uint64_t MiB = 1ull << 20;
 
-
 double run(const Slice& s, CollectiveKind k, std::uint64_t bytes, std::vector<std::string> axes,
            Fidelity f = Fidelity::aggregated) {
   NetworkOptions o;
@@ -143,8 +142,9 @@ TEST(IciCollectives, BytesConservedAndPerChipVolumes) {
     const Slice s(test::ici_v5e(), shape);
     const Mesh mesh = Mesh::physical(s);
     const bool check_chips = std::string(shape) == "16x16";
-    for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce,
-                             CollectiveKind::all_to_all, CollectiveKind::collective_permute, CollectiveKind::broadcast}) {
+    for (CollectiveKind k :
+         {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce,
+          CollectiveKind::all_to_all, CollectiveKind::collective_permute, CollectiveKind::broadcast}) {
       for (Fidelity f : {Fidelity::aggregated, Fidelity::packet}) {
         NetworkOptions o;
         o.fidelity = f;
@@ -228,7 +228,7 @@ TEST(IciCollectives, AggregatedAndPacketModelsAgreeWithin2Percent) {
     const double a = run(s, c.kind, c.bytes, c.axes, Fidelity::aggregated);
     const double p = run(s, c.kind, c.bytes, c.axes, Fidelity::packet);
     EXPECT_NEAR(a / p, 1.0, 0.02) << c.gen << " " << c.shape << " " << to_string(c.kind) << " " << c.bytes
-                                   << " aggregated " << a << " packet " << p;
+                                  << " aggregated " << a << " packet " << p;
   }
 }
 

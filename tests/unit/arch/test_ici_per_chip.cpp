@@ -31,7 +31,6 @@ namespace {
 constexpr Ps kT = 4 * 91022 + 1000000;  // one line step of a 16 KiB shard
 constexpr std::uint64_t kShard = 4 * 4096;
 
-
 int x_of(const Slice& s, int chip) { return s.coords(chip)[0]; }
 int y_of(const Slice& s, int chip) { return s.coords(chip)[1]; }
 

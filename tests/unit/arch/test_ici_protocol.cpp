@@ -88,8 +88,8 @@ TEST_P(Protocol, StartUpIsPaidOncePerCollectiveNotPerStage) {
   // 20,971,520 ps + 1 us; stage 2 2 MiB = 41,943,040 ps + 1 us. T = 10 us +
   // 20,971,520 + 1e6 + 41,943,040 + 1e6 = 74,914,560 ps.
   const Slice s(protocol_config(), "2x2");
-  const CollectiveResult r = run_collective(s, Mesh::physical(s), req(CollectiveKind::all_gather, 8 << 20, {"x", "y"}),
-                                            opts(GetParam()));
+  const CollectiveResult r =
+      run_collective(s, Mesh::physical(s), req(CollectiveKind::all_gather, 8 << 20, {"x", "y"}), opts(GetParam()));
   EXPECT_EQ(r.end - r.start, 10000000 + 20971520 + 1000000 + 41943040 + 1000000);
 }
 

@@ -127,8 +127,8 @@ TEST(IciTopology, TwistedTorusShiftsWrapLinks) {
 }
 
 TEST(IciTopology, DimensionOrderRoutesAreShortest) {
-  for (const auto& [cfg, shape] : {std::pair{test::ici_v5e(), "16x16"}, std::pair{test::ici_v5e(), "8x16"},
-                                   std::pair{test::ici_v4(), "2x4x8"}}) {
+  for (const auto& [cfg, shape] :
+       {std::pair{test::ici_v5e(), "16x16"}, std::pair{test::ici_v5e(), "8x16"}, std::pair{test::ici_v4(), "2x4x8"}}) {
     const Slice s(cfg, shape);
     for (int a = 0; a < s.num_chips(); a += 7)
       for (int b = 0; b < s.num_chips(); b += 3) {

@@ -94,11 +94,11 @@ TEST(CapacityAllocator, OverAllocationMessageSaysEverything) {
     FAIL() << "expected CapacityError";
   } catch (const CapacityError& e) {
     const std::string m = e.what();
-    EXPECT_TRUE(contains(m, "VMEM[tc0]")) << m;         // the memory
-    EXPECT_TRUE(contains(m, "'q_tile'")) << m;          // the buffer
-    EXPECT_TRUE(contains(m, "5242880")) << m;           // its size
-    EXPECT_TRUE(contains(m, "16777216")) << m;          // the capacity
-    EXPECT_TRUE(contains(m, "12582912")) << m;          // the bytes in use
+    EXPECT_TRUE(contains(m, "VMEM[tc0]")) << m;  // the memory
+    EXPECT_TRUE(contains(m, "'q_tile'")) << m;   // the buffer
+    EXPECT_TRUE(contains(m, "5242880")) << m;    // its size
+    EXPECT_TRUE(contains(m, "16777216")) << m;   // the capacity
+    EXPECT_TRUE(contains(m, "12582912")) << m;   // the bytes in use
     EXPECT_TRUE(contains(m, "2 live buffers")) << m;
     EXPECT_TRUE(contains(m, "'kv_cache' 8.00 MiB")) << m;  // where the space went
     EXPECT_EQ(e.memory, "VMEM[tc0]");
@@ -134,7 +134,7 @@ TEST(CapacityAllocator, MisuseIsAnInternalError) {
   CapacityAllocator vmem("VMEM", 1 * MiB);
   const auto a = vmem.allocate("a", 10);
   vmem.free(a);
-  EXPECT_THROW(vmem.free(a), InternalError);     // double free
+  EXPECT_THROW(vmem.free(a), InternalError);      // double free
   EXPECT_THROW(vmem.free(12345), InternalError);  // never allocated
   EXPECT_THROW(vmem.buffer_name(a), InternalError);
   // The freed id is reused by the next buffer.

@@ -34,9 +34,8 @@ int check_case(const MxuConfig& cfg, const std::vector<RefMatmul>& ops, const st
   MxuTimer timer(cfg);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const RefMatmul& op = ops[o];
-    SCOPED_TRACE("op " + std::to_string(o) + " m=" + std::to_string(op.m) + " k=" + std::to_string(op.k) +
-                 " n=" + std::to_string(op.n) + " " + std::string(dtype_name(op.dtype)) +
-                 " ready=" + std::to_string(op.ready));
+    SCOPED_TRACE("op " + std::to_string(o) + " m=" + std::to_string(op.m) + " k=" + std::to_string(op.k) + " n=" +
+                 std::to_string(op.n) + " " + std::string(dtype_name(op.dtype)) + " ready=" + std::to_string(op.ready));
     const MxuOpTiming t = timer.issue(MxuOp{op.m, op.k, op.n, op.dtype}, op.ready);
     EXPECT_EQ(t.start, got[o].start);
     EXPECT_EQ(t.stream_start, got[o].stream_start);
@@ -61,17 +60,17 @@ Outcome sweep_rows(int R, unsigned seed) {
     const std::string rc = "R=" + std::to_string(R) + " C=" + std::to_string(C);
     // 0, 1: one partial tile (K < R, N < C), double buffering on and off.
     for (bool db : {true, false}) {
-      out.ops += check_case(small_config(R, C, db),
-                            {random_matmul(rng, pick(1, 3 * R), pick(1, R - 1), pick(1, C - 1), dt())},
-                            rc + " single partial tile db=" + std::to_string(db));
+      out.ops +=
+          check_case(small_config(R, C, db), {random_matmul(rng, pick(1, 3 * R), pick(1, R - 1), pick(1, C - 1), dt())},
+                     rc + " single partial tile db=" + std::to_string(db));
       ++out.cases;
     }
     // 2, 3: a block with K, N non-multiples of R, C (several tiles).
     for (bool db : {true, false}) {
-      out.ops += check_case(small_config(R, C, db),
-                            {random_matmul(rng, pick(1, 2 * R + 3), pick(R + 1, 3 * R - 1),
-                                           pick(C + 1, 2 * C + 1), dt())},
-                            rc + " block db=" + std::to_string(db));
+      out.ops +=
+          check_case(small_config(R, C, db),
+                     {random_matmul(rng, pick(1, 2 * R + 3), pick(R + 1, 3 * R - 1), pick(C + 1, 2 * C + 1), dt())},
+                     rc + " block db=" + std::to_string(db));
       ++out.cases;
     }
     // 4: three ops back to back, all ready at 0 (loads overlap streams).
@@ -127,10 +126,10 @@ Outcome sweep_rows(int R, unsigned seed) {
     }
     // 9: exact multiples, int8 (2 rows per beat, odd M leaves a half beat).
     {
-      out.ops += check_case(small_config(R, C, false),
-                            {random_matmul(rng, 2 * pick(1, R) + 1, 2 * R, C, DType::int8),
-                             random_matmul(rng, R, R, 2 * C, DType::int8)},
-                            rc + " multiples int8");
+      out.ops += check_case(
+          small_config(R, C, false),
+          {random_matmul(rng, 2 * pick(1, R) + 1, 2 * R, C, DType::int8), random_matmul(rng, R, R, 2 * C, DType::int8)},
+          rc + " multiples int8");
       ++out.cases;
     }
   }

@@ -25,8 +25,8 @@ using mxu_test::small_config;
 TEST(Bf16, RoundToNearestEven) {
   // bf16 keeps 7 mantissa bits: the spacing just above 1 is 2^-7.
   EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
-  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f), 1.0f);                  // tie, 1.0 is even
-  EXPECT_EQ(round_to_bf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);    // tie, rounds up to even
+  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f), 1.0f);                       // tie, 1.0 is even
+  EXPECT_EQ(round_to_bf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);         // tie, rounds up to even
   EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);  // above the tie
   EXPECT_EQ(round_to_bf16(-1.0f - 0x1p-8f), -1.0f);
   // FLT_MAX is above bf16 max + half a bf16 ulp ((2 - 2^-8) * 2^127): rounds to inf.
@@ -137,7 +137,7 @@ TEST(PeReference, ShadowLoadBoundIsTight) {
   MxuTimer t(small_config(4, 4, true));
   t.issue({10, 4, 4, DType::bf16}, 0);
   EXPECT_EQ(t.issue({10, 4, 4, DType::bf16}, 0).start, 4u);  // the fast model picks exactly 4
-  EXPECT_EQ(r[1].finish, 30u);  // stream 14..23 (after op 0's 4..13), lands 23 + 6 + 1
+  EXPECT_EQ(r[1].finish, 30u);                               // stream 14..23 (after op 0's 4..13), lands 23 + 6 + 1
 }
 
 TEST(PeReference, LoadCompleteBoundIsTight) {

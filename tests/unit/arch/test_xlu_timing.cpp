@@ -21,8 +21,7 @@ XluConfig xlu() {
 }
 VpuConfig vpu() { return VpuConfig{}; }
 
-XluArrayOp op(XluOpKind k, std::uint64_t rows, std::uint64_t cols, DType t = DType::f32,
-         std::uint64_t batch = 1) {
+XluArrayOp op(XluOpKind k, std::uint64_t rows, std::uint64_t cols, DType t = DType::f32, std::uint64_t batch = 1) {
   XluArrayOp o;
   o.kind = k;
   o.rows = rows;
@@ -83,9 +82,7 @@ TEST(XluTiming, ThroughputScalesOccupancy) {
   EXPECT_EQ(xlu_cost(cfg, vpu(), op(XluOpKind::transpose, 1024, 1024)).cycles, 2056u);
 }
 
-TEST(XluTiming, EmptyOpCostsNothing) {
-  EXPECT_EQ(xlu_cost(xlu(), vpu(), op(XluOpKind::transpose, 0, 128)).cycles, 0u);
-}
+TEST(XluTiming, EmptyOpCostsNothing) { EXPECT_EQ(xlu_cost(xlu(), vpu(), op(XluOpKind::transpose, 0, 128)).cycles, 0u); }
 
 TEST(XluTimer, TwoUnitsRunInParallel) {
   // Two 1024-vreg transposes ready at 0 take both units at once; a third

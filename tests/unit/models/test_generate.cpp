@@ -47,20 +47,18 @@ TEST_P(EveryModel, GeneratesValidWorkloadsInEverySupportedPhase) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, EveryModel,
-                         ::testing::ValuesIn(list_models()),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (auto& c : s)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Zoo, EveryModel, ::testing::ValuesIn(list_models()), [](const auto& info) {
+  std::string s = info.param;
+  for (auto& c : s)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+});
 
 TEST(Generate, ZooListsTheSeventeenNamedModels) {
   auto names = list_models();
-  for (const char* n : {"gpt3-175b", "gpt-j-6b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b",
-                        "llama3-70b", "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b",
-                        "bert-base", "bert-large", "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
+  for (const char* n : {"gpt3-175b", "gpt-j-6b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
+                        "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b", "bert-base", "bert-large",
+                        "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 

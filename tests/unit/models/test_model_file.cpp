@@ -43,9 +43,12 @@ TEST(ModelFile, GoodFileParses) {
 
 TEST(ModelFile, UnknownKeySuggestsNearest) {
   std::string e = error_of(std::string(kGood) + "hiden_size: 3\nmax_contxt: 5\n");
-  EXPECT_NE(e.find("m.yaml:11:1: hiden_size: expected a known key, found unknown key 'hiden_size'"), std::string::npos) << e;
-  EXPECT_NE(e.find("m.yaml:12:1: max_contxt: expected a known key, found unknown key 'max_contxt' (did you mean 'max_context'?)"),
-            std::string::npos) << e;
+  EXPECT_NE(e.find("m.yaml:11:1: hiden_size: expected a known key, found unknown key 'hiden_size'"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("m.yaml:12:1: max_contxt: expected a known key, found unknown key 'max_contxt' (did you mean "
+                   "'max_context'?)"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ModelFile, NestedUnknownKeyHasDottedPath) {
@@ -53,21 +56,25 @@ TEST(ModelFile, NestedUnknownKeyHasDottedPath) {
   t.replace(t.find("kv_heads"), 8, "kv_head");
   std::string e = error_of(t);
   EXPECT_NE(e.find("attention.kv_head: expected a known key, found unknown key 'kv_head' (did you mean 'kv_heads'?)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("m.yaml:9:"), std::string::npos) << e;
 }
 
 TEST(ModelFile, WrongTypesAndValues) {
   std::string t = kGood;
   t.replace(t.find("hidden: 64"), 10, "hidden: big");
-  EXPECT_NE(error_of(t).find("m.yaml:3:9: hidden: expected an integer >= 1, found 'big'"), std::string::npos) << error_of(t);
+  EXPECT_NE(error_of(t).find("m.yaml:3:9: hidden: expected an integer >= 1, found 'big'"), std::string::npos)
+      << error_of(t);
   t = kGood;
   t.replace(t.find("swiglu"), 6, "swiglo");
   EXPECT_NE(error_of(t).find("ffn.kind: expected one of swiglu|gelu|relu, found 'swiglo' (did you mean 'swiglu'?)"),
-            std::string::npos) << error_of(t);
+            std::string::npos)
+      << error_of(t);
   t = kGood;
   t.replace(t.find("layers: 2"), 9, "layers: 0");
-  EXPECT_NE(error_of(t).find("m.yaml:4:9: layers: expected an integer >= 1, found 0"), std::string::npos) << error_of(t);
+  EXPECT_NE(error_of(t).find("m.yaml:4:9: layers: expected an integer >= 1, found 0"), std::string::npos)
+      << error_of(t);
 }
 
 TEST(ModelFile, MissingKeysAndInconsistentValues) {
@@ -76,7 +83,8 @@ TEST(ModelFile, MissingKeysAndInconsistentValues) {
   EXPECT_NE(error_of(t).find("vocab: expected an integer >= 1, found no such key"), std::string::npos) << error_of(t);
   t = kGood;
   t.replace(t.find("kv_heads: 2"), 11, "kv_heads: 3");
-  EXPECT_NE(error_of(t).find("attention.kv_heads: expected a divisor of heads 4, found 3"), std::string::npos) << error_of(t);
+  EXPECT_NE(error_of(t).find("attention.kv_heads: expected a divisor of heads 4, found 3"), std::string::npos)
+      << error_of(t);
   std::string moe = std::string(kGood) + "moe: {experts: 4, top_k: 8, expert_ffn_size: 32}\n";
   EXPECT_NE(error_of(moe).find("moe.top_k: expected <= experts 4, found 8"), std::string::npos) << error_of(moe);
 }
@@ -94,7 +102,8 @@ TEST(ModelFile, SyntaxErrorAndUnknownModel) {
     load_model("llama3-9b");
     FAIL();
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("found 'llama3-9b' (did you mean 'llama3-8b'?)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("found 'llama3-9b' (did you mean 'llama3-8b'?)"), std::string::npos)
+        << e.what();
   }
 }
 

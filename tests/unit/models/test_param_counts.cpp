@@ -117,5 +117,5 @@ TEST(Flops, PerTokenIsTwiceActivePlusAttention) {
   EXPECT_DOUBLE_EQ(attention_flops_per_token(m, 4000), attn);
   EXPECT_DOUBLE_EQ(flops_per_token(m, 4000), 2.0 * count_params(m).active_compute() + attn);
   // Sanity against the "2N" rule: 2 * 6.74e9 = 13.5 GFLOP plus attention.
-  near_pct(flops_per_token(m, 1) , 2 * (6.74e9 - 32000.0 * 4096), 1);
+  near_pct(flops_per_token(m, 1), 2 * (6.74e9 - 32000.0 * 4096), 1);
 }

@@ -203,8 +203,8 @@ TEST(SequenceParallel, BadOptionsNameTheKey) {
   PhaseOptions o = opts(Phase::train, 2, "tensor=4", true);
   o.seq_len = 18;
   e = error_of(m, o);
-  EXPECT_NE(e.find("seq_len: expected tokens per chip (seq_len / sequence) a multiple of tensor=4"),
-            std::string::npos) << e;
+  EXPECT_NE(e.find("seq_len: expected tokens per chip (seq_len / sequence) a multiple of tensor=4"), std::string::npos)
+      << e;
   e = error_of(load_model("bert-base"), opts(Phase::train, 2, "tensor=4", true));
   EXPECT_NE(e.find("sequence_parallel: expected a decoder model"), std::string::npos) << e;
 }

@@ -151,14 +151,21 @@ TEST(PerChip, ExpertsSplitOverExpertToo) {
   PhaseOptions od = opts(Phase::prefill, 16, "expert=8,fsdp=2");
   Workload wd = generate(d, od);
   const ParamCounts cd = count_params(d);
-  const double want_d = (static_cast<double>(cd.total - cd.routed_experts)) / 2 + static_cast<double>(cd.routed_experts) / 16;
+  const double want_d =
+      (static_cast<double>(cd.total - cd.routed_experts)) / 2 + static_cast<double>(cd.routed_experts) / 16;
   EXPECT_NEAR(static_cast<double>(weight_bytes_of(wd)) / (2 * want_d), 1.0, 0.001);
 }
 
 // Sum over chips of per-chip matmul + attention FLOPs = unsharded FLOPs,
 // plus what tensor parallelism replicates on each tensor rank.
 TEST(PerChip, FlopsSumOverChipsToTheUnshardedProgram) {
-  struct Case { const char* model; Phase phase; std::int64_t batch; const char* mesh; std::vector<std::string> replicated; };
+  struct Case {
+    const char* model;
+    Phase phase;
+    std::int64_t batch;
+    const char* mesh;
+    std::vector<std::string> replicated;
+  };
   const std::vector<Case> cases = {
       {"llama3-8b", Phase::train, 8, "data=2,fsdp=2,tensor=2", {}},
       {"llama3-8b", Phase::decode, 8, "data=2,tensor=4", {}},
@@ -231,7 +238,8 @@ TEST(Collectives, TrainingAddsBackwardAndDataParallelReductions) {
       EXPECT_NE(w.find_op(t.name + ".grad_all_reduce"), nullptr) << t.name;
     }
   for (const auto& op : w.ops)
-    if (op.kind == OpKind::all_reduce && op.as<CollectiveAttrs>().mesh_axes == std::vector<std::string>{"data"}) ++reduced;
+    if (op.kind == OpKind::all_reduce && op.as<CollectiveAttrs>().mesh_axes == std::vector<std::string>{"data"})
+      ++reduced;
   EXPECT_EQ(reduced, weights);
   EXPECT_EQ(op_named(w, "optimizer.layers.3.mlp.down_proj.weight.m_grad").inputs[0],
             "optimizer.layers.3.mlp.down_proj.weight.g32");
@@ -261,10 +269,10 @@ TEST(Collectives, FsdpGathersEachLayerForwardAndBackward) {
     if (op.kind == OpKind::reduce_scatter) rs += out_bytes(w, op);
   }
   EXPECT_EQ(n_fwd, 9);
-  EXPECT_EQ(fwd, layer * 2);       // the whole layer gathered, bf16
-  EXPECT_EQ(fwd_in, layer * 2 / 8);  // from 1/8 shards; a chip receives 7/8 of `fwd`
+  EXPECT_EQ(fwd, layer * 2);               // the whole layer gathered, bf16
+  EXPECT_EQ(fwd_in, layer * 2 / 8);        // from 1/8 shards; a chip receives 7/8 of `fwd`
   EXPECT_EQ(bwd, (layer - 2 * 4096) * 2);  // matmul weights gathered again (norm scales not needed)
-  EXPECT_EQ(rs, layer * 2 / 8);    // gradients reduce_scattered to the shards
+  EXPECT_EQ(rs, layer * 2 / 8);            // gradients reduce_scattered to the shards
   // Adam state on the shard: f32 m of q_proj is [4096 / 8, 4096].
   EXPECT_EQ(w.find_tensor("optimizer.layers.3.attn.q_proj.weight.m")->shape, (Shape{512, 4096}));
   // With recompute the re-emitted forward gathers the weights instead.

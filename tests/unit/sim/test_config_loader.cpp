@@ -31,17 +31,16 @@ void expect_within(double derived, double published, const std::string& what) {
 struct Spec {
   const char* name;
   DType peak_dtype;
-  double peak;  // FLOP/s or OP/s
+  double peak;    // FLOP/s or OP/s
   double hbm_bw;  // bytes/s
 };
 
 // Peak compute and HBM bandwidth per generation (sources above).
-const Spec kSpecs[] = {
-    {"v1", DType::int8, 92 * T, 34 * G},    {"v2", DType::bf16, 46 * T, 716 * G},
-    {"v3", DType::bf16, 123 * T, 900 * G},  {"v4", DType::bf16, 275 * T, 1200 * G},
-    {"v4i", DType::bf16, 138 * T, 614 * G}, {"v5e", DType::bf16, 197 * T, 819 * G},
-    {"v5p", DType::bf16, 459 * T, 2765 * G}, {"v6e", DType::bf16, 918 * T, 1640 * G},
-    {"v7", DType::bf16, 2307 * T, 7380 * G}};
+const Spec kSpecs[] = {{"v1", DType::int8, 92 * T, 34 * G},     {"v2", DType::bf16, 46 * T, 716 * G},
+                       {"v3", DType::bf16, 123 * T, 900 * G},   {"v4", DType::bf16, 275 * T, 1200 * G},
+                       {"v4i", DType::bf16, 138 * T, 614 * G},  {"v5e", DType::bf16, 197 * T, 819 * G},
+                       {"v5p", DType::bf16, 459 * T, 2765 * G}, {"v6e", DType::bf16, 918 * T, 1640 * G},
+                       {"v7", DType::bf16, 2307 * T, 7380 * G}};
 
 TEST(ShippedConfigs, PeaksAndHbmBandwidthMatchPublished) {
   for (const Spec& s : kSpecs) {
@@ -60,12 +59,10 @@ TEST(ShippedConfigs, OtherDtypePeaks) {
     const char* name;
     DType t;
     double v;
-  } ps[] = {{"v4", DType::int8, 275 * T},    {"v4i", DType::int8, 138 * T},
-            {"v5e", DType::int8, 394 * T},   {"v5e", DType::int4, 788 * T},
-            {"v5p", DType::int8, 918 * T},   {"v5p", DType::fp8_e4m3, 459 * T},
-            {"v5p", DType::int4, 1840 * T},  {"v6e", DType::int8, 1836 * T},
-            {"v6e", DType::fp8_e4m3, 918 * T}, {"v6e", DType::int4, 3680 * T},
-            {"v7", DType::fp8_e4m3, 4614 * T}};
+  } ps[] = {{"v4", DType::int8, 275 * T},   {"v4i", DType::int8, 138 * T},    {"v5e", DType::int8, 394 * T},
+            {"v5e", DType::int4, 788 * T},  {"v5p", DType::int8, 918 * T},    {"v5p", DType::fp8_e4m3, 459 * T},
+            {"v5p", DType::int4, 1840 * T}, {"v6e", DType::int8, 1836 * T},   {"v6e", DType::fp8_e4m3, 918 * T},
+            {"v6e", DType::int4, 3680 * T}, {"v7", DType::fp8_e4m3, 4614 * T}};
   for (const P& p : ps) {
     SCOPED_TRACE(std::string(p.name) + " " + std::string(arch::dtype_name(p.t)));
     expect_within(arch::peak_flops(load_tpu_config(p.name), p.t), p.v, "peak");
@@ -119,8 +116,8 @@ TEST(Loader, ExtendsDeepMergesAndNullRemoves) {
 }
 
 TEST(Loader, OverridesAreValidatedLikeFileKeys) {
-  arch::TpuConfig c = load_tpu_config("v5e", {"mxu.rows=256", "hbm.stacks=4",
-                                              "published.peak_tflops=~", "published.hbm_bandwidth=~"});
+  arch::TpuConfig c =
+      load_tpu_config("v5e", {"mxu.rows=256", "hbm.stacks=4", "published.peak_tflops=~", "published.hbm_bandwidth=~"});
   EXPECT_EQ(c.mxu.rows, 256);
   EXPECT_EQ(c.hbm.stacks, 4);
   try {
@@ -249,9 +246,9 @@ TEST(Loader, ResolveConfigYamlGivesTheMergedDocument) {
   YAML::Node n = resolve_config_yaml("v4i", {"mxu.rows=64"});
   EXPECT_FALSE(n["extends"]);
   EXPECT_EQ(n["mxu"]["rows"].as<int>(), 64);
-  EXPECT_EQ(n["mxu"]["count"].as<int>(), 4);      // from v4
+  EXPECT_EQ(n["mxu"]["count"].as<int>(), 4);  // from v4
   EXPECT_EQ(n["chip"]["generation"].as<std::string>(), "v4i");
-  EXPECT_TRUE(n["hbm"]["timings"]["tRCD"]);       // from the HBM2 preset
+  EXPECT_TRUE(n["hbm"]["timings"]["tRCD"]);  // from the HBM2 preset
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ TEST(RoundTrip, EveryShippedConfig) {
 }
 
 TEST(RoundTrip, WithOverridesAndOddValues) {
-  round_trip("v5e", {"hbm.timings.tCK=0.6001 ns", "chip.clock=1.234567 GHz",
-                     "published.peak_tflops=~", "mxu.throughput={bf16: 1, int8: 0.25}"});
+  round_trip("v5e", {"hbm.timings.tCK=0.6001 ns", "chip.clock=1.234567 GHz", "published.peak_tflops=~",
+                     "mxu.throughput={bf16: 1, int8: 0.25}"});
 }
 
 TEST(RoundTrip, DerivedSectionIsWrittenAndIgnoredOnLoad) {

@@ -24,8 +24,7 @@ TEST_P(ShippedHbm, LoadsPeakMatchesAndStreams) {
   arch::HbmTransfer t;
   t.row_bytes = (static_cast<std::uint64_t>(d.peak_bandwidth() * 40e-6) >> 16) << 16;
   t.atom_bytes = 256;
-  const double eff =
-      static_cast<double>(t.bytes()) / arch::ps_to_seconds(d.transfer(t, 0)) / d.peak_bandwidth();
+  const double eff = static_cast<double>(t.bytes()) / arch::ps_to_seconds(d.transfer(t, 0)) / d.peak_bandwidth();
   RecordProperty("efficiency", std::to_string(eff));
   EXPECT_GE(eff, 0.88);
   EXPECT_LE(eff, 0.96);
@@ -47,6 +46,5 @@ TEST_P(ShippedHbm, DmaEnginesCanSaturateHbm) {
       << cfg.dma.engines << " engines x " << per_engine / 1e9 << " GB/s";
 }
 
-INSTANTIATE_TEST_SUITE_P(Chips, ShippedHbm,
-                         ::testing::Values("v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"),
+INSTANTIATE_TEST_SUITE_P(Chips, ShippedHbm, ::testing::Values("v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"),
                          [](const auto& info) { return std::string(info.param); });

@@ -57,16 +57,14 @@ TEST(HostileConfig, StructuralCountsAndRatesHavePhysicalBounds) {
 
 TEST(HostileConfig, ProductOfBankCountsIsBounded) {
   // 64 stacks x 64 channels x 8 pseudo-channels = 32768 > 4096.
-  const std::string e =
-      config_error("v5e", {"hbm.stacks=64", "hbm.channels=64", "hbm.pseudo_channels=8"});
+  const std::string e = config_error("v5e", {"hbm.stacks=64", "hbm.channels=64", "hbm.pseudo_channels=8"});
   EXPECT_NE(e.find("at most 4096 pseudo-channels"), std::string::npos) << e;
 }
 
 TEST(HostileConfig, HardwareModelChecksAreMadeAtLoadWithTheKeysLine) {
   TempDir d;
   // extends the shipped v5e; line 3 holds tRFC, line 4 the row size.
-  const std::string f = d.write("bad.yaml",
-                                "extends: v5e\nhbm:\n  timings: {tRFC: 5 us}\n  row_size: 1000 B\n");
+  const std::string f = d.write("bad.yaml", "extends: v5e\nhbm:\n  timings: {tRFC: 5 us}\n  row_size: 1000 B\n");
   const std::string e = config_error(f);
   EXPECT_NE(e.find("bad.yaml:3:"), std::string::npos) << e;
   EXPECT_NE(e.find("hbm.timings.tRFC: expected hbm.timings.tRFC must be below tREFI"), std::string::npos) << e;
@@ -123,7 +121,8 @@ TEST(HostileSweep, ExpressionLimitsAreErrorsNotStackOverflows) {
   EXPECT_NE(parse_error(std::string(30000, '-') + "1").find("too long"), std::string::npos);
   // Within the length limits, the depth limit: 300 parentheses, 300 unary
   // minus, 300 'not', a 300-term sum (a left-deep tree 300 levels high).
-  EXPECT_NE(parse_error(std::string(300, '(') + "1" + std::string(300, ')')).find("nested too deeply"), std::string::npos);
+  EXPECT_NE(parse_error(std::string(300, '(') + "1" + std::string(300, ')')).find("nested too deeply"),
+            std::string::npos);
   EXPECT_NE(parse_error(std::string(300, '-') + "1").find("nested too deeply"), std::string::npos);
   std::string nots;
   for (int i = 0; i < 300; ++i) nots += "not ";
@@ -139,7 +138,8 @@ TEST(HostileSweep, ExpressionLimitsAreErrorsNotStackOverflows) {
   EXPECT_EQ(v.number, 1);
   std::string s200 = "1";
   for (int i = 0; i < 199; ++i) s200 += "+1";
-  EXPECT_EQ(sweep::Expr::parse(s200).eval([](const std::string&) { return std::optional<sweep::Value>(); }).number, 200);
+  EXPECT_EQ(sweep::Expr::parse(s200).eval([](const std::string&) { return std::optional<sweep::Value>(); }).number,
+            200);
 }
 
 TEST(HostileSweep, SlurmValuesThatCouldInjectCommandsAreRejected) {
@@ -181,7 +181,8 @@ TEST(HostileModelFile, DuplicateKeysAndNonRegularFilesAreErrors) {
   // Found by tests/fuzz/fuzz_model_file: a vit model whose image_size key
   // is garbled threw YAML::InvalidNode (std::terminate in the fuzzer).
   const std::string vit = model_error([] {
-    models::read_model_file(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/model_file_vit_no_image_size.yaml");
+    models::read_model_file(std::string(TPUSIM_SOURCE_DIR) +
+                            "/tests/fuzz/regressions/model_file_vit_no_image_size.yaml");
   });
   EXPECT_NE(vit.find("image_size"), std::string::npos) << vit;
 }

@@ -52,8 +52,7 @@ arch::TpuConfig test_chip() {
   return c;
 }
 
-arch::Instr instr(UnitKind u, std::uint32_t op, decltype(arch::Instr::work) w,
-                  std::uint16_t core = 0) {
+arch::Instr instr(UnitKind u, std::uint32_t op, decltype(arch::Instr::work) w, std::uint16_t core = 0) {
   arch::Instr in;
   in.unit = u;
   in.core = core;
@@ -141,8 +140,7 @@ struct Fixture {
 
     auto& p = r.lowered.program;
     p.op_names = {"mm", "bias", "softmax", "tiny,\"norm\""};
-    auto add = [&](arch::Instr in, std::uint64_t issue, std::uint64_t start, std::uint64_t finish,
-                   std::int16_t unit) {
+    auto add = [&](arch::Instr in, std::uint64_t issue, std::uint64_t start, std::uint64_t finish, std::int16_t unit) {
       p.instrs.push_back(std::move(in));
       r.sim.records.push_back({issue, start, finish, unit});
     };
@@ -417,8 +415,7 @@ class JsonParser {
 };
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() /
-                     ("tpusim_results_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d = fs::temp_directory_path() / ("tpusim_results_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -499,8 +496,8 @@ TEST(ResultsWriter, OpsRowsPerOperator) {
   EXPECT_EQ(bias.at("name"), "bias");
   EXPECT_EQ(bias.at("flops"), "1048576");
   EXPECT_EQ(bias.at("fused_into"), "mm");
-  for (const char* col : {"start_cycle", "end_cycle", "cycles", "roofline_cycles", "bound",
-                          "mxu_utilization", "padding_waste_pct"})
+  for (const char* col :
+       {"start_cycle", "end_cycle", "cycles", "roofline_cycles", "bound", "mxu_utilization", "padding_waste_pct"})
     EXPECT_EQ(bias.at(col), "") << col;
 
   const auto& sm = rows[2];
@@ -591,8 +588,7 @@ TEST(ResultsWriter, TraceIsValidJsonWithNamedTracks) {
   ASSERT_EQ(complete.size(), f.r.lowered.program.instrs.size());
   // The units the records used: 2 MXUs, the VPU, XLU 1, DMA engines 0..3;
   // TensorCore units first, then DMA.
-  const std::vector<std::string> want = {"tc0.mxu0", "tc0.mxu1", "tc0.vpu", "tc0.xlu1",
-                                         "dma0",     "dma1",     "dma2",    "dma3"};
+  const std::vector<std::string> want = {"tc0.mxu0", "tc0.mxu1", "tc0.vpu", "tc0.xlu1", "dma0", "dma1", "dma2", "dma3"};
   std::vector<std::string> got;
   for (const auto& [tid, name] : thread_names) got.push_back(name);
   EXPECT_EQ(got, want);
@@ -622,9 +618,10 @@ TEST(ResultsWriter, TraceIsValidJsonWithNamedTracks) {
 
   // A second, independent parser when the machine has one (exit status
   // 127: the shell found no python3).
-  const std::string cmd = "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-                          "sys.exit(0 if len(d[\"traceEvents\"]) == 30 else 1)' " +
-                          (d / "trace.json").string() + " 2>/dev/null";
+  const std::string cmd =
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "sys.exit(0 if len(d[\"traceEvents\"]) == 30 else 1)' " +
+      (d / "trace.json").string() + " 2>/dev/null";
   const int rc = std::system(cmd.c_str());
   if (!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) {
     EXPECT_EQ(rc, 0) << cmd;
@@ -643,8 +640,7 @@ TEST(ResultsWriter, TraceTracksOfASecondTensorCore) {
   const Json root = JsonParser(os.str()).parse();
   std::map<int, std::string> names;
   for (const Json& e : root["traceEvents"].a)
-    if (e["ph"].s == "M" && e["name"].s == "thread_name")
-      names[static_cast<int>(e["tid"].n)] = e["args"]["name"].s;
+    if (e["ph"].s == "M" && e["name"].s == "thread_name") names[static_cast<int>(e["tid"].n)] = e["args"]["name"].s;
   std::vector<std::string> got;
   for (const auto& [tid, name] : names) got.push_back(name);
   const std::vector<std::string> want = {"tc0.mxu0", "tc0.mxu1", "tc0.vpu", "tc1.vpu", "tc1.xlu1",

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 struct TmpDir {
   fs::path p;
   TmpDir() {
-    p = fs::temp_directory_path() / ("tpusim_sweep_spec_" + std::to_string(::getpid()) + "_" +
-                                     std::to_string(counter()++));
+    p = fs::temp_directory_path() /
+        ("tpusim_sweep_spec_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::create_directories(p);
   }
   ~TmpDir() {
@@ -114,7 +114,8 @@ axes:
   points:
     - {arch.mxu.rows: 32, model.batch: 1}
     - {arch.mxu.rows: 512, model.batch: 1}
-)", "mem.yaml");
+)",
+                                       "mem.yaml");
   EXPECT_EQ(s.expanded, 26u);
   EXPECT_EQ(s.points.size(), 26u);
   EXPECT_EQ(s.axes, (std::vector<std::string>{"arch.mxu.rows", "workload.dtype", "model.batch", "model.context"}));
@@ -136,7 +137,8 @@ axes:
   points: [{arch.mxu.rows: 32, model.batch: 1}, {arch.mxu.rows: 512, model.batch: 1}]
 filters:
   - arch.mxu.rows <= 256 and model.batch * model.context < 5000
-)", "mem.yaml");
+)",
+                                       "mem.yaml");
   EXPECT_EQ(f.expanded, 26u);
   EXPECT_EQ(f.points.size(), 13u);
   for (std::size_t i = 0; i < f.points.size(); ++i) EXPECT_EQ(f.points[i].index, i);
@@ -200,7 +202,8 @@ TEST(SweepSpec, MalformedSpecsNameFileLineColumnAndKey) {
   } cases[] = {
       {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rowz: [1, 2]\n",
        {"bad.yaml:4:5:", "axes.grid.arch.mxu.rowz", "did you mean 'arch.mxu.rows'"}},
-      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    mxu.rows: [1, 2]\n", {"bad.yaml:4:5:", "did you mean 'arch.mxu.rows'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    mxu.rows: [1, 2]\n",
+       {"bad.yaml:4:5:", "did you mean 'arch.mxu.rows'"}},
       {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.bacth: [1, 2]\n",
        {"bad.yaml:4:5:", "model.bacth", "did you mean 'model.batch'"}},
       {"base: {gemm: '8,8,8'}\naxes:\n  zip:\n    arch.mxu.rows: [1, 2]\n    arch.mxu.cols: [1, 2, 3]\n",
@@ -303,7 +306,10 @@ TEST(SweepResults, TornLastLineIsDropped) {
   EXPECT_EQ(f.rows[1], (std::vector<std::string>{"p2", "a \"q\""}));
   // Reopening an existing file does not write the header again.
   write_results_atomically(path, header, f.rows);
-  { ResultsAppender again(path, header); again.append({"p3", "3"}); }
+  {
+    ResultsAppender again(path, header);
+    again.append({"p3", "3"});
+  }
   ResultsFile g = read_results(path, &header);
   EXPECT_EQ(g.dropped, 0u);
   EXPECT_EQ(g.rows.size(), 3u);
@@ -313,8 +319,8 @@ TEST(SweepResults, TornLastLineIsDropped) {
 
 TEST(SweepResults, MergeRefusesDuplicatesAndReportsGaps) {
   TmpDir d;
-  const SweepSpec s = parse_sweep_spec(
-      "base: {gemm: '8,8,8'}\naxes:\n  grid: {arch.mxu.rows: [8, 16, 32, 64]}\n", (d.p / "m.yaml").string());
+  const SweepSpec s = parse_sweep_spec("base: {gemm: '8,8,8'}\naxes:\n  grid: {arch.mxu.rows: [8, 16, 32, 64]}\n",
+                                       (d.p / "m.yaml").string());
   const auto header = results_header(s);
   auto row = [&](const SweepPoint& p) {
     std::vector<std::string> r(header.size());

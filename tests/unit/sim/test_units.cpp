@@ -88,13 +88,20 @@ TEST(Units, FormatRoundTripsExactly) {
   struct Case {
     const char* text;
     UnitKind kind;
-  } cases[] = {{"1.5 GHz", UnitKind::frequency},  {"940 MHz", UnitKind::frequency},
-               {"819 GB/s", UnitKind::bandwidth}, {"1600 Gbps", UnitKind::bandwidth},
-               {"16 GiB", UnitKind::size},        {"16 GB", UnitKind::size},
-               {"0.625 ns", UnitKind::time},      {"3.9 us", UnitKind::time},
-               {"0.5556 ns", UnitKind::time},     {"1.4286 ns", UnitKind::time},
-               {"3.2 GT/s", UnitKind::transfer_rate}, {"175 W", UnitKind::power},
-               {"0 B", UnitKind::size},           {"1 ms", UnitKind::time}};
+  } cases[] = {{"1.5 GHz", UnitKind::frequency},
+               {"940 MHz", UnitKind::frequency},
+               {"819 GB/s", UnitKind::bandwidth},
+               {"1600 Gbps", UnitKind::bandwidth},
+               {"16 GiB", UnitKind::size},
+               {"16 GB", UnitKind::size},
+               {"0.625 ns", UnitKind::time},
+               {"3.9 us", UnitKind::time},
+               {"0.5556 ns", UnitKind::time},
+               {"1.4286 ns", UnitKind::time},
+               {"3.2 GT/s", UnitKind::transfer_rate},
+               {"175 W", UnitKind::power},
+               {"0 B", UnitKind::size},
+               {"1 ms", UnitKind::time}};
   for (const auto& c : cases) {
     double v = parse_quantity(c.text, c.kind);
     std::string t = format_quantity(v, c.kind);

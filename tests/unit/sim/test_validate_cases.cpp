@@ -92,15 +92,14 @@ TEST(ValidateCases, ParsesDefaultsAndOverrides) {
 TEST(ValidateCases, RunArguments) {
   TempDir d;
   const auto cases = parse_in(d, kGood);
-  EXPECT_EQ(run_args(cases[0]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--gemm",
-                                                          "256,512,1024", "--dtype", "bf16"}));
-  EXPECT_EQ(run_args(cases[1]), (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--set",
-                                                          "hbm.model=channel", "--workload",
-                                                          (fs::path(d.path()) / "wl.yaml").lexically_normal().string()}));
-  EXPECT_EQ(run_args(cases[2]),
-            (std::vector<std::string>{"run", "--arch", "v6e", "--quiet", "--slice", "2x2", "--mesh", "fsdp=4",
-                                      "--model", "llama3-8b", "--phase", "train", "--batch", "4", "--seq", "256",
-                                      "--no-fusion"}));
+  EXPECT_EQ(run_args(cases[0]),
+            (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--gemm", "256,512,1024", "--dtype", "bf16"}));
+  EXPECT_EQ(run_args(cases[1]),
+            (std::vector<std::string>{"run", "--arch", "v5e", "--quiet", "--set", "hbm.model=channel", "--workload",
+                                      (fs::path(d.path()) / "wl.yaml").lexically_normal().string()}));
+  EXPECT_EQ(run_args(cases[2]), (std::vector<std::string>{"run", "--arch", "v6e", "--quiet", "--slice", "2x2", "--mesh",
+                                                          "fsdp=4", "--model", "llama3-8b", "--phase", "train",
+                                                          "--batch", "4", "--seq", "256", "--no-fusion"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -131,8 +130,8 @@ TEST(ValidateCases, OutcomesAreStrict) {
   Case c;
   c.measured = 100;
   c.tolerance = 0.1;
-  EXPECT_TRUE(within_tolerance(c, 110));   // exactly +10%
-  EXPECT_TRUE(within_tolerance(c, 90));    // exactly -10%
+  EXPECT_TRUE(within_tolerance(c, 110));  // exactly +10%
+  EXPECT_TRUE(within_tolerance(c, 90));   // exactly -10%
   EXPECT_FALSE(within_tolerance(c, 110.01));
   EXPECT_FALSE(within_tolerance(c, 89.99));
   EXPECT_FALSE(within_tolerance(c, NAN));
@@ -178,8 +177,9 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"flops on a bandwidth metric", replace(g, "bytes: \"2 * 1048576\"", "bytes: \"2 * 1048576\", flops: 1"),
        "cases[copy-b].metric.flops: expected 'flops' only for kind tflops or mfu"},
       {"unknown name in bytes", replace(g, "2 * 1048576", "2 * hbm_byte"), "unknown name 'hbm_byte'"},
-      {"tolerance above 1", replace(g, "tolerance: 0.2", "tolerance: 20"), "cases[copy-b].tolerance: expected a "
-                                                                           "relative tolerance"},
+      {"tolerance above 1", replace(g, "tolerance: 0.2", "tolerance: 20"),
+       "cases[copy-b].tolerance: expected a "
+       "relative tolerance"},
       {"expect without reason", replace(g, "    reason: \"too slow today (-40%)\"\n", ""),
        "cases[copy-b].reason: expected a reason with expect: miss"},
       {"expect other than miss", replace(g, "expect: miss", "expect: pass"), "cases[copy-b].expect: expected miss"},
@@ -238,10 +238,8 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "id,family,title,arch,metric,unit,measured,simulated,error_pct,tolerance_pct,within_tolerance,expect,"
             "outcome,message,source");
-  EXPECT_NE(csv.find("gemm-a,demo,a gemm,v5e,tflops,TFLOP/s,100,95,-5.00,10,true,,pass,,"), std::string::npos)
-      << csv;
-  EXPECT_NE(csv.find("copy-b,demo,a copy,v5e,bandwidth,GB/s,500,300,-40.00,20,false,miss,xfail,,"),
-            std::string::npos)
+  EXPECT_NE(csv.find("gemm-a,demo,a gemm,v5e,tflops,TFLOP/s,100,95,-5.00,10,true,,pass,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("copy-b,demo,a copy,v5e,bandwidth,GB/s,500,300,-40.00,20,false,miss,xfail,,"), std::string::npos)
       << csv;
   const std::string svg = svg_plot(r);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);

@@ -8,9 +8,7 @@ using namespace tpusim::workloads;
 using tpusim::arch::DType;
 
 namespace {
-OpCost cost_of(const WorkloadBuilder& b, const std::string& op) {
-  return op_cost(b.peek(), *b.peek().find_op(op));
-}
+OpCost cost_of(const WorkloadBuilder& b, const std::string& op) { return op_cost(b.peek(), *b.peek().find_op(op)); }
 }  // namespace
 
 TEST(Cost, SquareGemm) {
@@ -92,10 +90,10 @@ TEST(Cost, ElementwiseReduceSoftmaxNorms) {
 
 TEST(Cost, AttentionScorePairs) {
   EXPECT_EQ(attention_score_pairs(4, 6, false), 24u);
-  EXPECT_EQ(attention_score_pairs(4, 4, true), 10u);  // 1+2+3+4
-  EXPECT_EQ(attention_score_pairs(2, 5, true), 9u);   // query 0 sees 4 keys, query 1 sees 5
+  EXPECT_EQ(attention_score_pairs(4, 4, true), 10u);     // 1+2+3+4
+  EXPECT_EQ(attention_score_pairs(2, 5, true), 9u);      // query 0 sees 4 keys, query 1 sees 5
   EXPECT_EQ(attention_score_pairs(1, 100, true), 100u);  // decode sees the whole cache
-  EXPECT_EQ(attention_score_pairs(5, 3, true), 6u);   // 0+0+1+2+3
+  EXPECT_EQ(attention_score_pairs(5, 3, true), 6u);      // 0+0+1+2+3
 }
 
 TEST(Cost, AttentionFlops) {
@@ -142,7 +140,7 @@ TEST(Cost, WorkloadTotalIsSumOfOps) {
   WorkloadBuilder b("t");
   auto x = b.input("x", {2, 3}, DType::f32);
   auto w = b.weight("w", {3, 4}, DType::f32);
-  auto y = b.matmul("mm", x, w);   // 24 MACs, 48 FLOPs
+  auto y = b.matmul("mm", x, w);    // 24 MACs, 48 FLOPs
   b.elementwise("r", "relu", {y});  // 8 FLOPs
   OpCost t = workload_cost(b.build());
   EXPECT_EQ(t.flops, 56u);

@@ -32,7 +32,8 @@ std::string wl_with_shape(const std::string& shape, const std::string& dtype = "
 
 TEST(HostileWorkload, ElementCountOverflowNamesTheTensor) {
   // 2^32 * 2^32 * 2^32 = 2^96 elements: wrapped to 0 in int64 before.
-  const std::string e = error_of([] { read_workload_string(wl_with_shape("[4294967296, 4294967296, 4294967296]"), "w.yaml"); });
+  const std::string e =
+      error_of([] { read_workload_string(wl_with_shape("[4294967296, 4294967296, 4294967296]"), "w.yaml"); });
   EXPECT_NE(e.find("tensors[0].shape (tensor 'x')"), std::string::npos) << e;
   EXPECT_NE(e.find("overflows"), std::string::npos) << e;
   EXPECT_NE(e.find("w.yaml:4:"), std::string::npos) << e;
@@ -41,9 +42,9 @@ TEST(HostileWorkload, ElementCountOverflowNamesTheTensor) {
 TEST(HostileWorkload, TensorAboveOnePebibyteIsRefused) {
   // 2^31 * 2^31 f32 elements = 2^64 bytes: the byte count itself overflows;
   // 2^48 bf16 elements = 2^49 bytes is the largest power of two allowed.
-  EXPECT_NE(error_of([] { read_workload_string(wl_with_shape("[2147483648, 2147483648]", "f32"), "w.yaml"); })
-                .find("1 PiB"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { read_workload_string(wl_with_shape("[2147483648, 2147483648]", "f32"), "w.yaml"); }).find("1 PiB"),
+      std::string::npos);
   EXPECT_NE(error_of([] { read_workload_string(wl_with_shape("[1073741824, 1048576]"), "w.yaml"); }).find("1 PiB"),
             std::string::npos);  // 2^50 elements x 2 bytes = 2^51 bytes
   EXPECT_EQ(error_of([] { read_workload_string(wl_with_shape("[262144, 1073741824]"), "w.yaml"); }), "");  // 2^49 B
@@ -63,19 +64,20 @@ TEST(HostileWorkload, HugeConvStrideAndDilationAreBounded) {
       "tpusim_workload: 1\nname: c\ntensors:\n  - {name: x, shape: [1, 8, 8, 4], dtype: bf16}\n"
       "  - {name: w, shape: [3, 3, 4, 8], dtype: bf16, kind: weight}\nops:\n";
   const std::string e1 = error_of([&] {
-    read_workload_string(base + "  - {name: c, op: conv2d, inputs: [x, w], stride: [4611686018427387904, 1]}\n", "c.yaml");
+    read_workload_string(base + "  - {name: c, op: conv2d, inputs: [x, w], stride: [4611686018427387904, 1]}\n",
+                         "c.yaml");
   });
   EXPECT_NE(e1.find("<= 1048576"), std::string::npos) << e1;
   const std::string e2 = error_of([&] {
-    read_workload_string(base + "  - {name: c, op: conv2d, inputs: [x, w], dilation: [4611686018427387904, 1]}\n", "c.yaml");
+    read_workload_string(base + "  - {name: c, op: conv2d, inputs: [x, w], dilation: [4611686018427387904, 1]}\n",
+                         "c.yaml");
   });
   EXPECT_NE(e2.find("<= 1048576"), std::string::npos) << e2;
 }
 
 TEST(HostileWorkload, ScaleSimRowWithHugeDimsIsRefused) {
-  const std::string e = error_of([] {
-    read_scalesim_csv_string("Layer, M, N, K,\nbig, 4294967296, 4294967296, 4294967296,\n", "t.csv", {});
-  });
+  const std::string e = error_of(
+      [] { read_scalesim_csv_string("Layer, M, N, K,\nbig, 4294967296, 4294967296, 4294967296,\n", "t.csv", {}); });
   EXPECT_NE(e.find("overflows"), std::string::npos) << e;
   EXPECT_NE(e.find("t.csv:2"), std::string::npos) << e;
 }
@@ -85,7 +87,8 @@ TEST(HostileWorkload, CausalAttentionPairsInClosedForm) {
   for (std::int64_t q = 1; q <= 9; ++q)
     for (std::int64_t kv = 1; kv <= 9; ++kv) {
       std::uint64_t n = 0;
-      for (std::int64_t i = 0; i < q; ++i) n += static_cast<std::uint64_t>(std::clamp<std::int64_t>(i + kv - q + 1, 0, kv));
+      for (std::int64_t i = 0; i < q; ++i)
+        n += static_cast<std::uint64_t>(std::clamp<std::int64_t>(i + kv - q + 1, 0, kv));
       EXPECT_EQ(attention_score_pairs(q, kv, true), n) << q << " " << kv;
     }
   // 2^40 queries: a loop over them would run for hours; the closed form
@@ -99,9 +102,10 @@ TEST(HostileWorkload, CausalAttentionPairsInClosedForm) {
 
 TEST(HostileWorkload, MeshAxisSizeIsBounded) {
   const std::string e = error_of([] {
-    read_workload_string("tpusim_workload: 1\nname: m\nmesh: {data: 4611686018427387904}\ntensors:\n"
-                         "  - {name: x, shape: [8], dtype: bf16}\nops:\n  - {name: r, op: relu, inputs: [x]}\n",
-                         "m.yaml");
+    read_workload_string(
+        "tpusim_workload: 1\nname: m\nmesh: {data: 4611686018427387904}\ntensors:\n"
+        "  - {name: x, shape: [8], dtype: bf16}\nops:\n  - {name: r, op: relu, inputs: [x]}\n",
+        "m.yaml");
   });
   EXPECT_NE(e.find("mesh.data"), std::string::npos) << e;
 }
@@ -124,33 +128,30 @@ TEST(HostileWorkload, ConsumerListedBeforeProducerIsOrderedOnLoad) {
 }
 
 TEST(HostileWorkload, DuplicateKeysAndSecondDocumentsAreErrors) {
-  const std::string dup = error_of([] {
-    read_workload_string("tpusim_workload: 1\nname: a\nname: b\nops: []\n", "d.yaml");
-  });
+  const std::string dup =
+      error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nname: b\nops: []\n", "d.yaml"); });
   EXPECT_NE(dup.find("d.yaml:3:1"), std::string::npos) << dup;
   EXPECT_NE(dup.find("duplicate key 'name'"), std::string::npos) << dup;
   const std::string nested = error_of([] {
-    read_workload_string("tpusim_workload: 1\nname: a\ntensors:\n  - {name: x, name: y, shape: [1], dtype: bf16}\nops: []\n",
-                         "n.yaml");
+    read_workload_string(
+        "tpusim_workload: 1\nname: a\ntensors:\n  - {name: x, name: y, shape: [1], dtype: bf16}\nops: []\n", "n.yaml");
   });
   EXPECT_NE(nested.find("duplicate key 'name'"), std::string::npos) << nested;
-  const std::string doc = error_of([] {
-    read_workload_string("tpusim_workload: 1\nname: a\nops: []\n---\nname: b\n", "m.yaml");
-  });
+  const std::string doc =
+      error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nops: []\n---\nname: b\n", "m.yaml"); });
   EXPECT_NE(doc.find("second document"), std::string::npos) << doc;
-  const std::string json = error_of([] {
-    read_workload_string(R"({"tpusim_workload": 1, "name": "a", "ops": []}{"name": "b"})", "m.json");
-  });
+  const std::string json = error_of(
+      [] { read_workload_string(R"({"tpusim_workload": 1, "name": "a", "ops": []}{"name": "b"})", "m.json"); });
   EXPECT_NE(json.find("second document"), std::string::npos) << json;
-  const std::string jdup = error_of([] {
-    read_workload_string(R"({"tpusim_workload": 1, "name": "a", "name": "b", "ops": []})", "d.json");
-  });
+  const std::string jdup = error_of(
+      [] { read_workload_string(R"({"tpusim_workload": 1, "name": "a", "name": "b", "ops": []})", "d.json"); });
   EXPECT_NE(jdup.find("duplicate key 'name'"), std::string::npos) << jdup;
 }
 
 TEST(HostileWorkload, AliasCyclesAndAliasBombsAreRefused) {
   // An alias inside its own anchor made the config loader spin forever.
-  const std::string cyc = error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nops: &a [*a]\n", "c.yaml"); });
+  const std::string cyc =
+      error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nops: &a [*a]\n", "c.yaml"); });
   EXPECT_NE(cyc.find("cycle"), std::string::npos) << cyc;
   // Ten levels of ten aliases each: 10^10 nodes once expanded.
   std::string bomb = "tpusim_workload: 1\nname: a\nx0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
@@ -164,9 +165,8 @@ TEST(HostileWorkload, AliasCyclesAndAliasBombsAreRefused) {
   EXPECT_NE(e.find("more than 20 million nodes"), std::string::npos) << e;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   // A plain shared alias is fine (and still an unknown key here).
-  const std::string ok = error_of([] {
-    read_workload_string("tpusim_workload: 1\nname: a\nx: &s [1]\ny: *s\nops: []\n", "s.yaml");
-  });
+  const std::string ok =
+      error_of([] { read_workload_string("tpusim_workload: 1\nname: a\nx: &s [1]\ny: *s\nops: []\n", "s.yaml"); });
   EXPECT_EQ(ok.find("cycle"), std::string::npos) << ok;
   EXPECT_NE(ok.find("unknown key 'x'"), std::string::npos) << ok;
 }

@@ -44,7 +44,8 @@ TEST(Mesh, EveryProblemWithItsColumn) {
     EXPECT_EQ(d[3].column, 15);
     EXPECT_EQ(d[3].found, "'x'");
     EXPECT_EQ(d[4].column, 19);
-    EXPECT_EQ(d[0].render(), "--mesh 'a=0,b,a=2,a=3,c=x,=4':1:1: mesh.a: expected a size that is an integer >= 1, found '0'");
+    EXPECT_EQ(d[0].render(),
+              "--mesh 'a=0,b,a=2,a=3,c=x,=4':1:1: mesh.a: expected a size that is an integer >= 1, found '0'");
   }
 }
 

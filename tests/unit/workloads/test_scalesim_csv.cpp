@@ -1,10 +1,10 @@
 // SCALE-Sim topology CSV import: both forms, the mapping, malformed rows.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "workloads/io/scalesim_csv.h"
 #include "workloads/ir/cost.h"
@@ -40,12 +40,13 @@ class ScaleSimCsv : public ::testing::Test {
 }  // namespace
 
 TEST_F(ScaleSimCsv, ConvForm) {
-  std::string p = write("resnet_part.csv",
-                        "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
-                        "Conv1, 230, 230, 7, 7, 3, 64, 2,\n"
-                        "\n"
-                        "CB2a_1, 56, 56, 1, 1, 64, 64, 1,\n"
-                        "Rect, 20, 30, 3, 5, 8, 16, 2, 3,\n");
+  std::string p =
+      write("resnet_part.csv",
+            "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+            "Conv1, 230, 230, 7, 7, 3, 64, 2,\n"
+            "\n"
+            "CB2a_1, 56, 56, 1, 1, 64, 64, 1,\n"
+            "Rect, 20, 30, 3, 5, 8, 16, 2, 3,\n");
   Workload wl = read_scalesim_csv(p);
   EXPECT_EQ(wl.name, "resnet_part");
   ASSERT_EQ(wl.ops.size(), 3u);

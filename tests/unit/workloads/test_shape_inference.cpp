@@ -8,7 +8,8 @@ using tpusim::arch::DType;
 
 namespace {
 // Runs f and returns the WorkloadError message ("" if nothing was thrown).
-template <class F> std::string error_of(F&& f) {
+template <class F>
+std::string error_of(F&& f) {
   try {
     f();
   } catch (const WorkloadError& e) {
@@ -78,11 +79,11 @@ TEST(ShapeInference, MatmulMismatchNamesBothShapes) {
 }
 
 TEST(ShapeInference, EinsumRejectsBadEquations) {
-  EXPECT_THROW(parse_einsum("mk,kn"), WorkloadError);          // no arrow
-  EXPECT_THROW(parse_einsum("mk,kn,nj->mj"), WorkloadError);   // three operands
-  EXPECT_THROW(parse_einsum("mkk,kn->mn"), WorkloadError);     // repeated label
-  EXPECT_THROW(parse_einsum("mk,kn->mz"), WorkloadError);      // z from nowhere
-  EXPECT_THROW(parse_einsum("mkj,kn->mn"), WorkloadError);     // j summed in lhs only
+  EXPECT_THROW(parse_einsum("mk,kn"), WorkloadError);         // no arrow
+  EXPECT_THROW(parse_einsum("mk,kn,nj->mj"), WorkloadError);  // three operands
+  EXPECT_THROW(parse_einsum("mkk,kn->mn"), WorkloadError);    // repeated label
+  EXPECT_THROW(parse_einsum("mk,kn->mz"), WorkloadError);     // z from nowhere
+  EXPECT_THROW(parse_einsum("mkj,kn->mn"), WorkloadError);    // j summed in lhs only
   EinsumSpec s = parse_einsum("bmk,bnk->bmn");
   EXPECT_EQ(s.batch, "b");
   EXPECT_EQ(s.contracting, "k");

@@ -111,8 +111,7 @@ TEST(WorkloadFile, YamlRoundTripEveryOpKind) {
   Workload back = read_workload_string(text, "rt.yaml");
   EXPECT_EQ(back, wl) << text;
   for (std::size_t i = 0; i < wl.ops.size(); ++i) EXPECT_EQ(back.ops[i], wl.ops[i]) << wl.ops[i].name;
-  for (std::size_t i = 0; i < wl.tensors.size(); ++i)
-    EXPECT_EQ(back.tensors[i], wl.tensors[i]) << wl.tensors[i].name;
+  for (std::size_t i = 0; i < wl.tensors.size(); ++i) EXPECT_EQ(back.tensors[i], wl.tensors[i]) << wl.tensors[i].name;
   EXPECT_EQ(workload_to_yaml(back), text);  // writing is deterministic
 }
 
@@ -221,8 +220,8 @@ TEST(WorkloadFile, DeclaredOutputShapeIsChecked) {
 // path or op name, and what was expected/found.
 TEST(WorkloadFile, MalformedFiles) {
   const std::string t2 =
-      "tensors:\n"                                           // line 3
-      "  - {name: x, shape: [8, 16], dtype: bf16}\n"         // line 4
+      "tensors:\n"                                                   // line 3
+      "  - {name: x, shape: [8, 16], dtype: bf16}\n"                 // line 4
       "  - {name: w, shape: [16, 4], dtype: bf16, kind: weight}\n";  // line 5
   struct Case {
     std::string name, text;
@@ -232,49 +231,69 @@ TEST(WorkloadFile, MalformedFiles) {
       {"syntax", "tpusim_workload: 1\nname: [unclosed\n", {"bad.yaml:", "YAML syntax error"}},
       {"not a map", "- 1\n- 2\n", {"bad.yaml:1:1", "expected a map", "found a list"}},
       {"missing version", "name: t\nops: []\n", {"tpusim_workload", "missing key"}},
-      {"wrong version", "tpusim_workload: 2\nname: t\nops: []\n",
+      {"wrong version",
+       "tpusim_workload: 2\nname: t\nops: []\n",
        {"bad.yaml:1:18", "expected format version 1, found 2"}},
-      {"unknown top key", std::string(kHeader) + "opz: []\nops: []\n",
+      {"unknown top key",
+       std::string(kHeader) + "opz: []\nops: []\n",
        {"bad.yaml:3:1", "unknown key 'opz'", "did you mean 'ops'?"}},
-      {"unknown dtype", std::string(kHeader) + "tensors:\n  - {name: x, shape: [2], dtype: bf61}\nops: []\n",
+      {"unknown dtype",
+       std::string(kHeader) + "tensors:\n  - {name: x, shape: [2], dtype: bf61}\nops: []\n",
        {"bad.yaml:4:34", "tensors[0].dtype (tensor 'x')", "unknown dtype 'bf61'", "did you mean 'bf16'?"}},
-      {"bad shape value", std::string(kHeader) + "tensors:\n  - {name: x, shape: [2, two], dtype: f32}\nops: []\n",
+      {"bad shape value",
+       std::string(kHeader) + "tensors:\n  - {name: x, shape: [2, two], dtype: f32}\nops: []\n",
        {"bad.yaml:4:26", "tensors[0].shape[1] (tensor 'x')", "expected an integer, found 'two'"}},
-      {"missing shape", std::string(kHeader) + "tensors:\n  - {name: x, dtype: f32}\nops: []\n",
+      {"missing shape",
+       std::string(kHeader) + "tensors:\n  - {name: x, dtype: f32}\nops: []\n",
        {"bad.yaml:4:5", "tensors[0].shape (tensor 'x')", "need a shape"}},
-      {"unknown op key", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equaton: \"mk,kn->mn\"}\n",
+      {"unknown op key",
+       std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equaton: \"mk,kn->mn\"}\n",
        {"bad.yaml:7:44", "ops[0].equaton (op 'mm')", "unknown key 'equaton'", "did you mean 'equation'?"}},
-      {"unknown op kind", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmull, inputs: [x, w]}\n",
+      {"unknown op kind",
+       std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmull, inputs: [x, w]}\n",
        {"bad.yaml:7:20", "ops[0].op (op 'mm')", "unknown op kind 'matmull'", "did you mean 'matmul'?"}},
-      {"unknown tensor", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, ww]}\n",
+      {"unknown tensor",
+       std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, ww]}\n",
        {"bad.yaml:7:5", "op 'mm' (matmul)", "unknown tensor 'ww' referenced as input 1", "did you mean 'w'?"}},
-      {"shape mismatch", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [w, x]}\n",
+      {"shape mismatch",
+       std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [w, x]}\n",
        {"bad.yaml:7:5", "op 'mm' (matmul)", "lhs shape [16, 4]", "rhs shape [8, 16]"}},
-      {"operand count", std::string(kHeader) + t2 + "ops:\n  - {name: e, op: exp, inputs: [x, w]}\n",
+      {"operand count",
+       std::string(kHeader) + t2 + "ops:\n  - {name: e, op: exp, inputs: [x, w]}\n",
        {"bad.yaml:7:5", "op 'e' (elementwise)", "expected 1 inputs, found 2"}},
-      {"produced twice", std::string(kHeader) + t2 +
+      {"produced twice",
+       std::string(kHeader) + t2 +
            "ops:\n  - {name: a, op: exp, inputs: [x], output: y}\n  - {name: b, op: neg, inputs: [x], output: y}\n",
        {"bad.yaml:8:5", "op 'b' (elementwise)", "tensor 'y' produced twice", "op 'a' at bad.yaml:7:5"}},
-      {"cycle", std::string(kHeader) + t2 +
+      {"cycle",
+       std::string(kHeader) + t2 +
            "ops:\n  - {name: a, op: add, inputs: [x, q], output: p}\n  - {name: b, op: exp, inputs: [p], output: q}\n",
        {"bad.yaml:7:5", "dependency cycle", "'a'", "'b'"}},
-      {"bad integer", std::string(kHeader) + t2 + "ops:\n  - {name: s, op: softmax, inputs: [x], axis: last}\n",
+      {"bad integer",
+       std::string(kHeader) + t2 + "ops:\n  - {name: s, op: softmax, inputs: [x], axis: last}\n",
        {"bad.yaml:7:47", "ops[0].axis (op 's')", "expected an integer, found 'last'"}},
-      {"bad padding", std::string(kHeader) + t2 + "ops:\n  - {name: c, op: conv2d, inputs: [x, w], padding: [1, 2]}\n",
+      {"bad padding",
+       std::string(kHeader) + t2 + "ops:\n  - {name: c, op: conv2d, inputs: [x, w], padding: [1, 2]}\n",
        {"bad.yaml:7:52", "ops[0].padding (op 'c')", "[top, bottom, left, right], found 2 values"}},
-      {"bad equation", std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equation: \"mk,kn\"}\n",
+      {"bad equation",
+       std::string(kHeader) + t2 + "ops:\n  - {name: mm, op: matmul, inputs: [x, w], equation: \"mk,kn\"}\n",
        {"bad.yaml:7:54", "ops[0].equation (op 'mm')", "found no '->'"}},
-      {"unknown mesh axis", std::string(kHeader) + "mesh: {data: 2}\n" + t2 +
+      {"unknown mesh axis",
+       std::string(kHeader) + "mesh: {data: 2}\n" + t2 +
            "ops:\n  - {name: ar, op: all_reduce, inputs: [x], mesh_axes: [model]}\n",
        {"bad.yaml:8:5", "op 'ar' (all_reduce)", "unknown mesh axis 'model' (declared: data)"}},
-      {"missing fn", std::string(kHeader) + t2 + "ops:\n  - {name: r, op: reduce, inputs: [x], axes: [1]}\n",
+      {"missing fn",
+       std::string(kHeader) + t2 + "ops:\n  - {name: r, op: reduce, inputs: [x], axes: [1]}\n",
        {"bad.yaml:7:5", "ops[0].fn (op 'r')", "missing key"}},
-      {"ops not a list", std::string(kHeader) + "ops: {a: 1}\n", {"bad.yaml:3:6", "ops", "expected a list of ops, found a map"}},
+      {"ops not a list",
+       std::string(kHeader) + "ops: {a: 1}\n",
+       {"bad.yaml:3:6", "ops", "expected a list of ops, found a map"}},
   };
   for (const auto& c : cases) {
     std::string msg = error_of(c.text);
     EXPECT_FALSE(msg.empty()) << c.name << ": no error";
-    for (const auto& p : c.parts) EXPECT_NE(msg.find(p), std::string::npos) << c.name << ": '" << p << "' not in:\n" << msg;
+    for (const auto& p : c.parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << c.name << ": '" << p << "' not in:\n" << msg;
   }
 }
 
@@ -292,6 +311,4 @@ TEST(WorkloadFile, AllErrorsAreReportedTogether) {
   }
 }
 
-TEST(WorkloadFile, MissingFileIsAnError) {
-  EXPECT_THROW(read_workload_file("/nonexistent/w.yaml"), WorkloadError);
-}
+TEST(WorkloadFile, MissingFileIsAnError) { EXPECT_THROW(read_workload_file("/nonexistent/w.yaml"), WorkloadError); }
