@@ -164,6 +164,26 @@ std::uint64_t chunk_count(const ChipFigures& f, int cores, std::uint64_t per_cor
   return std::min(n, cap);
 }
 
+Chunk chunk_of(std::uint64_t total, std::uint64_t c, std::uint64_t chunks, int cores) {
+  return {total * c / chunks, total * (c + 1) / chunks,
+          static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks)};
+}
+
+std::vector<Step> chunked_steps(
+    std::uint64_t total, std::uint64_t chunks, int cores,
+    const std::function<void(const Chunk&, std::uint64_t, Step&, const std::vector<Step>&)>& fill) {
+  std::vector<Step> steps;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    const Chunk k = chunk_of(total, c, chunks, cores);
+    if (k.empty()) continue;
+    Step s;
+    s.core = k.core;
+    fill(k, c, s, steps);
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
 bool first_on_core(std::uint64_t chunk, const Step& s, const std::vector<Step>& steps) {
   return chunk == 0 || steps.empty() || s.core != steps.back().core;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "arch/chip/isa.h"
@@ -69,6 +70,22 @@ arch::Instr xlu(const ChipFigures& f, arch::XluOp op, std::uint64_t elements, ar
 // for two buffers of each to fit the VMEM budget.
 std::uint64_t chunk_count(const ChipFigures& f, int cores, std::uint64_t per_core, std::uint64_t traffic_bytes,
                           std::uint64_t cap);
+
+// Chunk `c` of `chunks` equal parts of `total` items: [begin, end) and the
+// TensorCore that runs it (consecutive chunks on one core).
+struct Chunk {
+  std::uint64_t begin = 0, end = 0;
+  int core = 0;
+  bool empty() const { return end == begin; }
+};
+Chunk chunk_of(std::uint64_t total, std::uint64_t c, std::uint64_t chunks, int cores);
+
+// The steps of an operator streamed in `chunks` chunks of `total` items:
+// `fill` gets each non-empty chunk, its index, its step (core set) and the
+// steps made so far.
+std::vector<Step> chunked_steps(
+    std::uint64_t total, std::uint64_t chunks, int cores,
+    const std::function<void(const Chunk&, std::uint64_t, Step&, const std::vector<Step>&)>& fill);
 
 // Whether a step is its core's first: operands every chunk needs whole
 // (broadcast inputs, norm scales) are loaded once per core, with it.

@@ -16,8 +16,6 @@
 namespace tpusim::sim::lowering {
 
 using arch::DType;
-using workloads::Op;
-using workloads::Tensor;
 
 namespace {
 

@@ -7,10 +7,6 @@
 
 namespace tpusim::sim::lowering {
 
-using workloads::Op;
-using workloads::OpKind;
-using workloads::Tensor;
-
 namespace {
 
 arch::ici::CollectiveKind collective_kind(OpKind k) {

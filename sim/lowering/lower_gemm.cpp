@@ -13,8 +13,6 @@
 namespace tpusim::sim::lowering {
 
 using arch::DType;
-using workloads::Op;
-using workloads::Tensor;
 
 namespace {
 
@@ -141,20 +139,16 @@ std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilog
     const int cores = cx.cores();
     const std::uint64_t chunks = std::max<std::uint64_t>(static_cast<std::uint64_t>(cores) * 8,
                                                          std::min<std::uint64_t>(4096, out_elems / (64 * 1024) + 1));
-    std::vector<Step> steps;
-    for (std::uint64_t c = 0; c < chunks; ++c) {
-      const std::uint64_t e0 = out_elems * c / chunks, e1 = out_elems * (c + 1) / chunks;
-      if (e1 == e0) continue;
-      Step s;
-      s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
-      const std::uint64_t ib = in_bytes * c / chunks, ie = in_bytes * (c + 1) / chunks;
-      s.loads.push_back(load(cx.ref(x.name) + ib, std::max<std::uint64_t>(1, ie - ib)));
-      if (c == 0) s.loads.push_back(load(cx.ref(w.name), w.bytes()));
-      s.compute.push_back({vpu(e1 - e0, x.dtype, 2.0 * KH * KW, 0, 1, 0), {}});
-      add_extra_loads(s, ep, e0, e1 - e0, out_elems, c == 0);
-      add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {x.dtype, 0, 0, 1});
-      steps.push_back(std::move(s));
-    }
+    std::vector<Step> steps = chunked_steps(
+        out_elems, chunks, cores, [&](const Chunk& k, std::uint64_t c, Step& s, const std::vector<Step>& done) {
+          const std::uint64_t e0 = k.begin, e1 = k.end;
+          const std::uint64_t ib = in_bytes * c / chunks, ie = in_bytes * (c + 1) / chunks;
+          s.loads.push_back(load(cx.ref(x.name) + ib, std::max<std::uint64_t>(1, ie - ib)));
+          if (c == 0) s.loads.push_back(load(cx.ref(w.name), w.bytes()));
+          s.compute.push_back({vpu(e1 - e0, x.dtype, 2.0 * KH * KW, 0, 1, 0), {}});
+          add_extra_loads(s, ep, e0, e1 - e0, out_elems, c == 0);
+          add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {x.dtype, 0, 0, 1});
+        });
     plan.blocking = "depthwise on VPU, " + std::to_string(chunks) + " chunks";
     plan.vmem_peak = 2 * (in_bytes / chunks + bytes_of(x.dtype, static_cast<std::int64_t>(out_elems / chunks)));
     return steps;

@@ -6,10 +6,6 @@
 
 namespace tpusim::sim::lowering {
 
-using workloads::Op;
-using workloads::OpKind;
-using workloads::Tensor;
-
 // Each index fetches one table row (a strided gather from HBM), then the
 // rows are stored contiguously.
 std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
@@ -84,34 +80,30 @@ std::vector<Step> lower_copy(const LowerContext& cx, std::size_t i, const Epilog
     return steps;
   }
   const std::uint64_t chunks = chunk_count(cx.f, cores, 8, out.bytes(), elems / 1024 + 1);
-  std::vector<Step> steps;
-  for (std::uint64_t c = 0; c < chunks; ++c) {
-    const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
-    if (e1 == e0) continue;
-    Step s;
-    s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
-    if (op.kind == OpKind::slice) {
-      // Read only the selected elements: rows of the innermost extent.
-      s.loads.push_back(load(cx.ref(op.inputs[0]) + bytes_of(out.dtype, static_cast<std::int64_t>(e0)),
-                             bytes_of(out.dtype, static_cast<std::int64_t>(e1 - e0))));
-    } else {
-      for (const auto& in : op.inputs) {
-        const Tensor& t = cx.tensor(in);
-        const std::uint64_t te = static_cast<std::uint64_t>(t.num_elements());
-        const std::uint64_t a0 = te * c / chunks, a1 = te * (c + 1) / chunks;
-        if (a1 > a0)
-          s.loads.push_back(load(cx.ref(in) + bytes_of(t.dtype, static_cast<std::int64_t>(a0)),
-                                 bytes_of(t.dtype, static_cast<std::int64_t>(a1 - a0))));
-      }
-    }
-    if (op.kind == OpKind::transpose)
-      s.compute.push_back({xlu(cx.f, arch::XluOp::transpose, e1 - e0, out.dtype), {}});
-    else
-      s.compute.push_back({vpu(e1 - e0, out.dtype, 1, 0, 1, 0), {}});
-    add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
-    add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 0});
-    steps.push_back(std::move(s));
-  }
+  std::vector<Step> steps =
+      chunked_steps(elems, chunks, cores, [&](const Chunk& k, std::uint64_t c, Step& s, const std::vector<Step>& done) {
+        const std::uint64_t e0 = k.begin, e1 = k.end;
+        if (op.kind == OpKind::slice) {
+          // Read only the selected elements: rows of the innermost extent.
+          s.loads.push_back(load(cx.ref(op.inputs[0]) + bytes_of(out.dtype, static_cast<std::int64_t>(e0)),
+                                 bytes_of(out.dtype, static_cast<std::int64_t>(e1 - e0))));
+        } else {
+          for (const auto& in : op.inputs) {
+            const Tensor& t = cx.tensor(in);
+            const std::uint64_t te = static_cast<std::uint64_t>(t.num_elements());
+            const std::uint64_t a0 = te * c / chunks, a1 = te * (c + 1) / chunks;
+            if (a1 > a0)
+              s.loads.push_back(load(cx.ref(in) + bytes_of(t.dtype, static_cast<std::int64_t>(a0)),
+                                     bytes_of(t.dtype, static_cast<std::int64_t>(a1 - a0))));
+          }
+        }
+        if (op.kind == OpKind::transpose)
+          s.compute.push_back({xlu(cx.f, arch::XluOp::transpose, e1 - e0, out.dtype), {}});
+        else
+          s.compute.push_back({vpu(e1 - e0, out.dtype, 1, 0, 1, 0), {}});
+        add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
+        add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 0});
+      });
   plan.vmem_peak = 2 * out.bytes() / chunks + 1;
   plan.blocking = std::to_string(chunks) + " chunks";
   return steps;

@@ -7,10 +7,6 @@
 
 namespace tpusim::sim::lowering {
 
-using workloads::Op;
-using workloads::OpKind;
-using workloads::Tensor;
-
 std::vector<Step> lower_stream(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
   const Op& op = cx.op(i);
   const Tensor& out = cx.tensor(op.outputs[0]);
@@ -21,31 +17,27 @@ std::vector<Step> lower_stream(const LowerContext& cx, std::size_t i, const Epil
   for (const auto& in : op.inputs) traffic += cx.tensor(in).bytes();
   traffic += out.bytes();
   const std::uint64_t chunks = chunk_count(cx.f, cores, 16, traffic, elems / 1024);
-  std::vector<Step> steps;
-  for (std::uint64_t c = 0; c < chunks; ++c) {
-    const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
-    if (e1 == e0) continue;
-    Step s;
-    s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
-    int inputs = 0;
-    for (const auto& name : op.inputs) {
-      const Tensor& t = cx.tensor(name);
-      const std::uint64_t te = static_cast<std::uint64_t>(t.num_elements());
-      if (te == elems) {
-        s.loads.push_back(load(cx.ref(name) + bytes_of(t.dtype, static_cast<std::int64_t>(e0)),
-                               bytes_of(t.dtype, static_cast<std::int64_t>(e1 - e0))));
-        ++inputs;
-      } else if (first_on_core(c, s, steps)) {
-        s.loads.push_back(load(cx.ref(name), std::max<std::uint64_t>(1, t.bytes())));
-      }
-    }
-    s.compute.push_back({vpu(e1 - e0, cx.tensor(op.inputs[0]).dtype, std::max(1, cost.flops), cost.transcendentals,
-                             std::max(1, inputs), 0),
-                         {}});
-    add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
-    add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 1});
-    steps.push_back(std::move(s));
-  }
+  std::vector<Step> steps =
+      chunked_steps(elems, chunks, cores, [&](const Chunk& k, std::uint64_t c, Step& s, const std::vector<Step>& done) {
+        const std::uint64_t e0 = k.begin, e1 = k.end;
+        int inputs = 0;
+        for (const auto& name : op.inputs) {
+          const Tensor& t = cx.tensor(name);
+          const std::uint64_t te = static_cast<std::uint64_t>(t.num_elements());
+          if (te == elems) {
+            s.loads.push_back(load(cx.ref(name) + bytes_of(t.dtype, static_cast<std::int64_t>(e0)),
+                                   bytes_of(t.dtype, static_cast<std::int64_t>(e1 - e0))));
+            ++inputs;
+          } else if (first_on_core(c, s, done)) {
+            s.loads.push_back(load(cx.ref(name), std::max<std::uint64_t>(1, t.bytes())));
+          }
+        }
+        s.compute.push_back({vpu(e1 - e0, cx.tensor(op.inputs[0]).dtype, std::max(1, cost.flops), cost.transcendentals,
+                                 std::max(1, inputs), 0),
+                             {}});
+        add_extra_loads(s, ep, e0, e1 - e0, elems, c == 0);
+        add_epilogue(s, ep, {e1 - e0, e1 - e0, 1, e1 - e0, e0}, {out.dtype, 0, 0, 1});
+      });
   plan.vmem_peak = 2 * traffic / chunks + 1;
   plan.blocking = std::to_string(chunks) + " chunks";
   return steps;
@@ -69,27 +61,23 @@ std::vector<Step> lower_rows(const LowerContext& cx, std::size_t i, const Epilog
   const int cores = cx.cores();
   const std::uint64_t traffic = x.bytes() + out.bytes();
   const std::uint64_t chunks = chunk_count(cx.f, cores, 16, traffic, std::min(elems, out_elems ? out_elems : 1));
-  std::vector<Step> steps;
-  for (std::uint64_t c = 0; c < chunks; ++c) {
-    const std::uint64_t e0 = elems * c / chunks, e1 = elems * (c + 1) / chunks;
-    const std::uint64_t o0 = out_elems * c / chunks, o1 = out_elems * (c + 1) / chunks;
-    if (e1 == e0) continue;
-    Step s;
-    s.core = static_cast<int>(c * static_cast<std::uint64_t>(cores) / chunks);
-    s.loads.push_back(load(cx.ref(x.name) + bytes_of(x.dtype, static_cast<std::int64_t>(e0)),
-                           bytes_of(x.dtype, static_cast<std::int64_t>(e1 - e0))));
-    for (std::size_t k = 1; k < op.inputs.size(); ++k)
-      if (first_on_core(c, s, steps))
-        s.loads.push_back(load(cx.ref(op.inputs[k]), std::max<std::uint64_t>(1, cx.tensor(op.inputs[k]).bytes())));
-    s.compute.push_back({vpu(e1 - e0, x.dtype, std::max(1.0, alu), trans, 1, 1), {}});
-    for (int r = 0; r < reductions; ++r)
-      s.compute.push_back(
-          {xlu(cx.f, arch::XluOp::reduce, e1 - e0, x.dtype, row_len), {static_cast<int>(s.compute.size()) - 1}});
-    add_extra_loads(s, ep, o0, o1 - o0, out_elems, c == 0);
-    const std::uint64_t on = std::max<std::uint64_t>(1, o1 - o0);
-    add_epilogue(s, ep, {on, on, 1, on, o0}, {out.dtype, 0, 0, 1});
-    steps.push_back(std::move(s));
-  }
+  std::vector<Step> steps =
+      chunked_steps(elems, chunks, cores, [&](const Chunk& k, std::uint64_t c, Step& s, const std::vector<Step>& done) {
+        const std::uint64_t e0 = k.begin, e1 = k.end;
+        const std::uint64_t o0 = out_elems * c / chunks, o1 = out_elems * (c + 1) / chunks;
+        s.loads.push_back(load(cx.ref(x.name) + bytes_of(x.dtype, static_cast<std::int64_t>(e0)),
+                               bytes_of(x.dtype, static_cast<std::int64_t>(e1 - e0))));
+        for (std::size_t k = 1; k < op.inputs.size(); ++k)
+          if (first_on_core(c, s, done))
+            s.loads.push_back(load(cx.ref(op.inputs[k]), std::max<std::uint64_t>(1, cx.tensor(op.inputs[k]).bytes())));
+        s.compute.push_back({vpu(e1 - e0, x.dtype, std::max(1.0, alu), trans, 1, 1), {}});
+        for (int r = 0; r < reductions; ++r)
+          s.compute.push_back(
+              {xlu(cx.f, arch::XluOp::reduce, e1 - e0, x.dtype, row_len), {static_cast<int>(s.compute.size()) - 1}});
+        add_extra_loads(s, ep, o0, o1 - o0, out_elems, c == 0);
+        const std::uint64_t on = std::max<std::uint64_t>(1, o1 - o0);
+        add_epilogue(s, ep, {on, on, 1, on, o0}, {out.dtype, 0, 0, 1});
+      });
   plan.vmem_peak = 2 * traffic / chunks + 1;
   plan.blocking = std::to_string(chunks) + " chunks";
   return steps;

@@ -20,6 +20,10 @@
 
 namespace tpusim::sim::lowering {
 
+using workloads::Op;
+using workloads::OpKind;
+using workloads::Tensor;
+
 // Everything a rule reads; nothing in it changes while rules run.
 struct LowerContext {
   const workloads::Workload& wl;
