@@ -1,15 +1,18 @@
 // Lowering: each workload operator becomes a tiled, software-pipelined
 // program for the TensorCores (see pipeline.h): block sizes chosen by a
-// search under VMEM capacity with double-buffered inputs, HBM<->VMEM DMA,
-// MXU passes padded to the array shape, VPU/XLU work, elementwise
-// consumers fused into their producer's epilogue as XLA would (unless
-// fusion is off), work split across the TensorCores of megacore chips.
-// On chips with CMEM (v4, v4i) intermediate activations that fit are placed
-// there instead of HBM (memory_plan.h). Collectives become ICI instructions
-// on multi-chip runs. The parts: fusion.h, memory_plan.h, gemm_tiling.h (the
-// pure block search), op_lowering.h (one rule per op family, dispatched by
-// op kind, in lower_<family>.cpp), roofline.h, pipeline.h.
-// Leaves out: cross-operator VMEM residency, prefetching weights into CMEM.
+// search under the kernel's scoped VMEM with double-buffered inputs,
+// HBM<->VMEM DMA of tiled-layout blocks, MXU passes padded to the array
+// shape, VPU/XLU work, elementwise consumers fused into their producer's
+// epilogue as XLA would (unless fusion is off), work split across the
+// TensorCores of megacore chips, and the kernels' launch and per-step
+// overheads (kernel.* config keys). Intermediate activations that fit stay
+// in the alternate memory, CMEM on v4/v4i and otherwise the VMEM kernels
+// leave free (memory_plan.h). Collectives become ICI instructions on
+// multi-chip runs. The parts: fusion.h, memory_plan.h, gemm_tiling.h and
+// attention_tiling.h (the pure block searches), op_lowering.h (one rule per
+// op family, dispatched by op kind, in lower_<family>.cpp), roofline.h,
+// pipeline.h. Leaves out: prefetching weights into CMEM or VMEM ahead of
+// their operator, prologue fusion (norms into the next matmul).
 #pragma once
 
 #include <cstdint>
