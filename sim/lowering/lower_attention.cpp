@@ -19,13 +19,25 @@ using arch::DType;
 
 namespace {
 
-// The MXU work of one matmul over `hb` heads: heads take MXUs in turn, or
-// each head is spread over its share of the MXUs when there are more MXUs
-// than heads. Returns the indices of the instructions added.
+// The MXU work of one matmul over `hb` heads: heads take MXUs in turn (one
+// instruction per MXU when N is whole MXU tiles), or each head is spread
+// over its share of the MXUs when there are more MXUs than heads. Returns
+// the indices of the instructions added.
 std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, std::int64_t m, std::int64_t k,
                               std::int64_t n, DType t, const std::vector<int>& after, std::uint64_t& slots) {
   std::vector<int> ids;
   const int mx = f.mxus;
+  if (hb >= mx && n % f.cols == 0) {
+    // One instruction per MXU for its heads, side by side along N: the
+    // same weight tiles, each streaming the same rows, as one per head.
+    for (int u = 0; u < mx; ++u) {
+      const std::int64_t heads = (hb - u + mx - 1) / mx;
+      if (heads <= 0) continue;
+      slots += add_matmul(s, f, m, k, n * heads, t, after, u, 1);
+      ids.push_back(static_cast<int>(s.compute.size()) - 1);
+    }
+    return ids;
+  }
   for (std::int64_t h = 0; h < hb; ++h) {
     const std::size_t before = s.compute.size();
     if (hb >= mx) {
