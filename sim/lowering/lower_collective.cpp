@@ -9,30 +9,18 @@ namespace tpusim::sim::lowering {
 
 namespace {
 
+// Collective op kinds and arch::ici::CollectiveKind list the same six
+// collectives in the same order; is_collective owns the list of kinds.
+static_assert(static_cast<int>(OpKind::broadcast) - static_cast<int>(OpKind::all_gather) ==
+                  static_cast<int>(arch::ici::CollectiveKind::broadcast),
+              "collective op kinds and CollectiveKind must stay in the same order");
+static_assert(static_cast<int>(OpKind::all_reduce) - static_cast<int>(OpKind::all_gather) ==
+                  static_cast<int>(arch::ici::CollectiveKind::all_reduce),
+              "collective op kinds and CollectiveKind must stay in the same order");
+
 arch::ici::CollectiveKind collective_kind(OpKind k) {
-  using arch::ici::CollectiveKind;
-  switch (k) {
-    case OpKind::all_gather: return CollectiveKind::all_gather;
-    case OpKind::reduce_scatter: return CollectiveKind::reduce_scatter;
-    case OpKind::all_reduce: return CollectiveKind::all_reduce;
-    case OpKind::all_to_all: return CollectiveKind::all_to_all;
-    case OpKind::collective_permute: return CollectiveKind::collective_permute;
-    case OpKind::broadcast: return CollectiveKind::broadcast;
-    case OpKind::matmul:
-    case OpKind::conv2d:
-    case OpKind::elementwise:
-    case OpKind::reduce:
-    case OpKind::softmax:
-    case OpKind::layer_norm:
-    case OpKind::rms_norm:
-    case OpKind::attention:
-    case OpKind::gather:
-    case OpKind::transpose:
-    case OpKind::reshape:
-    case OpKind::concat:
-    case OpKind::slice: break;
-  }
-  throw std::logic_error("collective_kind: not a collective");
+  if (!workloads::is_collective(k)) throw std::logic_error("collective_kind: not a collective");
+  return static_cast<arch::ici::CollectiveKind>(static_cast<int>(k) - static_cast<int>(OpKind::all_gather));
 }
 
 }  // namespace
