@@ -47,6 +47,10 @@ struct AttentionTiling {
 // VPU and the XLUs overlap; only a sub-block's scores are held in VMEM.
 std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv);
 
+// How many sub-blocks ahead of the softmax the kernel issues QK^T: the
+// scores of kAttentionLookahead + 1 sub-blocks are live in VMEM at once.
+constexpr std::int64_t kAttentionLookahead = 2;
+
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);
 
 }  // namespace tpusim::sim::lowering

@@ -115,11 +115,12 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
-          qk[0] = heads_matmul(s, f, hb, rows, D, width(0), t, {}, plan.padded_macs);
+          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, kAttentionLookahead); ++j)
+            qk[static_cast<std::size_t>(j)] = heads_matmul(s, f, hb, rows, D, width(j), t, {}, plan.padded_macs);
           for (std::int64_t j = 0; j < ns; ++j) {
-            if (j + 1 < ns)
-              qk[static_cast<std::size_t>(j + 1)] =
-                  heads_matmul(s, f, hb, rows, D, width(j + 1), t, {}, plan.padded_macs);
+            if (j + kAttentionLookahead < ns)
+              qk[static_cast<std::size_t>(j + kAttentionLookahead)] =
+                  heads_matmul(s, f, hb, rows, D, width(j + kAttentionLookahead), t, {}, plan.padded_macs);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
             s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
