@@ -39,6 +39,12 @@ struct LoweringOptions {
   // axes must be mesh axes whose sizes match the workload's mesh.
   bool multi_chip = false;
   std::vector<std::pair<std::string, std::int64_t>> mesh;
+  // Start an asynchronous collective whose operands are ready (a weight's
+  // FSDP all-gather) before the compute operator that precedes its
+  // consumer, so that it overlaps that operator, as XLA's latency-hiding
+  // scheduler does with async collectives. Off: collectives start where
+  // the workload lists them.
+  bool prefetch_collectives = true;
 };
 
 // What the lowering decided and knows about one workload operator.

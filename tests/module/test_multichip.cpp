@@ -389,3 +389,43 @@ INSTANTIATE_TEST_SUITE_P(MultiChip, IronwoodAllGather,
                          ::testing::Values(std::pair<std::int64_t, double>{64, 71.77},
                                            std::pair<std::int64_t, double>{16384, 178.8}),
                          [](const auto& i) { return "N" + std::to_string(i.param.first); });
+
+namespace {
+
+// Two FSDP layers: each weight shard is all-gathered before its matmul.
+// Returns the run with the weight gathers prefetched or not.
+sim::RunReport two_fsdp_layers(bool prefetch) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  WorkloadBuilder b("fsdp2");
+  b.mesh_axis("fsdp", 4);
+  auto x = b.input("x", {2048, 4096}, arch::DType::bf16);
+  auto w1 = b.weight("w1", {1024, 4096}, arch::DType::bf16);  // shard of [4096, 4096]
+  auto w2 = b.weight("w2", {1024, 4096}, arch::DType::bf16);
+  auto g1 = b.all_gather("w1.all_gather", w1, {"fsdp"}, 0);
+  auto h = b.matmul("mm1", x, g1);
+  auto g2 = b.all_gather("w2.all_gather", w2, {"fsdp"}, 0);
+  b.matmul("mm2", h, g2);
+  const auto wl = b.build();
+  sim::RunOptions o = slice_opts("2x2", "fsdp=4");
+  o.lowering.prefetch_collectives = prefetch;
+  return sim::run_workload("v5e", cfg, wl, o);
+}
+
+}  // namespace
+
+// XLA's latency-hiding scheduler starts the next layer's weight all-gather
+// while this layer's matmul computes; listed in workload order, the gather
+// would wait for the matmul before it to be issued.
+TEST(MultiChip, WeightGatherIsPrefetchedDuringThePreviousMatmul) {
+  const sim::RunReport r = two_fsdp_layers(true);
+  const sim::RunMetrics m = sim::compute_metrics(r);
+  // ops: 0 w1.all_gather, 1 mm1, 2 w2.all_gather, 3 mm2
+  EXPECT_LT(m.ops[2].start_cycle, m.ops[1].end_cycle);
+  EXPECT_GE(m.ops[3].start_cycle, m.ops[2].end_cycle);  // mm2 still waits for its weight
+}
+TEST(MultiChip, WeightGatherInWorkloadOrderWaitsForThePreviousMatmul) {
+  const sim::RunReport r = two_fsdp_layers(false);
+  const sim::RunMetrics m = sim::compute_metrics(r);
+  // Issued only once mm1's last instructions are: in its final tenth.
+  EXPECT_GT(m.ops[2].start_cycle, m.ops[1].start_cycle + m.ops[1].cycles * 9 / 10);
+}
