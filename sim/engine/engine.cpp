@@ -15,6 +15,7 @@
 #include "sim/engine/memory_system.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/engine/unit_adapters.h"
+#include "sim/engine/vcd_sink.h"
 
 namespace tpusim::sim {
 
@@ -50,13 +51,10 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     for (const auto& c : chips) n += c->completed();
     return n;
   };
-  sc_core::sc_trace_file* vcd = nullptr;
+  std::unique_ptr<VcdSink> vcd;
   if (!opt.vcd_path.empty()) {
-    std::string base = opt.vcd_path;
-    if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
-    vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
-    vcd->set_time_unit(1, sc_core::SC_PS);
-    chips.front()->trace(vcd);  // --all-chips: chip 0's signals
+    vcd = std::make_unique<VcdSink>(opt.vcd_path);
+    chips.front()->trace(vcd->trace_file());  // --all-chips: chip 0's signals
   }
   if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
     throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
@@ -106,7 +104,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
       }
     }
   }
-  if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
+  if (vcd) vcd->close();  // a write error of the VCD file ends the run
   // Stopped at the limit with work left (an event due exactly at the limit
   // is not run by sc_start(limit)): the limit, not a lowering bug.
   if (limited && sc_core::sc_time_stamp() >= limit)

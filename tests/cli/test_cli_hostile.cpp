@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -74,6 +76,27 @@ TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
     const int status = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << args << ": status " << status;
   }
+}
+
+// Item 10: SystemC's VCD writer ignores write errors; the run must not.
+// out.vcd is a link to /dev/full, so every write fails with ENOSPC.
+TEST(HostileCli, AVcdOnAFullDiskExitsNonZeroNamingThePath) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  TmpDir d;
+  fs::create_symlink("/dev/full", d / "out.vcd");
+  const CliResult r = tpusim(d, "run --gemm 256,256,256 --quiet --vcd " + (d / "out.vcd") + " --out " + (d / "o"));
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write the VCD file " + (d / "out.vcd")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::strerror(ENOSPC)), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
+  // The same run into a real file writes the whole VCD: it ends after the
+  // last value change, so a truncated copy would lack its final timestamp.
+  const CliResult ok = tpusim(d, "run --gemm 256,256,256 --quiet --vcd " + (d / "w.vcd") + " --out " + (d / "o"));
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const std::string vcd = slurp(d / "w.vcd");
+  EXPECT_NE(vcd.find("$enddefinitions"), std::string::npos);
+  EXPECT_NE(vcd.rfind("\n#"), std::string::npos);
 }
 
 TEST(HostileCli, ASecondRunIntoTheSameOutLeavesOnlyItsOwnFiles) {
