@@ -19,6 +19,36 @@
 
 namespace tpusim::sim {
 
+namespace {
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// The up-front ceiling on simulated work (SimOptions::max_events,
+// max_sim_seconds): refused before anything is elaborated.
+void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt, int chips) {
+  if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
+    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
+  const WorkEstimate w = estimate_work(cfg, program, chips);
+  if (opt.max_events > 0 && w.events() > opt.max_events)
+    throw SimLimitError("the lowered program is " + std::to_string(w.events()) + " events (" +
+                        std::to_string(w.instructions) + " instructions and " + std::to_string(w.dma_requests) +
+                        " DMA requests" + (chips > 1 ? " on " + std::to_string(chips) + " chips" : std::string()) +
+                        "), above the limit of " + std::to_string(opt.max_events) +
+                        " events; raise --max-events (0 = no limit) or shrink the workload");
+  if (opt.max_sim_seconds > 0 && w.min_seconds() > opt.max_sim_seconds)
+    throw SimLimitError("the lowered program needs at least " + sci(w.min_seconds()) +
+                        " s of simulated time (MXU work at peak " + sci(w.mxu_seconds) + " s, HBM traffic at peak " +
+                        sci(w.hbm_seconds) + " s), beyond the simulated-time limit of " +
+                        std::to_string(opt.max_sim_seconds) +
+                        " s; raise --max-sim-time (seconds) or shrink the workload");
+}
+
+}  // namespace
+
 SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt) {
   static bool elaborated = false;
   if (elaborated) throw EngineError("simulate() called twice in one process: SystemC elaborates once per process");
@@ -29,6 +59,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   if (opt.all_chips) check_all_chips(opt.slice, arch::ici::Slice(cfg.ici, opt.slice, opt.twisted).num_chips());
   std::unique_ptr<IciBackend> ici;
   if (!opt.slice.empty()) ici = std::make_unique<IciBackend>(cfg, opt.slice, opt.mesh, opt.twisted);
+  check_work(cfg, program, opt, opt.all_chips ? ici->chips() : 1);
   const arch::UnitFactory units = make_unit_factory(cfg);
   // Shared mode: one chip ("chip", "memory") stands for every chip of the
   // slice. --all-chips: chip c is "chip<c>" with "memory<c>", each with
@@ -56,8 +87,6 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     vcd = std::make_unique<VcdSink>(opt.vcd_path);
     chips.front()->trace(vcd->trace_file());  // --all-chips: chip 0's signals
   }
-  if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
-    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
   const bool limited = opt.max_sim_seconds > 0;
   const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
   auto limit_error = [&] {

@@ -56,17 +56,50 @@ TEST(HostileCli, PathMistakesExitTwoNamingTheFlag) {
 
 TEST(HostileCli, RunsBeyondTheSimulatedTimeLimitStopAndSaySo) {
   TmpDir d;
-  // 2 x 4096^3 FLOPs at v5e's 197 TFLOP/s peak take at least 0.7 ms: far
-  // beyond a 1 us limit, with or without progress reporting.
+  // A 100 us kernel launch before the first instruction: the run cannot
+  // end within 10 us, with or without progress reporting, while the lower
+  // bound checked up front (MXU and HBM work at peak, well under 1 us for
+  // 256^3) lets it start.
   for (const char* quiet : {" --quiet", ""}) {
-    const CliResult r =
-        tpusim(d, std::string("run --gemm 4096,4096,4096 --max-sim-time 1e-6 --out ") + (d / "o") + quiet);
+    const CliResult r = tpusim(d, std::string("run --gemm 256,256,256 --set kernel.launch_overhead=100us "
+                                              "--max-sim-time 1e-5 --out ") +
+                                      (d / "o") + quiet);
     EXPECT_EQ(r.rc, 2) << r.err;
-    EXPECT_NE(r.err.find("simulated-time limit of 0.000001 s"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the run passed the simulated-time limit of 0.000010 s"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
   }
   EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time nan --out " + (d / "o")).rc, 2);
   EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time 1e-3 --quiet --out " + (d / "o")).rc, 0);
+}
+
+// "A hard ceiling on simulated work": --max-events and the lower bound on
+// simulated time refuse a program before anything is simulated.
+TEST(HostileCli, WorkBeyondTheCeilingIsRefusedUpFront) {
+  TmpDir d;
+  const std::string run = "run --gemm 1024,1024,1024 --quiet --out " + (d / "o");
+  const CliResult r = tpusim(d, run + " --max-events 1");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("raise --max-events"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
+  // The count in the message is the ceiling: exactly it runs, one less not.
+  const auto at = r.err.find("the lowered program is ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string events = std::to_string(std::stoull(r.err.substr(at + 23)));
+  EXPECT_EQ(tpusim(d, run + " --max-events " + events).rc, 0);
+  EXPECT_EQ(tpusim(d, run + " --max-events " + std::to_string(std::stoull(events) - 1)).rc, 2);
+  EXPECT_EQ(tpusim(d, run + " --max-events 0").rc, 0);  // no limit
+  for (const char* bad : {"-1", "nan", "1.5", "1e30"}) {
+    const CliResult b = tpusim(d, run + " --max-events " + bad);
+    EXPECT_EQ(b.rc, 2) << bad;
+    EXPECT_NE(b.err.find("--max-events"), std::string::npos) << b.err;
+  }
+  // 2 x 4096^3 FLOPs at v5e's peak (4 MXUs x 128 x 128 x 2 FLOP x 1.5 GHz
+  // = 196.6 TFLOP/s) take at least 0.699 ms: a 0.5 ms limit is refused
+  // before simulating, naming the flag.
+  const CliResult t = tpusim(d, "run --arch v5e --gemm 4096,4096,4096 --quiet --max-sim-time 5e-4 --out " + (d / "o"));
+  EXPECT_EQ(t.rc, 2) << t.err;
+  EXPECT_NE(t.err.find("needs at least 0.000699 s of simulated time"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("raise --max-sim-time"), std::string::npos) << t.err;
 }
 
 TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
