@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "cli_test_util.h"
 #include "sim/sweep/results_table.h"
@@ -100,6 +102,61 @@ TEST(HostileCli, WorkBeyondTheCeilingIsRefusedUpFront) {
   EXPECT_EQ(t.rc, 2) << t.err;
   EXPECT_NE(t.err.find("needs at least 0.000699 s of simulated time"), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("raise --max-sim-time"), std::string::npos) << t.err;
+}
+
+// total_cycles of a run's summary.csv (-1 when the run failed).
+double run_cycles(const TmpDir& d, const std::string& args) {
+  const CliResult r = tpusim(d, args + " --quiet --out " + (d / "c"));
+  EXPECT_EQ(r.rc, 0) << args << "\n" << r.err;
+  if (r.rc != 0) return -1;
+  const std::string csv = slurp(d / "c/summary.csv");
+  const auto header_end = csv.find('\n');
+  std::vector<std::string> names, values;
+  std::stringstream h(csv.substr(0, header_end)), v(csv.substr(header_end + 1));
+  for (std::string x; std::getline(h, x, ',');) names.push_back(x);
+  for (std::string x; std::getline(v, x, ',');) values.push_back(x);
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == "total_cycles") return std::stod(values[i]);
+  ADD_FAILURE() << "no total_cycles in " << csv;
+  return -1;
+}
+
+// Item 9: every config value affects the simulation or is rejected.
+TEST(HostileCli, XluCountChangesTimingAndZeroRefusesCrossLaneWork) {
+  TmpDir d;
+  const std::string wl = "run --arch v5e --workload " + std::string(TPUSIM_SOURCE_DIR) + "/configs/workloads/attention_gqa.json";
+  // Attention puts its row max and row sum on two XLUs side by side: one
+  // XLU serialises them, more than two have nothing more to run.
+  const double one = run_cycles(d, wl + " --set xlu.count=1"), two = run_cycles(d, wl + " --set xlu.count=2"),
+               four = run_cycles(d, wl + " --set xlu.count=4");
+  EXPECT_GT(one, two);
+  EXPECT_LE(four, two);
+  const CliResult none = tpusim(d, wl + " --set xlu.count=0 --quiet --out " + (d / "o"));
+  EXPECT_EQ(none.rc, 2) << none.err;
+  EXPECT_NE(none.err.find("needs cross-lane work"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("v5e has no XLU (xlu.count: 0)"), std::string::npos) << none.err;
+  // A workload without cross-lane work runs on a chip without XLUs.
+  EXPECT_EQ(tpusim(d, "run --arch v5e --gemm 256,256,256 --set xlu.count=0 --quiet --out " + (d / "o")).rc, 0);
+}
+
+TEST(HostileCli, VmemBandwidthAndGranuleChangeTiming) {
+  TmpDir d;
+  const std::string gemm = "run --arch v5e --gemm 1024,1024,1024";
+  const double base = run_cycles(d, gemm);
+  // v5e's VMEM feeds 4 x 4 KiB per cycle; a hundredth of it (245.76 GB/s,
+  // 164 B/cycle at 1.5 GHz) starves the MXUs, the VPU epilogue and the
+  // DMA's VMEM side alike.
+  EXPECT_GT(run_cycles(d, gemm + " --set vmem.bandwidth=245.76GB/s"), 2 * base);
+  // Twice the bandwidth changes nothing: VMEM was not the bound.
+  EXPECT_EQ(run_cycles(d, gemm + " --set vmem.bandwidth=49.152TB/s"), base);
+  // 64 KiB granules: every 4 KiB vreg or tile access moves 16 times its bytes.
+  EXPECT_GT(run_cycles(d, gemm + " --set vmem.granule=64KiB"), base);
+  EXPECT_EQ(run_cycles(d, gemm + " --set vmem.granule=1KiB"), base);  // divides 4 KiB: no waste
+  // 1 B/s: the 2 MiB of each operand alone takes 2^21 s to pass VMEM, far
+  // beyond the default one-hour simulated-time limit.
+  const CliResult slow = tpusim(d, gemm + " --set vmem.bandwidth=1B/s --quiet --out " + (d / "o"));
+  EXPECT_EQ(slow.rc, 2) << slow.err;
+  EXPECT_NE(slow.err.find("simulated-time limit of 3600"), std::string::npos) << slow.err;
 }
 
 TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
