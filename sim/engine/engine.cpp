@@ -11,6 +11,7 @@
 #include "arch/chip/chip_module.h"
 #include "arch/common/errors.h"
 #include "arch/ici/topology.h"
+#include "sim/engine/asan_stack.h"
 #include "sim/engine/ici_backend.h"
 #include "sim/engine/memory_system.h"
 #include "sim/engine/slice_setup.h"
@@ -105,9 +106,11 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   if (!opt.progress) {
     if (limited) {
       sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
+      restore_main_stack_bounds();
       check_limit();
     } else {
       sc_core::sc_start();
+      restore_main_stack_bounds();
     }
   } else {
     // Run in slices of simulated time so that wall time can be watched;
@@ -116,10 +119,12 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     double slice_us = 1.0;
     auto last_report = t0;
     sc_core::sc_start(sc_core::SC_ZERO_TIME);  // initialization: processes become runnable
+    restore_main_stack_bounds();
     while (sc_core::sc_pending_activity()) {
       check_limit();
       const auto s0 = clock::now();
       sc_core::sc_start(sc_core::sc_time(slice_us, sc_core::SC_US));
+      restore_main_stack_bounds();
       const auto now = clock::now();
       if (std::chrono::duration<double>(now - s0).count() < 0.05 && slice_us < 1e4) slice_us *= 2;
       if (std::chrono::duration<double>(now - t0).count() > 2.0 &&

@@ -44,10 +44,15 @@ VcdSink::VcdSink(const std::string& path) : path_(with_vcd_suffix(path)) {
     throw ResultsError("cannot set up the VCD file " + path_ + ": " + std::strerror(e));
   }
   reader_ = std::thread([this] { copy(); });
-  tf_ = sc_core::sc_create_vcd_trace_file((dir_ + "/trace").c_str());  // SystemC appends ".vcd"
-  // SystemC's note on the time unit would name the FIFO, not the user's file.
-  sc_core::sc_report_handler::set_actions(sc_core::SC_ID_TRACING_TIMESCALE_UNIT_, sc_core::SC_DO_NOTHING);
-  tf_->set_time_unit(1, sc_core::SC_PS);
+  try {
+    tf_ = sc_core::sc_create_vcd_trace_file((dir_ + "/trace").c_str());  // SystemC appends ".vcd"
+    // SystemC's note on the time unit would name the FIFO, not the user's file.
+    sc_core::sc_report_handler::set_actions(sc_core::SC_ID_TRACING_TIMESCALE_UNIT_, sc_core::SC_DO_NOTHING);
+    tf_->set_time_unit(1, sc_core::SC_PS);
+  } catch (...) {
+    finish();  // no destructor runs after a throwing constructor: join the reader here
+    throw;
+  }
 }
 
 void VcdSink::copy() noexcept {
