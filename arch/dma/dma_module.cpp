@@ -71,7 +71,16 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     Ps done;
     std::function<void()> fn;
   };
-  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1, p.issue_end, std::move(on_done)});
+  Ps floor = p.issue_end;
+  if (!p.hbm.empty() && on_chip_.vmem > 0 && (d.src == MemSpace::vmem || d.dst == MemSpace::vmem)) {
+    // The VMEM side of an HBM copy: whole granules at VMEM's bandwidth.
+    const std::uint64_t g = on_chip_.vmem_granule > 0 ? on_chip_.vmem_granule : 1;
+    std::uint64_t rows = 1;
+    for (int k = 1; k < d.dims; ++k) rows *= d.shape[static_cast<std::size_t>(k)];
+    const double bytes = static_cast<double>(rows) * static_cast<double>((d.shape[0] + g - 1) / g * g);
+    floor = std::max(floor, p.issue_start + static_cast<Ps>(bytes / on_chip_.vmem * 1e12));
+  }
+  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1, floor, std::move(on_done)});
   auto finish = [this, j, now](Ps t) {
     j->done = std::max(j->done, t);
     if (--j->left == 0) {
@@ -84,7 +93,7 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     hbm_bytes_ += t.bytes();
     hbm_.submit(t, arrival, finish);
   }
-  finish(p.issue_end);
+  finish(floor);
 }
 
 Ps DmaModule::on_chip_end(const DmaDescriptor& d, const DmaPlan& p) {

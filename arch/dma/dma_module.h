@@ -6,7 +6,8 @@
 // being one server shared by all engines. Implements the sequencer's
 // DmaBackend; this is the engine's memory system (sim/engine/memory_system).
 // start() returns at once; nothing ticks.
-// Leaves out: VMEM/SMEM bank contention on the on-chip side of HBM copies,
+// Leaves out: VMEM/SMEM bank contention on the on-chip side of HBM copies
+// (VMEM's bandwidth bounds each copy on its own),
 // ICI (ConfigError), descriptor queues deeper than "in order per engine".
 #pragma once
 
@@ -25,8 +26,13 @@ namespace tpusim::arch {
 
 // Bandwidths (bytes/s) of the on-chip memories, for copies that do not
 // touch HBM; 0 = not modelled (such a copy then takes its issue time).
+// VMEM's bandwidth and access granule (`vmem_granule`, 0 = bytes) also
+// bound the VMEM side of an HBM copy: it cannot complete before its rows,
+// each rounded up to whole granules, have passed VMEM at that bandwidth
+// from the start of its issue (arch/memory/vmem_feed.h).
 struct OnChipBandwidth {
   double vmem = 0, smem = 0, cmem = 0;
+  std::uint64_t vmem_granule = 0;
 };
 
 class DmaModule : public sc_core::sc_module, public DmaBackend {

@@ -1,6 +1,7 @@
 // VPU/XLU timing behind the sequencer's UnitTiming; see vpu_unit_timing.h.
 #include "arch/vpu/vpu_unit_timing.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "arch/common/errors.h"
@@ -35,8 +36,21 @@ XluArrayOp to_array_op(const XluWork& w, const VpuConfig& vpu) {
 Interval VpuUnitTiming::issue(const Instr& in, std::uint64_t ready) {
   const auto* w = std::get_if<VpuWork>(&in.work);
   if (!w) throw InternalError("VpuUnitTiming::issue: instruction carries no VpuWork");
-  const VpuIssue r = timer_.issue(to_stream_op(*w), ready);
-  return {r.start, r.finish};
+  const VpuIssue r = timer_.issue(to_stream_op(*w), std::max(ready, held_until_));
+  const VpuConfig& c = timer_.config();
+  const std::uint64_t vreg_bytes = static_cast<std::uint64_t>(c.sublanes) * static_cast<std::uint64_t>(c.lanes) * 4;
+  const std::uint64_t vmem = vmem_.cycles(r.cost.vreg_loads + r.cost.vreg_stores, vreg_bytes);
+  if (vmem <= r.cost.occupancy) return {r.start, r.finish};
+  ++vmem_bound_ops_;
+  held_until_ = r.start + vmem;
+  return {r.start, held_until_ + static_cast<std::uint64_t>(c.latency)};
+}
+
+StatList VpuUnitTiming::stats() const {
+  StatList s = timer_.stats();
+  s.push_back({"vmem_bound_ops", static_cast<double>(vmem_bound_ops_), "count",
+               "ops whose occupancy was set by VMEM bandwidth and granule (vmem.bandwidth, vmem.granule)"});
+  return s;
 }
 
 namespace {

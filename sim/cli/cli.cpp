@@ -12,6 +12,7 @@
 #include "models/model_spec.h"
 #include "sim/engine/engine.h"
 #include "sim/lowering/lowering.h"
+#include "sim/results/results_writer.h"
 #include "workloads/io/input_file.h"
 #include "workloads/ir/errors.h"
 #include "workloads/ir/mesh.h"
@@ -243,6 +244,12 @@ int cli_main_unchecked(int argc, char* argv[]) {
     out.flush();
     err << "tpusim: simulation limit: " << e.what() << "\n";
     return 2;
+  } catch (const ResultsError& e) {
+    // An output file that cannot be written (a full disk, an I/O error):
+    // not the user's mistake and not a bug; exit 1 naming the path.
+    out.flush();
+    err << "tpusim: output error: " << e.what() << "\n";
+    return 1;
   } catch (const LoweringError& e) {
     // The workload cannot run on this chip (dtype, capacity, collectives).
     out.flush();

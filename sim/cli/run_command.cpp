@@ -2,6 +2,7 @@
 // micro-workload) on one chip, results written to --out and summarised on
 // stdout.
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -52,7 +53,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")(
       "top", po::value<int>()->default_value(10), "operators shown in the stdout table")(
       "max-sim-time", po::value<double>()->default_value(3600),
-      "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)");
+      "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)")(
+      "max-events", po::value<double>()->default_value(static_cast<double>(kDefaultMaxEvents), "1e10"),
+      "refuse, before simulating, a lowered program of more events (instructions plus DMA requests) "
+      "than this (0 = no limit)");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("run",
@@ -153,6 +157,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (!(ro.sim.max_sim_seconds >= 0 && ro.sim.max_sim_seconds <= 1e6))  // NaN fails both
     throw UsageError("run: --max-sim-time must be a number of seconds in [0, 1e6], found " +
                      std::to_string(ro.sim.max_sim_seconds));
+  const double max_events = vm["max-events"].as<double>();
+  if (!(max_events >= 0 && max_events <= 1e19 && max_events == std::floor(max_events)))  // NaN fails
+    throw UsageError("run: --max-events must be a whole number in [0, 1e19], found " + std::to_string(max_events));
+  ro.sim.max_events = static_cast<std::uint64_t>(max_events);
   const RunReport r = run_workload(arch_name, cfg, wl, ro);
   WriteOptions wo;
   wo.trace = vm["trace"].as<bool>();

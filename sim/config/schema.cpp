@@ -176,7 +176,8 @@ std::vector<FieldSpec> build() {
             "ALUs operate on packed sub-32-bit values (a bf16 vreg slot holds 2 values); false = "
             "narrow values run one per slot at the f32 rate");
   // xlu
-  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore").bounded(64);
+  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore, each running one XLU op at a time; 0 = none (TPUv1): a workload "
+            "that needs cross-lane work is refused").bounded(64);
   b.integer("xlu.latency", TPUSIM_FIELD(c.xlu.latency), 1, "Cycles for one vreg through an XLU").bounded(1e6);
   b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU").bounded(64);
   // on-chip memories

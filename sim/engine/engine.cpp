@@ -11,12 +11,44 @@
 #include "arch/chip/chip_module.h"
 #include "arch/common/errors.h"
 #include "arch/ici/topology.h"
+#include "sim/engine/asan_stack.h"
 #include "sim/engine/ici_backend.h"
 #include "sim/engine/memory_system.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/engine/unit_adapters.h"
+#include "sim/engine/vcd_sink.h"
 
 namespace tpusim::sim {
+
+namespace {
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// The up-front ceiling on simulated work (SimOptions::max_events,
+// max_sim_seconds): refused before anything is elaborated.
+void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt, int chips) {
+  if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
+    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
+  const WorkEstimate w = estimate_work(cfg, program, chips);
+  if (opt.max_events > 0 && w.events() > opt.max_events)
+    throw SimLimitError("the lowered program is " + std::to_string(w.events()) + " events (" +
+                        std::to_string(w.instructions) + " instructions and " + std::to_string(w.dma_requests) +
+                        " DMA requests" + (chips > 1 ? " on " + std::to_string(chips) + " chips" : std::string()) +
+                        "), above the limit of " + std::to_string(opt.max_events) +
+                        " events; raise --max-events (0 = no limit) or shrink the workload");
+  if (opt.max_sim_seconds > 0 && w.min_seconds() > opt.max_sim_seconds)
+    throw SimLimitError("the lowered program needs at least " + sci(w.min_seconds()) +
+                        " s of simulated time (MXU work at peak " + sci(w.mxu_seconds) + " s, HBM traffic at peak " +
+                        sci(w.hbm_seconds) + " s), beyond the simulated-time limit of " +
+                        std::to_string(opt.max_sim_seconds) +
+                        " s; raise --max-sim-time (seconds) or shrink the workload");
+}
+
+}  // namespace
 
 SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt) {
   static bool elaborated = false;
@@ -28,6 +60,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   if (opt.all_chips) check_all_chips(opt.slice, arch::ici::Slice(cfg.ici, opt.slice, opt.twisted).num_chips());
   std::unique_ptr<IciBackend> ici;
   if (!opt.slice.empty()) ici = std::make_unique<IciBackend>(cfg, opt.slice, opt.mesh, opt.twisted);
+  check_work(cfg, program, opt, opt.all_chips ? ici->chips() : 1);
   const arch::UnitFactory units = make_unit_factory(cfg);
   // Shared mode: one chip ("chip", "memory") stands for every chip of the
   // slice. --all-chips: chip c is "chip<c>" with "memory<c>", each with
@@ -50,16 +83,11 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     for (const auto& c : chips) n += c->completed();
     return n;
   };
-  sc_core::sc_trace_file* vcd = nullptr;
+  std::unique_ptr<VcdSink> vcd;
   if (!opt.vcd_path.empty()) {
-    std::string base = opt.vcd_path;
-    if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
-    vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
-    vcd->set_time_unit(1, sc_core::SC_PS);
-    chips.front()->trace(vcd);  // --all-chips: chip 0's signals
+    vcd = std::make_unique<VcdSink>(opt.vcd_path);
+    chips.front()->trace(vcd->trace_file());  // --all-chips: chip 0's signals
   }
-  if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
-    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
   const bool limited = opt.max_sim_seconds > 0;
   const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
   auto limit_error = [&] {
@@ -78,9 +106,11 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   if (!opt.progress) {
     if (limited) {
       sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
+      restore_main_stack_bounds();
       check_limit();
     } else {
       sc_core::sc_start();
+      restore_main_stack_bounds();
     }
   } else {
     // Run in slices of simulated time so that wall time can be watched;
@@ -89,10 +119,12 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
     double slice_us = 1.0;
     auto last_report = t0;
     sc_core::sc_start(sc_core::SC_ZERO_TIME);  // initialization: processes become runnable
+    restore_main_stack_bounds();
     while (sc_core::sc_pending_activity()) {
       check_limit();
       const auto s0 = clock::now();
       sc_core::sc_start(sc_core::sc_time(slice_us, sc_core::SC_US));
+      restore_main_stack_bounds();
       const auto now = clock::now();
       if (std::chrono::duration<double>(now - s0).count() < 0.05 && slice_us < 1e4) slice_us *= 2;
       if (std::chrono::duration<double>(now - t0).count() > 2.0 &&
@@ -106,7 +138,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
       }
     }
   }
-  if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
+  if (vcd) vcd->close();  // a write error of the VCD file ends the run
   // Stopped at the limit with work left (an event due exactly at the limit
   // is not run by sc_start(limit)): the limit, not a lowering bug.
   if (limited && sc_core::sc_time_stamp() >= limit)

@@ -19,6 +19,7 @@
 #include "arch/chip/isa.h"
 #include "arch/common/chip_config.h"
 #include "arch/common/stats.h"
+#include "sim/engine/work_estimate.h"
 #include "workloads/ir/mesh.h"
 
 namespace tpusim::sim {
@@ -56,10 +57,17 @@ struct SimOptions {
   // then stops with SimLimitError instead of running on (a workload too
   // large to simulate, or a config that makes it crawl). 0 = none.
   double max_sim_seconds = 3600;
+  // Ceiling on simulated work: instructions plus DMA memory requests of
+  // every simulated chip (sim/engine/work_estimate.h), counted from the
+  // lowered program before elaboration. A program above it, or one whose
+  // lower bound on simulated time is above max_sim_seconds, is refused up
+  // front with SimLimitError. 0 = none.
+  std::uint64_t max_events = kDefaultMaxEvents;
 };
 
-// A run stopped at SimOptions::max_sim_seconds: the user's workload or
-// limit, not a bug (exit code 2).
+// A run stopped at SimOptions::max_sim_seconds, or refused up front by
+// max_events or max_sim_seconds: the user's workload or limit, not a bug
+// (exit code 2).
 class SimLimitError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

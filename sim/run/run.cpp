@@ -7,6 +7,26 @@
 
 namespace tpusim::sim {
 
+namespace {
+
+// A chip without cross-lane units (xlu.count: 0, TPUv1) cannot reduce
+// across lanes or transpose: a workload that needs it is refused, naming
+// its first such operator, instead of being run on a unit the chip lacks.
+// Whether it needs one is what the lowering emits for the same chip with
+// one XLU, so the rule follows the lowering of every operator kind.
+void refuse_cross_lane_work(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& lo) {
+  arch::TpuConfig one = cfg;
+  one.xlu.count = 1;
+  const LoweredWorkload probe = lower(wl, one, lo);
+  for (const arch::Instr& in : probe.program.instrs)
+    if (in.unit == arch::UnitKind::xlu)
+      throw LoweringError("operator '" + probe.program.op_names.at(in.op) +
+                          "' needs cross-lane work (a reduction or transpose on an XLU), but " + cfg.chip.name +
+                          " has no XLU (xlu.count: 0)");
+}
+
+}  // namespace
+
 RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg, const workloads::Workload& wl,
                        const RunOptions& opt) {
   RunReport r;
@@ -32,6 +52,7 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
                           " has space: cmem, but " +
                           (cfg.cmem.present ? std::string("--no-cmem is given") : cfg.chip.name + " has no CMEM") +
                           " (use space: hbm)");
+  if (cfg.xlu.count == 0) refuse_cross_lane_work(wl, cfg, lo);
   r.lowered = lower(wl, cfg, lo);
   r.sim = simulate(cfg, r.lowered.program, opt.sim);
   return r;

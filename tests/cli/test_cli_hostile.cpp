@@ -8,8 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "cli_test_util.h"
 #include "sim/sweep/results_table.h"
@@ -54,17 +58,105 @@ TEST(HostileCli, PathMistakesExitTwoNamingTheFlag) {
 
 TEST(HostileCli, RunsBeyondTheSimulatedTimeLimitStopAndSaySo) {
   TmpDir d;
-  // 2 x 4096^3 FLOPs at v5e's 197 TFLOP/s peak take at least 0.7 ms: far
-  // beyond a 1 us limit, with or without progress reporting.
+  // A 100 us kernel launch before the first instruction: the run cannot
+  // end within 10 us, with or without progress reporting, while the lower
+  // bound checked up front (MXU and HBM work at peak, well under 1 us for
+  // 256^3) lets it start.
   for (const char* quiet : {" --quiet", ""}) {
-    const CliResult r =
-        tpusim(d, std::string("run --gemm 4096,4096,4096 --max-sim-time 1e-6 --out ") + (d / "o") + quiet);
+    const CliResult r = tpusim(d, std::string("run --gemm 256,256,256 --set kernel.launch_overhead=100us "
+                                              "--max-sim-time 1e-5 --out ") +
+                                      (d / "o") + quiet);
     EXPECT_EQ(r.rc, 2) << r.err;
-    EXPECT_NE(r.err.find("simulated-time limit of 0.000001 s"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the run passed the simulated-time limit of 0.000010 s"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
   }
   EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time nan --out " + (d / "o")).rc, 2);
   EXPECT_EQ(tpusim(d, "run --gemm 64,64,64 --max-sim-time 1e-3 --quiet --out " + (d / "o")).rc, 0);
+}
+
+// "A hard ceiling on simulated work": --max-events and the lower bound on
+// simulated time refuse a program before anything is simulated.
+TEST(HostileCli, WorkBeyondTheCeilingIsRefusedUpFront) {
+  TmpDir d;
+  const std::string run = "run --gemm 1024,1024,1024 --quiet --out " + (d / "o");
+  const CliResult r = tpusim(d, run + " --max-events 1");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("raise --max-events"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
+  // The count in the message is the ceiling: exactly it runs, one less not.
+  const auto at = r.err.find("the lowered program is ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string events = std::to_string(std::stoull(r.err.substr(at + 23)));
+  EXPECT_EQ(tpusim(d, run + " --max-events " + events).rc, 0);
+  EXPECT_EQ(tpusim(d, run + " --max-events " + std::to_string(std::stoull(events) - 1)).rc, 2);
+  EXPECT_EQ(tpusim(d, run + " --max-events 0").rc, 0);  // no limit
+  for (const char* bad : {"-1", "nan", "1.5", "1e30"}) {
+    const CliResult b = tpusim(d, run + " --max-events " + bad);
+    EXPECT_EQ(b.rc, 2) << bad;
+    EXPECT_NE(b.err.find("--max-events"), std::string::npos) << b.err;
+  }
+  // 2 x 4096^3 FLOPs at v5e's peak (4 MXUs x 128 x 128 x 2 FLOP x 1.5 GHz
+  // = 196.6 TFLOP/s) take at least 0.699 ms: a 0.5 ms limit is refused
+  // before simulating, naming the flag.
+  const CliResult t = tpusim(d, "run --arch v5e --gemm 4096,4096,4096 --quiet --max-sim-time 5e-4 --out " + (d / "o"));
+  EXPECT_EQ(t.rc, 2) << t.err;
+  EXPECT_NE(t.err.find("needs at least 0.000699 s of simulated time"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("raise --max-sim-time"), std::string::npos) << t.err;
+}
+
+// total_cycles of a run's summary.csv (-1 when the run failed).
+double run_cycles(const TmpDir& d, const std::string& args) {
+  const CliResult r = tpusim(d, args + " --quiet --out " + (d / "c"));
+  EXPECT_EQ(r.rc, 0) << args << "\n" << r.err;
+  if (r.rc != 0) return -1;
+  const std::string csv = slurp(d / "c/summary.csv");
+  const auto header_end = csv.find('\n');
+  std::vector<std::string> names, values;
+  std::stringstream h(csv.substr(0, header_end)), v(csv.substr(header_end + 1));
+  for (std::string x; std::getline(h, x, ',');) names.push_back(x);
+  for (std::string x; std::getline(v, x, ',');) values.push_back(x);
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
+    if (names[i] == "total_cycles") return std::stod(values[i]);
+  ADD_FAILURE() << "no total_cycles in " << csv;
+  return -1;
+}
+
+// Item 9: every config value affects the simulation or is rejected.
+TEST(HostileCli, XluCountChangesTimingAndZeroRefusesCrossLaneWork) {
+  TmpDir d;
+  const std::string wl = "run --arch v5e --workload " + std::string(TPUSIM_SOURCE_DIR) + "/configs/workloads/attention_gqa.json";
+  // Attention puts its row max and row sum on two XLUs side by side: one
+  // XLU serialises them, more than two have nothing more to run.
+  const double one = run_cycles(d, wl + " --set xlu.count=1"), two = run_cycles(d, wl + " --set xlu.count=2"),
+               four = run_cycles(d, wl + " --set xlu.count=4");
+  EXPECT_GT(one, two);
+  EXPECT_LE(four, two);
+  const CliResult none = tpusim(d, wl + " --set xlu.count=0 --quiet --out " + (d / "o"));
+  EXPECT_EQ(none.rc, 2) << none.err;
+  EXPECT_NE(none.err.find("needs cross-lane work"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("v5e has no XLU (xlu.count: 0)"), std::string::npos) << none.err;
+  // A workload without cross-lane work runs on a chip without XLUs.
+  EXPECT_EQ(tpusim(d, "run --arch v5e --gemm 256,256,256 --set xlu.count=0 --quiet --out " + (d / "o")).rc, 0);
+}
+
+TEST(HostileCli, VmemBandwidthAndGranuleChangeTiming) {
+  TmpDir d;
+  const std::string gemm = "run --arch v5e --gemm 1024,1024,1024";
+  const double base = run_cycles(d, gemm);
+  // v5e's VMEM feeds 4 x 4 KiB per cycle; a hundredth of it (245.76 GB/s,
+  // 164 B/cycle at 1.5 GHz) starves the MXUs, the VPU epilogue and the
+  // DMA's VMEM side alike.
+  EXPECT_GT(run_cycles(d, gemm + " --set vmem.bandwidth=245.76GB/s"), 2 * base);
+  // Twice the bandwidth changes nothing: VMEM was not the bound.
+  EXPECT_EQ(run_cycles(d, gemm + " --set vmem.bandwidth=49.152TB/s"), base);
+  // 64 KiB granules: every 4 KiB vreg or tile access moves 16 times its bytes.
+  EXPECT_GT(run_cycles(d, gemm + " --set vmem.granule=64KiB"), base);
+  EXPECT_EQ(run_cycles(d, gemm + " --set vmem.granule=1KiB"), base);  // divides 4 KiB: no waste
+  // 1 B/s: the 2 MiB of each operand alone takes 2^21 s to pass VMEM, far
+  // beyond the default one-hour simulated-time limit.
+  const CliResult slow = tpusim(d, gemm + " --set vmem.bandwidth=1B/s --quiet --out " + (d / "o"));
+  EXPECT_EQ(slow.rc, 2) << slow.err;
+  EXPECT_NE(slow.err.find("simulated-time limit of 3600"), std::string::npos) << slow.err;
 }
 
 TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
@@ -74,6 +166,27 @@ TEST(HostileCli, StdoutWriteErrorsExitNonZero) {
     const int status = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << args << ": status " << status;
   }
+}
+
+// Item 10: SystemC's VCD writer ignores write errors; the run must not.
+// out.vcd is a link to /dev/full, so every write fails with ENOSPC.
+TEST(HostileCli, AVcdOnAFullDiskExitsNonZeroNamingThePath) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  TmpDir d;
+  fs::create_symlink("/dev/full", d / "out.vcd");
+  const CliResult r = tpusim(d, "run --gemm 256,256,256 --quiet --vcd " + (d / "out.vcd") + " --out " + (d / "o"));
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write the VCD file " + (d / "out.vcd")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::strerror(ENOSPC)), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "o/summary.csv"));
+  // The same run into a real file writes the whole VCD: it ends after the
+  // last value change, so a truncated copy would lack its final timestamp.
+  const CliResult ok = tpusim(d, "run --gemm 256,256,256 --quiet --vcd " + (d / "w.vcd") + " --out " + (d / "o"));
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const std::string vcd = slurp(d / "w.vcd");
+  EXPECT_NE(vcd.find("$enddefinitions"), std::string::npos);
+  EXPECT_NE(vcd.rfind("\n#"), std::string::npos);
 }
 
 TEST(HostileCli, ASecondRunIntoTheSameOutLeavesOnlyItsOwnFiles) {

@@ -303,6 +303,25 @@ for n in range(40):
     text, kind = mutate(open(os.path.join(ROOT, src)).read())
     add("mutated-model", ["model", "show", "{d}/m.yaml"], "any", {"m.yaml": text})
 
+# ---- ceilings on simulated work; config values that must act (items 4, 9) -----
+SOFTMAX = HDR + "tensors:\n  - {name: x, shape: [256, 1024], dtype: bf16}\nops:\n  - {name: sm, op: softmax, inputs: [x]}\n"
+run64 = ["run", "--gemm", "64,64,64", "--quiet", "--out", "{d}/o"]
+for v in ["-1", "nan", "1.5", "1e30", "x", "1"]:
+    add("work-limit", run64 + ["--max-events", v], "error")
+add("work-limit", run64 + ["--max-events", "0"], "ok")
+add("work-limit", ["run", "--gemm", "4096,4096,4096", "--max-sim-time", "1e-4", "--quiet", "--out", "{d}/o"], "error")
+add("work-limit", ["run", "--gemm", "1024,1024,1024", "--set", "vmem.bandwidth=1B/s", "--quiet", "--out", "{d}/o"],
+    "error")
+add("work-limit", ["run", "--gemm", "256,256,256", "--set", "kernel.launch_overhead=100us", "--max-sim-time", "1e-5",
+                   "--quiet", "--out", "{d}/o"], "error")
+for arch in ["v1", "v5e"]:
+    add("work-limit", ["run", "--arch", arch, "--workload", "{d}/sm.yaml", "--set", "xlu.count=0", "--quiet", "--out",
+                       "{d}/o"], "error", {"sm.yaml": SOFTMAX})
+add("work-limit", ["run", "--arch", "v5e", "--workload", "{d}/sm.yaml", "--set", "xlu.count=1", "--quiet", "--out",
+                   "{d}/o"], "ok", {"sm.yaml": SOFTMAX})
+add("work-limit", run64 + ["--set", "xlu.count=0"], "ok")
+add("work-limit", run64 + ["--set", "vmem.granule=64KiB"], "ok")
+
 with open(os.path.join(HERE, "corpus.jsonl"), "w") as f:
     for c in cases:
         f.write(json.dumps(c, sort_keys=True) + "\n")
