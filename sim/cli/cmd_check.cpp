@@ -85,11 +85,10 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   check_output_dir("check: --out", o.out_dir);
   o.jobs = vm["jobs"].as<int>();
   if (o.jobs < 0 || o.jobs > 1024) throw UsageError("check: --jobs must be in [0, 1024], found " + std::to_string(o.jobs));
-  o.simulate_candidates = !vm["no-simulate"].as<bool>();
+  o.simulate = !vm["no-simulate"].as<bool>();
   o.config_path = ctx.global.config_path;
   o.progress = &ctx.err;
   codesign::CheckResult r = codesign::run_check(o);
-  if (vm["no-simulate"].as<bool>()) r.points.clear();
   codesign::print_check(r, ctx.out);
   codesign::write_check_reports(r, o.out_dir);
   ctx.out << "results: " << o.out_dir << "/check.csv, " << o.out_dir << "/report.html\n";

@@ -103,7 +103,7 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
       one("attention.kv_heads", a.kv_heads, a.kv_heads / 2,
           "GQA group " + std::to_string(a.heads / a.kv_heads) + " -> " + std::to_string(a.heads / (a.kv_heads / 2)));
   }
-  out.push_back({"weights=int8", "8-bit weights (int8; fp8 where the MXU has no int8)", {}, "int8"});
+  out.push_back({"weights=int8", "8-bit weights (int8, or fp8 where the MXU has no int8)", {}, "int8"});
   return out;
 }
 

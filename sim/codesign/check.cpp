@@ -105,8 +105,8 @@ CheckResult run_check(const CheckOptions& o) {
   // The simulations: every (arch, phase) of the model, then of each candidate.
   for (const auto& ac : r.archs)
     for (models::Phase p : o.phases) {
+      if (!o.simulate) continue;
       r.points.push_back({ac.arch, p, -1, false, "", 0, 0, {}});
-      if (!o.simulate_candidates) continue;
       for (std::size_t c = 0; c < r.candidates.size(); ++c) {
         const Candidate& cand = r.candidates[c];
         if (!cand.weight_dtype.empty() && weight_dtype_on(cand, ac.config).empty()) continue;

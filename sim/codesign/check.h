@@ -34,7 +34,7 @@ struct CheckOptions {
   std::string slice, mesh;  // both or neither: simulations run sharded on the slice
   std::string out_dir;
   int jobs = 0;  // 0 = all cores
-  bool simulate_candidates = true;
+  bool simulate = true;
   std::vector<std::string> config_path;  // --config-path for the children
   std::ostream* progress = nullptr;
 };

@@ -126,14 +126,14 @@ void print_check(const CheckResult& r, std::ostream& os) {
       if (s.arch != a.arch) continue;
       if (!header) {
         os << "Suggestions, simulated (ranked by gain per parameter changed):\n";
-        os << "  " << std::right << std::setw(2) << "#" << "  " << std::left << std::setw(52) << "change";
+        os << "  " << std::right << std::setw(2) << "#" << "  " << std::left << std::setw(64) << "change";
         for (auto p : o.phases)
           os << std::right << std::setw(22) << (std::string(models::phase_name(p)) + " ms before->after");
         os << std::setw(9) << "gain" << std::setw(10) << "params" << std::setw(12) << "memory" << std::setw(8)
            << "score" << "\n";
         header = true;
       }
-      os << "  " << std::right << std::setw(2) << ++rank << "  " << std::left << std::setw(52) << cand(r, s).title;
+      os << "  " << std::right << std::setw(2) << ++rank << "  " << std::left << std::setw(64) << cand(r, s).title;
       if (!s.error.empty()) {
         os << "simulation failed: " << s.error << "\n";
         continue;
