@@ -140,8 +140,8 @@ void print_comparison(const Comparison& c, std::ostream& os, int top) {
 std::string comparison_csv(const Comparison& c) {
   std::string out = sweep::csv_line({"section", "name", "a", "b", "delta", "ratio"});
   for (const auto& r : c.rows)
-    out += sweep::csv_line({r.section, r.name, r.in_a ? format_real(r.a, 9) : "", r.in_b ? format_real(r.b, 9) : "",
-                            format_real(r.delta(), 9), r.a != 0 && r.in_a && r.in_b ? format_real(r.ratio(), 9) : ""});
+    out += sweep::csv_line({r.section, r.name, r.in_a ? format_real(r.a, 15) : "", r.in_b ? format_real(r.b, 15) : "",
+                            format_real(r.delta(), 15), r.a != 0 && r.in_a && r.in_b ? format_real(r.ratio(), 15) : ""});
   return out;
 }
 
