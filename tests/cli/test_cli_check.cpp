@@ -14,12 +14,14 @@
 
 #include "../unit/sim/config_test_util.h"
 #include "cli_test_util.h"
+#include "csv_rows.h"
 #include "sim/sweep/results_table.h"
 
 namespace {
 
 using tpusim::sim::testing::TempDir;
 using tpusim::test::slurp;
+using tpusim::test::rows_of;
 using Result = tpusim::test::CliResult;
 
 const std::string kModel = TPUSIM_SOURCE_DIR "/models/examples/custom-3000.yaml";
@@ -28,16 +30,6 @@ const std::string kPhase = "--phase decode --batch 2 --context 256";
 
 Result tpusim(const TempDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
-std::vector<std::map<std::string, std::string>> rows_of(const std::string& file) {
-  const auto rows = tpusim::sim::sweep::parse_csv(slurp(file));
-  std::vector<std::map<std::string, std::string>> out;
-  for (std::size_t r = 1; r < rows.size(); ++r) {
-    std::map<std::string, std::string> m;
-    for (std::size_t i = 0; i < rows[0].size() && i < rows[r].size(); ++i) m[rows[0][i]] = rows[r][i];
-    out.push_back(m);
-  }
-  return out;
-}
 
 std::string run_seconds(const TempDir& d, const std::string& model, const std::string& out) {
   const Result r = tpusim(d, "run --arch v6e --model " + model + " " + kPhase + " --quiet --out " + d.path() + "/" + out);

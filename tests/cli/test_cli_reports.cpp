@@ -20,27 +20,19 @@
 
 #include "../unit/sim/config_test_util.h"
 #include "cli_test_util.h"
+#include "csv_rows.h"
 #include "sim/sweep/results_table.h"
 
 namespace {
 
 using tpusim::sim::testing::TempDir;
 using tpusim::test::slurp;
+using tpusim::test::rows_of;
 using Result = tpusim::test::CliResult;
 using Rows = std::vector<std::map<std::string, std::string>>;
 
 Result tpusim(const TempDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
-Rows rows_of(const std::string& file) {
-  const auto rows = tpusim::sim::sweep::parse_csv(slurp(file));
-  Rows out;
-  for (std::size_t r = 1; r < rows.size(); ++r) {
-    std::map<std::string, std::string> m;
-    for (std::size_t i = 0; i < rows[0].size() && i < rows[r].size(); ++i) m[rows[0][i]] = rows[r][i];
-    out.push_back(m);
-  }
-  return out;
-}
 
 double d(const std::string& s) { return s.empty() ? 0.0 : std::stod(s); }
 
