@@ -91,12 +91,12 @@ void print_check(const CheckResult& r, std::ostream& os) {
        << " FLOP/byte (bf16), HBM " << gib(static_cast<double>(a.config.hbm.capacity_bytes)) << " ==\n";
     for (auto p : o.phases) {
       os << models::phase_name(p) << ": the layers as the MXU sees them (M x K x N; K pads to rows, N to cols)\n";
-      os << "  " << std::left << std::setw(22) << "layer type" << std::setw(26) << "shape" << std::setw(14) << "K"
+      os << "  " << std::left << std::setw(25) << "layer type" << std::setw(26) << "shape" << std::setw(14) << "K"
          << std::setw(14) << "N" << std::right << std::setw(8) << "waste" << std::setw(11) << "FLOP/byte"
          << std::setw(9) << "bound" << std::setw(8) << "time" << "\n";
       for (const auto& l : a.layers.at(p)) {
         const double sh = share_of(a, p, l.type);
-        os << "  " << std::left << std::setw(22) << (l.type + (l.shape.part.empty() ? "" : "")) << std::setw(26)
+        os << "  " << std::left << std::setw(25) << l.type << std::setw(26)
            << shape_text(l.shape) << std::setw(14) << pad_text(l.shape.k, l.k_padded) << std::setw(14)
            << pad_text(l.shape.n, l.n_padded) << std::right << std::setw(8) << pct(l.total_waste) << std::setw(11)
            << format_fixed(l.intensity, 1) << std::setw(9) << (l.compute_bound() ? "compute" : "memory")
@@ -105,7 +105,7 @@ void print_check(const CheckResult& r, std::ostream& os) {
       if (auto it = a.shares.find(p); it != a.shares.end())
         for (const auto& s : it->second)
           if (s.type == "collectives" || s.type.rfind("other", 0) == 0)
-            os << "  " << std::left << std::setw(22 + 26 + 14 + 14 + 8 + 11 + 9) << s.type << std::right
+            os << "  " << std::left << std::setw(25 + 26 + 14 + 14 + 8 + 11 + 9) << s.type << std::right
                << std::setw(8) << pct(s.share) << "\n";
       for (const auto& pt : r.points)
         if (pt.arch == a.arch && pt.phase == p && pt.candidate < 0)
@@ -117,9 +117,13 @@ void print_check(const CheckResult& r, std::ostream& os) {
            << " (smallest slice " << f.slice << ");";
       os << "\n";
     }
-    if (a.kv.bytes_per_token)
-      os << "KV cache: " << a.kv.bytes_per_token << " bytes per token; at context " << a.kv.context << " one chip holds "
-         << a.kv.max_batch << " sequences next to the bf16 weights\n";
+    if (a.kv.bytes_per_token) {
+      os << "KV cache: " << a.kv.bytes_per_token << " bytes per token; at context " << a.kv.context;
+      if (a.kv.max_batch > 0)
+        os << " one chip holds " << a.kv.max_batch << " sequences next to the bf16 weights\n";
+      else
+        os << " no sequence fits one chip: the bf16 weights alone fill its HBM\n";
+    }
     bool header = false;
     int rank = 0;
     for (const auto& s : r.suggestions) {

@@ -27,6 +27,15 @@ std::string layer_type(const std::string& op_name) {
     const auto dot = n.find('.', 7);
     n = dot == std::string::npos ? "" : n.substr(dot + 1);
   }
+  // ResNet: stages.<s>.blocks.<b>.<i>.conv -> stages.<s>.<i>.conv (one type
+  // per stage and position in the bottleneck block).
+  if (starts(n, "stages.") && n.size() > 5 && n.compare(n.size() - 5, 5, ".conv") == 0) {
+    const auto b = n.find(".blocks.");
+    if (b == std::string::npos) return n;
+    const auto after = n.find('.', b + 8);
+    return after == std::string::npos ? n : n.substr(0, b) + n.substr(after);
+  }
+  if (n == "stem.conv" || n == "fc") return n;
   if (n == "embed" || n == "lm_head" || n == "patch_embed" || n == "pooler" || n == "classifier") return n;
   if (has(n, "router")) return "moe.router";
   if (starts(n, "mlp.experts.") || starts(n, "mlp.shared")) {
@@ -54,6 +63,15 @@ std::vector<MxuMatmul> mxu_matmuls(const workloads::Workload& wl, const workload
   if (op.kind == OpKind::matmul) {
     const auto d = workloads::matmul_dims(op.as<workloads::MatmulAttrs>(), a->shape, b->shape);
     return {MxuMatmul{"", d.batch, d.m, d.k, d.n}};
+  }
+  if (op.kind == OpKind::conv2d && a->rank() == 4 && b->rank() == 4) {
+    // im2col: input [N, H, W, C], filter [KH, KW, C/groups, OC]: per group
+    // (N x OH x OW) x (KH x KW x C/groups) x (OC/groups).
+    const auto& c = op.as<workloads::Conv2dAttrs>();
+    const auto g = workloads::conv2d_geometry(c, a->shape[1], a->shape[2], b->shape[0], b->shape[1]);
+    const std::int64_t groups = std::max<std::int64_t>(c.groups, 1);
+    return {MxuMatmul{"", groups, a->shape[0] * g.out_h * g.out_w, b->shape[0] * b->shape[1] * b->shape[2],
+                      b->shape[3] / groups}};
   }
   if (op.kind == OpKind::attention && op.inputs.size() >= 3 && a->rank() == 4 && b->rank() == 4) {
     // q [B, Lq, H, D], k [B, Lkv, KVH, D], v [B, Lkv, KVH, Dv].

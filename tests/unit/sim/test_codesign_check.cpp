@@ -41,6 +41,8 @@ TEST(CodesignLayerType, NamesFromTheGenerator) {
   EXPECT_EQ(layer_type("embed"), "embed");
   EXPECT_EQ(layer_type("layers.0.attn_norm"), "");
   EXPECT_EQ(layer_type("layers.0.attn.q_rope"), "");
+  EXPECT_EQ(layer_type("stages.2.blocks.3.2.conv"), "stages.2.2.conv");  // ResNet
+  EXPECT_EQ(layer_type("stem.conv"), "stem.conv");
 }
 
 TEST(CodesignPadding, PerDimension) {
@@ -85,6 +87,24 @@ TEST(CodesignLayers, CustomModelOnV6e) {
   EXPECT_DOUBLE_EQ(q.ridge, ridge);
   EXPECT_NEAR(q.intensity, 2.0 * 8 * 3000 * 3000 / (2.0 * (3000 * 3000 + 2 * 8 * 3000)), 1e-9);
   EXPECT_FALSE(q.compute_bound());
+}
+
+TEST(CodesignLayers, ResNetConvAsIm2col) {
+  // The stem: 7x7 conv, stride 2, 3 -> 64 channels on 224x224: output
+  // 112x112, so M = batch x 112 x 112, K = 7 x 7 x 3 = 147 (pads to 256 on
+  // a 128-row array), N = 64 (pads to 128).
+  models::PhaseOptions o;
+  o.phase = models::Phase::infer;
+  o.batch = 2;
+  const auto wl = models::generate(models::load_model("resnet50"), o);
+  const auto layers = check_layers(wl, load_tpu_config("v5e"));
+  ASSERT_FALSE(layers.empty());
+  EXPECT_EQ(layers[0].type, "stem.conv");
+  EXPECT_EQ(layers[0].shape.m, 2 * 112 * 112);
+  EXPECT_EQ(layers[0].shape.k, 147);
+  EXPECT_EQ(layers[0].shape.n, 64);
+  EXPECT_EQ(layers[0].k_padded, 256);
+  EXPECT_EQ(layers[0].n_padded, 128);
 }
 
 TEST(CodesignModel, DimsDivisibilityKv) {
