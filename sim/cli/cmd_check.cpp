@@ -80,6 +80,9 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm.count("slice")) {
     o.slice = vm["slice"].as<std::string>();
     o.mesh = vm["mesh"].as<std::string>();
+    // Checked here, before any child runs: a bad mesh is one error, not
+    // one per simulation.
+    (void)workloads::parse_mesh(o.mesh, models::mesh_axis_names());  // workloads::MeshError
   }
   o.out_dir = vm["out"].as<std::string>();
   check_output_dir("check: --out", o.out_dir);
