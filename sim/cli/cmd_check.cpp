@@ -53,6 +53,7 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "phase", po::value<std::string>()->default_value("decode"), "phases, comma separated: prefill, decode, train, infer")(
       "out", po::value<std::string>()->default_value("results/check"), "output directory (check.csv, report.html)")(
       "jobs", po::value<int>()->default_value(0), "simulations at a time (0 = all cores)")(
+      "timeout", po::value<double>()->default_value(0), "seconds per simulation before it is stopped (0 = none)")(
       "no-simulate", po::bool_switch(), "analysis only: simulate neither the model nor the candidates")(
       "report", po::bool_switch(), "write report.html (always written; accepted for symmetry with run)");
   po::positional_options_description pos;
@@ -88,6 +89,9 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   check_output_dir("check: --out", o.out_dir);
   o.jobs = vm["jobs"].as<int>();
   if (o.jobs < 0 || o.jobs > 1024) throw UsageError("check: --jobs must be in [0, 1024], found " + std::to_string(o.jobs));
+  o.timeout = vm["timeout"].as<double>();
+  if (!(o.timeout >= 0 && o.timeout <= 1e6))
+    throw UsageError("check: --timeout must be in [0, 1e6] seconds, found " + std::to_string(o.timeout));
   o.simulate = !vm["no-simulate"].as<bool>();
   o.config_path = ctx.global.config_path;
   o.progress = &ctx.err;

@@ -117,6 +117,7 @@ CheckResult run_check(const CheckOptions& o) {
   auto dir_of = [&](std::size_t i) { return runs + "/" + std::to_string(i); };
   sweep::ChildPoolOptions pool;
   pool.jobs = o.jobs;
+  pool.timeout = o.timeout;
   std::size_t done = 0;
   sweep::run_children(
       r.points.size(), pool,
