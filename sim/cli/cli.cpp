@@ -33,11 +33,16 @@ void register_model_commands();
 void register_run_command();
 void register_sweep_commands();
 void register_validate_command();
+void register_check_commands();
+void register_compare_command();
+void register_sweep_plot_command();
 
 namespace {
 
 void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
-                                     register_run_command,     register_sweep_commands, register_validate_command};
+                                     register_run_command,     register_sweep_commands, register_validate_command,
+                                     register_check_commands, register_compare_command,
+                                     register_sweep_plot_command};
 
 struct Command {
   std::string summary;

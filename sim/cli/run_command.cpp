@@ -10,6 +10,7 @@
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
+#include "sim/report/run_html.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/run.h"
@@ -41,6 +42,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")(
       "out", po::value<std::string>()->default_value("results/run"), "output directory")(
       "trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")(
+      "report", po::bool_switch(), "write report.html: timeline, roofline, time by kind, HBM bandwidth")(
       "vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")(
       "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
       "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
@@ -165,6 +167,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   WriteOptions wo;
   wo.trace = vm["trace"].as<bool>();
   write_results(r, out, wo);
+  if (vm["report"].as<bool>()) write_run_report(r, out);
   print_summary(r, ctx.out, vm["top"].as<int>());
   ctx.out << "results: " << out << "\n";
   return 0;

@@ -11,12 +11,6 @@
 
 namespace tpusim::sim {
 
-namespace {
-
-// Sort key of a track: the TensorCores' units first (per core: MXUs, VPU,
-// XLUs), then the chip's DMA engines, each by index.
-using TrackKey = std::tuple<int, int, int, int>;  // group, core, unit order, index
-
 TrackKey track_key(const arch::Instr& in, const arch::InstrRecord& rec) {
   switch (in.unit) {
     case arch::UnitKind::mxu: return {0, in.core, 0, rec.unit_index};
@@ -27,6 +21,8 @@ TrackKey track_key(const arch::Instr& in, const arch::InstrRecord& rec) {
   }
   return {3, 0, 0, 0};
 }
+
+namespace {
 
 struct ArgWriter {
   std::ostream& os;

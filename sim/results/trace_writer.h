@@ -9,6 +9,7 @@
 
 #include <ostream>
 #include <string>
+#include <tuple>
 
 #include "sim/results/run_report.h"
 
@@ -18,6 +19,11 @@ namespace tpusim::sim {
 // "tc<core>.xlu<i>" or "dma<i>" (DMA engines belong to the chip), where i
 // is the engine the simulation chose (InstrRecord::unit_index).
 std::string track_name(const arch::Instr& in, const arch::InstrRecord& rec);
+
+// Sort key of a track: the TensorCores' units first (per core: MXUs, VPU,
+// XLUs), then the chip's DMA engines, each by index.
+using TrackKey = std::tuple<int, int, int, int>;  // group, core, unit order, index
+TrackKey track_key(const arch::Instr& in, const arch::InstrRecord& rec);
 
 // Writes the whole trace as one JSON object {"traceEvents":[...],...}.
 // Throws arch::InternalError on an inconsistent report (see compute_metrics).

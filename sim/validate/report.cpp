@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sim/report/svg.h"
 #include "sim/results/format.h"
 #include "sim/sweep/results_table.h"
 
@@ -37,19 +38,7 @@ std::string tol(const Case& c) {
   return std::string("±") + b + "%";
 }
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += ch;
-    }
-  }
-  return o;
-}
+using report::xml_escape;
 
 struct Counts {
   int pass = 0, fail = 0, xfail = 0, xpass = 0, error = 0;
@@ -172,12 +161,10 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   const double pw = W - L - R, ph = H - T - B;
   auto X = [&](double v) { return L + (std::log10(v) - d0) / (d1 - d0) * pw; };
   auto Y = [&](double v) { return T + ph - (std::log10(v) - d0) / (d1 - d0) * ph; };
-  auto f = [](double v) { return format_fixed(v, 1); };
+  const auto f = report::px;
+  report::Svg doc(W, H);
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
-    << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
-    << "<rect width=\"" << W << "\" height=\"" << H << "\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2
+  s << "<text x=\"" << W / 2
     << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">tpusim validation: simulated vs "
        "measured (each case in its own unit)</text>\n";
   // ±25% band around y = x.
@@ -229,7 +216,7 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   s << "<text x=\"" << lx << "\" y=\"" << gy
     << "\">dashed: y = x; band: ±25%; grey bar: the case's "
        "tolerance</text>\n";
-  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml(summary_line(results)) << "</text>\n";
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results)) << "</text>\n";
   // Labels are placed right of their point (left of it near the right
   // edge), moved up or down in steps until they overlap no label placed
   // before, with a leader line when moved.
@@ -260,7 +247,7 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     placed.push_back(b);
     const bool moved = ly != y - 4;
     s << "<g><title>"
-      << xml(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) + " (" +
+      << xml_escape(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) + " (" +
              pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
       << "</title>\n"
       << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x) << "\" y2=\""
@@ -271,33 +258,26 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
       s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
         << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
     s << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
-      << (left ? " text-anchor=\"end\"" : "") << ">" << xml(c.id) << "</text></g>\n";
+      << (left ? " text-anchor=\"end\"" : "") << ">" << xml_escape(c.id) << "</text></g>\n";
   }
-  s << "</svg>\n";
-  return s.str();
+  doc.raw(s.str());
+  return doc.str();
 }
 
 std::string html_page(const std::vector<CaseResult>& results) {
   std::ostringstream s;
-  s << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tpusim validation</title>\n"
-       "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-       "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}td.n{text-align:right}</style>\n"
-       "</head><body>\n<h1>tpusim validation</h1>\n<p>"
-    << xml(summary_line(results)) << "</p>\n"
-    << svg_plot(results)
-    << "<table>\n<tr><th>case</th><th>title</th><th>measured</th><th>simulated</th><th>unit</th><th>error</th>"
-       "<th>tolerance</th><th>outcome</th><th>source</th></tr>\n";
+  s << "<p>" << xml_escape(summary_line(results)) << "</p>\n" << svg_plot(results);
+  std::vector<std::vector<std::string>> rows;
   for (const auto& r : results) {
     const Case& c = *r.c;
     const bool v = has_value(r);
-    s << "<tr><td>" << xml(c.id) << "</td><td>" << xml(c.title) << "</td><td class=\"n\">" << num(c.measured)
-      << "</td><td class=\"n\">" << (v ? num(r.simulated) : "-") << "</td><td>" << xml(c.metric.unit)
-      << "</td><td class=\"n\">" << (v ? pct(r.error_pct) + "%" : "-") << "</td><td class=\"n\">" << xml(tol(c))
-      << "</td><td>" << outcome_name(r.outcome) << (note(r).empty() ? "" : ": " + xml(note(r))) << "</td><td>"
-      << xml(c.source) << "</td></tr>\n";
+    rows.push_back({c.id, c.title, num(c.measured), v ? num(r.simulated) : "-", c.metric.unit,
+                    v ? pct(r.error_pct) + "%" : "-", tol(c),
+                    std::string(outcome_name(r.outcome)) + (note(r).empty() ? "" : ": " + note(r)), c.source});
   }
-  s << "</table>\n</body></html>\n";
-  return s.str();
+  s << report::html_table(
+      {"case", "title", "measured", "simulated", "unit", "error", "tolerance", "outcome", "source"}, rows);
+  return report::html_page("tpusim validation", s.str());
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results) {

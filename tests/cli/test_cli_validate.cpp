@@ -14,6 +14,7 @@
 
 #include "../unit/sim/config_test_util.h"
 #include "cli_test_util.h"
+#include "csv_rows.h"
 #include "sim/results/format.h"
 #include "sim/sweep/results_table.h"
 
@@ -21,20 +22,11 @@ namespace {
 
 using tpusim::sim::testing::TempDir;
 using tpusim::test::slurp;
+using tpusim::test::rows_of;
 using Result = tpusim::test::CliResult;
 
 Result tpusim(const TempDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
-std::vector<std::map<std::string, std::string>> rows_of(const std::string& file) {
-  const auto rows = tpusim::sim::sweep::parse_csv(slurp(file));
-  std::vector<std::map<std::string, std::string>> out;
-  for (std::size_t r = 1; r < rows.size(); ++r) {
-    std::map<std::string, std::string> m;
-    for (std::size_t i = 0; i < rows[0].size() && i < rows[r].size(); ++i) m[rows[0][i]] = rows[r][i];
-    out.push_back(m);
-  }
-  return out;
-}
 
 // Seconds that `tpusim run` simulates for a 512^3 bf16 matmul on v5e.
 double gemm_seconds(const TempDir& d) {

@@ -1,0 +1,110 @@
+// Candidate model changes for `tpusim check`; see candidates.h.
+#include "sim/codesign/candidates.h"
+
+#include <cstdlib>
+
+#include "models/model_file.h"
+#include "sim/codesign/model_check.h"
+
+namespace tpusim::sim::codesign {
+
+namespace {
+
+const char* const kKeys[] = {"hidden", "ffn.size", "moe.expert_ffn_size", "vocab", "attention.head_dim",
+                             "attention.heads", "attention.kv_heads"};
+
+std::int64_t* field(models::ModelSpec& m, const std::string& key) {
+  auto& t = m.transformer;
+  if (key == "hidden") return &t.hidden;
+  if (key == "ffn.size") return &t.ffn.size;
+  if (key == "moe.expert_ffn_size") return &t.moe.expert_ffn_size;
+  if (key == "vocab") return &t.vocab;
+  if (key == "attention.head_dim") return &t.attention.head_dim;
+  if (key == "attention.heads") return &t.attention.heads;
+  if (key == "attention.kv_heads") return &t.attention.kv_heads;
+  return nullptr;
+}
+
+models::ModelError change_error(const std::string& key, const std::string& expected, const std::string& found) {
+  std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
+  return models::ModelError(models::Diagnostic{"--change", 0, 0, key, expected, found, models::nearest_word(key, keys)});
+}
+
+}  // namespace
+
+ModelChange parse_change(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw change_error(text, "key=value", "'" + text + "'");
+  ModelChange c{text.substr(0, eq), 0};
+  const std::string v = text.substr(eq + 1);
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != 0 || n < 1 || n > (1LL << 40)) throw change_error(c.key, "an integer in [1, 2^40]", "'" + v + "'");
+  c.value = n;
+  return c;
+}
+
+models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes) {
+  models::ModelSpec out = m;
+  const bool transformer = m.family == models::Family::decoder || m.family == models::Family::encoder ||
+                           m.family == models::Family::vit;
+  for (const auto& c : changes) {
+    std::int64_t* f = transformer ? field(out, c.key) : nullptr;
+    if (!f) throw change_error(c.key, "a transformer model key", "'" + c.key + "'");
+    *f = c.value;
+  }
+  const auto& a = out.transformer.attention;
+  if (transformer && a.kind == models::AttentionKind::mha && (a.kv_heads < 1 || a.heads % a.kv_heads != 0))
+    throw change_error("attention.kv_heads", "a divisor of attention.heads (" + std::to_string(a.heads) + ")",
+                       std::to_string(a.kv_heads));
+  if (!changes.empty()) out.name += "+changed";
+  return out;
+}
+
+std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
+  std::vector<Candidate> out;
+  const bool transformer = m.family == models::Family::decoder || m.family == models::Family::encoder ||
+                           m.family == models::Family::vit;
+  if (!transformer) {
+    out.push_back({"weights=int8", "8-bit weights", {}, "int8"});
+    return out;
+  }
+  const auto& t = m.transformer;
+  const auto& a = t.attention;
+  auto name_of = [](const std::string& key) -> std::string {
+    if (key == "ffn.size") return "d_ff";
+    if (key == "moe.expert_ffn_size") return "expert d_ff";
+    if (key == "attention.head_dim") return "head_dim";
+    if (key == "attention.kv_heads") return "KV heads";
+    return key;
+  };
+  auto one = [&](const std::string& key, std::int64_t from, std::int64_t to, const std::string& why) {
+    out.push_back({key + "=" + std::to_string(to),
+                   name_of(key) + " " + std::to_string(from) + " -> " + std::to_string(to) + " (" + why + ")",
+                   {{key, to}},
+                   ""});
+  };
+  for (const auto& d : misaligned_dims(m, tile)) {
+    if (d.key == "attention.head_dim") continue;  // its own candidate below
+    one(d.key, d.value, d.rounded, "multiple of " + std::to_string(tile));
+  }
+  if (a.kind == models::AttentionKind::mha && a.head_dim % 128 != 0) one("attention.head_dim", a.head_dim, 128, "MXU lanes");
+  if (a.kind == models::AttentionKind::mha && m.family == models::Family::decoder) {
+    // The power of two >= 2 dividing heads nearest the current KV heads
+    // (ties: the larger).
+    std::int64_t best = 0;
+    for (std::int64_t p = 2; p <= a.heads; p *= 2) {
+      if (a.heads % p != 0) continue;
+      if (!best || std::llabs(p - a.kv_heads) <= std::llabs(best - a.kv_heads)) best = p;
+    }
+    if (best && best != a.kv_heads && (a.kv_heads & (a.kv_heads - 1)) != 0)
+      one("attention.kv_heads", a.kv_heads, best, "power of two: divides tensor-parallel degrees");
+    if (a.kv_heads % 2 == 0 && a.heads % (a.kv_heads / 2) == 0 && a.kv_heads / 2 != best)
+      one("attention.kv_heads", a.kv_heads, a.kv_heads / 2,
+          "GQA group " + std::to_string(a.heads / a.kv_heads) + " -> " + std::to_string(a.heads / (a.kv_heads / 2)));
+  }
+  out.push_back({"weights=int8", "8-bit weights (int8, or fp8 where the MXU has no int8)", {}, "int8"});
+  return out;
+}
+
+}  // namespace tpusim::sim::codesign

@@ -1,0 +1,198 @@
+// The closed-form half of `tpusim check` (sim/codesign/model_check.h,
+// candidates.h) on the custom model of models/examples/custom-3000.yaml
+// (hidden 3000, 30 heads of head_dim 100, 6 KV heads, d_ff 8000, 24
+// layers, vocab 32000): layer types from operator names, MXU shapes and
+// padding from the model's dimensions, KV bytes per token, divisibility,
+// slice shapes, the candidate list and its checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "arch/common/derived.h"
+#include "models/analysis.h"
+#include "models/zoo.h"
+#include "sim/codesign/candidates.h"
+#include "sim/codesign/model_check.h"
+#include "sim/config/config_loader.h"
+#include "sim/report/svg.h"
+
+namespace tpusim::sim::codesign {
+namespace {
+
+models::ModelSpec custom() { return models::load_model(TPUSIM_SOURCE_DIR "/models/examples/custom-3000.yaml"); }
+
+models::PhaseOptions decode8() {
+  models::PhaseOptions o;
+  o.phase = models::Phase::decode;
+  o.batch = 8;
+  o.context = 2048;
+  return o;
+}
+
+TEST(CodesignLayerType, NamesFromTheGenerator) {
+  EXPECT_EQ(layer_type("layers.3.attn.q_proj"), "q_proj");
+  EXPECT_EQ(layer_type("layers.12.attn.o_proj"), "o_proj");
+  EXPECT_EQ(layer_type("layers.0.attn.core"), "attention");
+  EXPECT_EQ(layer_type("layers.0.mlp.down_proj"), "mlp.down_proj");
+  EXPECT_EQ(layer_type("layers.0.mlp.down_proj.grad_lhs"), "mlp.down_proj");  // backward
+  EXPECT_EQ(layer_type("layers.1.mlp.router"), "moe.router");
+  EXPECT_EQ(layer_type("layers.1.mlp.experts.g0.up_proj"), "moe.experts.up_proj");
+  EXPECT_EQ(layer_type("lm_head"), "lm_head");
+  EXPECT_EQ(layer_type("embed"), "embed");
+  EXPECT_EQ(layer_type("layers.0.attn_norm"), "");
+  EXPECT_EQ(layer_type("layers.0.attn.q_rope"), "");
+  EXPECT_EQ(layer_type("stages.2.blocks.3.2.conv"), "stages.2.2.conv");  // ResNet
+  EXPECT_EQ(layer_type("stem.conv"), "stem.conv");
+}
+
+TEST(CodesignPadding, PerDimension) {
+  EXPECT_EQ(round_up(100, 128), 128);
+  EXPECT_EQ(round_up(8000, 256), 8192);
+  EXPECT_DOUBLE_EQ(pad_waste(100, 128), 1 - 100.0 / 128);
+  EXPECT_DOUBLE_EQ(pad_waste(8000, 256), 1 - 8000.0 / 8192);
+  EXPECT_DOUBLE_EQ(pad_waste(4096, 256), 0);
+}
+
+TEST(CodesignLayers, CustomModelOnV6e) {
+  const auto cfg = load_tpu_config("v6e");
+  const auto wl = models::generate(custom(), decode8());
+  const auto layers = check_layers(wl, cfg);
+  auto find = [&](const std::string& t) {
+    auto it = std::find_if(layers.begin(), layers.end(), [&](const LayerTypeCheck& l) { return l.type == t; });
+    EXPECT_NE(it, layers.end()) << t;
+    return *it;
+  };
+  // q_proj: 8 tokens x hidden 3000 x (30 heads x 100) on a 256x256 array.
+  const auto q = find("q_proj");
+  EXPECT_EQ(q.ops, 24);
+  EXPECT_EQ(q.shape.m, 8);
+  EXPECT_EQ(q.shape.k, 3000);
+  EXPECT_EQ(q.shape.n, 3000);
+  EXPECT_EQ(q.k_padded, 3072);
+  EXPECT_DOUBLE_EQ(q.total_waste, 1 - (3000.0 * 3000) / (3072.0 * 3072));
+  // k_proj: N = 6 KV heads x 100 = 600 -> 768.
+  EXPECT_EQ(find("k_proj").n_padded, 768);
+  // Attention scores per (sequence, head): 1 query x head_dim 100 x 2048 keys.
+  const auto at = find("attention");
+  EXPECT_EQ(at.shape.batch, 8 * 30);
+  EXPECT_EQ(at.shape.k, 100);
+  EXPECT_EQ(at.shape.n, 2048);
+  EXPECT_EQ(at.k_padded, 256);
+  const auto up = find("mlp.up_proj");
+  EXPECT_EQ(up.shape.n, 8000);
+  EXPECT_EQ(up.n_padded, 8192);
+  // Decode at batch 8 is far below the ridge: q_proj does 2x8x3000x3000
+  // FLOPs on a 3000x3000 bf16 weight (18 MB) plus small activations.
+  const double ridge = arch::derive(cfg).ridge_point.at(arch::DType::bf16);
+  EXPECT_DOUBLE_EQ(q.ridge, ridge);
+  EXPECT_NEAR(q.intensity, 2.0 * 8 * 3000 * 3000 / (2.0 * (3000 * 3000 + 2 * 8 * 3000)), 1e-9);
+  EXPECT_FALSE(q.compute_bound());
+}
+
+TEST(CodesignLayers, ResNetConvAsIm2col) {
+  // The stem: 7x7 conv, stride 2, 3 -> 64 channels on 224x224: output
+  // 112x112, so M = batch x 112 x 112, K = 7 x 7 x 3 = 147 (pads to 256 on
+  // a 128-row array), N = 64 (pads to 128).
+  models::PhaseOptions o;
+  o.phase = models::Phase::infer;
+  o.batch = 2;
+  const auto wl = models::generate(models::load_model("resnet50"), o);
+  const auto layers = check_layers(wl, load_tpu_config("v5e"));
+  ASSERT_FALSE(layers.empty());
+  EXPECT_EQ(layers[0].type, "stem.conv");
+  EXPECT_EQ(layers[0].shape.m, 2 * 112 * 112);
+  EXPECT_EQ(layers[0].shape.k, 147);
+  EXPECT_EQ(layers[0].shape.n, 64);
+  EXPECT_EQ(layers[0].k_padded, 256);
+  EXPECT_EQ(layers[0].n_padded, 128);
+}
+
+TEST(CodesignModel, DimsDivisibilityKv) {
+  const auto m = custom();
+  auto dims = misaligned_dims(m, 256);
+  std::vector<std::string> keys;
+  for (const auto& d : dims) keys.push_back(d.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"hidden", "attention.head_dim", "ffn.size"}));  // vocab 32000 = 125 x 256
+  EXPECT_EQ(misaligned_dims(m, 128).size(), 3u);  // 3000, 100 and 8000 are no multiples of 128 either
+  const auto div = divisibility(m);
+  ASSERT_GE(div.size(), 2u);
+  EXPECT_EQ(div[0].key, "attention.heads");
+  EXPECT_EQ(div[0].divides, (std::vector<int>{2}));
+  EXPECT_EQ(div[1].key, "attention.kv_heads");
+  EXPECT_EQ(div[1].divides, (std::vector<int>{2}));
+  // K and V, 6 KV heads of 100, bf16, 24 layers.
+  const auto cfg = load_tpu_config("v6e");
+  const KvFit kv = kv_fit(m, decode8(), cfg);
+  EXPECT_EQ(kv.bytes_per_token, 2u * 6 * 100 * 2 * 24);
+  const auto weights = models::memory_footprint(m, decode8()).weights;
+  EXPECT_EQ(kv.max_batch, static_cast<std::int64_t>((cfg.hbm.capacity_bytes - weights) / (kv.bytes_per_token * 2048)));
+}
+
+TEST(CodesignModel, SliceShapes) {
+  const auto v5e = load_tpu_config("v5e");
+  const auto v5p = load_tpu_config("v5p");
+  EXPECT_EQ(slice_shape(1, v5e), "1x1");
+  EXPECT_EQ(slice_shape(8, v5e), "2x4");
+  EXPECT_EQ(slice_shape(16, v5e), "4x4");
+  EXPECT_EQ(slice_shape(64, v5p), "4x4x4");
+  EXPECT_EQ(slice_shape(32, v5p), "2x4x4");
+}
+
+TEST(CodesignCandidates, CustomModel) {
+  const auto c = candidates(custom(), 256);
+  std::vector<std::string> ids;
+  for (const auto& x : c) ids.push_back(x.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"hidden=3072", "ffn.size=8192", "attention.head_dim=128",
+                                           "attention.kv_heads=2", "attention.kv_heads=3", "weights=int8"}));
+  // On a 128-wide MXU d_ff rounds to 8064.
+  const auto c128 = candidates(custom(), 128);
+  EXPECT_EQ(c128[1].id, "ffn.size=8064");
+  // Every candidate builds a valid model.
+  for (const auto& x : c) EXPECT_NO_THROW(models::generate(apply_changes(custom(), x.changes), decode8())) << x.id;
+}
+
+TEST(CodesignCandidates, AlignedModelHasNoShapeChange) {
+  // 4096, 128, 14336 = 56 x 256, 128256 = 501 x 256: nothing to round; 8
+  // KV heads are a power of two; halving them (GQA group 4 -> 8) remains.
+  const auto c = candidates(models::load_model("llama3-8b"), 256);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].id, "attention.kv_heads=4");
+  EXPECT_EQ(c[1].id, "weights=int8");
+}
+
+TEST(CodesignCandidates, BadChanges) {
+  EXPECT_THROW(parse_change("ffn.size"), models::ModelError);
+  EXPECT_THROW(parse_change("ffn.size=-3"), models::ModelError);
+  try {
+    apply_changes(custom(), {parse_change("ffn.sise=8192")});
+    FAIL();
+  } catch (const models::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("ffn.size"), std::string::npos) << e.what();  // suggestion
+  }
+  try {
+    apply_changes(custom(), {parse_change("attention.kv_heads=4")});
+    FAIL();
+  } catch (const models::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("divisor of attention.heads (30)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ReportSvg, ScalesAndBars) {
+  report::Scale lin = report::nice_scale(0, 9.3, 100, 200, false);
+  EXPECT_DOUBLE_EQ(lin.lo, 0);
+  EXPECT_GE(lin.hi, 9.3);
+  EXPECT_DOUBLE_EQ(lin(lin.lo), 100);
+  EXPECT_DOUBLE_EQ(lin(lin.hi), 200);
+  report::Scale lg = report::nice_scale(3, 4000, 0, 100, true);
+  EXPECT_DOUBLE_EQ(lg.lo, 1);
+  EXPECT_DOUBLE_EQ(lg.hi, 1e4);
+  EXPECT_DOUBLE_EQ(lg(100), 50);
+  EXPECT_EQ(lg.ticks(), (std::vector<double>{1, 10, 100, 1000, 10000}));
+  const std::string svg = report::bar_chart("t", {"a<b", "c"}, {{"s", "#000", {1.5, 3}}}, "ms");
+  EXPECT_NE(svg.find("data-category=\"a&lt;b\" data-value=\"1.5\""), std::string::npos);
+  EXPECT_NE(svg.find("data-value=\"3\""), std::string::npos);
+  EXPECT_EQ(report::xml_escape("<&\">"), "&lt;&amp;&quot;&gt;");
+}
+
+}  // namespace
+}  // namespace tpusim::sim::codesign
