@@ -30,13 +30,15 @@ void register_config_commands();
 void register_list_command();
 void register_model_commands();
 void register_run_command();
+void register_serve_commands();
 void register_sweep_commands();
 void register_validate_command();
 
 namespace {
 
 void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
-                                     register_run_command,     register_sweep_commands, register_validate_command};
+                                     register_run_command,     register_sweep_commands, register_validate_command,
+                                     register_serve_commands};
 
 struct Command {
   std::string summary;
