@@ -1,0 +1,140 @@
+// `tpusim serve` end to end with a two-layer decoder (steps simulate in
+// milliseconds): step costs simulated by `tpusim serve step` children,
+// cached in a keyed file and reused, the result files, the decode-bound
+// throughput limit computed from the cached step costs, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using tpusim::test::CliResult;
+using tpusim::test::slurp;
+using tpusim::test::TmpDir;
+
+constexpr const char* kTiny = R"(name: tiny-decoder
+family: decoder
+hidden: 256
+layers: 2
+vocab: 1024
+max_context: 2048
+norm: rmsnorm
+position: rotary
+tied_embeddings: false
+attention: {heads: 4, kv_heads: 2, head_dim: 64}
+ffn: {kind: swiglu, size: 512}
+)";
+
+struct Serve {
+  TmpDir d{"cli_serve_"};
+  Serve() { std::ofstream(d / "tiny.yaml") << kTiny; }
+  CliResult run(const std::string& extra, const std::string& out = "out",
+                const std::string& lengths = "--input fixed:32 --output fixed:32") {
+    return tpusim::test::run_tpusim_in(d.p.string(), "serve --model " + (d / "tiny.yaml") +
+                                                         " --arrival offline --requests 32 --max-batch 4"
+                                                         " --max-tokens 64 --jobs 2 --quiet --step-cache " +
+                                                         (d / "cache.txt") + " --out " + (d / out) + " " + lengths +
+                                                         " " + extra);
+  }
+};
+
+// summary.csv: header row and value row into a map.
+std::map<std::string, std::string> summary(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::string h, v, a, b;
+  std::getline(in, h);
+  std::getline(in, v);
+  std::istringstream hs(h), vs(v);
+  std::map<std::string, std::string> m;
+  while (std::getline(hs, a, ',') && std::getline(vs, b, ',')) m[a] = b;
+  return m;
+}
+
+std::size_t lines(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::string l;
+  std::size_t n = 0;
+  while (std::getline(in, l)) ++n;
+  return n;
+}
+
+TEST(CliServe, SimulatesStepsCachesThemAndReusesTheCache) {
+  Serve s;
+  CliResult r = s.run("--trace");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  EXPECT_EQ(lines(s.d / "out/requests.csv"), 33u);
+  EXPECT_GT(lines(s.d / "out/steps.csv"), 32u);
+  EXPECT_NE(slurp(s.d / "out/trace.json").find("\"request 31\""), std::string::npos);
+  const auto a = summary(s.d / "out/summary.csv");
+
+  // Decode-bound limit from the cached costs: every decode step holds at
+  // most 4 sequences, whose contexts (33..63 tokens) lie below the first
+  // context point (64), so a full decode step costs exactly the grid
+  // point (0, 4, 64): output tokens/s <= 4 / cost(0, 4, 64). Prefill steps
+  // only lower it: 32 prompts of 32 tokens against 32 x 31 decode tokens.
+  double cost = 0;
+  std::istringstream cache(slurp(s.d / "cache.txt"));
+  std::string key;
+  long p = 0, b = 0, c = 0;
+  double sec = 0;
+  for (std::string line; std::getline(cache, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    ASSERT_TRUE(ls >> key >> p >> b >> c >> sec) << line;
+    if (p == 0 && b == 4 && c == 64) cost = sec;
+  }
+  ASSERT_GT(cost, 0) << slurp(s.d / "cache.txt");
+  const double limit = 4 / cost, tps = std::stod(a.at("output_tps"));
+  EXPECT_LT(tps, limit);
+  EXPECT_GT(tps, 0.8 * limit);
+
+  // Second run: every cost from the cache, the same results.
+  r = s.run("", "out2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(s.d / "out/requests.csv"), slurp(s.d / "out2/requests.csv"));
+  EXPECT_EQ(slurp(s.d / "out/summary.csv"), slurp(s.d / "out2/summary.csv"));
+
+  // Another config: the cached points are not its own, so it simulates.
+  r = s.run("--set hbm.model=calibrated", "out3");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  std::set<std::string> keys;
+  std::istringstream all(slurp(s.d / "cache.txt"));
+  for (std::string line; std::getline(all, line);)
+    if (!line.empty() && line[0] != '#') keys.insert(line.substr(0, 16));
+  EXPECT_EQ(keys.size(), 2u);  // both configs' points kept in the one file
+  EXPECT_NE(summary(s.d / "out3/summary.csv").at("output_tps"), a.at("output_tps"));
+}
+
+TEST(CliServe, BadInputIsAnErrorNamingIt) {
+  Serve s;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--mesh data=2 --slice 2x1", "use --replicas"},
+      {"--input fixed:0 --output fixed:8", "--input 'fixed:0'"},
+      {"--policy lifo", "--policy 'lifo'"},
+      {"--slo ttft=1s", "--slo 'ttft=1s'"},
+      {"--input fixed:8 --output fixed:4000", "max_context 2048"},
+      {"--kv-pages 2", "needs 4 KV pages"},
+  };
+  for (const auto& [args, msg] : cases) {
+    const bool lengths = args.rfind("--input", 0) == 0;
+    const CliResult r = lengths ? s.run(args, "out", "") : s.run(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << args << ": " << r.err;
+  }
+  std::ofstream(s.d / "trace.csv") << "arrival,input_tokens,output_tokens\n0,8,8\n1,-3,8\n";
+  const CliResult r = s.run("--trace-csv " + (s.d / "trace.csv"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("trace.csv:3: input_tokens"), std::string::npos) << r.err;
+}
+
+}  // namespace
