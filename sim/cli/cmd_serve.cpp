@@ -389,7 +389,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     double worst = 0, total = 0;
     for (const auto& p : pick) {
       const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context)});
-      const double sim = direct.cost({p.prefill, p.decode, static_cast<double>(p.context)});
+      const double sim = direct.value(p);  // simulated at exactly this shape
       const double err = 100.0 * (interp - sim) / sim;
       worst = std::max(worst, std::abs(err));
       total += std::abs(err);

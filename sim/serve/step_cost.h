@@ -66,6 +66,11 @@ class StepCostModel {
 
   void add(const GridPoint& p, double seconds);
   bool has(const GridPoint& p) const { return known_.count(p) != 0; }
+  // The simulated seconds of a point added or loaded (0 when absent).
+  double value(const GridPoint& p) const {
+    auto it = known_.find(p);
+    return it == known_.end() ? 0 : it->second;
+  }
   std::size_t size() const { return known_.size(); }
   const std::string& key() const { return key_; }
   const StepGrid& grid() const { return grid_; }

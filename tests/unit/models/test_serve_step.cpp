@@ -1,0 +1,93 @@
+// The zoo's serving step (PhaseOptions::serve_decode): a prefill chunk and
+// decoding sequences in one program. Its rows are the chunk's tokens plus
+// one per decoding sequence in every matmul, its attention is the chunk's
+// causal attention plus each sequence's over its cache, and its logits are
+// the chunk's last position plus the decoded tokens: so its matmul and
+// attention FLOPs are exactly a prefill of the chunk plus a decode step of
+// the sequences, each generated on its own (the decode by the decode
+// path, which shares no attention code with the serving step).
+#include <gtest/gtest.h>
+
+#include "models/zoo.h"
+#include "workloads/ir/cost.h"
+
+using namespace tpusim::models;
+using namespace tpusim::workloads;
+
+namespace {
+
+double mm_attn_flops(const Workload& w) {
+  double f = 0;
+  for (const auto& op : w.ops)
+    if (op.kind == OpKind::matmul || op.kind == OpKind::attention) f += static_cast<double>(op_cost(w, op).flops);
+  return f;
+}
+
+PhaseOptions step(std::int64_t P, std::int64_t B, std::int64_t C) {
+  PhaseOptions o;
+  o.phase = Phase::prefill;
+  o.batch = 1;
+  o.seq_len = P;
+  o.serve_decode = B;
+  o.context = C;
+  return o;
+}
+
+}  // namespace
+
+TEST(ServeStep, FlopsArePrefillOfTheChunkPlusDecodeOfTheSequences) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "gpt-j-6b"}) {
+    const ModelSpec m = load_model(name);
+    for (auto [P, B, C] : {std::tuple<int, int, int>{64, 8, 300}, {17, 3, 1000}, {128, 1, 64}}) {
+      const Workload w = generate(m, step(P, B, C));
+      EXPECT_NO_THROW(w.validate());
+      PhaseOptions pre;
+      pre.phase = Phase::prefill;
+      pre.batch = 1;
+      pre.seq_len = P;
+      PhaseOptions dec;
+      dec.phase = Phase::decode;
+      dec.batch = B;
+      dec.context = C;
+      const double want = mm_attn_flops(generate(m, pre)) + mm_attn_flops(generate(m, dec)), got = mm_attn_flops(w);
+      // Mixtral routes P + B tokens together: experts touched by the
+      // union, not each part separately, so only the dense models are exact.
+      const double tol = std::string(name) == "mixtral-8x7b" ? 0.01 : 1e-12;
+      EXPECT_NEAR(got / want, 1.0, tol) << name << " P=" << P << " B=" << B << " C=" << C;
+    }
+  }
+}
+
+TEST(ServeStep, WithoutDecodesItIsThePlainPrefill) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions pre;
+  pre.phase = Phase::prefill;
+  pre.batch = 1;
+  pre.seq_len = 64;
+  const Workload a = generate(m, pre), b = generate(m, step(64, 0, 1));
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) EXPECT_EQ(a.ops[i].name, b.ops[i].name);
+}
+
+TEST(ServeStep, ChunkAttendsToItsCachedPrefix) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o = step(64, 0, 1);
+  o.prefill_context = 512;
+  const Workload w = generate(m, o);
+  const Op* core = w.find_op("layers.0.attn.chunk_core");
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(w.find_tensor(core->inputs[1])->shape, (Shape{1, 576, 8, 128}));  // 512 cached + 64 new keys
+}
+
+TEST(ServeStep, OptionsOutsideAServingStepAreRefused) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o = step(64, 4, 100);
+  o.batch = 2;
+  EXPECT_THROW(check_options(m, o), ModelError);
+  o = step(64, 4, 100);
+  o.mesh = MeshSpec{{{"data", 2}}};
+  EXPECT_THROW(check_options(m, o), ModelError);
+  EXPECT_THROW(check_options(load_model("deepseek-v3"), step(64, 4, 100)), ModelError);
+  o = step(64, 4, 8192);
+  EXPECT_THROW(check_options(m, o), ModelError);  // context + 1 > max_context
+}
