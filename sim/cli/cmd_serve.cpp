@@ -19,6 +19,7 @@
 #include "sim/config/config_writer.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/run/run.h"
+#include "sim/serve/rate_search.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
 #include "sim/serve/server.h"
@@ -205,6 +206,9 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "step-cache", po::value<std::string>(), "step-cost cache file, read and updated")(
       "jobs", po::value<int>()->default_value(0), "step simulations at a time (0: all cores)")(
       "slo", po::value<std::string>(), "latency limits, e.g. ttft_p99=2s,tpot_p99=100ms (goodput)")(
+      "find-max-rate", po::bool_switch(),
+      "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
+      "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
       "interp-check", po::value<int>()->default_value(0),
       "simulate N of the run's off-grid step shapes directly and report the interpolation error")(
       "out", po::value<std::string>()->default_value("results/serve"), "output directory")(
@@ -222,16 +226,20 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   // The workload.
   std::vector<Request> reqs;
   ServerOptions so;
+  WorkloadSpec ws;
   const std::string arrival = vm["arrival"].as<std::string>();
+  const bool find_rate = vm["find-max-rate"].as<bool>();
+  if (find_rate && (vm.count("trace-csv") || arrival != "poisson" || !vm.count("slo")))
+    throw UsageError("serve: --find-max-rate needs --slo and synthetic Poisson arrivals (no --trace-csv)");
   if (vm.count("trace-csv")) {
     reqs = read_trace_csv(vm["trace-csv"].as<std::string>());
     so.arrival = Arrival::trace;
   } else {
-    WorkloadSpec ws;
     if (arrival == "poisson") {
       ws.arrival = Arrival::poisson;
-      if (!vm.count("rate")) throw UsageError("serve: --arrival poisson needs --rate (requests per second)");
-      ws.rate = vm["rate"].as<double>();
+      if (!vm.count("rate") && !find_rate)
+        throw UsageError("serve: --arrival poisson needs --rate (requests per second)");
+      ws.rate = vm.count("rate") ? vm["rate"].as<double>() : 1.0;
       if (!(ws.rate > 0 && ws.rate <= 1e6)) throw UsageError("serve: --rate must be in (0, 1e6]");
     } else if (arrival == "closed") {
       ws.arrival = Arrival::closed;
@@ -331,14 +339,45 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       if (p.prefill + p.decode > 0 && !costs.has(p)) seed.insert(p);
     run_points(sorted(seed));
   }
-  ServeResult res;
   int passes = 0;
-  for (;; ++passes) {
-    costs.clear_missing();
-    res = simulate_serving(reqs, so, costs, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); });
-    if (costs.missing().empty()) break;
-    if (passes > 64) throw std::logic_error("serve: step-cost discovery did not converge");
-    run_points(sorted(costs.missing()));
+  // One serving run, with missing step costs simulated and the run
+  // repeated until none is missing.
+  auto run_all = [&](const std::vector<Request>& rs) {
+    for (int pass = 0;; ++pass, ++passes) {
+      costs.clear_missing();
+      ServeResult r =
+          simulate_serving(rs, so, costs, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); });
+      if (costs.missing().empty()) return r;
+      if (pass > 64) throw std::logic_error("serve: step-cost discovery did not converge");
+      run_points(sorted(costs.missing()));
+    }
+  };
+  ServeResult res;
+  double rate = ws.rate;
+  if (find_rate) {
+    const double tol = vm["rate-tolerance"].as<double>();
+    if (!(tol >= 1e-4 && tol <= 1)) throw UsageError("serve: --rate-tolerance must be in [1e-4, 1]");
+    RateSearchResult found = find_max_rate(ws, slo, ws.rate, tol, so.replicas, run_all);
+    std::ofstream f(out + "/rate_search.csv");
+    f << "probe,rate,meets,throughput_rps,output_tps,ttft_p99_s,tpot_p99_s,itl_p99_s,e2e_p99_s\n";
+    int i = 0;
+    for (const auto& p : found.probes)
+      f << i++ << "," << p.rate << "," << (p.meets ? 1 : 0) << "," << p.summary.request_rate << ","
+        << p.summary.output_tps << "," << p.summary.ttft.p99 << "," << p.summary.tpot.p99 << ","
+        << p.summary.itl.p99 << "," << p.summary.e2e.p99 << "\n";
+    if (!f) throw UsageError("serve: cannot write " + out + "/rate_search.csv");
+    if (found.rate == 0)
+      throw UsageError("serve: --find-max-rate: no rate down to " + std::to_string(found.probes.back().rate) +
+                       " requests/s meets " + slo.text + " (see " + out + "/rate_search.csv)");
+    if (found.failing == 0)
+      throw UsageError("serve: --find-max-rate: every rate up to " + std::to_string(found.probes.back().rate) +
+                       " requests/s meets " + slo.text);
+    rate = found.rate;
+    res = std::move(found.best);
+    ctx.out << "max rate meeting " << slo.text << ": " << rate << " requests/s (" << found.failing
+            << " does not; " << found.probes.size() << " probes, rate_search.csv)\n";
+  } else {
+    res = run_all(reqs);
   }
   const Summary sum = summarize(res, slo, so.replicas);
 
@@ -349,7 +388,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       {"replicas", std::to_string(so.replicas)},
       {"model", d.spec.name},
       {"arrival", arrival_name(so.arrival)},
-      {"rate", so.arrival == Arrival::poisson ? std::to_string(vm["rate"].as<double>()) : ""},
+      {"rate", so.arrival == Arrival::poisson ? std::to_string(rate) : ""},
       {"concurrency", so.arrival == Arrival::closed ? std::to_string(so.concurrency) : ""},
       {"batching", batching},
       {"policy", policy},
@@ -422,8 +461,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                   sum.goodput, 100 * sum.good_fraction, slo.text.c_str(), sum.meets(slo) ? "met" : "NOT met");
     ctx.out << line;
   }
-  std::snprintf(line, sizeof line, "  step costs: %zu simulated now, %zu from the cache, %d discovery passes; wall %.2f s\n",
-                simulated, from_cache, passes + 1, wall);
+  std::snprintf(line, sizeof line, "  step costs: %zu simulated now, %zu from the cache, %d reruns for missing ones; wall %.2f s\n",
+                simulated, from_cache, passes, wall);
   ctx.out << line << "results: " << out << "\n";
   return 0;
 }

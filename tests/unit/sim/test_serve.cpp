@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "sim/cli/cli.h"
+#include "sim/serve/rate_search.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
 #include "sim/serve/server.h"
@@ -343,6 +344,37 @@ TEST(ServeReport, PercentilesAreNearestRank) {
   EXPECT_EQ(s.p99, 99);
   EXPECT_EQ(s.max, 100);
   EXPECT_DOUBLE_EQ(s.mean, 50.5);
+}
+
+}  // namespace
+}  // namespace tpusim::sim::serve
+
+namespace tpusim::sim::serve {
+namespace {
+
+// The search brackets the answer: the rate it returns meets the limits,
+// a rate within the tolerance above it does not, and both lie below the
+// decode-bound saturation rate (B / cost(0, B, C) / out requests/s).
+TEST(ServeRateSearch, FindsTheHighestRateMeetingTheSlo) {
+  const std::int64_t B = 32, in = 128, out = 128;
+  StepCostModel m = filled(512, B, 2048);
+  WorkloadSpec w;
+  w.count = 1000;
+  w.input = parse_length_dist("t", "fixed:128");
+  w.output = parse_length_dist("t", "fixed:128");
+  const Slo slo = parse_slo("ttft_p99=100ms");
+  const auto run = [&](const std::vector<Request>& r) { return simulate_serving(r, opts(B), m); };
+  const RateSearchResult f = find_max_rate(w, slo, 1.0, 0.02, 1, run);
+  ASSERT_GT(f.rate, 0);
+  ASSERT_GT(f.failing, f.rate);
+  EXPECT_LE(f.failing / f.rate, 1.02 + 1e-12);
+  w.rate = f.rate;
+  EXPECT_TRUE(summarize(run(synthesize(w)), slo, 1).meets(slo));
+  w.rate = f.failing;
+  EXPECT_FALSE(summarize(run(synthesize(w)), slo, 1).meets(slo));
+  const double sat = static_cast<double>(B) / cost_fn(0, B, in + out / 2.0) / out;
+  EXPECT_LT(f.rate, sat);
+  EXPECT_GT(f.rate, 0.5 * sat);  // a loose TTFT limit lets the server run near saturation
 }
 
 }  // namespace
