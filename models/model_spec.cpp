@@ -81,6 +81,8 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   if (o.prefill_context < 0 || o.serve_decode < 0)
     bad(o.prefill_context < 0 ? "prefill_context" : "serve_decode", "a count >= 0",
         std::to_string(std::min(o.prefill_context, o.serve_decode)));
+  if (o.decode_tokens < 1 || o.decode_tokens > 256)
+    bad("decode_tokens", "query tokens per decoding sequence in [1, 256]", std::to_string(o.decode_tokens));
   if (o.serve_step()) {
     if (m.family != Family::decoder || o.phase != Phase::prefill || o.batch != 1)
       bad("serve_decode", "a serving step: a decoder's prefill phase with batch 1",

@@ -168,6 +168,11 @@ struct PhaseOptions {
   // chunk's last position and the decoded tokens. 0 and 0: a plain prefill.
   std::int64_t prefill_context = 0;
   std::int64_t serve_decode = 0;
+  // Decode (and a serving step's decoding sequences): query tokens per
+  // sequence, attending to the cache only. > 1: speculative decoding's
+  // verification of decode_tokens - 1 drafted tokens plus one, with logits
+  // at every position.
+  std::int64_t decode_tokens = 1;
   bool serve_step() const { return prefill_context > 0 || serve_decode > 0; }
 };
 

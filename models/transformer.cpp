@@ -318,7 +318,8 @@ class TransformerGen {
   TensorRef serve_step_attention(const std::string& p, std::int64_t layer, const TensorRef& q, const TensorRef& k,
                                  const TensorRef& v) {
     const auto& a = t_.attention;
-    const std::int64_t H = q.dim(2), KV = k.dim(2), D = a.head_dim, P = S_ - o_.serve_decode, Bd = o_.serve_decode;
+    const std::int64_t T = o_.decode_tokens, Bd = o_.serve_decode, H = q.dim(2), KV = k.dim(2), D = a.head_dim,
+                       P = S_ - Bd * T;
     auto rows = [&](const std::string& n, const TensorRef& x, std::int64_t from, std::int64_t to) {
       return b_.slice(n, x, {0, from, 0, 0}, {1, to, x.dim(2), D});
     };
@@ -334,14 +335,14 @@ class TransformerGen {
     if (Bd == 0) return o;
     const std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
     auto per_seq = [&](const std::string& n, const TensorRef& x) {
-      return b_.reshape(n, rows(n + "_rows", x, P, S_), {Bd, 1, x.dim(2), D});
+      return b_.reshape(n, rows(n + "_rows", x, P, S_), {Bd, T, x.dim(2), D});
     };
     TensorRef kc = b_.kv_cache(p + "attn.k_cache", {Bd, ctx, KV, D}, kd_);
     TensorRef vc = b_.kv_cache(p + "attn.v_cache", {Bd, ctx, KV, D}, kd_);
     TensorRef od = b_.attention(p + "attn.core", per_seq(p + "attn.decode_q", q), kc, vc, false);
     append_to_cache(p + "attn.decode_k_append", per_seq(p + "attn.decode_k", k));
     append_to_cache(p + "attn.decode_v_append", per_seq(p + "attn.decode_v", v));
-    od = b_.reshape(p + "attn.decode_rows", od, {1, Bd, H, D});
+    od = b_.reshape(p + "attn.decode_rows", od, {1, Bd * T, H, D});
     return b_.concat(p + "attn.step_out", {o, od}, 1);
   }
 
@@ -551,7 +552,7 @@ class TransformerGen {
   Workload decoder() {
     B_ = local_batch(o_);
     decode_ = o_.phase == Phase::decode;
-    S_ = local_seq(o_) + o_.serve_decode;
+    S_ = local_seq(o_) + o_.serve_decode * o_.decode_tokens;
     TensorRef x = embed_tokens();
     for (std::int64_t i = 0; i < t_.layers; ++i) x = decoder_layer(i, x);
     x = norm("final_norm", x);
@@ -565,7 +566,7 @@ class TransformerGen {
         x = b_.slice("last_token", x, {0, tp_ - 1, 0}, {B_, tp_, t_.hidden});
       } else {
         // A serving step also keeps every decoding sequence's row.
-        x = b_.slice("last_token", x, {0, S_ - o_.serve_decode - 1, 0}, {B_, S_, t_.hidden});
+        x = b_.slice("last_token", x, {0, S_ - o_.serve_decode * o_.decode_tokens - 1, 0}, {B_, S_, t_.hidden});
       }
     } else {
       x = tp_enter("final_norm", x);  // the vocab-parallel head reads all tokens

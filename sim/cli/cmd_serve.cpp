@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "arch/ici/topology.h"
 #include "models/sharding.h"
@@ -104,7 +107,9 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   add_deployment_options(opts);
   opts.add_options()("prefill", po::value<std::int64_t>()->default_value(0), "prefill tokens of the step")(
       "decode", po::value<std::int64_t>()->default_value(0), "sequences decoding one token")(
-      "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence");
+      "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence")(
+      "decode-tokens", po::value<int>()->default_value(1),
+      "query tokens per decoding sequence (speculative verification: k + 1)");
   po::variables_map vm;
   if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P --decode B --context C [options]",
                           args, opts, {}, vm, ctx))
@@ -114,7 +119,9 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (p.prefill < 0 || p.decode < 0 || p.context < 1 || p.prefill + p.decode < 1 || p.prefill > (1 << 24) ||
       p.decode > (1 << 24))
     throw UsageError("serve step: need --prefill >= 0, --decode >= 0 (not both 0, each <= 2^24) and --context >= 1");
-  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype);
+  const int T = vm["decode-tokens"].as<int>();
+  if (T < 1 || T > 65) throw UsageError("serve step: --decode-tokens must be in [1, 65]");
+  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T);
   const workloads::Workload wl = models::generate(d.spec, o);
   RunOptions ro;
   ro.sim.progress = false;
@@ -162,14 +169,19 @@ class Progress {
 // minus the weights (the zoo's fit check, per chip) and the activations
 // of the largest step, over the per-chip KV bytes of a token.
 std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std::int64_t max_context,
-                               std::int64_t page_tokens, std::string* note) {
+                               std::int64_t page_tokens, std::string* note, const models::ModelSpec* draft) {
   models::PhaseOptions dec = step_phase({0, 1, max_context}, d.mesh, d.dtype);
   const models::FitReport fit = models::check_fit(d.spec, dec, d.cfg.hbm.capacity_bytes);
   models::PhaseOptions pre = step_phase({max_tokens, 0, 1}, d.mesh, d.dtype);
   const models::MemoryFootprint act = models::memory_footprint(d.spec, pre);
-  const double per_token = static_cast<double>(fit.footprint.kv_cache) / static_cast<double>(max_context);
-  const double free_bytes = static_cast<double>(d.cfg.hbm.capacity_bytes) -
-                            static_cast<double>(fit.footprint.weights) - static_cast<double>(act.activations);
+  double per_token = static_cast<double>(fit.footprint.kv_cache) / static_cast<double>(max_context);
+  double free_bytes = static_cast<double>(d.cfg.hbm.capacity_bytes) - static_cast<double>(fit.footprint.weights) -
+                      static_cast<double>(act.activations);
+  if (draft) {  // the draft's weights and its own KV cache share the chips
+    const models::FitReport df = models::check_fit(*draft, dec, d.cfg.hbm.capacity_bytes);
+    free_bytes -= static_cast<double>(df.footprint.weights);
+    per_token += static_cast<double>(df.footprint.kv_cache) / static_cast<double>(max_context);
+  }
   if (!(free_bytes > 0))
     throw UsageError("serve: " + d.spec.name + " does not leave HBM for a KV cache on this slice (weights " +
                      std::to_string(fit.footprint.weights >> 20) + " MiB per chip); use a larger --slice/--mesh");
@@ -206,6 +218,12 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "step-cache", po::value<std::string>(), "step-cost cache file, read and updated")(
       "jobs", po::value<int>()->default_value(0), "step simulations at a time (0: all cores)")(
       "slo", po::value<std::string>(), "latency limits, e.g. ttft_p99=2s,tpot_p99=100ms (goodput)")(
+      "spec-tokens", po::value<int>()->default_value(0),
+      "speculative decoding: tokens drafted per step (0: off)")(
+      "draft-model", po::value<std::string>(),
+      "draft model on the same chips (zoo name or file); without it drafting costs nothing (n-gram lookup)")(
+      "acceptance", po::value<std::string>()->default_value("0.8"),
+      "draft acceptance: RATE, pos:R1,...,Rk (per position) or hist:W0,...,Wk (weights of 0..k accepted)")(
       "find-max-rate", po::bool_switch(),
       "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
       "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
@@ -292,66 +310,133 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                      d.spec.name + "'s max_context " + std::to_string(max_ctx));
   // Without chunking a whole prompt is one step's prefill.
   const std::int64_t max_prefill = so.chunked_prefill ? so.max_tokens : std::max(so.max_tokens, max_in);
+  Slo slo;
+  if (vm.count("slo")) slo = parse_slo(vm["slo"].as<std::string>());
+  // Speculative decoding.
+  models::ModelSpec draft_spec;
+  const bool has_draft = vm.count("draft-model") != 0;
+  so.spec.k = vm["spec-tokens"].as<int>();
+  if (so.spec.k < 0 || so.spec.k > 64) throw UsageError("serve: --spec-tokens must be in [0, 64]");
+  if (has_draft && so.spec.k == 0) throw UsageError("serve: --draft-model needs --spec-tokens k >= 1");
+  if (so.spec.k > 0) {
+    std::string acc = vm["acceptance"].as<std::string>();
+    if (acc.rfind("pos:", 0) == 0) {
+      so.spec.kind = SpecDecoding::Kind::positions;
+      acc = acc.substr(4);
+    } else if (acc.rfind("hist:", 0) == 0) {
+      so.spec.kind = SpecDecoding::Kind::histogram;
+      acc = acc.substr(5);
+    }
+    std::istringstream in(acc);
+    for (std::string item; std::getline(in, item, ',');) {
+      try {
+        std::size_t used = 0;
+        so.spec.a.push_back(std::stod(item, &used));
+        if (used != item.size() || !std::isfinite(so.spec.a.back())) throw std::invalid_argument(item);
+      } catch (const std::exception&) {
+        throw UsageError("serve: --acceptance '" + vm["acceptance"].as<std::string>() + "': expected a number, found '" +
+                         item + "'");
+      }
+    }
+    so.spec.seed = vm["seed"].as<std::uint64_t>();
+    if (has_draft) {
+      draft_spec = models::load_model(vm["draft-model"].as<std::string>());
+      if (draft_spec.family != models::Family::decoder)
+        throw UsageError("serve: --draft-model '" + vm["draft-model"].as<std::string>() + "' is not a decoder");
+    }
+  }
   std::string kv_note;
   if (vm.count("kv-pages")) {
     so.kv_pages = vm["kv-pages"].as<std::int64_t>();
     if (so.kv_pages < 1) throw UsageError("serve: --kv-pages must be >= 1");
     kv_note = "KV cache: " + std::to_string(so.kv_pages) + " pages (--kv-pages)";
   } else {
-    so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len, 1), so.page_tokens, &kv_note);
+    so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len, 1), so.page_tokens, &kv_note,
+                                    so.spec.k > 0 && has_draft ? &draft_spec : nullptr);
   }
-  Slo slo;
-  if (vm.count("slo")) slo = parse_slo(vm["slo"].as<std::string>());
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
 
-  // The step-cost model and its cache.
-  const std::string desc = "arch=" + d.setup.arch + " slice=" + (d.setup.slice.empty() ? "1" : d.setup.slice) +
-                           " mesh=" + (d.setup.mesh.empty() ? "-" : d.setup.mesh) + " model=" + d.spec.name +
-                           " dtype=" + d.setup.dtype + (d.setup.twisted ? " twisted" : "");
-  const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + "\n" +
-                                 write_config(d.cfg) + "\n" +
-                                 (d.spec.file.empty() ? d.spec.name : sweep::slurp_file(d.spec.file)) + "\n" + desc);
-  StepCostModel costs(make_grid(max_prefill, so.max_batch, max_len), key);
+  // The step-cost models and their cache: the target's steps (with
+  // speculative decoding its verification steps, and its plain steps for
+  // the comparison) and the draft's.
   const std::string cache = vm.count("step-cache") ? vm["step-cache"].as<std::string>() : "";
-  if (!cache.empty()) costs.load(cache);
-  const std::size_t from_cache = costs.size();
+  const StepGrid grid = make_grid(max_prefill, so.max_batch, max_len);
+  struct Costs {
+    StepSimSetup setup;
+    std::string desc;
+    std::unique_ptr<StepCostModel> model;
+  };
+  auto make_costs = [&](const models::ModelSpec& m, const std::string& model_arg, int decode_tokens) {
+    Costs c;
+    c.setup = d.setup;
+    c.setup.model = model_arg;
+    c.setup.decode_tokens = decode_tokens;
+    c.desc = "arch=" + d.setup.arch + " slice=" + (d.setup.slice.empty() ? "1" : d.setup.slice) +
+             " mesh=" + (d.setup.mesh.empty() ? "-" : d.setup.mesh) + " model=" + m.name + " dtype=" + d.setup.dtype +
+             (d.setup.twisted ? " twisted" : "") +
+             (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "");
+    const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + "\n" +
+                                   write_config(d.cfg) + "\n" +
+                                   (m.file.empty() ? m.name : sweep::slurp_file(m.file)) + "\n" + c.desc);
+    c.model = std::make_unique<StepCostModel>(grid, key);
+    if (!cache.empty()) c.model->load(cache);
+    return c;
+  };
+  const bool spec_on = so.spec.k > 0;
+  Costs target = make_costs(d.spec, d.setup.model, spec_on ? so.spec.k + 1 : 1);
+  std::optional<Costs> plain, draft;
+  if (spec_on) {
+    plain = make_costs(d.spec, d.setup.model, 1);
+    if (has_draft) draft = make_costs(draft_spec, vm["draft-model"].as<std::string>(), 1);
+  }
+  std::vector<Costs*> all_costs = {&target};
+  if (plain) all_costs.push_back(&*plain);
+  if (draft) all_costs.push_back(&*draft);
+  std::size_t from_cache = 0;
+  for (auto* c : all_costs) from_cache += c->model->size();
   const bool tty = ::isatty(2) && !vm["quiet"].as<bool>();
   Progress bar(tty);
   std::size_t simulated = 0;
-  auto run_points = [&](const std::vector<GridPoint>& pts) {
+  auto run_points = [&](Costs& c, const std::vector<GridPoint>& pts) {
     if (pts.empty()) return;
-    std::size_t done0 = costs.size();
-    simulate_points(pts, d.setup, jobs, out, costs, [&] {
-      bar.show("step simulations", static_cast<std::int64_t>(costs.size() - done0),
-               static_cast<std::int64_t>(pts.size()));
+    StepCostModel& m = *c.model;
+    const std::size_t done0 = m.size();
+    simulate_points(pts, c.setup, jobs, out, m, [&] {
+      bar.show("step simulations", static_cast<std::int64_t>(m.size() - done0), static_cast<std::int64_t>(pts.size()));
     });
     bar.show("step simulations", static_cast<std::int64_t>(pts.size()), static_cast<std::int64_t>(pts.size()));
     simulated += pts.size();
-    if (!cache.empty()) costs.save(cache, desc);
+    if (!cache.empty()) m.save(cache, c.desc);
   };
-  // Seed points spanning the grid, then passes until no corner is missing.
-  {
+  // Seed points spanning the grid, then reruns until no corner is missing.
+  for (auto* c : all_costs) {
     std::set<GridPoint> seed;
-    const auto& g = costs.grid();
-    for (const GridPoint& p : {GridPoint{g.prefill.back(), 0, 0}, GridPoint{0, 1, g.context.front()},
-                               GridPoint{0, g.decode.back(), g.context.back()}})
-      if (p.prefill + p.decode > 0 && !costs.has(p)) seed.insert(p);
-    run_points(sorted(seed));
+    for (const GridPoint& p : {GridPoint{grid.prefill.back(), 0, 0}, GridPoint{0, 1, grid.context.front()},
+                               GridPoint{0, grid.decode.back(), grid.context.back()}})
+      if (p.prefill + p.decode > 0 && !c->model->has(p)) seed.insert(p);
+    run_points(*c, sorted(seed));
   }
   int passes = 0;
   // One serving run, with missing step costs simulated and the run
   // repeated until none is missing.
-  auto run_all = [&](const std::vector<Request>& rs) {
+  auto run_with = [&](const std::vector<Request>& rs, const ServerOptions& o, Costs& main, Costs* dr) {
     for (int pass = 0;; ++pass, ++passes) {
-      costs.clear_missing();
-      ServeResult r =
-          simulate_serving(rs, so, costs, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); });
-      if (costs.missing().empty()) return r;
+      main.model->clear_missing();
+      if (dr) dr->model->clear_missing();
+      ServeResult r = simulate_serving(
+          rs, o, *main.model, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); },
+          dr ? dr->model.get() : nullptr);
+      if (main.model->missing().empty() && (!dr || dr->model->missing().empty())) return r;
       if (pass > 64) throw std::logic_error("serve: step-cost discovery did not converge");
-      run_points(sorted(costs.missing()));
+      run_points(main, sorted(main.model->missing()));
+      if (dr) run_points(*dr, sorted(dr->model->missing()));
     }
   };
+  auto run_all = [&](const std::vector<Request>& rs) {
+    return run_with(rs, so, target, draft ? &*draft : nullptr);
+  };
+  StepCostModel& costs = *target.model;
   ServeResult res;
   double rate = ws.rate;
   if (find_rate) {
@@ -380,6 +465,47 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     res = run_all(reqs);
   }
   const Summary sum = summarize(res, slo, so.replicas);
+  // Speculative decoding against plain decoding of the same requests.
+  std::string spec_line;
+  std::vector<std::pair<std::string, std::string>> spec_cols;
+  if (spec_on) {
+    ServerOptions po = so;
+    po.spec = SpecDecoding{};
+    std::vector<Request> rs = reqs;
+    if (find_rate) {
+      ws.rate = rate;
+      rs = synthesize(ws);
+    }
+    const Summary base = summarize(run_with(rs, po, *plain, nullptr), slo, so.replicas);
+    double out_tok = 0, seq_steps = 0;
+    for (const auto& st : res.steps) {
+      out_tok += static_cast<double>(st.decode_tokens_out);
+      seq_steps += static_cast<double>(st.decode_seqs);
+    }
+    const double per_step = seq_steps > 0 ? out_tok / seq_steps : 0;
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "  speculative k=%d (%s): %.3f tokens per verification (model: %.3f); plain decoding %.1f output "
+                  "tok/s, TPOT mean %.4f s: speed-up %.3fx in throughput, %.3fx in TPOT\n",
+                  so.spec.k, has_draft ? ("draft " + draft_spec.name).c_str() : "no draft model", per_step,
+                  so.spec.expected_tokens(), base.output_tps, base.tpot.mean, sum.output_tps / base.output_tps,
+                  base.tpot.mean / sum.tpot.mean);
+    spec_line = buf;
+    auto num = [](double v) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      return std::string(b);
+    };
+    spec_cols = {{"spec_tokens", std::to_string(so.spec.k)},
+                 {"draft_model", has_draft ? draft_spec.name : ""},
+                 {"acceptance", vm["acceptance"].as<std::string>()},
+                 {"tokens_per_verification", num(per_step)},
+                 {"expected_tokens_per_verification", num(so.spec.expected_tokens())},
+                 {"plain_output_tps", num(base.output_tps)},
+                 {"plain_tpot_mean_s", num(base.tpot.mean)},
+                 {"speedup_throughput", num(sum.output_tps / base.output_tps)},
+                 {"speedup_tpot", num(base.tpot.mean / sum.tpot.mean)}};
+  }
 
   std::vector<std::pair<std::string, std::string>> setup = {
       {"arch", d.setup.arch},
@@ -399,6 +525,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       {"seed", std::to_string(vm["seed"].as<std::uint64_t>())},
       {"slo", slo.text},
       {"slo_met", slo.empty() ? "" : (sum.meets(slo) ? "1" : "0")}};
+  setup.insert(setup.end(), spec_cols.begin(), spec_cols.end());
   write_serve_results(out, res, sum, setup, vm["trace"].as<bool>());
 
   // Interpolation against direct simulation on the run's own shapes.
@@ -421,8 +548,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       const std::size_t k = all.size() * static_cast<std::size_t>(i) / static_cast<std::size_t>(check);
       if (pick.empty() || !(pick.back() == all[k])) pick.push_back(all[k]);
     }
-    StepCostModel direct(g, key);
-    simulate_points(pick, d.setup, jobs, out, direct);
+    StepCostModel direct(g, costs.key());
+    simulate_points(pick, target.setup, jobs, out, direct);
     std::ofstream f(out + "/interp_check.csv");
     f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct\n";
     double worst = 0, total = 0;
@@ -456,6 +583,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                 sum.itl.p99, sum.e2e.p50, sum.e2e.p99, 100 * sum.kv_util_mean, 100 * sum.kv_util_peak,
                 static_cast<long long>(sum.preemptions), static_cast<long long>(sum.steps));
   ctx.out << line;
+  ctx.out << spec_line;
   if (!slo.empty()) {
     std::snprintf(line, sizeof line, "  goodput %.3f req/s (%.1f%% of requests within %s); summary limits %s\n",
                   sum.goodput, 100 * sum.good_fraction, slo.text.c_str(), sum.meets(slo) ? "met" : "NOT met");

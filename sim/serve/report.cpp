@@ -197,12 +197,13 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
     const std::string p = dir + "/steps.csv";
     std::ofstream f(p);
     f << "step,replica,start_s,duration_s,prefill_tokens,prefill_seqs,decode_seqs,mean_context,running,waiting,"
-         "kv_pages_used,kv_pages_total,preempted\n";
+         "kv_pages_used,kv_pages_total,preempted,decode_tokens_out\n";
     std::size_t i = 0;
     for (const auto& st : r.steps)
       f << i++ << "," << st.replica << "," << num(st.start) << "," << num(st.duration) << "," << st.prefill_tokens
         << "," << st.prefill_seqs << "," << st.decode_seqs << "," << num(st.mean_context) << "," << st.running << ","
-        << st.waiting << "," << st.kv_pages_used << "," << r.kv_capacity << "," << st.preempted << "\n";
+        << st.waiting << "," << st.kv_pages_used << "," << r.kv_capacity << "," << st.preempted << ","
+        << st.decode_tokens_out << "\n";
     check_stream(f, p);
   }
   {

@@ -39,17 +39,49 @@ struct Replica {
   std::vector<int> batch;
 };
 
+// Drafted tokens accepted in one verification, drawn from the model.
+std::int64_t accepted(const SpecDecoding& s, Rng& rng) {
+  switch (s.kind) {
+    case SpecDecoding::Kind::constant:
+    case SpecDecoding::Kind::positions: {
+      std::int64_t n = 0;
+      while (n < s.k) {
+        const double a = s.kind == SpecDecoding::Kind::constant ? s.a[0] : s.a[static_cast<std::size_t>(n)];
+        if (rng.uniform() >= a) break;
+        ++n;
+      }
+      return n;
+    }
+    case SpecDecoding::Kind::histogram: {
+      double total = 0;
+      for (double w : s.a) total += w;
+      double u = rng.uniform() * total;
+      for (std::size_t j = 0; j < s.a.size(); ++j) {
+        if (u < s.a[j]) return static_cast<std::int64_t>(j);
+        u -= s.a[j];
+      }
+      return static_cast<std::int64_t>(s.a.size()) - 1;
+    }
+  }
+  return 0;
+}
+
 class Loop {
  public:
   Loop(const std::vector<Request>& reqs, const ServerOptions& opt, StepCostModel& costs,
-       const std::function<void(std::int64_t, std::int64_t)>& progress)
-      : opt_(opt), costs_(costs), progress_(progress), reps_(static_cast<std::size_t>(opt.replicas)) {
+       const std::function<void(std::int64_t, std::int64_t)>& progress, StepCostModel* draft)
+      : opt_(opt),
+        costs_(costs),
+        draft_(draft),
+        progress_(progress),
+        reps_(static_cast<std::size_t>(opt.replicas)),
+        accept_rng_(opt.spec.seed * 2 + 3) {
     res_.kv_capacity = opt.kv_pages;
     res_.requests.resize(reqs.size());
     seqs_.resize(reqs.size());
     for (std::size_t i = 0; i < reqs.size(); ++i) {
       res_.requests[i].req = reqs[i];
-      const std::int64_t need = pages(reqs[i].input + reqs[i].output);
+      const std::int64_t need = pages(reqs[i].input + reqs[i].output + opt.spec.k);
       if (need > opt.kv_pages)
         throw UsageError("serve: request " + std::to_string(i) + " (" + std::to_string(reqs[i].input) + " in, " +
                          std::to_string(reqs[i].output) + " out) needs " + std::to_string(need) +
@@ -97,6 +129,7 @@ class Loop {
  private:
   const ServerOptions& opt_;
   StepCostModel& costs_;
+  StepCostModel* draft_;
   const std::function<void(std::int64_t, std::int64_t)>& progress_;
   std::vector<Replica> reps_;
   std::vector<Seq> seqs_;
@@ -105,6 +138,8 @@ class Loop {
   std::size_t next_arrival_ = 0, next_closed_ = 0;
   double now_ = 0;
   std::int64_t in_system_ = 0, waiting_ = 0, done_ = 0;
+  Rng accept_rng_;
+  std::int64_t lookahead() const { return opt_.spec.k; }  // extra K/V slots a verification writes
 
   double arr(int id) const { return res_.requests[static_cast<std::size_t>(id)].req.arrival; }
   std::int64_t pages(std::int64_t tokens) const { return (tokens + opt_.page_tokens - 1) / opt_.page_tokens; }
@@ -208,7 +243,11 @@ class Loop {
       for (int id : rp.batch) ctx += static_cast<double>(std::max<std::int64_t>(1, seq(id).cache));
     }
     shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
-    const double dt = costs_.cost(shape);
+    double dt = costs_.cost(shape);
+    if (opt_.spec.k > 0 && draft_) {
+      if (shape.prefill > 0) dt += draft_->cost({shape.prefill, 0, 0});
+      if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});
+    }
     rp.busy = true;
     rp.step_end = now_ + dt;
     st.replica = static_cast<int>(r);
@@ -236,7 +275,7 @@ class Loop {
         const int id = rp.running[i];
         Seq& s = seq(id);
         if (!s.decoding) continue;
-        while (!grow(rp, id, s.cache + 1))
+        while (!grow(rp, id, s.cache + 1 + lookahead()))
           if (!preempt_one(rp, id, preempted)) throw std::logic_error("serve: a lone sequence outgrew the KV cache");
         i = static_cast<std::size_t>(std::find(rp.running.begin(), rp.running.end(), id) - rp.running.begin());
         rp.step.push_back({id, 0});
@@ -326,6 +365,7 @@ class Loop {
     Replica& rp = reps_[ri];
     rp.busy = false;
     std::vector<int> finished;
+    std::int64_t produced = 0;
     for (const auto& w : rp.step) {
       Seq& s = seq(w.seq);
       if (w.chunk > 0) {
@@ -336,8 +376,13 @@ class Loop {
           token(w.seq);
         }
       } else {
-        ++s.cache;
-        token(w.seq);
+        std::int64_t n = 1;
+        if (opt_.spec.k > 0) n = std::min(1 + accepted(opt_.spec, accept_rng_), rec(w.seq).req.output - s.generated);
+        for (std::int64_t i = 0; i < n; ++i) {
+          ++s.cache;
+          token(w.seq);
+        }
+        produced += n;
       }
       if (s.decoding && s.generated >= rec(w.seq).req.output) finished.push_back(w.seq);
     }
@@ -370,16 +415,62 @@ class Loop {
       }
     }
     rp.step.clear();
+    for (auto it = res_.steps.rbegin(); it != res_.steps.rend(); ++it)
+      if (it->replica == static_cast<int>(ri)) {
+        it->decode_tokens_out = produced;
+        break;
+      }
   }
 };
 
 }  // namespace
 
+double SpecDecoding::expected_tokens() const {
+  if (k == 0) return 1;
+  switch (kind) {
+    case Kind::constant: {
+      double e = 0, p = 1;
+      for (int j = 0; j <= k; ++j, p *= a[0]) e += p;  // (1 - a^(k+1)) / (1 - a)
+      return e;
+    }
+    case Kind::positions: {
+      double e = 1, p = 1;
+      for (int j = 0; j < k; ++j) e += (p *= a[static_cast<std::size_t>(j)]);
+      return e;
+    }
+    case Kind::histogram: {
+      double e = 0, total = 0;
+      for (std::size_t j = 0; j < a.size(); ++j) {
+        e += a[j] * static_cast<double>(j + 1);
+        total += a[j];
+      }
+      return e / total;
+    }
+  }
+  return 1;
+}
+
 ServeResult simulate_serving(const std::vector<Request>& requests, const ServerOptions& opt, StepCostModel& costs,
-                             const std::function<void(std::int64_t, std::int64_t)>& progress) {
+                             const std::function<void(std::int64_t, std::int64_t)>& progress, StepCostModel* draft) {
   if (opt.replicas < 1 || opt.max_batch < 1 || opt.max_tokens < 1 || opt.page_tokens < 1)
     throw UsageError("serve: --replicas, --max-batch, --max-tokens and --page-size must be >= 1");
-  Loop loop(requests, opt, costs, progress);
+  const SpecDecoding& sp = opt.spec;
+  if (sp.k < 0 || sp.k > 64) throw UsageError("serve: --spec-tokens must be in [0, 64]");
+  if (sp.k > 0) {
+    const std::size_t want = sp.kind == SpecDecoding::Kind::constant    ? 1
+                             : sp.kind == SpecDecoding::Kind::positions ? static_cast<std::size_t>(sp.k)
+                                                                        : static_cast<std::size_t>(sp.k) + 1;
+    double total = 0;
+    for (double a : sp.a) total += a;
+    bool ok = sp.a.size() == want && total > 0;
+    for (double a : sp.a) ok = ok && a >= 0 && (sp.kind == SpecDecoding::Kind::histogram || a <= 1);
+    if (sp.kind != SpecDecoding::Kind::histogram && !sp.a.empty() && total == 0) ok = true;  // acceptance 0
+    if (!ok)
+      throw UsageError("serve: --acceptance: expected " + std::to_string(want) +
+                       (sp.kind == SpecDecoding::Kind::histogram ? " weights >= 0 (not all 0)" : " rates in [0, 1]") +
+                       " for --spec-tokens " + std::to_string(sp.k) + ", found " + std::to_string(sp.a.size()));
+  }
+  Loop loop(requests, opt, costs, progress, draft);
   return loop.run();
 }
 

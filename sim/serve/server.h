@@ -27,6 +27,27 @@
 namespace tpusim::sim::serve {
 
 enum class Batching { continuous, static_batch };
+
+// Speculative decoding: a draft model proposes k tokens per decoding
+// sequence (k autoregressive draft steps), the target verifies the k + 1
+// positions in one step and keeps the accepted prefix plus one token of
+// its own (the correction at the first rejection, or the bonus token when
+// all k are accepted), so a verification yields 1 + accepted tokens.
+// Acceptance models: `constant` (each drafted token accepted with
+// probability a[0] given the previous ones were), `positions` (a[i] for
+// the (i+1)-th drafted token), `histogram` (a[j] the weight of accepting
+// exactly j tokens, j = 0..k). For a constant rate a the expected tokens
+// per verification are sum_{j=0..k} a^j = (1 - a^(k+1)) / (1 - a) (k + 1
+// at a = 1): Leviathan et al., "Fast Inference from Transformers via
+// Speculative Decoding", ICML 2023, eq. (1).
+struct SpecDecoding {
+  enum class Kind { constant, positions, histogram };
+  int k = 0;  // 0: off
+  Kind kind = Kind::constant;
+  std::vector<double> a;
+  std::uint64_t seed = 1;
+  double expected_tokens() const;  // per verification, from the model
+};
 enum class Priority { decode_first, prefill_first };
 
 struct ServerOptions {
@@ -40,6 +61,7 @@ struct ServerOptions {
   int replicas = 1;
   Arrival arrival = Arrival::poisson;
   int concurrency = 1;  // closed loop
+  SpecDecoding spec;
 };
 
 struct RequestRecord {
@@ -59,6 +81,7 @@ struct StepRecord {
   double mean_context = 0;
   std::int64_t running = 0, waiting = 0, kv_pages_used = 0;
   std::int64_t preempted = 0;
+  std::int64_t decode_tokens_out = 0;  // tokens the step's decodes produced (speculative: 1 + accepted each)
 };
 
 struct ServeResult {
@@ -75,7 +98,13 @@ struct ServeResult {
 
 // Runs the simulation. Throws UsageError when a request can never fit in
 // the KV cache. progress(done, total) is called as requests finish.
+// With opt.spec.k > 0, `costs` holds the target's verification steps
+// (k + 1 query tokens per decoding sequence) and `draft` the draft
+// model's steps; a step then takes the draft's prefill of the step's
+// chunk, k draft decode steps of the decoding sequences and the target's
+// verification, one after another on the same chips.
 ServeResult simulate_serving(const std::vector<Request>& requests, const ServerOptions& opt, StepCostModel& costs,
-                             const std::function<void(std::int64_t, std::int64_t)>& progress = {});
+                             const std::function<void(std::int64_t, std::int64_t)>& progress = {},
+                             StepCostModel* draft = nullptr);
 
 }  // namespace tpusim::sim::serve

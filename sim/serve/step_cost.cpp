@@ -154,21 +154,35 @@ void StepCostModel::load(const std::string& path) {
                        ": expected 'KEY PREFILL DECODE CONTEXT SECONDS' (16 hex digits, counts >= 0, seconds > 0), "
                        "found '" +
                        line + "'");
-    if (key == key_)
-      known_[p] = sec;
-    else
-      other_lines_.push_back(line);
+    if (key == key_) known_[p] = sec;
   }
 }
 
 void StepCostModel::save(const std::string& path, const std::string& description) const {
+  // Other keys' lines as the file holds them now (another model of the
+  // same run may have added some since this one loaded it).
+  std::vector<std::string> others;
+  {
+    std::ifstream in(path);
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (first && line.rfind("# tpusim serve", 0) == 0) {
+        first = false;
+        continue;
+      }
+      first = false;
+      const std::string k = line.rfind("# ", 0) == 0 ? line.substr(2, 16) : line.substr(0, 16);
+      if (!line.empty() && k != key_) others.push_back(line);
+    }
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
-    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS, one simulated step per line\n"
-        << "# " << key_ << " " << description << "\n";
-    for (const auto& l : other_lines_) out << l << "\n";
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS, one simulated step per line\n";
+    for (const auto& l : others) out << l << "\n";
+    out << "# " << key_ << " " << description << "\n";
     char buf[64];
     for (const auto& [p, v] : known_) {
       std::snprintf(buf, sizeof buf, "%.9g", v);

@@ -76,8 +76,8 @@ class StepCostModel {
   const StepGrid& grid() const { return grid_; }
 
   // Reads a cache file (missing file: nothing); lines of other keys are
-  // kept and written back by save(). UsageError "FILE:LINE: ..." on a
-  // malformed line.
+  // ignored, and save() keeps the ones the file holds when it writes.
+  // UsageError "FILE:LINE: ..." on a malformed line.
   void load(const std::string& path);
   void save(const std::string& path, const std::string& description) const;
 
@@ -87,7 +87,6 @@ class StepCostModel {
   std::string key_;
   std::map<GridPoint, double> known_;
   std::set<GridPoint> missing_;
-  std::vector<std::string> other_lines_;  // other keys' lines, kept verbatim
 };
 
 // FNV-1a 64 of `text` as 16 hex digits.

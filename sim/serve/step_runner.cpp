@@ -30,11 +30,17 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
     a.push_back(mesh);
   }
   if (twisted) a.push_back("--twisted");
+  if (decode_tokens > 1) {
+    a.push_back("--decode-tokens");
+    a.push_back(std::to_string(decode_tokens));
+  }
   return a;
 }
 
-models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype) {
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
+                                int decode_tokens) {
   models::PhaseOptions o;
+  o.decode_tokens = decode_tokens;
   o.mesh = mesh;
   o.weight_dtype = o.activation_dtype = o.kv_dtype = dtype;
   o.context = std::max<std::int64_t>(1, p.context);

@@ -26,6 +26,7 @@ struct StepSimSetup {
   std::string model;              // zoo name or file
   std::string dtype = "bf16";
   double max_sim_time = 3600;
+  int decode_tokens = 1;  // > 1: speculative verification steps
   // The arguments of `tpusim serve step` for a point.
   std::vector<std::string> child_args(const GridPoint& p) const;
 };
@@ -33,7 +34,8 @@ struct StepSimSetup {
 // The phase options of one step: P > 0: the zoo's serving step (a prefill
 // chunk of P tokens with B decoding sequences over `context` tokens);
 // P == 0: a decode step of batch B at `context`.
-models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype);
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
+                                int decode_tokens = 1);
 
 // Simulates `points` (at most `jobs` children at a time, in a temporary
 // folder under `work_dir`) and adds each one's seconds to `model`.

@@ -115,6 +115,31 @@ TEST(CliServe, SimulatesStepsCachesThemAndReusesTheCache) {
   EXPECT_NE(summary(s.d / "out3/summary.csv").at("output_tps"), a.at("output_tps"));
 }
 
+// Speculative decoding through the CLI: verification steps (k + 1 query
+// tokens), the draft's steps and the plain steps for the comparison each
+// get their own cache key, and the summary reports the tokens per
+// verification against the acceptance model's expectation.
+TEST(CliServe, SpeculativeDecodingReportsItsSpeedUp) {
+  Serve s;
+  std::string draft = kTiny;
+  draft.replace(draft.find("layers: 2"), 9, "layers: 1");
+  draft.replace(draft.find("tiny-decoder"), 12, "tiny-draft00");
+  std::ofstream(s.d / "draft.yaml") << draft;
+  const CliResult r = s.run("--spec-tokens 3 --acceptance 0.5 --draft-model " + (s.d / "draft.yaml"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("speculative k=3 (draft tiny-draft00)"), std::string::npos) << r.out;
+  const auto m = summary(s.d / "out/summary.csv");
+  EXPECT_DOUBLE_EQ(std::stod(m.at("expected_tokens_per_verification")), 1 + 0.5 + 0.25 + 0.125);
+  const double got = std::stod(m.at("tokens_per_verification"));
+  EXPECT_GT(got, 1.2);  // 32 x 31 decode tokens: a sample mean, sd ~0.03
+  EXPECT_LT(got, 2.0);
+  std::set<std::string> keys;
+  std::istringstream all(slurp(s.d / "cache.txt"));
+  for (std::string line; std::getline(all, line);)
+    if (!line.empty() && line[0] != '#') keys.insert(line.substr(0, 16));
+  EXPECT_EQ(keys.size(), 3u);  // verification, plain and draft steps
+}
+
 TEST(CliServe, BadInputIsAnErrorNamingIt) {
   Serve s;
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -124,6 +149,8 @@ TEST(CliServe, BadInputIsAnErrorNamingIt) {
       {"--slo ttft=1s", "--slo 'ttft=1s'"},
       {"--input fixed:8 --output fixed:4000", "max_context 2048"},
       {"--kv-pages 2", "needs 4 KV pages"},
+      {"--spec-tokens 2 --acceptance pos:0.5", "expected 2 rates in [0, 1]"},
+      {"--draft-model x.yaml", "--draft-model needs --spec-tokens"},
   };
   for (const auto& [args, msg] : cases) {
     const bool lengths = args.rfind("--input", 0) == 0;

@@ -91,3 +91,30 @@ TEST(ServeStep, OptionsOutsideAServingStepAreRefused) {
   o = step(64, 4, 8192);
   EXPECT_THROW(check_options(m, o), ModelError);  // context + 1 > max_context
 }
+
+// Speculative verification: T query tokens per decoding sequence, each
+// attending to the cache and each with logits, is T decode tokens' FLOPs
+// (the closed form counts T x flops_per_token), in a decode and in a
+// serving step.
+TEST(ServeStep, VerificationOfDraftedTokensCostsTDecodeTokens) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions dec;
+  dec.phase = Phase::decode;
+  dec.batch = 4;
+  dec.context = 300;
+  dec.decode_tokens = 5;
+  const Workload w = generate(m, dec);
+  EXPECT_NO_THROW(w.validate());
+  EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, dec), 1.0, 1e-3);
+  PhaseOptions one = dec;
+  one.decode_tokens = 1;
+  one.batch = 20;  // 4 sequences x 5 tokens as 20 single-token rows
+  EXPECT_NEAR(mm_attn_flops(w) / mm_attn_flops(generate(m, one)), 1.0, 1e-12);
+  PhaseOptions st = step(64, 4, 300);
+  st.decode_tokens = 5;
+  PhaseOptions pre;
+  pre.phase = Phase::prefill;
+  pre.batch = 1;
+  pre.seq_len = 64;
+  EXPECT_NEAR(mm_attn_flops(generate(m, st)) / (mm_attn_flops(generate(m, pre)) + mm_attn_flops(w)), 1.0, 1e-12);
+}
