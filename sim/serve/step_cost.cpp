@@ -72,44 +72,47 @@ StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t
 
 StepCostModel::StepCostModel(StepGrid grid, std::string key) : grid_(std::move(grid)), key_(std::move(key)) {}
 
-std::vector<GridPoint> StepCostModel::corners(const StepShape& s) const {
-  std::vector<GridPoint> out;
-  const Bracket bp = bracket(grid_.prefill, static_cast<double>(s.prefill));
-  const Bracket bd = bracket(grid_.decode, static_cast<double>(s.decode));
-  const Bracket bc = bracket(grid_.context, s.context);
+namespace {
+
+// Calls fn(point, weight) for each corner of s's cell with a non-zero
+// weight (a point of decode == 0 has context 0; the empty step is skipped).
+template <typename Fn>
+void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
+  const Bracket bp = bracket(g.prefill, static_cast<double>(s.prefill));
+  const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
+  const Bracket bc = bracket(g.context, s.context);
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b)
       for (int c = 0; c < 2; ++c) {
         const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1);
         if (w == 0) continue;
-        GridPoint p{grid_.prefill[a ? bp.i1 : bp.i0], grid_.decode[b ? bd.i1 : bd.i0], 0};
-        if (p.decode > 0) p.context = grid_.context[c ? bc.i1 : bc.i0];
-        if ((p.prefill > 0 || p.decode > 0) && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+        GridPoint p{g.prefill[a ? bp.i1 : bp.i0], g.decode[b ? bd.i1 : bd.i0], 0};
+        if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+        if (p.prefill > 0 || p.decode > 0) fn(p, w);
       }
+}
+
+}  // namespace
+
+std::vector<GridPoint> StepCostModel::corners(const StepShape& s) const {
+  std::vector<GridPoint> out;
+  for_each_corner(grid_, s, [&](const GridPoint& p, double) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  });
   return out;
 }
 
 double StepCostModel::cost(const StepShape& s) {
-  const Bracket bp = bracket(grid_.prefill, static_cast<double>(s.prefill));
-  const Bracket bd = bracket(grid_.decode, static_cast<double>(s.decode));
-  const Bracket bc = bracket(grid_.context, s.context);
   double t = 0;
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) {
-        const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1);
-        if (w == 0) continue;
-        GridPoint p{grid_.prefill[a ? bp.i1 : bp.i0], grid_.decode[b ? bd.i1 : bd.i0], 0};
-        if (p.decode > 0) p.context = grid_.context[c ? bc.i1 : bc.i0];
-        if (p.prefill == 0 && p.decode == 0) continue;  // the empty step costs nothing
-        auto it = known_.find(p);
-        if (it != known_.end()) {
-          t += w * it->second;
-        } else {
-          missing_.insert(p);
-          t += w * nearest(p);
-        }
-      }
+  for_each_corner(grid_, s, [&](const GridPoint& p, double w) {
+    auto it = known_.find(p);
+    if (it != known_.end()) {
+      t += w * it->second;
+    } else {
+      missing_.insert(p);
+      t += w * nearest(p);
+    }
+  });
   return t;
 }
 
