@@ -492,3 +492,28 @@ TEST(ServeSpeculative, HighAcceptanceWithACheapDraftBeatsPlainDecoding) {
 
 }  // namespace
 }  // namespace tpusim::sim::serve
+
+namespace tpusim::sim::serve {
+namespace {
+
+// Long prompts in chunks with a cache that holds about two requests:
+// whatever the budget and policy, the server never stalls (the event loop
+// throws when requests are left and no event is) and every request ends
+// whole. A sequence in mid-prefill is served first and a new one is
+// admitted only with pages for its chunk, so the first always completes.
+TEST(ServeKv, ChunkedPrefillNearAFullCacheNeverStalls) {
+  StepCostModel m = filled(512, 32, 4096);
+  for (int budget : {128, 512, 1000, 1900})
+  for (const char* policy : {"decode", "prefill"}) {
+    ServerOptions o = opts(32);
+    o.max_tokens = budget;
+    o.kv_pages = 260;  // 4160 tokens; a request needs 2000 + 64
+    o.priority = std::string(policy) == "decode" ? Priority::decode_first : Priority::prefill_first;
+    const ServeResult r = simulate_serving(poisson(40, 500, 2000, 64), o, m);
+    for (const auto& q : r.requests) EXPECT_EQ(static_cast<std::int64_t>(q.itl.size()) + 1, q.req.output);
+    EXPECT_LE(r.kv_pages_peak, o.kv_pages);
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::sim::serve
