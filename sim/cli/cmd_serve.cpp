@@ -194,6 +194,21 @@ std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std
 
 std::vector<GridPoint> sorted(const std::set<GridPoint>& s) { return {s.begin(), s.end()}; }
 
+// One row per probed rate (rate_search.csv, curve.csv).
+void write_rate_table(const std::string& path, const std::vector<RateProbe>& probes) {
+  std::ofstream f(path);
+  f << "probe,rate,meets_slo,throughput_rps,output_tps,goodput_rps,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"
+       "itl_p99_s,e2e_p99_s\n";
+  int i = 0;
+  for (const auto& p : probes) {
+    const Summary& s = p.summary;
+    f << i++ << "," << p.rate << "," << (p.meets ? 1 : 0) << "," << s.request_rate << "," << s.output_tps << ","
+      << s.goodput << "," << s.ttft.p50 << "," << s.ttft.p99 << "," << s.tpot.p50 << "," << s.tpot.p99 << ","
+      << s.itl.p99 << "," << s.e2e.p99 << "\n";
+  }
+  if (!f) throw UsageError("serve: cannot write " + path);
+}
+
 int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("serve options");
   add_deployment_options(opts);
@@ -224,6 +239,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "draft model on the same chips (zoo name or file); without it drafting costs nothing (n-gram lookup)")(
       "acceptance", po::value<std::string>()->default_value("0.8"),
       "draft acceptance: RATE, pos:R1,...,Rk (per position) or hist:W0,...,Wk (weights of 0..k accepted)")(
+      "rates", po::value<std::string>(),
+      "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
       "find-max-rate", po::bool_switch(),
       "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
       "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
@@ -249,13 +266,34 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const bool find_rate = vm["find-max-rate"].as<bool>();
   if (find_rate && (vm.count("trace-csv") || arrival != "poisson" || !vm.count("slo")))
     throw UsageError("serve: --find-max-rate needs --slo and synthetic Poisson arrivals (no --trace-csv)");
+  std::vector<double> rates;
+  if (vm.count("rates")) {
+    if (find_rate || vm.count("rate") || vm.count("trace-csv") || arrival != "poisson")
+      throw UsageError("serve: --rates is a list of Poisson rates; it takes neither --rate, --find-max-rate nor "
+                       "--trace-csv");
+    std::istringstream in(vm["rates"].as<std::string>());
+    for (std::string item; std::getline(in, item, ',');) {
+      double r = -1;
+      try {
+        std::size_t used = 0;
+        r = std::stod(item, &used);
+        if (used != item.size()) r = -1;
+      } catch (const std::exception&) {
+      }
+      if (!(r > 0 && r <= 1e6))
+        throw UsageError("serve: --rates '" + vm["rates"].as<std::string>() +
+                         "': expected rates in (0, 1e6] requests/s, found '" + item + "'");
+      rates.push_back(r);
+    }
+    if (rates.empty()) throw UsageError("serve: --rates: no rate given");
+  }
   if (vm.count("trace-csv")) {
     reqs = read_trace_csv(vm["trace-csv"].as<std::string>());
     so.arrival = Arrival::trace;
   } else {
     if (arrival == "poisson") {
       ws.arrival = Arrival::poisson;
-      if (!vm.count("rate") && !find_rate)
+      if (!vm.count("rate") && !find_rate && rates.empty())
         throw UsageError("serve: --arrival poisson needs --rate (requests per second)");
       ws.rate = vm.count("rate") ? vm["rate"].as<double>() : 1.0;
       if (!(ws.rate > 0 && ws.rate <= 1e6)) throw UsageError("serve: --rate must be in (0, 1e6]");
@@ -443,14 +481,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const double tol = vm["rate-tolerance"].as<double>();
     if (!(tol >= 1e-4 && tol <= 1)) throw UsageError("serve: --rate-tolerance must be in [1e-4, 1]");
     RateSearchResult found = find_max_rate(ws, slo, ws.rate, tol, so.replicas, run_all);
-    std::ofstream f(out + "/rate_search.csv");
-    f << "probe,rate,meets,throughput_rps,output_tps,ttft_p99_s,tpot_p99_s,itl_p99_s,e2e_p99_s\n";
-    int i = 0;
-    for (const auto& p : found.probes)
-      f << i++ << "," << p.rate << "," << (p.meets ? 1 : 0) << "," << p.summary.request_rate << ","
-        << p.summary.output_tps << "," << p.summary.ttft.p99 << "," << p.summary.tpot.p99 << ","
-        << p.summary.itl.p99 << "," << p.summary.e2e.p99 << "\n";
-    if (!f) throw UsageError("serve: cannot write " + out + "/rate_search.csv");
+    write_rate_table(out + "/rate_search.csv", found.probes);
     if (found.rate == 0)
       throw UsageError("serve: --find-max-rate: no rate down to " + std::to_string(found.probes.back().rate) +
                        " requests/s meets " + slo.text + " (see " + out + "/rate_search.csv)");
@@ -461,6 +492,21 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     res = std::move(found.best);
     ctx.out << "max rate meeting " << slo.text << ": " << rate << " requests/s (" << found.failing
             << " does not; " << found.probes.size() << " probes, rate_search.csv)\n";
+  } else if (!rates.empty()) {
+    // A throughput-latency curve: the same requests at each rate, one
+    // step-cost model for all.
+    std::vector<RateProbe> curve;
+    for (double r : rates) {
+      ws.rate = r;
+      res = run_all(synthesize(ws));
+      RateProbe p{r, false, summarize(res, slo, so.replicas)};
+      p.meets = p.summary.meets(slo);
+      curve.push_back(p);
+    }
+    write_rate_table(out + "/curve.csv", curve);
+    rate = rates.back();
+    ctx.out << "throughput-latency curve over " << rates.size() << " rates: curve.csv (other files: rate " << rate
+            << ")\n";
   } else {
     res = run_all(reqs);
   }

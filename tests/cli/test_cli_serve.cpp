@@ -140,6 +140,39 @@ TEST(CliServe, SpeculativeDecodingReportsItsSpeedUp) {
   EXPECT_EQ(keys.size(), 3u);  // verification, plain and draft steps
 }
 
+// --rates: one run per rate over the same requests, a row each in
+// curve.csv; throughput follows the offered rate below saturation and
+// TTFT does not fall as the rate rises.
+TEST(CliServe, RatesGiveAThroughputLatencyCurve) {
+  Serve s;
+  const CliResult r = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") +
+                          " --requests 40 --rates 200,400,800 --input fixed:32 --output fixed:32 --max-batch 4"
+                          " --max-tokens 64 --jobs 2 --quiet --out " + (s.d / "out"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream in(slurp(s.d / "out/curve.csv"));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("probe,rate,meets_slo,throughput_rps", 0), 0u) << line;
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<double> v;
+    for (std::string f; std::getline(ls, f, ',');) v.push_back(std::stod(f));
+    rows.push_back(v);
+  }
+  ASSERT_EQ(rows.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][1], 200.0 * (1 << i));
+    if (i > 0) EXPECT_GE(rows[i][7], rows[i - 1][7] * 0.999);  // ttft_p99
+  }
+  EXPECT_GT(rows[1][3], rows[0][3]);  // more offered, more served
+  const CliResult bad = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") + " --rates 1,x --out " + (s.d / "out2"));
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("found 'x'"), std::string::npos) << bad.err;
+}
+
 TEST(CliServe, BadInputIsAnErrorNamingIt) {
   Serve s;
   const std::vector<std::pair<std::string, std::string>> cases = {
