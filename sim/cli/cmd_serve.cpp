@@ -389,17 +389,23 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     if (so.kv_pages < 1) throw UsageError("serve: --kv-pages must be >= 1");
     kv_note = "KV cache: " + std::to_string(so.kv_pages) + " pages (--kv-pages)";
   } else {
-    so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len, 1), so.page_tokens, &kv_note,
+    // The longest decode reads input + output - 1 cached tokens.
+    so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len - 1, 1), so.page_tokens, &kv_note,
                                     so.spec.k > 0 && has_draft ? &draft_spec : nullptr);
   }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
+  const int check = vm["interp-check"].as<int>();
+  if (check < 0 || check > 10000) throw UsageError("serve: --interp-check must be in [0, 10000]");
 
   // The step-cost models and their cache: the target's steps (with
   // speculative decoding its verification steps, and its plain steps for
   // the comparison) and the draft's.
   const std::string cache = vm.count("step-cache") ? vm["step-cache"].as<std::string>() : "";
-  const StepGrid grid = make_grid(max_prefill, so.max_batch, max_len);
+  // Steps above the model's context are extrapolated from the last cell
+  // (the zoo refuses a chunk longer than max_context).
+  const StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
+                                  std::max<std::int64_t>(1, max_len - 1));
   struct Costs {
     StepSimSetup setup;
     std::string desc;
@@ -575,7 +581,6 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   write_serve_results(out, res, sum, setup, vm["trace"].as<bool>());
 
   // Interpolation against direct simulation on the run's own shapes.
-  const int check = vm["interp-check"].as<int>();
   if (check > 0) {
     std::set<GridPoint> shapes;
     auto on_grid = [](const std::vector<std::int64_t>& axis, std::int64_t x) {

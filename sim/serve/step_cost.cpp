@@ -63,10 +63,8 @@ StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t
       g.prefill.push_back(x);
   g.decode = {0};
   for (auto x : geometric(1, std::max<std::int64_t>(1, max_batch))) g.decode.push_back(x);
-  for (std::int64_t c = 64;; c *= 4) {
-    g.context.push_back(c);
-    if (c >= max_context) break;
-  }
+  for (std::int64_t c = 64; c < max_context; c *= 4) g.context.push_back(c);
+  g.context.push_back(std::max<std::int64_t>(1, max_context));
   return g;
 }
 

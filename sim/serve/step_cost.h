@@ -44,7 +44,7 @@ struct GridPoint {
 
 // Grid axes: prefill {0, 16, 64, 256, ...x4 below max_tokens, max_tokens},
 // decode {0, 1, 4, 16, ...x4 below max_batch, max_batch}, context {64, 256,
-// ...x4 up to the first >= max_context}.
+// ...x4 below max_context, max_context} (the longest decode's cache).
 struct StepGrid {
   std::vector<std::int64_t> prefill, decode, context;
 };

@@ -76,10 +76,12 @@ TEST(CliServe, SimulatesStepsCachesThemAndReusesTheCache) {
   const auto a = summary(s.d / "out/summary.csv");
 
   // Decode-bound limit from the cached costs: every decode step holds at
-  // most 4 sequences, whose contexts (33..63 tokens) lie below the first
-  // context point (64), so a full decode step costs exactly the grid
-  // point (0, 4, 64): output tokens/s <= 4 / cost(0, 4, 64). Prefill steps
-  // only lower it: 32 prompts of 32 tokens against 32 x 31 decode tokens.
+  // most 4 sequences, whose contexts (32..62 tokens) lie at or below the
+  // only context point (the longest decode's cache, 32 + 32 - 1 = 63), so
+  // every full decode step costs exactly the grid point (0, 4, 63)
+  // (contexts below the first point take its cost): output tokens/s <=
+  // 4 / cost(0, 4, 63). Prefill steps only lower it: 32 prompts of 32
+  // tokens against 32 x 31 decode tokens.
   double cost = 0;
   std::istringstream cache(slurp(s.d / "cache.txt"));
   std::string key;
@@ -89,7 +91,7 @@ TEST(CliServe, SimulatesStepsCachesThemAndReusesTheCache) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream ls(line);
     ASSERT_TRUE(ls >> key >> p >> b >> c >> sec) << line;
-    if (p == 0 && b == 4 && c == 64) cost = sec;
+    if (p == 0 && b == 4 && c == 63) cost = sec;
   }
   ASSERT_GT(cost, 0) << slurp(s.d / "cache.txt");
   const double limit = 4 / cost, tps = std::stod(a.at("output_tps"));
