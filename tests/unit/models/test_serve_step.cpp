@@ -23,6 +23,14 @@ double mm_attn_flops(const Workload& w) {
   return f;
 }
 
+PhaseOptions prefill(std::int64_t P) {
+  PhaseOptions o;
+  o.phase = Phase::prefill;
+  o.batch = 1;
+  o.seq_len = P;
+  return o;
+}
+
 PhaseOptions step(std::int64_t P, std::int64_t B, std::int64_t C) {
   PhaseOptions o;
   o.phase = Phase::prefill;
@@ -41,10 +49,7 @@ TEST(ServeStep, FlopsArePrefillOfTheChunkPlusDecodeOfTheSequences) {
     for (auto [P, B, C] : {std::tuple<int, int, int>{64, 8, 300}, {17, 3, 1000}, {128, 1, 64}}) {
       const Workload w = generate(m, step(P, B, C));
       EXPECT_NO_THROW(w.validate());
-      PhaseOptions pre;
-      pre.phase = Phase::prefill;
-      pre.batch = 1;
-      pre.seq_len = P;
+      const PhaseOptions pre = prefill(P);
       PhaseOptions dec;
       dec.phase = Phase::decode;
       dec.batch = B;
@@ -60,11 +65,7 @@ TEST(ServeStep, FlopsArePrefillOfTheChunkPlusDecodeOfTheSequences) {
 
 TEST(ServeStep, WithoutDecodesItIsThePlainPrefill) {
   const ModelSpec m = load_model("llama3-8b");
-  PhaseOptions pre;
-  pre.phase = Phase::prefill;
-  pre.batch = 1;
-  pre.seq_len = 64;
-  const Workload a = generate(m, pre), b = generate(m, step(64, 0, 1));
+  const Workload a = generate(m, prefill(64)), b = generate(m, step(64, 0, 1));
   ASSERT_EQ(a.ops.size(), b.ops.size());
   for (std::size_t i = 0; i < a.ops.size(); ++i) EXPECT_EQ(a.ops[i].name, b.ops[i].name);
 }
@@ -112,9 +113,6 @@ TEST(ServeStep, VerificationOfDraftedTokensCostsTDecodeTokens) {
   EXPECT_NEAR(mm_attn_flops(w) / mm_attn_flops(generate(m, one)), 1.0, 1e-12);
   PhaseOptions st = step(64, 4, 300);
   st.decode_tokens = 5;
-  PhaseOptions pre;
-  pre.phase = Phase::prefill;
-  pre.batch = 1;
-  pre.seq_len = 64;
-  EXPECT_NEAR(mm_attn_flops(generate(m, st)) / (mm_attn_flops(generate(m, pre)) + mm_attn_flops(w)), 1.0, 1e-12);
+  EXPECT_NEAR(mm_attn_flops(generate(m, st)) / (mm_attn_flops(generate(m, prefill(64))) + mm_attn_flops(w)), 1.0,
+              1e-12);
 }

@@ -52,6 +52,16 @@ std::vector<Request> poisson(std::int64_t n, double rate, std::int64_t in, std::
   return synthesize(w);
 }
 
+// n requests all at time 0, lengths drawn from the given distributions.
+std::vector<Request> offline(std::int64_t n, const std::string& in, const std::string& out) {
+  WorkloadSpec w;
+  w.arrival = Arrival::offline;
+  w.count = n;
+  w.input = parse_length_dist("t", in);
+  w.output = parse_length_dist("t", out);
+  return synthesize(w);
+}
+
 ServerOptions opts(std::int64_t max_batch = 32) {
   ServerOptions o;
   o.max_batch = max_batch;
@@ -143,14 +153,10 @@ TEST(ServeLaws, LittlesLawHoldsOnTheQueueAndTheBatch) {
 TEST(ServeLaws, OfflineThroughputApproachesTheDecodeBoundLimit) {
   const std::int64_t B = 64, in = 16, out = 512;
   StepCostModel m = filled(512, B, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 4096;
-  w.input = parse_length_dist("t", "fixed:16");
-  w.output = parse_length_dist("t", "fixed:512");
+  const auto reqs = offline(4096, "fixed:16", "fixed:512");
   ServerOptions o = opts(B);
   o.arrival = Arrival::offline;
-  const Summary s = summarize(simulate_serving(synthesize(w), o, m), {}, 1);
+  const Summary s = summarize(simulate_serving(reqs, o, m), {}, 1);
   const double limit = static_cast<double>(B) / cost_fn(0, B, in + out / 2.0);
   EXPECT_LT(s.output_tps, limit);
   EXPECT_GT(s.output_tps, 0.95 * limit) << "limit " << limit;
@@ -179,12 +185,7 @@ TEST(ServeLaws, TtftFlatBelowSaturationUnboundedAbove) {
 // server on its own chips, is twice one replica's.
 TEST(ServeLaws, DoublingDataParallelReplicasDoublesMaxThroughput) {
   StepCostModel m = filled(512, 32, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 2048;
-  w.input = parse_length_dist("t", "uniform:32:256");
-  w.output = parse_length_dist("t", "uniform:64:256");
-  const auto reqs = synthesize(w);
+  const auto reqs = offline(2048, "uniform:32:256", "uniform:64:256");
   ServerOptions o = opts(32);
   o.arrival = Arrival::offline;
   const double one = summarize(simulate_serving(reqs, o, m), {}, 1).output_tps;
@@ -226,12 +227,7 @@ TEST(ServeKv, ARequestLongerThanTheCacheIsRefused) {
 // (and pads the finished ones), so continuous batching delivers more.
 TEST(ServeBatching, ContinuousBeatsStaticOnVariedLengths) {
   StepCostModel m = filled(512, 32, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 512;
-  w.input = parse_length_dist("t", "uniform:16:128");
-  w.output = parse_length_dist("t", "uniform:16:512");
-  const auto reqs = synthesize(w);
+  const auto reqs = offline(512, "uniform:16:128", "uniform:16:512");
   ServerOptions o = opts(32);
   o.arrival = Arrival::offline;
   const double cont = summarize(simulate_serving(reqs, o, m), {}, 1).output_tps;
@@ -262,15 +258,12 @@ TEST(ServeBatching, PrefillFirstTradesTpotForTtft) {
 // so the system holds `concurrency` requests until the last ones drain.
 TEST(ServeWorkload, ClosedLoopKeepsConcurrencyInTheSystem) {
   StepCostModel m = filled(512, 32, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::closed;
-  w.count = 400;
-  w.input = parse_length_dist("t", "fixed:64");
-  w.output = parse_length_dist("t", "fixed:64");
+  // Arrival times are the server's to set in a closed loop.
+  const auto reqs = offline(400, "fixed:64", "fixed:64");
   ServerOptions o = opts(32);
   o.arrival = Arrival::closed;
   o.concurrency = 8;
-  const ServeResult r = simulate_serving(synthesize(w), o, m);
+  const ServeResult r = simulate_serving(reqs, o, m);
   const Summary s = summarize(r, {}, 1);
   EXPECT_LE(s.mean_in_system, 8.0 + 1e-9);
   EXPECT_GT(s.mean_in_system, 7.5);
@@ -423,18 +416,14 @@ TEST(ServeSpeculative, TokensPerVerificationFollowTheAcceptanceModel) {
   EXPECT_DOUBLE_EQ(spec(SpecDecoding::Kind::positions, {0.9, 0.5, 0.5, 0.0}).expected_tokens(), 1 + 0.9 + 0.45 + 0.225);
   EXPECT_DOUBLE_EQ(spec(SpecDecoding::Kind::histogram, {1, 0, 0, 0, 1}).expected_tokens(), 3.0);
   StepCostModel t = filled(512, 64, 2048), d = draft_costs(512, 64, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 160;
-  w.input = parse_length_dist("t", "fixed:64");
-  w.output = parse_length_dist("t", "fixed:512");
+  const auto reqs = offline(160, "fixed:64", "fixed:512");
   for (const SpecDecoding& s : {spec(SpecDecoding::Kind::constant, {0.8}),
                                 spec(SpecDecoding::Kind::positions, {0.9, 0.7, 0.5, 0.3}),
                                 spec(SpecDecoding::Kind::histogram, {1, 1, 2, 2, 4})}) {
     ServerOptions o = opts(64);
     o.arrival = Arrival::offline;
     o.spec = s;
-    const ServeResult r = simulate_serving(synthesize(w), o, t, {}, &d);
+    const ServeResult r = simulate_serving(reqs, o, t, {}, &d);
     EXPECT_NEAR(tokens_per_verification(r) / s.expected_tokens(), 0.995, 0.01) << s.expected_tokens();
     for (const auto& q : r.requests) ASSERT_EQ(static_cast<std::int64_t>(q.itl.size()) + 1, q.req.output);
   }
@@ -447,12 +436,7 @@ TEST(ServeSpeculative, TokensPerVerificationFollowTheAcceptanceModel) {
 // k decode steps.
 TEST(ServeSpeculative, AcceptanceZeroIsSlowerByTheDraftsCostExactly) {
   StepCostModel t = filled(512, 32, 2048), d = draft_costs(512, 32, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 300;
-  w.input = parse_length_dist("t", "uniform:50:400");
-  w.output = parse_length_dist("t", "uniform:10:300");
-  const auto reqs = synthesize(w);
+  const auto reqs = offline(300, "uniform:50:400", "uniform:10:300");
   ServerOptions o = opts(32);
   o.arrival = Arrival::offline;
   const ServeResult plain = simulate_serving(reqs, o, t);
@@ -476,16 +460,12 @@ TEST(ServeSpeculative, AcceptanceZeroIsSlowerByTheDraftsCostExactly) {
 // rises by about 3.36 / 1.4 = 2.4x (less the prefill share).
 TEST(ServeSpeculative, HighAcceptanceWithACheapDraftBeatsPlainDecoding) {
   StepCostModel t = filled(512, 32, 2048), d = draft_costs(512, 32, 2048);
-  WorkloadSpec w;
-  w.arrival = Arrival::offline;
-  w.count = 256;
-  w.input = parse_length_dist("t", "fixed:64");
-  w.output = parse_length_dist("t", "fixed:512");
+  const auto reqs = offline(256, "fixed:64", "fixed:512");
   ServerOptions o = opts(32);
   o.arrival = Arrival::offline;
-  const double plain = summarize(simulate_serving(synthesize(w), o, t), {}, 1).output_tps;
+  const double plain = summarize(simulate_serving(reqs, o, t), {}, 1).output_tps;
   o.spec = spec(SpecDecoding::Kind::constant, {0.8});
-  const double sp = summarize(simulate_serving(synthesize(w), o, t, {}, &d), {}, 1).output_tps;
+  const double sp = summarize(simulate_serving(reqs, o, t, {}, &d), {}, 1).output_tps;
   EXPECT_GT(sp / plain, 2.1);
   EXPECT_LT(sp / plain, 2.45);
 }
