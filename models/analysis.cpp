@@ -282,7 +282,10 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
   switch (m.family) {
     case Family::decoder: {
       const double ac = static_cast<double>(count_params(m).active_compute()), S = static_cast<double>(o.seq_len);
-      if (o.phase == Phase::decode) return B * flops_per_token(m, o.context);
+      // Every query token of a decode (decode_tokens > 1: speculative
+      // verification) attends to the `context` cached tokens.
+      if (o.phase == Phase::decode)
+        return B * static_cast<double>(o.decode_tokens) * flops_per_token(m, o.context);
       // Norm/bias parameters are multiplied elementwise, not in matmuls;
       // they are < 0.01% of any zoo model and ignored here.
       const double head = 2.0 * head_params(m);

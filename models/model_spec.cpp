@@ -1,6 +1,8 @@
 // Names, errors and option checks of ModelSpec (see model_spec.h).
 #include "models/model_spec.h"
 
+#include <algorithm>
+
 #include <sstream>
 
 namespace tpusim::models {
@@ -76,6 +78,23 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   if (o.image_size < 0) bad("image_size", "a size >= 0 (0: the model's own)", std::to_string(o.image_size));
   if (m.family == Family::vit && o.image_size > 0 && o.image_size % t.patch != 0)
     bad("image_size", "a multiple of the patch size " + std::to_string(t.patch), std::to_string(o.image_size));
+  if (o.prefill_context < 0 || o.serve_decode < 0)
+    bad(o.prefill_context < 0 ? "prefill_context" : "serve_decode", "a count >= 0",
+        std::to_string(std::min(o.prefill_context, o.serve_decode)));
+  if (o.decode_tokens < 1 || o.decode_tokens > 256)
+    bad("decode_tokens", "query tokens per decoding sequence in [1, 256]", std::to_string(o.decode_tokens));
+  if (o.serve_step()) {
+    if (m.family != Family::decoder || o.phase != Phase::prefill || o.batch != 1)
+      bad("serve_decode", "a serving step: a decoder's prefill phase with batch 1",
+          std::string(family_name(m.family)) + " " + phase_name(o.phase) + " batch " + std::to_string(o.batch));
+    if (t.attention.kind != AttentionKind::mha)
+      bad("serve_decode", "multi-head (MHA/GQA/MQA) attention for a serving step", "latent attention (MLA)");
+    if (o.sequence_parallel || o.mesh.size("data") * o.mesh.size("fsdp") * o.mesh.size("sequence") > 1)
+      bad("mesh", "only tensor and expert axes in a serving step (data replicas are separate servers)", o.mesh.str());
+    if (t.max_context > 0 && (o.prefill_context + o.seq_len > t.max_context || o.context + 1 > t.max_context))
+      bad("prefill_context", "cached + new tokens <= max_context " + std::to_string(t.max_context),
+          std::to_string(std::max(o.prefill_context + o.seq_len, o.context + 1)));
+  }
   if (!errs.empty()) throw ModelError(std::move(errs));
 }
 

@@ -159,6 +159,21 @@ struct PhaseOptions {
   // tokens; the tensor all_reduces become reduce_scatters + all_gathers.
   // Needs tensor > 1, a decoder and prefill or train (models/sharding.h).
   bool sequence_parallel = false;
+  // Serving (decoder, phase prefill, batch 1): one continuous-batching
+  // step. The prefill chunk of seq_len tokens follows prefill_context tokens
+  // of its sequence already in the KV cache (chunked prefill), and
+  // serve_decode other sequences each decode one token over `context`
+  // cached tokens in the same step: their rows ride in the same matmuls,
+  // their attention reads their own caches, and the step's logits are the
+  // chunk's last position and the decoded tokens. 0 and 0: a plain prefill.
+  std::int64_t prefill_context = 0;
+  std::int64_t serve_decode = 0;
+  // Decode (and a serving step's decoding sequences): query tokens per
+  // sequence, attending to the cache only. > 1: speculative decoding's
+  // verification of decode_tokens - 1 drafted tokens plus one, with logits
+  // at every position.
+  std::int64_t decode_tokens = 1;
+  bool serve_step() const { return prefill_context > 0 || serve_decode > 0; }
 };
 
 // Phases a family supports (decoder: prefill, decode, train; encoder and

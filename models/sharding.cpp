@@ -13,7 +13,7 @@ const std::vector<std::string>& mesh_axis_names() {
 }
 
 std::int64_t local_seq(const PhaseOptions& o) {
-  if (o.phase == Phase::decode) return 1;
+  if (o.phase == Phase::decode) return o.decode_tokens;
   return o.seq_len / o.mesh.size("sequence");
 }
 

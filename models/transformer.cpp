@@ -295,6 +295,8 @@ class TransformerGen {
       o = b_.attention(p + "attn.core", q, kc, vc, false);
       append_to_cache(p + "attn.k_append", k);
       append_to_cache(p + "attn.v_append", v);
+    } else if (o_.serve_step()) {
+      o = serve_step_attention(p, layer, q, k, v);
     } else {
       // Causal with S/sequence queries over S keys: the IR aligns the
       // queries with the last keys, i.e. the last sequence rank, the one
@@ -307,6 +309,41 @@ class TransformerGen {
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
     return row_linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
+  }
+
+  // A serving step's attention (PhaseOptions::serve_decode): the token
+  // rows are the prefill chunk's P tokens, then one per decoding sequence.
+  // The chunk attends causally to its cached prefix and itself; each
+  // decoding sequence's query attends to its own cache of `context` tokens.
+  TensorRef serve_step_attention(const std::string& p, std::int64_t layer, const TensorRef& q, const TensorRef& k,
+                                 const TensorRef& v) {
+    const auto& a = t_.attention;
+    const std::int64_t T = o_.decode_tokens, Bd = o_.serve_decode, H = q.dim(2), KV = k.dim(2), D = a.head_dim,
+                       P = S_ - Bd * T;
+    auto rows = [&](const std::string& n, const TensorRef& x, std::int64_t from, std::int64_t to) {
+      return b_.slice(n, x, {0, from, 0, 0}, {1, to, x.dim(2), D});
+    };
+    TensorRef kp = rows(p + "attn.chunk_k", k, 0, P), vp = rows(p + "attn.chunk_v", v, 0, P);
+    append_to_cache(p + "attn.k_append", kp);
+    append_to_cache(p + "attn.v_append", vp);
+    if (o_.prefill_context > 0) {
+      const std::int64_t pc = a.windowed(layer) ? std::min(o_.prefill_context, a.sliding_window) : o_.prefill_context;
+      kp = b_.concat(p + "attn.chunk_k_all", {b_.kv_cache(p + "attn.chunk_k_cache", {1, pc, KV, D}, kd_), kp}, 1);
+      vp = b_.concat(p + "attn.chunk_v_all", {b_.kv_cache(p + "attn.chunk_v_cache", {1, pc, KV, D}, kd_), vp}, 1);
+    }
+    TensorRef o = b_.attention(p + "attn.chunk_core", rows(p + "attn.chunk_q", q, 0, P), kp, vp, true);
+    if (Bd == 0) return o;
+    const std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
+    auto per_seq = [&](const std::string& n, const TensorRef& x) {
+      return b_.reshape(n, rows(n + "_rows", x, P, S_), {Bd, T, x.dim(2), D});
+    };
+    TensorRef kc = b_.kv_cache(p + "attn.k_cache", {Bd, ctx, KV, D}, kd_);
+    TensorRef vc = b_.kv_cache(p + "attn.v_cache", {Bd, ctx, KV, D}, kd_);
+    TensorRef od = b_.attention(p + "attn.core", per_seq(p + "attn.decode_q", q), kc, vc, false);
+    append_to_cache(p + "attn.decode_k_append", per_seq(p + "attn.decode_k", k));
+    append_to_cache(p + "attn.decode_v_append", per_seq(p + "attn.decode_v", v));
+    od = b_.reshape(p + "attn.decode_rows", od, {1, Bd * T, H, D});
+    return b_.concat(p + "attn.step_out", {o, od}, 1);
   }
 
   TensorRef attention_mla(const std::string& p, const TensorRef& xn) {
@@ -515,7 +552,7 @@ class TransformerGen {
   Workload decoder() {
     B_ = local_batch(o_);
     decode_ = o_.phase == Phase::decode;
-    S_ = local_seq(o_);
+    S_ = local_seq(o_) + o_.serve_decode * o_.decode_tokens;
     TensorRef x = embed_tokens();
     for (std::int64_t i = 0; i < t_.layers; ++i) x = decoder_layer(i, x);
     x = norm("final_norm", x);
@@ -528,7 +565,8 @@ class TransformerGen {
         x = b_.all_gather("last_token.all_gather", x, {"tensor"}, 1);
         x = b_.slice("last_token", x, {0, tp_ - 1, 0}, {B_, tp_, t_.hidden});
       } else {
-        x = b_.slice("last_token", x, {0, S_ - 1, 0}, {B_, S_, t_.hidden});
+        // A serving step also keeps every decoding sequence's row.
+        x = b_.slice("last_token", x, {0, S_ - o_.serve_decode * o_.decode_tokens - 1, 0}, {B_, S_, t_.hidden});
       }
     } else {
       x = tp_enter("final_norm", x);  // the vocab-parallel head reads all tokens

@@ -31,6 +31,7 @@ void register_config_commands();
 void register_list_command();
 void register_model_commands();
 void register_run_command();
+void register_serve_commands();
 void register_sweep_commands();
 void register_validate_command();
 void register_check_commands();
@@ -42,7 +43,7 @@ namespace {
 void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
                                      register_run_command,     register_sweep_commands, register_validate_command,
                                      register_check_commands, register_compare_command,
-                                     register_sweep_plot_command};
+                                     register_sweep_plot_command, register_serve_commands};
 
 struct Command {
   std::string summary;

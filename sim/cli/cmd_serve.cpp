@@ -1,0 +1,656 @@
+// `tpusim serve`: a discrete-event simulation of an LLM server on a
+// simulated slice (sim/serve/), with step costs from the cycle-level
+// engine; and `tpusim serve step`, the child process that simulates one
+// step shape and prints its time (SystemC elaborates once per process).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "arch/ici/topology.h"
+#include "models/sharding.h"
+#include "models/zoo.h"
+#include "sim/cli/cli.h"
+#include "sim/config/config_writer.h"
+#include "sim/engine/slice_setup.h"
+#include "sim/run/run.h"
+#include "sim/serve/rate_search.h"
+#include "sim/serve/report.h"
+#include "sim/serve/request_workload.h"
+#include "sim/serve/server.h"
+#include "sim/serve/step_cost.h"
+#include "sim/serve/step_runner.h"
+#include "sim/sweep/child_pool.h"
+
+namespace tpusim::sim {
+
+namespace po = boost::program_options;
+using namespace serve;
+
+namespace {
+
+// Options shared by `serve` and `serve step`: the deployment of one replica.
+void add_deployment_options(po::options_description& opts) {
+  opts.add_options()("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")(
+      "slice", po::value<std::string>(), "slice of one replica, e.g. 2x2 (default: one chip)")(
+      "mesh", po::value<std::string>(), "mesh axes over the slice: tensor and expert only, e.g. tensor=4")(
+      "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
+      "model", po::value<std::string>()->required(), "a decoder of the zoo (tpusim model list) or a model file")(
+      "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache dtype")(
+      "max-sim-time", po::value<double>()->default_value(3600), "limit of simulated seconds per step simulation");
+}
+
+struct Deployment {
+  StepSimSetup setup;
+  arch::TpuConfig cfg;
+  models::ModelSpec spec;
+  workloads::MeshSpec mesh;
+  arch::DType dtype = arch::DType::bf16;
+};
+
+Deployment load_deployment(const std::string& cmd, const po::variables_map& vm, CommandContext& ctx) {
+  Deployment d;
+  auto& s = d.setup;
+  s.arch = vm["arch"].as<std::string>();
+  if (vm.count("set")) s.sets = vm["set"].as<std::vector<std::string>>();
+  s.model = vm["model"].as<std::string>();
+  s.dtype = vm["dtype"].as<std::string>();
+  s.twisted = vm["twisted"].as<bool>();
+  s.max_sim_time = vm["max-sim-time"].as<double>();
+  if (!(s.max_sim_time >= 0 && s.max_sim_time <= 1e6))
+    throw UsageError(cmd + ": --max-sim-time must be a number of seconds in [0, 1e6]");
+  const auto dt = arch::parse_dtype(s.dtype);
+  if (!dt) throw UsageError(cmd + ": unknown --dtype '" + s.dtype + "'");
+  d.dtype = *dt;
+  d.cfg = load_tpu_config(s.arch, s.sets, ctx.global.search_path());
+  d.spec = models::load_model(s.model);
+  if (d.spec.family != models::Family::decoder)
+    throw UsageError(cmd + ": --model '" + s.model + "' is a " + models::family_name(d.spec.family) +
+                     " model; serving needs a decoder");
+  if (vm.count("mesh")) {
+    if (!vm.count("slice")) throw UsageError(cmd + ": --mesh needs --slice");
+    s.mesh = vm["mesh"].as<std::string>();
+    d.mesh = workloads::parse_mesh(s.mesh, models::mesh_axis_names());
+    for (const auto& a : d.mesh.axes)
+      if (a.name != "tensor" && a.name != "expert")
+        throw UsageError(cmd + ": --mesh '" + s.mesh + "': axis '" + a.name +
+                         "' is not served; a replica shards over tensor and expert (use --replicas for data "
+                         "parallelism)");
+  }
+  if (vm.count("slice")) {
+    s.slice = vm["slice"].as<std::string>();
+    const arch::ici::Slice slice(d.cfg.ici, s.slice, s.twisted);  // arch::ConfigError
+    if (!d.mesh.empty()) {
+      try {
+        map_mesh(slice, d.mesh);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(cmd + ": " + e.what());
+      }
+    }
+  }
+  return d;
+}
+
+// --- serve step ----------------------------------------------------------
+
+int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
+  po::options_description opts("serve step options");
+  add_deployment_options(opts);
+  opts.add_options()("prefill", po::value<std::int64_t>()->default_value(0), "prefill tokens of the step")(
+      "decode", po::value<std::int64_t>()->default_value(0), "sequences decoding one token")(
+      "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence")(
+      "decode-tokens", po::value<int>()->default_value(1),
+      "query tokens per decoding sequence (speculative verification: k + 1)");
+  po::variables_map vm;
+  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P --decode B --context C [options]",
+                          args, opts, {}, vm, ctx))
+    return 0;
+  const Deployment d = load_deployment("serve step", vm, ctx);
+  GridPoint p{vm["prefill"].as<std::int64_t>(), vm["decode"].as<std::int64_t>(), vm["context"].as<std::int64_t>()};
+  if (p.prefill < 0 || p.decode < 0 || p.context < 1 || p.prefill + p.decode < 1 || p.prefill > (1 << 24) ||
+      p.decode > (1 << 24))
+    throw UsageError("serve step: need --prefill >= 0, --decode >= 0 (not both 0, each <= 2^24) and --context >= 1");
+  const int T = vm["decode-tokens"].as<int>();
+  if (T < 1 || T > 65) throw UsageError("serve step: --decode-tokens must be in [1, 65]");
+  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T);
+  const workloads::Workload wl = models::generate(d.spec, o);
+  RunOptions ro;
+  ro.sim.progress = false;
+  ro.sim.max_sim_seconds = d.setup.max_sim_time;
+  if (!d.setup.slice.empty()) {
+    ro.sim.slice = d.setup.slice;
+    ro.sim.twisted = d.setup.twisted;
+    ro.sim.mesh = d.mesh;
+  }
+  const RunReport r = run_workload(d.setup.arch, d.cfg, wl, ro);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(r.sim.end_cycle) / r.sim.clock_hz);
+  ctx.out << "step_seconds " << buf << "\ncycles " << r.sim.end_cycle << "\n";
+  return 0;
+}
+
+// --- serve ---------------------------------------------------------------
+
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  void show(const std::string& what, std::int64_t done, std::int64_t total) {
+    if (!on_ || total <= 0) return;
+    const int width = 30;
+    const auto filled = static_cast<int>(width * done / total);
+    if (filled == last_ && what == what_ && done != total) return;
+    last_ = filled;
+    what_ = what;
+    std::cerr << "\r" << what << " [" << std::string(static_cast<std::size_t>(filled), '#')
+              << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total
+              << "   " << std::flush;
+    if (done == total) {
+      std::cerr << "\n";
+      last_ = -1;
+    }
+  }
+
+ private:
+  bool on_;
+  int last_ = -1;
+  std::string what_;
+};
+
+// Bytes of KV cache per token and the pages a replica's chips hold: HBM
+// minus the weights (the zoo's fit check, per chip) and the activations
+// of the largest step, over the per-chip KV bytes of a token.
+std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std::int64_t max_context,
+                               std::int64_t page_tokens, std::string* note, const models::ModelSpec* draft) {
+  models::PhaseOptions dec = step_phase({0, 1, max_context}, d.mesh, d.dtype);
+  const models::FitReport fit = models::check_fit(d.spec, dec, d.cfg.hbm.capacity_bytes);
+  models::PhaseOptions pre = step_phase({max_tokens, 0, 1}, d.mesh, d.dtype);
+  const models::MemoryFootprint act = models::memory_footprint(d.spec, pre);
+  double per_token = static_cast<double>(fit.footprint.kv_cache) / static_cast<double>(max_context);
+  double free_bytes = static_cast<double>(d.cfg.hbm.capacity_bytes) - static_cast<double>(fit.footprint.weights) -
+                      static_cast<double>(act.activations);
+  if (draft) {  // the draft's weights and its own KV cache share the chips
+    const models::FitReport df = models::check_fit(*draft, dec, d.cfg.hbm.capacity_bytes);
+    free_bytes -= static_cast<double>(df.footprint.weights);
+    per_token += static_cast<double>(df.footprint.kv_cache) / static_cast<double>(max_context);
+  }
+  if (!(free_bytes > 0))
+    throw UsageError("serve: " + d.spec.name + " does not leave HBM for a KV cache on this slice (weights " +
+                     std::to_string(fit.footprint.weights >> 20) + " MiB per chip); use a larger --slice/--mesh");
+  const auto pages = static_cast<std::int64_t>(free_bytes / (per_token * static_cast<double>(page_tokens)));
+  *note = "KV cache: " + std::to_string(static_cast<std::int64_t>(free_bytes / (1 << 20))) +
+          " MiB free per chip after weights and activations, " + std::to_string(static_cast<std::int64_t>(per_token)) +
+          " B per token per chip";
+  return pages;
+}
+
+std::vector<GridPoint> sorted(const std::set<GridPoint>& s) { return {s.begin(), s.end()}; }
+
+// One row per probed rate (rate_search.csv, curve.csv).
+void write_rate_table(const std::string& path, const std::vector<RateProbe>& probes) {
+  std::ofstream f(path);
+  f << "probe,rate,meets_slo,throughput_rps,output_tps,goodput_rps,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"
+       "itl_p99_s,e2e_p99_s\n";
+  int i = 0;
+  for (const auto& p : probes) {
+    const Summary& s = p.summary;
+    f << i++ << "," << p.rate << "," << (p.meets ? 1 : 0) << "," << s.request_rate << "," << s.output_tps << ","
+      << s.goodput << "," << s.ttft.p50 << "," << s.ttft.p99 << "," << s.tpot.p50 << "," << s.tpot.p99 << ","
+      << s.itl.p99 << "," << s.e2e.p99 << "\n";
+  }
+  if (!f) throw UsageError("serve: cannot write " + path);
+}
+
+int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
+  po::options_description opts("serve options");
+  add_deployment_options(opts);
+  opts.add_options()("replicas", po::value<int>()->default_value(1),
+                     "data-parallel replicas, each its own server on its own slice")(
+      "requests", po::value<std::int64_t>()->default_value(100), "synthetic requests")(
+      "arrival", po::value<std::string>()->default_value("poisson"), "poisson, closed or offline")(
+      "rate", po::value<double>(), "poisson: requests per second")(
+      "concurrency", po::value<int>()->default_value(8), "closed: clients")(
+      "input", po::value<std::string>()->default_value("fixed:1024"),
+      "input length: fixed:N, uniform:LO:HI, normal:MEAN:SD, hist:V=W,... or hist:FILE.csv")(
+      "output", po::value<std::string>()->default_value("fixed:1024"), "output length (as --input)")(
+      "seed", po::value<std::uint64_t>()->default_value(1), "random seed of the synthetic workload")(
+      "trace-csv", po::value<std::string>(), "requests from a CSV: arrival,input_tokens,output_tokens")(
+      "batching", po::value<std::string>()->default_value("continuous"), "continuous or static")(
+      "max-batch", po::value<std::int64_t>()->default_value(64), "sequences in a running batch")(
+      "max-tokens", po::value<std::int64_t>()->default_value(2048), "tokens per step (prefill chunk budget)")(
+      "no-chunked-prefill", po::bool_switch(), "prefill whole prompts only")(
+      "policy", po::value<std::string>()->default_value("decode-first"), "decode-first or prefill-first")(
+      "page-size", po::value<std::int64_t>()->default_value(16), "tokens per KV page")(
+      "kv-pages", po::value<std::int64_t>(), "KV pages per replica (default: HBM free after weights)")(
+      "step-cache", po::value<std::string>(), "step-cost cache file, read and updated")(
+      "jobs", po::value<int>()->default_value(0), "step simulations at a time (0: all cores)")(
+      "slo", po::value<std::string>(), "latency limits, e.g. ttft_p99=2s,tpot_p99=100ms (goodput)")(
+      "spec-tokens", po::value<int>()->default_value(0),
+      "speculative decoding: tokens drafted per step (0: off)")(
+      "draft-model", po::value<std::string>(),
+      "draft model on the same chips (zoo name or file); without it drafting costs nothing (n-gram lookup)")(
+      "acceptance", po::value<std::string>()->default_value("0.8"),
+      "draft acceptance: RATE, pos:R1,...,Rk (per position) or hist:W0,...,Wk (weights of 0..k accepted)")(
+      "rates", po::value<std::string>(),
+      "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
+      "find-max-rate", po::bool_switch(),
+      "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
+      "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
+      "interp-check", po::value<int>()->default_value(0),
+      "simulate N of the run's off-grid step shapes directly and report the interpolation error")(
+      "out", po::value<std::string>()->default_value("results/serve"), "output directory")(
+      "trace", po::bool_switch(), "write trace.json (one track per request and per engine)")(
+      "quiet", po::bool_switch(), "no progress bar");
+  po::variables_map vm;
+  if (!parse_command_args("serve", "tpusim serve --model NAME [--arch A --slice S --mesh M] [workload] [server]",
+                          args, opts, {}, vm, ctx))
+    return 0;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const std::string out = vm["out"].as<std::string>();
+  check_output_dir("serve: --out", out);
+  Deployment d = load_deployment("serve", vm, ctx);
+
+  // The workload.
+  std::vector<Request> reqs;
+  ServerOptions so;
+  WorkloadSpec ws;
+  const std::string arrival = vm["arrival"].as<std::string>();
+  const bool find_rate = vm["find-max-rate"].as<bool>();
+  if (find_rate && (vm.count("trace-csv") || arrival != "poisson" || !vm.count("slo")))
+    throw UsageError("serve: --find-max-rate needs --slo and synthetic Poisson arrivals (no --trace-csv)");
+  std::vector<double> rates;
+  if (vm.count("rates")) {
+    if (find_rate || vm.count("rate") || vm.count("trace-csv") || arrival != "poisson")
+      throw UsageError("serve: --rates is a list of Poisson rates; it takes neither --rate, --find-max-rate nor "
+                       "--trace-csv");
+    std::istringstream in(vm["rates"].as<std::string>());
+    for (std::string item; std::getline(in, item, ',');) {
+      double r = -1;
+      try {
+        std::size_t used = 0;
+        r = std::stod(item, &used);
+        if (used != item.size()) r = -1;
+      } catch (const std::exception&) {
+      }
+      if (!(r > 0 && r <= 1e6))
+        throw UsageError("serve: --rates '" + vm["rates"].as<std::string>() +
+                         "': expected rates in (0, 1e6] requests/s, found '" + item + "'");
+      rates.push_back(r);
+    }
+    if (rates.empty()) throw UsageError("serve: --rates: no rate given");
+  }
+  if (vm.count("trace-csv")) {
+    reqs = read_trace_csv(vm["trace-csv"].as<std::string>());
+    so.arrival = Arrival::trace;
+  } else {
+    if (arrival == "poisson") {
+      ws.arrival = Arrival::poisson;
+      if (!vm.count("rate") && !find_rate && rates.empty())
+        throw UsageError("serve: --arrival poisson needs --rate (requests per second)");
+      ws.rate = vm.count("rate") ? vm["rate"].as<double>() : 1.0;
+      if (!(ws.rate > 0 && ws.rate <= 1e6)) throw UsageError("serve: --rate must be in (0, 1e6]");
+    } else if (arrival == "closed") {
+      ws.arrival = Arrival::closed;
+    } else if (arrival == "offline") {
+      ws.arrival = Arrival::offline;
+    } else {
+      throw UsageError("serve: --arrival '" + arrival + "': expected poisson, closed or offline");
+    }
+    ws.count = vm["requests"].as<std::int64_t>();
+    if (ws.count < 1 || ws.count > 10000000) throw UsageError("serve: --requests must be in [1, 1e7]");
+    ws.input = parse_length_dist("serve: --input", vm["input"].as<std::string>());
+    ws.output = parse_length_dist("serve: --output", vm["output"].as<std::string>());
+    ws.seed = vm["seed"].as<std::uint64_t>();
+    reqs = synthesize(ws);
+    so.arrival = ws.arrival;
+  }
+  so.concurrency = vm["concurrency"].as<int>();
+  if (so.concurrency < 1) throw UsageError("serve: --concurrency must be >= 1");
+  so.replicas = vm["replicas"].as<int>();
+  if (so.replicas < 1 || so.replicas > 4096) throw UsageError("serve: --replicas must be in [1, 4096]");
+  const std::string batching = vm["batching"].as<std::string>();
+  if (batching == "continuous")
+    so.batching = Batching::continuous;
+  else if (batching == "static")
+    so.batching = Batching::static_batch;
+  else
+    throw UsageError("serve: --batching '" + batching + "': expected continuous or static");
+  const std::string policy = vm["policy"].as<std::string>();
+  if (policy == "decode-first")
+    so.priority = Priority::decode_first;
+  else if (policy == "prefill-first")
+    so.priority = Priority::prefill_first;
+  else
+    throw UsageError("serve: --policy '" + policy + "': expected decode-first or prefill-first");
+  so.max_batch = vm["max-batch"].as<std::int64_t>();
+  so.max_tokens = vm["max-tokens"].as<std::int64_t>();
+  so.page_tokens = vm["page-size"].as<std::int64_t>();
+  so.chunked_prefill = !vm["no-chunked-prefill"].as<bool>();
+  if (so.max_batch < 1 || so.max_batch > 65536) throw UsageError("serve: --max-batch must be in [1, 65536]");
+  if (so.max_tokens < 1 || so.max_tokens > (1 << 20)) throw UsageError("serve: --max-tokens must be in [1, 2^20]");
+  if (so.page_tokens < 1 || so.page_tokens > (1 << 16)) throw UsageError("serve: --page-size must be in [1, 65536]");
+  std::int64_t max_in = 0, max_len = 0;
+  for (const auto& r : reqs) {
+    max_in = std::max(max_in, r.input);
+    max_len = std::max(max_len, r.input + r.output);
+  }
+  const std::int64_t max_ctx = d.spec.transformer.max_context;
+  if (max_ctx > 0 && max_len > max_ctx)
+    throw UsageError("serve: a request of " + std::to_string(max_len) + " tokens (input + output) exceeds " +
+                     d.spec.name + "'s max_context " + std::to_string(max_ctx));
+  // Without chunking a whole prompt is one step's prefill.
+  const std::int64_t max_prefill = so.chunked_prefill ? so.max_tokens : std::max(so.max_tokens, max_in);
+  Slo slo;
+  if (vm.count("slo")) slo = parse_slo(vm["slo"].as<std::string>());
+  // Speculative decoding.
+  models::ModelSpec draft_spec;
+  const bool has_draft = vm.count("draft-model") != 0;
+  so.spec.k = vm["spec-tokens"].as<int>();
+  if (so.spec.k < 0 || so.spec.k > 64) throw UsageError("serve: --spec-tokens must be in [0, 64]");
+  if (has_draft && so.spec.k == 0) throw UsageError("serve: --draft-model needs --spec-tokens k >= 1");
+  if (so.spec.k > 0) {
+    std::string acc = vm["acceptance"].as<std::string>();
+    if (acc.rfind("pos:", 0) == 0) {
+      so.spec.kind = SpecDecoding::Kind::positions;
+      acc = acc.substr(4);
+    } else if (acc.rfind("hist:", 0) == 0) {
+      so.spec.kind = SpecDecoding::Kind::histogram;
+      acc = acc.substr(5);
+    }
+    std::istringstream in(acc);
+    for (std::string item; std::getline(in, item, ',');) {
+      try {
+        std::size_t used = 0;
+        so.spec.a.push_back(std::stod(item, &used));
+        if (used != item.size() || !std::isfinite(so.spec.a.back())) throw std::invalid_argument(item);
+      } catch (const std::exception&) {
+        throw UsageError("serve: --acceptance '" + vm["acceptance"].as<std::string>() + "': expected a number, found '" +
+                         item + "'");
+      }
+    }
+    so.spec.seed = vm["seed"].as<std::uint64_t>();
+    if (has_draft) {
+      draft_spec = models::load_model(vm["draft-model"].as<std::string>());
+      if (draft_spec.family != models::Family::decoder)
+        throw UsageError("serve: --draft-model '" + vm["draft-model"].as<std::string>() + "' is not a decoder");
+    }
+  }
+  std::string kv_note;
+  if (vm.count("kv-pages")) {
+    so.kv_pages = vm["kv-pages"].as<std::int64_t>();
+    if (so.kv_pages < 1) throw UsageError("serve: --kv-pages must be >= 1");
+    kv_note = "KV cache: " + std::to_string(so.kv_pages) + " pages (--kv-pages)";
+  } else {
+    // The longest decode reads input + output - 1 cached tokens.
+    so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len - 1, 1), so.page_tokens, &kv_note,
+                                    so.spec.k > 0 && has_draft ? &draft_spec : nullptr);
+  }
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
+  const int check = vm["interp-check"].as<int>();
+  if (check < 0 || check > 10000) throw UsageError("serve: --interp-check must be in [0, 10000]");
+
+  // The step-cost models and their cache: the target's steps (with
+  // speculative decoding its verification steps, and its plain steps for
+  // the comparison) and the draft's.
+  const std::string cache = vm.count("step-cache") ? vm["step-cache"].as<std::string>() : "";
+  // Steps above the model's context are extrapolated from the last cell
+  // (the zoo refuses a chunk longer than max_context).
+  const StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
+                                  std::max<std::int64_t>(1, max_len - 1));
+  struct Costs {
+    StepSimSetup setup;
+    std::string desc;
+    std::unique_ptr<StepCostModel> model;
+  };
+  auto make_costs = [&](const models::ModelSpec& m, const std::string& model_arg, int decode_tokens) {
+    Costs c;
+    c.setup = d.setup;
+    c.setup.model = model_arg;
+    c.setup.decode_tokens = decode_tokens;
+    c.desc = "arch=" + d.setup.arch + " slice=" + (d.setup.slice.empty() ? "1" : d.setup.slice) +
+             " mesh=" + (d.setup.mesh.empty() ? "-" : d.setup.mesh) + " model=" + m.name + " dtype=" + d.setup.dtype +
+             (d.setup.twisted ? " twisted" : "") +
+             (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "");
+    const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + "\n" +
+                                   write_config(d.cfg) + "\n" +
+                                   (m.file.empty() ? m.name : sweep::slurp_file(m.file)) + "\n" + c.desc);
+    c.model = std::make_unique<StepCostModel>(grid, key);
+    if (!cache.empty()) c.model->load(cache);
+    return c;
+  };
+  const bool spec_on = so.spec.k > 0;
+  Costs target = make_costs(d.spec, d.setup.model, spec_on ? so.spec.k + 1 : 1);
+  std::optional<Costs> plain, draft;
+  if (spec_on) {
+    plain = make_costs(d.spec, d.setup.model, 1);
+    if (has_draft) draft = make_costs(draft_spec, vm["draft-model"].as<std::string>(), 1);
+  }
+  std::vector<Costs*> all_costs = {&target};
+  if (plain) all_costs.push_back(&*plain);
+  if (draft) all_costs.push_back(&*draft);
+  std::size_t from_cache = 0;
+  for (auto* c : all_costs) from_cache += c->model->size();
+  const bool tty = ::isatty(2) && !vm["quiet"].as<bool>();
+  Progress bar(tty);
+  std::size_t simulated = 0;
+  auto run_points = [&](Costs& c, const std::vector<GridPoint>& pts) {
+    if (pts.empty()) return;
+    StepCostModel& m = *c.model;
+    const std::size_t done0 = m.size();
+    simulate_points(pts, c.setup, jobs, out, m, [&] {
+      bar.show("step simulations", static_cast<std::int64_t>(m.size() - done0), static_cast<std::int64_t>(pts.size()));
+    });
+    bar.show("step simulations", static_cast<std::int64_t>(pts.size()), static_cast<std::int64_t>(pts.size()));
+    simulated += pts.size();
+    if (!cache.empty()) m.save(cache, c.desc);
+  };
+  // Seed points spanning the grid, then reruns until no corner is missing.
+  for (auto* c : all_costs) {
+    std::set<GridPoint> seed;
+    for (const GridPoint& p : {GridPoint{grid.prefill.back(), 0, 0}, GridPoint{0, 1, grid.context.front()},
+                               GridPoint{0, grid.decode.back(), grid.context.back()}})
+      if (p.prefill + p.decode > 0 && !c->model->has(p)) seed.insert(p);
+    run_points(*c, sorted(seed));
+  }
+  int passes = 0;
+  // One serving run, with missing step costs simulated and the run
+  // repeated until none is missing.
+  auto run_with = [&](const std::vector<Request>& rs, const ServerOptions& o, Costs& main, Costs* dr) {
+    for (int pass = 0;; ++pass, ++passes) {
+      main.model->clear_missing();
+      if (dr) dr->model->clear_missing();
+      ServeResult r = simulate_serving(
+          rs, o, *main.model, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); },
+          dr ? dr->model.get() : nullptr);
+      if (main.model->missing().empty() && (!dr || dr->model->missing().empty())) return r;
+      if (pass > 64) throw std::logic_error("serve: step-cost discovery did not converge");
+      run_points(main, sorted(main.model->missing()));
+      if (dr) run_points(*dr, sorted(dr->model->missing()));
+    }
+  };
+  auto run_all = [&](const std::vector<Request>& rs) {
+    return run_with(rs, so, target, draft ? &*draft : nullptr);
+  };
+  StepCostModel& costs = *target.model;
+  ServeResult res;
+  double rate = ws.rate;
+  if (find_rate) {
+    const double tol = vm["rate-tolerance"].as<double>();
+    if (!(tol >= 1e-4 && tol <= 1)) throw UsageError("serve: --rate-tolerance must be in [1e-4, 1]");
+    RateSearchResult found = find_max_rate(ws, slo, ws.rate, tol, so.replicas, run_all);
+    write_rate_table(out + "/rate_search.csv", found.probes);
+    if (found.rate == 0)
+      throw UsageError("serve: --find-max-rate: no rate down to " + std::to_string(found.probes.back().rate) +
+                       " requests/s meets " + slo.text + " (see " + out + "/rate_search.csv)");
+    if (found.failing == 0)
+      throw UsageError("serve: --find-max-rate: every rate up to " + std::to_string(found.probes.back().rate) +
+                       " requests/s meets " + slo.text);
+    rate = found.rate;
+    res = std::move(found.best);
+    ctx.out << "max rate meeting " << slo.text << ": " << rate << " requests/s (" << found.failing
+            << " does not; " << found.probes.size() << " probes, rate_search.csv)\n";
+  } else if (!rates.empty()) {
+    // A throughput-latency curve: the same requests at each rate, one
+    // step-cost model for all.
+    std::vector<RateProbe> curve;
+    for (double r : rates) {
+      ws.rate = r;
+      res = run_all(synthesize(ws));
+      RateProbe p{r, false, summarize(res, slo, so.replicas)};
+      p.meets = p.summary.meets(slo);
+      curve.push_back(p);
+    }
+    write_rate_table(out + "/curve.csv", curve);
+    rate = rates.back();
+    ctx.out << "throughput-latency curve over " << rates.size() << " rates: curve.csv (other files: rate " << rate
+            << ")\n";
+  } else {
+    res = run_all(reqs);
+  }
+  const Summary sum = summarize(res, slo, so.replicas);
+  // Speculative decoding against plain decoding of the same requests.
+  std::string spec_line;
+  std::vector<std::pair<std::string, std::string>> spec_cols;
+  if (spec_on) {
+    ServerOptions po = so;
+    po.spec = SpecDecoding{};
+    std::vector<Request> rs = reqs;
+    if (find_rate) {
+      ws.rate = rate;
+      rs = synthesize(ws);
+    }
+    const Summary base = summarize(run_with(rs, po, *plain, nullptr), slo, so.replicas);
+    double out_tok = 0, seq_steps = 0;
+    for (const auto& st : res.steps) {
+      out_tok += static_cast<double>(st.decode_tokens_out);
+      seq_steps += static_cast<double>(st.decode_seqs);
+    }
+    const double per_step = seq_steps > 0 ? out_tok / seq_steps : 0;
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "  speculative k=%d (%s): %.3f tokens per verification (model: %.3f); plain decoding %.1f output "
+                  "tok/s, TPOT mean %.4f s: speed-up %.3fx in throughput, %.3fx in TPOT\n",
+                  so.spec.k, has_draft ? ("draft " + draft_spec.name).c_str() : "no draft model", per_step,
+                  so.spec.expected_tokens(), base.output_tps, base.tpot.mean, sum.output_tps / base.output_tps,
+                  base.tpot.mean / sum.tpot.mean);
+    spec_line = buf;
+    auto num = [](double v) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      return std::string(b);
+    };
+    spec_cols = {{"spec_tokens", std::to_string(so.spec.k)},
+                 {"draft_model", has_draft ? draft_spec.name : ""},
+                 {"acceptance", vm["acceptance"].as<std::string>()},
+                 {"tokens_per_verification", num(per_step)},
+                 {"expected_tokens_per_verification", num(so.spec.expected_tokens())},
+                 {"plain_output_tps", num(base.output_tps)},
+                 {"plain_tpot_mean_s", num(base.tpot.mean)},
+                 {"speedup_throughput", num(sum.output_tps / base.output_tps)},
+                 {"speedup_tpot", num(base.tpot.mean / sum.tpot.mean)}};
+  }
+
+  std::vector<std::pair<std::string, std::string>> setup = {
+      {"arch", d.setup.arch},
+      {"slice", d.setup.slice.empty() ? "1" : d.setup.slice},
+      {"mesh", d.setup.mesh},
+      {"replicas", std::to_string(so.replicas)},
+      {"model", d.spec.name},
+      {"arrival", arrival_name(so.arrival)},
+      {"rate", so.arrival == Arrival::poisson ? std::to_string(rate) : ""},
+      {"concurrency", so.arrival == Arrival::closed ? std::to_string(so.concurrency) : ""},
+      {"batching", batching},
+      {"policy", policy},
+      {"max_batch", std::to_string(so.max_batch)},
+      {"max_tokens", std::to_string(so.max_tokens)},
+      {"chunked_prefill", so.chunked_prefill ? "1" : "0"},
+      {"page_tokens", std::to_string(so.page_tokens)},
+      {"seed", std::to_string(vm["seed"].as<std::uint64_t>())},
+      {"slo", slo.text},
+      {"slo_met", slo.empty() ? "" : (sum.meets(slo) ? "1" : "0")}};
+  setup.insert(setup.end(), spec_cols.begin(), spec_cols.end());
+  write_serve_results(out, res, sum, setup, vm["trace"].as<bool>());
+
+  // Interpolation against direct simulation on the run's own shapes.
+  if (check > 0) {
+    std::set<GridPoint> shapes;
+    auto on_grid = [](const std::vector<std::int64_t>& axis, std::int64_t x) {
+      return std::find(axis.begin(), axis.end(), x) != axis.end();
+    };
+    const auto& g = costs.grid();
+    for (const auto& st : res.steps) {
+      GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0};
+      if (p.decode > 0) p.context = std::max<std::int64_t>(1, p.context);
+      if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && (p.decode == 0 || on_grid(g.context, p.context)))
+        continue;
+      shapes.insert(p);
+    }
+    std::vector<GridPoint> all = sorted(shapes), pick;
+    for (int i = 0; i < check && !all.empty(); ++i) {
+      const std::size_t k = all.size() * static_cast<std::size_t>(i) / static_cast<std::size_t>(check);
+      if (pick.empty() || !(pick.back() == all[k])) pick.push_back(all[k]);
+    }
+    StepCostModel direct(g, costs.key());
+    simulate_points(pick, target.setup, jobs, out, direct);
+    std::ofstream f(out + "/interp_check.csv");
+    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct\n";
+    double worst = 0, total = 0;
+    for (const auto& p : pick) {
+      const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context)});
+      const double sim = direct.value(p);  // simulated at exactly this shape
+      const double err = 100.0 * (interp - sim) / sim;
+      worst = std::max(worst, std::abs(err));
+      total += std::abs(err);
+      f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << "\n";
+    }
+    ctx.out << "interpolation check: " << pick.size() << " shapes, mean |error| "
+            << (pick.empty() ? 0 : total / static_cast<double>(pick.size())) << "%, max |error| " << worst
+            << "% (interp_check.csv)\n";
+  }
+
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  char line[512];
+  ctx.out << "Serving " << d.spec.name << " on " << d.setup.arch << " " << (d.setup.slice.empty() ? "1 chip" : d.setup.slice)
+          << (d.setup.mesh.empty() ? "" : " (" + d.setup.mesh + ")") << " x" << so.replicas << " replica(s), "
+          << sum.requests << " requests (" << arrival_name(so.arrival) << ")\n  " << kv_note << ", "
+          << so.kv_pages << " pages of " << so.page_tokens << " tokens\n";
+  std::snprintf(line, sizeof line,
+                "  throughput   %.3f req/s, %.1f input tok/s, %.1f output tok/s over %.2f s\n"
+                "  TTFT  p50 %.4f s  p90 %.4f s  p99 %.4f s  mean %.4f s\n"
+                "  TPOT  p50 %.4f s  p90 %.4f s  p99 %.4f s  mean %.4f s\n"
+                "  ITL   p50 %.4f s  p99 %.4f s;  e2e p50 %.3f s  p99 %.3f s\n"
+                "  KV utilisation mean %.1f%% peak %.1f%%, %lld preemptions, %lld steps\n",
+                sum.request_rate, sum.input_tps, sum.output_tps, sum.duration, sum.ttft.p50, sum.ttft.p90,
+                sum.ttft.p99, sum.ttft.mean, sum.tpot.p50, sum.tpot.p90, sum.tpot.p99, sum.tpot.mean, sum.itl.p50,
+                sum.itl.p99, sum.e2e.p50, sum.e2e.p99, 100 * sum.kv_util_mean, 100 * sum.kv_util_peak,
+                static_cast<long long>(sum.preemptions), static_cast<long long>(sum.steps));
+  ctx.out << line;
+  ctx.out << spec_line;
+  if (!slo.empty()) {
+    std::snprintf(line, sizeof line, "  goodput %.3f req/s (%.1f%% of requests within %s); summary limits %s\n",
+                  sum.goodput, 100 * sum.good_fraction, slo.text.c_str(), sum.meets(slo) ? "met" : "NOT met");
+    ctx.out << line;
+  }
+  std::snprintf(line, sizeof line, "  step costs: %zu simulated now, %zu from the cache, %d reruns for missing ones; wall %.2f s\n",
+                simulated, from_cache, passes, wall);
+  ctx.out << line << "results: " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_serve_commands() {
+  register_command("serve", "Simulate an LLM server (continuous batching, paged KV) on a slice", serve_cmd);
+  register_command("serve step", "Simulate one serving step shape (used by serve)", serve_step_cmd);
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,477 @@
+// The serving event loop (see server.h).
+#include "sim/serve/server.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "sim/cli/cli.h"
+
+namespace tpusim::sim::serve {
+
+namespace {
+
+struct Seq {
+  std::int64_t prompt = 0;     // tokens to prefill (input, + generated after a preemption)
+  std::int64_t prefilled = 0;  // of prompt, in the cache
+  std::int64_t generated = 0;  // output tokens so far
+  std::int64_t cache = 0;      // tokens whose K/V are cached
+  std::int64_t pages = 0;
+  bool decoding = false;
+  double last_token = -1;
+};
+
+struct Work {
+  int seq = 0;
+  std::int64_t chunk = 0;  // prefill tokens; 0 = one decode token
+};
+
+struct Replica {
+  std::vector<int> running;  // admission order
+  std::deque<int> waiting;
+  std::int64_t free_pages = 0;
+  bool busy = false;
+  double step_end = 0;
+  std::vector<Work> step;
+  // static batching: the batch being served (padding included)
+  std::vector<int> batch;
+};
+
+// Drafted tokens accepted in one verification, drawn from the model.
+std::int64_t accepted(const SpecDecoding& s, Rng& rng) {
+  switch (s.kind) {
+    case SpecDecoding::Kind::constant:
+    case SpecDecoding::Kind::positions: {
+      std::int64_t n = 0;
+      while (n < s.k) {
+        const double a = s.kind == SpecDecoding::Kind::constant ? s.a[0] : s.a[static_cast<std::size_t>(n)];
+        if (rng.uniform() >= a) break;
+        ++n;
+      }
+      return n;
+    }
+    case SpecDecoding::Kind::histogram: {
+      double total = 0;
+      for (double w : s.a) total += w;
+      double u = rng.uniform() * total;
+      for (std::size_t j = 0; j < s.a.size(); ++j) {
+        if (u < s.a[j]) return static_cast<std::int64_t>(j);
+        u -= s.a[j];
+      }
+      return static_cast<std::int64_t>(s.a.size()) - 1;
+    }
+  }
+  return 0;
+}
+
+class Loop {
+ public:
+  Loop(const std::vector<Request>& reqs, const ServerOptions& opt, StepCostModel& costs,
+       const std::function<void(std::int64_t, std::int64_t)>& progress, StepCostModel* draft)
+      : opt_(opt),
+        costs_(costs),
+        draft_(draft),
+        progress_(progress),
+        reps_(static_cast<std::size_t>(opt.replicas)),
+        accept_rng_(opt.spec.seed * 2 + 3) {
+    res_.kv_capacity = opt.kv_pages;
+    res_.requests.resize(reqs.size());
+    seqs_.resize(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      res_.requests[i].req = reqs[i];
+      const std::int64_t need = pages(reqs[i].input + reqs[i].output + opt.spec.k);
+      if (need > opt.kv_pages)
+        throw UsageError("serve: request " + std::to_string(i) + " (" + std::to_string(reqs[i].input) + " in, " +
+                         std::to_string(reqs[i].output) + " out) needs " + std::to_string(need) +
+                         " KV pages but a replica holds " + std::to_string(opt.kv_pages));
+    }
+    for (auto& r : reps_) r.free_pages = opt.kv_pages;
+    if (opt.arrival == Arrival::closed) {
+      for (std::size_t i = 0; i < reqs.size(); ++i) res_.requests[i].req.arrival = 0;
+      next_closed_ = std::min<std::size_t>(reqs.size(), static_cast<std::size_t>(opt.concurrency));
+      for (std::size_t i = 0; i < next_closed_; ++i) arrivals_.push_back(static_cast<int>(i));
+    } else {
+      for (std::size_t i = 0; i < reqs.size(); ++i) arrivals_.push_back(static_cast<int>(i));
+      std::stable_sort(arrivals_.begin(), arrivals_.end(),
+                       [&](int a, int b) { return arr(a) < arr(b); });
+    }
+  }
+
+  ServeResult run() {
+    const double inf = std::numeric_limits<double>::infinity();
+    while (done_ < static_cast<std::int64_t>(seqs_.size())) {
+      double t_arr = next_arrival_ < arrivals_.size() ? arr(arrivals_[next_arrival_]) : inf;
+      double t_step = inf;
+      std::size_t who = 0;
+      for (std::size_t r = 0; r < reps_.size(); ++r)
+        if (reps_[r].busy && reps_[r].step_end < t_step) {
+          t_step = reps_[r].step_end;
+          who = r;
+        }
+      if (t_arr == inf && t_step == inf) throw std::logic_error("serve: no event left with requests unfinished");
+      if (t_arr <= t_step) {
+        advance(t_arr);
+        const int id = arrivals_[next_arrival_++];
+        dispatch(id);
+      } else {
+        advance(t_step);
+        finish_step(who);
+      }
+      for (std::size_t r = 0; r < reps_.size(); ++r)
+        if (!reps_[r].busy) start_step(r);
+    }
+    res_.end_time = now_;
+    return std::move(res_);
+  }
+
+ private:
+  const ServerOptions& opt_;
+  StepCostModel& costs_;
+  StepCostModel* draft_;
+  const std::function<void(std::int64_t, std::int64_t)>& progress_;
+  std::vector<Replica> reps_;
+  std::vector<Seq> seqs_;
+  ServeResult res_;
+  std::vector<int> arrivals_;
+  std::size_t next_arrival_ = 0, next_closed_ = 0;
+  double now_ = 0;
+  std::int64_t in_system_ = 0, waiting_ = 0, done_ = 0;
+  Rng accept_rng_;
+  std::int64_t lookahead() const { return opt_.spec.k; }  // extra K/V slots a verification writes
+
+  double arr(int id) const { return res_.requests[static_cast<std::size_t>(id)].req.arrival; }
+  std::int64_t pages(std::int64_t tokens) const { return (tokens + opt_.page_tokens - 1) / opt_.page_tokens; }
+  Seq& seq(int id) { return seqs_[static_cast<std::size_t>(id)]; }
+  RequestRecord& rec(int id) { return res_.requests[static_cast<std::size_t>(id)]; }
+
+  void advance(double t) {
+    const double dt = t - now_;
+    res_.in_system_integral += static_cast<double>(in_system_) * dt;
+    res_.waiting_integral += static_cast<double>(waiting_) * dt;
+    for (const auto& r : reps_) res_.kv_pages_integral += static_cast<double>(opt_.kv_pages - r.free_pages) * dt;
+    now_ = t;
+  }
+
+  void dispatch(int id) {
+    std::size_t best = 0;
+    std::size_t load = std::numeric_limits<std::size_t>::max();
+    for (std::size_t r = 0; r < reps_.size(); ++r) {
+      const std::size_t l = reps_[r].running.size() + reps_[r].waiting.size() + reps_[r].batch.size();
+      if (l < load) {
+        load = l;
+        best = r;
+      }
+    }
+    rec(id).replica = static_cast<int>(best);
+    Seq& s = seq(id);
+    s.prompt = rec(id).req.input;
+    reps_[best].waiting.push_back(id);
+    ++in_system_;
+    ++waiting_;
+  }
+
+  void admit(Replica& rp, int id) {
+    rp.running.push_back(id);
+    if (rec(id).scheduled < 0) {
+      rec(id).scheduled = now_;
+      --waiting_;
+    }
+  }
+
+  // Frees the latest admitted running sequence (not `keep`): recompute.
+  bool preempt_one(Replica& rp, int keep, std::int64_t* count) {
+    for (auto it = rp.running.rbegin(); it != rp.running.rend(); ++it) {
+      const int v = *it;
+      if (v == keep) continue;
+      Seq& s = seq(v);
+      rp.free_pages += s.pages;
+      s.pages = 0;
+      s.prompt = rec(v).req.input + s.generated;
+      s.prefilled = 0;
+      s.cache = 0;
+      s.decoding = false;
+      ++rec(v).preemptions;
+      ++*count;
+      rp.running.erase(std::next(it).base());
+      rp.waiting.push_front(v);
+      for (auto& w : rp.step)
+        if (w.seq == v) w.seq = -1;
+      return true;
+    }
+    return false;
+  }
+
+  bool grow(Replica& rp, int id, std::int64_t tokens_after) {
+    Seq& s = seq(id);
+    const std::int64_t need = pages(tokens_after) - s.pages;
+    if (need <= 0) return true;
+    if (need > rp.free_pages) return false;
+    rp.free_pages -= need;
+    s.pages += need;
+    return true;
+  }
+
+  void start_step(std::size_t r) {
+    Replica& rp = reps_[r];
+    rp.step.clear();
+    std::int64_t preempted = 0;
+    if (opt_.batching == Batching::static_batch)
+      plan_static(rp);
+    else
+      plan_continuous(rp, &preempted);
+    rp.step.erase(std::remove_if(rp.step.begin(), rp.step.end(), [](const Work& w) { return w.seq < 0; }),
+                  rp.step.end());
+    if (rp.step.empty()) return;
+    StepShape shape;
+    double ctx = 0;
+    StepRecord st;
+    for (const auto& w : rp.step) {
+      if (w.chunk > 0) {
+        shape.prefill += w.chunk;
+        ++st.prefill_seqs;
+      } else {
+        ++shape.decode;
+        ctx += static_cast<double>(std::max<std::int64_t>(1, seq(w.seq).cache));
+      }
+    }
+    if (opt_.batching == Batching::static_batch && shape.decode > 0) {
+      // Padding: finished sequences of the batch still take their rows.
+      shape.decode = static_cast<std::int64_t>(rp.batch.size());
+      ctx = 0;
+      for (int id : rp.batch) ctx += static_cast<double>(std::max<std::int64_t>(1, seq(id).cache));
+    }
+    shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
+    double dt = costs_.cost(shape);
+    if (opt_.spec.k > 0 && draft_) {
+      if (shape.prefill > 0) dt += draft_->cost({shape.prefill, 0, 0});
+      if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});
+    }
+    rp.busy = true;
+    rp.step_end = now_ + dt;
+    st.replica = static_cast<int>(r);
+    st.start = now_;
+    st.duration = dt;
+    st.prefill_tokens = shape.prefill;
+    st.decode_seqs = shape.decode;
+    st.mean_context = shape.context;
+    st.running = static_cast<std::int64_t>(opt_.batching == Batching::static_batch ? rp.batch.size()
+                                                                                    : rp.running.size());
+    st.waiting = static_cast<std::int64_t>(rp.waiting.size());
+    st.kv_pages_used = opt_.kv_pages - rp.free_pages;
+    st.preempted = preempted;
+    res_.kv_pages_peak = std::max(res_.kv_pages_peak, st.kv_pages_used);
+    res_.steps.push_back(st);
+  }
+
+  void plan_continuous(Replica& rp, std::int64_t* preempted) {
+    std::int64_t budget = opt_.max_tokens;
+    auto decodes = [&] {
+      // Admission order; each decode needs room for one more token, made
+      // by preempting the latest admitted sequences. A sequence alone
+      // always fits (its whole length was checked against the capacity).
+      for (std::size_t i = 0; i < rp.running.size() && budget > 0; ++i) {
+        const int id = rp.running[i];
+        Seq& s = seq(id);
+        if (!s.decoding) continue;
+        while (!grow(rp, id, s.cache + 1 + lookahead()))
+          if (!preempt_one(rp, id, preempted)) throw std::logic_error("serve: a lone sequence outgrew the KV cache");
+        i = static_cast<std::size_t>(std::find(rp.running.begin(), rp.running.end(), id) - rp.running.begin());
+        rp.step.push_back({id, 0});
+        --budget;
+      }
+    };
+    auto prefills = [&] {
+      // Sequences mid-prefill first, then admissions in FCFS order.
+      for (int id : rp.running) {
+        if (budget <= 0) return;
+        Seq& s = seq(id);
+        if (s.decoding) continue;
+        std::int64_t chunk = std::min(s.prompt - s.prefilled, budget);
+        if (!opt_.chunked_prefill && chunk < s.prompt - s.prefilled) continue;
+        if (!grow(rp, id, s.prefilled + chunk)) {
+          // Chunked: as much as the free pages hold; whole prompts wait.
+          chunk = opt_.chunked_prefill ? (rp.free_pages + s.pages) * opt_.page_tokens - s.prefilled : 0;
+          if (chunk <= 0 || !grow(rp, id, s.prefilled + chunk)) continue;
+        }
+        rp.step.push_back({id, chunk});
+        budget -= chunk;
+      }
+      while (!rp.waiting.empty() && budget > 0 && static_cast<std::int64_t>(rp.running.size()) < opt_.max_batch) {
+        const int id = rp.waiting.front();
+        Seq& s = seq(id);
+        std::int64_t chunk = std::min(s.prompt, budget);
+        if (!opt_.chunked_prefill && chunk < s.prompt) {
+          // A prompt longer than the budget runs alone in its own step.
+          if (!rp.step.empty() || budget < opt_.max_tokens) return;
+          chunk = s.prompt;
+        }
+        if (pages(chunk) > rp.free_pages) return;  // FCFS: no overtaking
+        rp.waiting.pop_front();
+        admit(rp, id);
+        grow(rp, id, chunk);
+        rp.step.push_back({id, chunk});
+        budget -= chunk;
+      }
+    };
+    if (opt_.priority == Priority::decode_first) {
+      decodes();
+      prefills();
+    } else {
+      prefills();
+      decodes();
+    }
+  }
+
+  void plan_static(Replica& rp) {
+    if (rp.batch.empty()) {
+      // A new batch: FCFS, pages for each request's whole length reserved.
+      while (!rp.waiting.empty() && static_cast<std::int64_t>(rp.batch.size()) < opt_.max_batch) {
+        const int id = rp.waiting.front();
+        const std::int64_t need = pages(rec(id).req.input + rec(id).req.output);
+        if (need > rp.free_pages) break;
+        rp.waiting.pop_front();
+        rp.free_pages -= need;
+        seq(id).pages = need;
+        rp.batch.push_back(id);
+        admit(rp, id);
+      }
+      if (rp.batch.empty()) return;
+    }
+    std::int64_t budget = opt_.max_tokens;
+    for (int id : rp.batch) {
+      Seq& s = seq(id);
+      if (s.decoding || budget <= 0) continue;
+      const std::int64_t chunk = std::min(s.prompt - s.prefilled, budget);
+      rp.step.push_back({id, chunk});
+      budget -= chunk;
+    }
+    if (!rp.step.empty()) return;  // prefill the whole batch first
+    for (int id : rp.batch)
+      if (seq(id).generated < rec(id).req.output) rp.step.push_back({id, 0});
+  }
+
+  void token(int id) {
+    Seq& s = seq(id);
+    RequestRecord& r = rec(id);
+    ++s.generated;
+    if (r.first_token < 0) r.first_token = now_;
+    if (s.last_token >= 0) r.itl.push_back(now_ - s.last_token);
+    s.last_token = now_;
+  }
+
+  void finish_step(std::size_t ri) {
+    Replica& rp = reps_[ri];
+    rp.busy = false;
+    std::vector<int> finished;
+    std::int64_t produced = 0;
+    for (const auto& w : rp.step) {
+      Seq& s = seq(w.seq);
+      if (w.chunk > 0) {
+        s.prefilled += w.chunk;
+        s.cache = s.prefilled;
+        if (s.prefilled == s.prompt) {
+          s.decoding = true;
+          token(w.seq);
+        }
+      } else {
+        std::int64_t n = 1;
+        if (opt_.spec.k > 0) n = std::min(1 + accepted(opt_.spec, accept_rng_), rec(w.seq).req.output - s.generated);
+        for (std::int64_t i = 0; i < n; ++i) {
+          ++s.cache;
+          token(w.seq);
+        }
+        produced += n;
+      }
+      if (s.decoding && s.generated >= rec(w.seq).req.output) finished.push_back(w.seq);
+    }
+    for (int id : finished) {
+      Seq& s = seq(id);
+      rec(id).finish = now_;
+      --in_system_;
+      ++done_;
+      if (opt_.batching == Batching::continuous) {
+        rp.free_pages += s.pages;
+        s.pages = 0;
+        rp.running.erase(std::find(rp.running.begin(), rp.running.end(), id));
+      }
+      if (opt_.arrival == Arrival::closed && next_closed_ < seqs_.size()) {
+        rec(static_cast<int>(next_closed_)).req.arrival = now_;
+        arrivals_.push_back(static_cast<int>(next_closed_++));
+      }
+      if (progress_) progress_(done_, static_cast<std::int64_t>(seqs_.size()));
+    }
+    if (opt_.batching == Batching::static_batch) {
+      bool all = true;
+      for (int id : rp.batch) all = all && rec(id).finish >= 0;
+      if (all) {
+        for (int id : rp.batch) {
+          rp.free_pages += seq(id).pages;
+          seq(id).pages = 0;
+        }
+        rp.batch.clear();
+        rp.running.clear();
+      }
+    }
+    rp.step.clear();
+    for (auto it = res_.steps.rbegin(); it != res_.steps.rend(); ++it)
+      if (it->replica == static_cast<int>(ri)) {
+        it->decode_tokens_out = produced;
+        break;
+      }
+  }
+};
+
+}  // namespace
+
+double SpecDecoding::expected_tokens() const {
+  if (k == 0) return 1;
+  switch (kind) {
+    case Kind::constant: {
+      double e = 0, p = 1;
+      for (int j = 0; j <= k; ++j, p *= a[0]) e += p;  // (1 - a^(k+1)) / (1 - a)
+      return e;
+    }
+    case Kind::positions: {
+      double e = 1, p = 1;
+      for (int j = 0; j < k; ++j) e += (p *= a[static_cast<std::size_t>(j)]);
+      return e;
+    }
+    case Kind::histogram: {
+      double e = 0, total = 0;
+      for (std::size_t j = 0; j < a.size(); ++j) {
+        e += a[j] * static_cast<double>(j + 1);
+        total += a[j];
+      }
+      return e / total;
+    }
+  }
+  return 1;
+}
+
+ServeResult simulate_serving(const std::vector<Request>& requests, const ServerOptions& opt, StepCostModel& costs,
+                             const std::function<void(std::int64_t, std::int64_t)>& progress, StepCostModel* draft) {
+  if (opt.replicas < 1 || opt.max_batch < 1 || opt.max_tokens < 1 || opt.page_tokens < 1)
+    throw UsageError("serve: --replicas, --max-batch, --max-tokens and --page-size must be >= 1");
+  const SpecDecoding& sp = opt.spec;
+  if (sp.k < 0 || sp.k > 64) throw UsageError("serve: --spec-tokens must be in [0, 64]");
+  if (sp.k > 0) {
+    const std::size_t want = sp.kind == SpecDecoding::Kind::constant    ? 1
+                             : sp.kind == SpecDecoding::Kind::positions ? static_cast<std::size_t>(sp.k)
+                                                                        : static_cast<std::size_t>(sp.k) + 1;
+    double total = 0;
+    for (double a : sp.a) total += a;
+    bool ok = sp.a.size() == want && total > 0;
+    for (double a : sp.a) ok = ok && a >= 0 && (sp.kind == SpecDecoding::Kind::histogram || a <= 1);
+    if (sp.kind != SpecDecoding::Kind::histogram && !sp.a.empty() && total == 0) ok = true;  // acceptance 0
+    if (!ok)
+      throw UsageError("serve: --acceptance: expected " + std::to_string(want) +
+                       (sp.kind == SpecDecoding::Kind::histogram ? " weights >= 0 (not all 0)" : " rates in [0, 1]") +
+                       " for --spec-tokens " + std::to_string(sp.k) + ", found " + std::to_string(sp.a.size()));
+  }
+  Loop loop(requests, opt, costs, progress, draft);
+  return loop.run();
+}
+
+}  // namespace tpusim::sim::serve

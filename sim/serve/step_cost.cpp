@@ -1,0 +1,199 @@
+// The step-cost grid, its interpolation and its cache file (see
+// step_cost.h).
+#include "sim/serve/step_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "sim/cli/cli.h"
+
+namespace tpusim::sim::serve {
+
+namespace {
+
+std::vector<std::int64_t> geometric(std::int64_t first, std::int64_t last) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t x = first; x < last; x *= 4) v.push_back(x);
+  v.push_back(last);
+  return v;
+}
+
+struct Bracket {
+  std::size_t i0 = 0, i1 = 0;
+  double w1 = 0;  // weight of i1; 1 - w1 of i0
+};
+
+// The cell of x on an ascending axis; outside it, the end cell
+// extrapolated (above) or the first point (below).
+Bracket bracket(const std::vector<std::int64_t>& axis, double x) {
+  Bracket b;
+  if (axis.size() == 1 || x <= static_cast<double>(axis.front())) return b;
+  std::size_t i = 1;
+  while (i + 1 < axis.size() && static_cast<double>(axis[i]) < x) ++i;
+  b.i0 = i - 1;
+  b.i1 = i;
+  b.w1 = (x - static_cast<double>(axis[i - 1])) / static_cast<double>(axis[i] - axis[i - 1]);
+  if (b.w1 == 1.0) b = Bracket{i, i, 0};
+  return b;
+}
+
+}  // namespace
+
+std::string digest(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context) {
+  StepGrid g;
+  g.prefill = {0};
+  if (max_tokens > 0)
+    for (auto x : max_tokens > 16 ? geometric(16, max_tokens) : std::vector<std::int64_t>{max_tokens})
+      g.prefill.push_back(x);
+  g.decode = {0};
+  for (auto x : geometric(1, std::max<std::int64_t>(1, max_batch))) g.decode.push_back(x);
+  for (std::int64_t c = 64; c < max_context; c *= 4) g.context.push_back(c);
+  g.context.push_back(std::max<std::int64_t>(1, max_context));
+  return g;
+}
+
+StepCostModel::StepCostModel(StepGrid grid, std::string key) : grid_(std::move(grid)), key_(std::move(key)) {}
+
+namespace {
+
+// Calls fn(point, weight) for each corner of s's cell with a non-zero
+// weight (a point of decode == 0 has context 0; the empty step is skipped).
+template <typename Fn>
+void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
+  const Bracket bp = bracket(g.prefill, static_cast<double>(s.prefill));
+  const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
+  const Bracket bc = bracket(g.context, s.context);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 2; ++c) {
+        const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1);
+        if (w == 0) continue;
+        GridPoint p{g.prefill[a ? bp.i1 : bp.i0], g.decode[b ? bd.i1 : bd.i0], 0};
+        if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+        if (p.prefill > 0 || p.decode > 0) fn(p, w);
+      }
+}
+
+}  // namespace
+
+std::vector<GridPoint> StepCostModel::corners(const StepShape& s) const {
+  std::vector<GridPoint> out;
+  for_each_corner(grid_, s, [&](const GridPoint& p, double) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  });
+  return out;
+}
+
+double StepCostModel::cost(const StepShape& s) {
+  double t = 0;
+  for_each_corner(grid_, s, [&](const GridPoint& p, double w) {
+    auto it = known_.find(p);
+    if (it != known_.end()) {
+      t += w * it->second;
+    } else {
+      missing_.insert(p);
+      t += w * nearest(p);
+    }
+  });
+  return t;
+}
+
+double StepCostModel::nearest(const GridPoint& p) const {
+  // Distance in grid steps (log scale); a stand-in only while discovering.
+  auto idx = [](const std::vector<std::int64_t>& axis, std::int64_t x) {
+    return static_cast<double>(std::lower_bound(axis.begin(), axis.end(), x) - axis.begin());
+  };
+  double best = std::numeric_limits<double>::infinity(), value = 1e-3;
+  for (const auto& [q, v] : known_) {
+    const double d = std::abs(idx(grid_.prefill, q.prefill) - idx(grid_.prefill, p.prefill)) +
+                     std::abs(idx(grid_.decode, q.decode) - idx(grid_.decode, p.decode)) +
+                     std::abs(idx(grid_.context, q.context) - idx(grid_.context, p.context));
+    if (d < best) {
+      best = d;
+      value = v;
+    }
+  }
+  return value;
+}
+
+void StepCostModel::add(const GridPoint& p, double seconds) { known_[p] = seconds; }
+
+void StepCostModel::load(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  check_input_file("serve: --step-cache", path);
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string key;
+    GridPoint p;
+    double sec = 0;
+    std::string extra;
+    if (!(ls >> key >> p.prefill >> p.decode >> p.context >> sec) || (ls >> extra) || key.size() != 16 ||
+        p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
+      throw UsageError(path + ":" + std::to_string(n) +
+                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS' (16 hex digits, counts >= 0, seconds > 0), "
+                       "found '" +
+                       line + "'");
+    if (key == key_) known_[p] = sec;
+  }
+}
+
+void StepCostModel::save(const std::string& path, const std::string& description) const {
+  // Other keys' lines as the file holds them now (another model of the
+  // same run may have added some since this one loaded it).
+  std::vector<std::string> others;
+  {
+    std::ifstream in(path);
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (first && line.rfind("# tpusim serve", 0) == 0) {
+        first = false;
+        continue;
+      }
+      first = false;
+      const std::string k = line.rfind("# ", 0) == 0 ? line.substr(2, 16) : line.substr(0, 16);
+      if (!line.empty() && k != key_) others.push_back(line);
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS, one simulated step per line\n";
+    for (const auto& l : others) out << l << "\n";
+    out << "# " << key_ << " " << description << "\n";
+    char buf[64];
+    for (const auto& [p, v] : known_) {
+      std::snprintf(buf, sizeof buf, "%.9g", v);
+      out << key_ << " " << p.prefill << " " << p.decode << " " << p.context << " " << buf << "\n";
+    }
+    if (!out) throw UsageError("serve: --step-cache '" + path + "': write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UsageError("serve: --step-cache '" + path + "': " + ec.message());
+}
+
+}  // namespace tpusim::sim::serve

@@ -1,0 +1,95 @@
+// Step costs of a serving simulation: the time of one engine step (a
+// prefill chunk of P tokens and B sequences decoding one token each over a
+// mean of C cached tokens) from the cycle-level engine, never a formula.
+// Each grid point (P, B, C) is simulated once, in its own `tpusim serve
+// step` process (SystemC elaborates once per process), and a step between
+// grid points is interpolated multilinearly from the corners of its cell.
+// The model runs the serving simulation, collects the corners it lacked,
+// has them simulated and runs again, until no corner is missing: every
+// reported time comes from simulated corners only.
+// The costs live in a cache file (`--step-cache FILE`), one line per
+// point, tagged with a key (a digest of the tpusim version, the resolved
+// chip config, the model file, slice, mesh and dtype), so one file serves
+// many configs and a point of another config is never used.
+// Leaves out: a chunk's attention to its own cached prefix as a grid
+// dimension (the grid holds chunks without a cached prefix; see
+// docs/serving.md), several prefill sequences in one step (their tokens
+// count as one chunk, an overcount of causal attention).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace tpusim::sim::serve {
+
+struct StepShape {
+  std::int64_t prefill = 0;  // tokens of prefill chunks in the step
+  std::int64_t decode = 0;   // sequences decoding one token
+  double context = 0;        // mean cached tokens of the decoding sequences
+};
+
+struct GridPoint {
+  std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
+  bool operator<(const GridPoint& o) const {
+    return std::tie(prefill, decode, context) < std::tie(o.prefill, o.decode, o.context);
+  }
+  bool operator==(const GridPoint& o) const {
+    return prefill == o.prefill && decode == o.decode && context == o.context;
+  }
+};
+
+// Grid axes: prefill {0, 16, 64, 256, ...x4 below max_tokens, max_tokens},
+// decode {0, 1, 4, 16, ...x4 below max_batch, max_batch}, context {64, 256,
+// ...x4 below max_context, max_context} (the longest decode's cache).
+struct StepGrid {
+  std::vector<std::int64_t> prefill, decode, context;
+};
+StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context);
+
+class StepCostModel {
+ public:
+  StepCostModel(StepGrid grid, std::string key);
+
+  // Seconds of a step. Uses the simulated corners of the shape's cell;
+  // a corner not simulated yet is recorded in missing() and stood in for
+  // by the nearest simulated point (only while the model is incomplete).
+  double cost(const StepShape& s);
+  // The grid points a cost() call needed and did not have.
+  const std::set<GridPoint>& missing() const { return missing_; }
+  void clear_missing() { missing_.clear(); }
+  // Corners of `s`'s cell with a non-zero weight.
+  std::vector<GridPoint> corners(const StepShape& s) const;
+
+  void add(const GridPoint& p, double seconds);
+  bool has(const GridPoint& p) const { return known_.count(p) != 0; }
+  // The simulated seconds of a point added or loaded (0 when absent).
+  double value(const GridPoint& p) const {
+    auto it = known_.find(p);
+    return it == known_.end() ? 0 : it->second;
+  }
+  std::size_t size() const { return known_.size(); }
+  const std::string& key() const { return key_; }
+  const StepGrid& grid() const { return grid_; }
+
+  // Reads a cache file (missing file: nothing); lines of other keys are
+  // ignored, and save() keeps the ones the file holds when it writes.
+  // UsageError "FILE:LINE: ..." on a malformed line.
+  void load(const std::string& path);
+  void save(const std::string& path, const std::string& description) const;
+
+ private:
+  double nearest(const GridPoint& p) const;
+  StepGrid grid_;
+  std::string key_;
+  std::map<GridPoint, double> known_;
+  std::set<GridPoint> missing_;
+};
+
+// FNV-1a 64 of `text` as 16 hex digits.
+std::string digest(const std::string& text);
+
+}  // namespace tpusim::sim::serve

@@ -1,0 +1,105 @@
+// Step simulations in child processes (see step_runner.h).
+#include "sim/serve/step_runner.h"
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/sweep/child_pool.h"
+
+namespace tpusim::sim::serve {
+
+std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
+  std::vector<std::string> a = {"serve",     "step",   "--arch",    arch,
+                                "--model",   model,    "--dtype",   dtype,
+                                "--prefill", std::to_string(p.prefill), "--decode", std::to_string(p.decode),
+                                "--context", std::to_string(std::max<std::int64_t>(1, p.context)),
+                                "--max-sim-time", std::to_string(max_sim_time)};
+  for (const auto& s : sets) {
+    a.push_back("--set");
+    a.push_back(s);
+  }
+  if (!slice.empty()) {
+    a.push_back("--slice");
+    a.push_back(slice);
+  }
+  if (!mesh.empty()) {
+    a.push_back("--mesh");
+    a.push_back(mesh);
+  }
+  if (twisted) a.push_back("--twisted");
+  if (decode_tokens > 1) {
+    a.push_back("--decode-tokens");
+    a.push_back(std::to_string(decode_tokens));
+  }
+  return a;
+}
+
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
+                                int decode_tokens) {
+  models::PhaseOptions o;
+  o.decode_tokens = decode_tokens;
+  o.mesh = mesh;
+  o.weight_dtype = o.activation_dtype = o.kv_dtype = dtype;
+  o.context = std::max<std::int64_t>(1, p.context);
+  if (p.prefill > 0) {
+    o.phase = models::Phase::prefill;
+    o.batch = 1;
+    o.seq_len = p.prefill;
+    o.serve_decode = p.decode;
+  } else {
+    o.phase = models::Phase::decode;
+    o.batch = p.decode;
+  }
+  return o;
+}
+
+void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& setup, int jobs,
+                     const std::string& work_dir, StepCostModel& model, const std::function<void()>& tick) {
+  namespace fs = std::filesystem;
+  if (points.empty()) return;
+  const fs::path base = fs::path(work_dir) / "step-sims";
+  fs::create_directories(base);
+  sweep::ChildPoolOptions po;
+  po.jobs = jobs;
+  std::string failure;
+  auto dir = [&](std::size_t i) { return (base / std::to_string(i)).string(); };
+  sweep::run_children(
+      points.size(), po,
+      [&](std::size_t i) {
+        sweep::ChildSpec c;
+        c.args = setup.child_args(points[i]);
+        c.dir = dir(i);
+        fs::create_directories(c.dir);
+        c.keep_stdout = true;
+        return c;
+      },
+      [&](std::size_t i, const sweep::ChildExit& e) {
+        const GridPoint& p = points[i];
+        const std::string what = "step prefill=" + std::to_string(p.prefill) + " decode=" + std::to_string(p.decode) +
+                                 " context=" + std::to_string(p.context);
+        const std::string why = sweep::child_failure(e, dir(i));
+        if (!why.empty()) {
+          if (failure.empty()) failure = what + ": " + why;
+          return;
+        }
+        std::istringstream out(sweep::slurp_file(dir(i) + "/stdout.txt"));
+        std::string word;
+        double sec = 0;
+        while (out >> word)
+          if (word == "step_seconds" && (out >> sec)) break;
+        if (!(sec > 0) || !std::isfinite(sec)) {
+          if (failure.empty()) failure = what + ": no step_seconds in the child's output";
+          return;
+        }
+        model.add(p, sec);
+      },
+      tick);
+  std::error_code ec;
+  fs::remove_all(base, ec);
+  if (!failure.empty()) throw std::runtime_error("serve: simulating " + failure);
+}
+
+}  // namespace tpusim::sim::serve

@@ -1,0 +1,47 @@
+// Simulating serving steps on the cycle-level engine: the workload of one
+// step shape (the model zoo's serving step, models/model_spec.h), and a
+// pool of `tpusim serve step` child processes that simulates many shapes
+// in parallel (sim/sweep/child_pool.h: SystemC elaborates once per
+// process) and fills a StepCostModel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.h"
+#include "sim/serve/step_cost.h"
+#include "workloads/ir/workload.h"
+
+namespace tpusim::sim::serve {
+
+// What every step simulation of one deployment shares (one replica).
+struct StepSimSetup {
+  std::string arch;               // --arch
+  std::vector<std::string> sets;  // --set key=value
+  std::string slice;              // "" = one chip
+  std::string mesh;               // "" = none; tensor/expert axes only
+  bool twisted = false;
+  std::string model;              // zoo name or file
+  std::string dtype = "bf16";
+  double max_sim_time = 3600;
+  int decode_tokens = 1;  // > 1: speculative verification steps
+  // The arguments of `tpusim serve step` for a point.
+  std::vector<std::string> child_args(const GridPoint& p) const;
+};
+
+// The phase options of one step: P > 0: the zoo's serving step (a prefill
+// chunk of P tokens with B decoding sequences over `context` tokens);
+// P == 0: a decode step of batch B at `context`.
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
+                                int decode_tokens = 1);
+
+// Simulates `points` (at most `jobs` children at a time, in a temporary
+// folder under `work_dir`) and adds each one's seconds to `model`.
+// `tick` is called while waiting. Throws std::runtime_error naming the
+// point and the child's error when one fails.
+void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& setup, int jobs,
+                     const std::string& work_dir, StepCostModel& model, const std::function<void()>& tick = {});
+
+}  // namespace tpusim::sim::serve

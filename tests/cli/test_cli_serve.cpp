@@ -1,0 +1,202 @@
+// `tpusim serve` end to end with a two-layer decoder (steps simulate in
+// milliseconds): step costs simulated by `tpusim serve step` children,
+// cached in a keyed file and reused, the result files, the decode-bound
+// throughput limit computed from the cached step costs, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.h"
+
+namespace {
+
+using tpusim::test::CliResult;
+using tpusim::test::slurp;
+using tpusim::test::TmpDir;
+
+constexpr const char* kTiny = R"(name: tiny-decoder
+family: decoder
+hidden: 256
+layers: 2
+vocab: 1024
+max_context: 2048
+norm: rmsnorm
+position: rotary
+tied_embeddings: false
+attention: {heads: 4, kv_heads: 2, head_dim: 64}
+ffn: {kind: swiglu, size: 512}
+)";
+
+struct Serve {
+  TmpDir d{"cli_serve_"};
+  Serve() { std::ofstream(d / "tiny.yaml") << kTiny; }
+  CliResult run(const std::string& extra, const std::string& out = "out",
+                const std::string& lengths = "--input fixed:32 --output fixed:32") {
+    return tpusim::test::run_tpusim_in(d.p.string(), "serve --model " + (d / "tiny.yaml") +
+                                                         " --arrival offline --requests 32 --max-batch 4"
+                                                         " --max-tokens 64 --jobs 2 --quiet --step-cache " +
+                                                         (d / "cache.txt") + " --out " + (d / out) + " " + lengths +
+                                                         " " + extra);
+  }
+};
+
+// summary.csv: header row and value row into a map.
+std::map<std::string, std::string> summary(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::string h, v, a, b;
+  std::getline(in, h);
+  std::getline(in, v);
+  std::istringstream hs(h), vs(v);
+  std::map<std::string, std::string> m;
+  while (std::getline(hs, a, ',') && std::getline(vs, b, ',')) m[a] = b;
+  return m;
+}
+
+std::size_t lines(const std::string& file) {
+  std::istringstream in(slurp(file));
+  std::string l;
+  std::size_t n = 0;
+  while (std::getline(in, l)) ++n;
+  return n;
+}
+
+TEST(CliServe, SimulatesStepsCachesThemAndReusesTheCache) {
+  Serve s;
+  CliResult r = s.run("--trace");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  EXPECT_EQ(lines(s.d / "out/requests.csv"), 33u);
+  EXPECT_GT(lines(s.d / "out/steps.csv"), 32u);
+  EXPECT_NE(slurp(s.d / "out/trace.json").find("\"request 31\""), std::string::npos);
+  const auto a = summary(s.d / "out/summary.csv");
+
+  // Decode-bound limit from the cached costs: every decode step holds at
+  // most 4 sequences, whose contexts (32..62 tokens) lie at or below the
+  // only context point (the longest decode's cache, 32 + 32 - 1 = 63), so
+  // every full decode step costs exactly the grid point (0, 4, 63)
+  // (contexts below the first point take its cost): output tokens/s <=
+  // 4 / cost(0, 4, 63). Prefill steps only lower it: 32 prompts of 32
+  // tokens against 32 x 31 decode tokens.
+  double cost = 0;
+  std::istringstream cache(slurp(s.d / "cache.txt"));
+  std::string key;
+  long p = 0, b = 0, c = 0;
+  double sec = 0;
+  for (std::string line; std::getline(cache, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    ASSERT_TRUE(ls >> key >> p >> b >> c >> sec) << line;
+    if (p == 0 && b == 4 && c == 63) cost = sec;
+  }
+  ASSERT_GT(cost, 0) << slurp(s.d / "cache.txt");
+  const double limit = 4 / cost, tps = std::stod(a.at("output_tps"));
+  EXPECT_LT(tps, limit);
+  EXPECT_GT(tps, 0.8 * limit);
+
+  // Second run: every cost from the cache, the same results.
+  r = s.run("", "out2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(s.d / "out/requests.csv"), slurp(s.d / "out2/requests.csv"));
+  EXPECT_EQ(slurp(s.d / "out/summary.csv"), slurp(s.d / "out2/summary.csv"));
+
+  // Another config: the cached points are not its own, so it simulates.
+  r = s.run("--set hbm.model=calibrated", "out3");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0 simulated now"), std::string::npos) << r.out;
+  std::set<std::string> keys;
+  std::istringstream all(slurp(s.d / "cache.txt"));
+  for (std::string line; std::getline(all, line);)
+    if (!line.empty() && line[0] != '#') keys.insert(line.substr(0, 16));
+  EXPECT_EQ(keys.size(), 2u);  // both configs' points kept in the one file
+  EXPECT_NE(summary(s.d / "out3/summary.csv").at("output_tps"), a.at("output_tps"));
+}
+
+// Speculative decoding through the CLI: verification steps (k + 1 query
+// tokens), the draft's steps and the plain steps for the comparison each
+// get their own cache key, and the summary reports the tokens per
+// verification against the acceptance model's expectation.
+TEST(CliServe, SpeculativeDecodingReportsItsSpeedUp) {
+  Serve s;
+  std::string draft = kTiny;
+  draft.replace(draft.find("layers: 2"), 9, "layers: 1");
+  draft.replace(draft.find("tiny-decoder"), 12, "tiny-draft00");
+  std::ofstream(s.d / "draft.yaml") << draft;
+  const CliResult r = s.run("--spec-tokens 3 --acceptance 0.5 --draft-model " + (s.d / "draft.yaml"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("speculative k=3 (draft tiny-draft00)"), std::string::npos) << r.out;
+  const auto m = summary(s.d / "out/summary.csv");
+  EXPECT_DOUBLE_EQ(std::stod(m.at("expected_tokens_per_verification")), 1 + 0.5 + 0.25 + 0.125);
+  const double got = std::stod(m.at("tokens_per_verification"));
+  EXPECT_GT(got, 1.2);  // 32 x 31 decode tokens: a sample mean, sd ~0.03
+  EXPECT_LT(got, 2.0);
+  std::set<std::string> keys;
+  std::istringstream all(slurp(s.d / "cache.txt"));
+  for (std::string line; std::getline(all, line);)
+    if (!line.empty() && line[0] != '#') keys.insert(line.substr(0, 16));
+  EXPECT_EQ(keys.size(), 3u);  // verification, plain and draft steps
+}
+
+// --rates: one run per rate over the same requests, a row each in
+// curve.csv; throughput follows the offered rate below saturation and
+// TTFT does not fall as the rate rises.
+TEST(CliServe, RatesGiveAThroughputLatencyCurve) {
+  Serve s;
+  const CliResult r = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") +
+                          " --requests 40 --rates 200,400,800 --input fixed:32 --output fixed:32 --max-batch 4"
+                          " --max-tokens 64 --jobs 2 --quiet --out " + (s.d / "out"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream in(slurp(s.d / "out/curve.csv"));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("probe,rate,meets_slo,throughput_rps", 0), 0u) << line;
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::vector<double> v;
+    for (std::string f; std::getline(ls, f, ',');) v.push_back(std::stod(f));
+    rows.push_back(v);
+  }
+  ASSERT_EQ(rows.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][1], 200.0 * (1 << i));
+    if (i > 0) EXPECT_GE(rows[i][7], rows[i - 1][7] * 0.999);  // ttft_p99
+  }
+  EXPECT_GT(rows[1][3], rows[0][3]);  // more offered, more served
+  const CliResult bad = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") + " --rates 1,x --out " + (s.d / "out2"));
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("found 'x'"), std::string::npos) << bad.err;
+}
+
+TEST(CliServe, BadInputIsAnErrorNamingIt) {
+  Serve s;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--mesh data=2 --slice 2x1", "use --replicas"},
+      {"--input fixed:0 --output fixed:8", "--input 'fixed:0'"},
+      {"--policy lifo", "--policy 'lifo'"},
+      {"--slo ttft=1s", "--slo 'ttft=1s'"},
+      {"--input fixed:8 --output fixed:4000", "max_context 2048"},
+      {"--kv-pages 2", "needs 4 KV pages"},
+      {"--spec-tokens 2 --acceptance pos:0.5", "expected 2 rates in [0, 1]"},
+      {"--draft-model x.yaml", "--draft-model needs --spec-tokens"},
+  };
+  for (const auto& [args, msg] : cases) {
+    const bool lengths = args.rfind("--input", 0) == 0;
+    const CliResult r = lengths ? s.run(args, "out", "") : s.run(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << args << ": " << r.err;
+  }
+  std::ofstream(s.d / "trace.csv") << "arrival,input_tokens,output_tokens\n0,8,8\n1,-3,8\n";
+  const CliResult r = s.run("--trace-csv " + (s.d / "trace.csv"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("trace.csv:3: input_tokens"), std::string::npos) << r.err;
+}
+
+}  // namespace
