@@ -91,6 +91,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const arch::TpuConfig cfg = load_tpu_config(arch_name, sets, ctx.global.search_path());
 
   workloads::Workload wl;
+  std::int64_t tokens = 0;  // RunReport::tokens
   if (vm.count("workload")) {
     const std::string f = vm["workload"].as<std::string>();
     check_input_file("run: --workload", f);
@@ -116,6 +117,11 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
+    // Tokens the run processes, for tokens per joule: one per sequence in
+    // a decode step, every position in prefill and train; infer (CNNs,
+    // encoders) counts none.
+    if (po.phase == models::Phase::decode) tokens = po.batch;
+    if (po.phase == models::Phase::prefill || po.phase == models::Phase::train) tokens = po.batch * po.seq_len;
   } else if (vm.count("gemm")) {
     wl = workloads::builtin::parse_gemm(vm["gemm"].as<std::string>(), *dtype);
   } else if (vm.count("conv")) {
@@ -153,7 +159,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (!(ro.sim.max_sim_seconds >= 0 && ro.sim.max_sim_seconds <= 1e6))  // NaN fails both
     throw UsageError("run: --max-sim-time must be a number of seconds in [0, 1e6], found " +
                      std::to_string(ro.sim.max_sim_seconds));
-  const RunReport r = run_workload(arch_name, cfg, wl, ro);
+  RunReport r = run_workload(arch_name, cfg, wl, ro);
+  r.tokens = tokens;
   WriteOptions wo;
   wo.trace = vm["trace"].as<bool>();
   write_results(r, out, wo);
