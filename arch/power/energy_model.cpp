@@ -28,7 +28,8 @@ double EnergyBreakdown::total() const {
 
 EnergyBreakdown energy_of(const EnergyConfig& cfg, const EnergyActivity& a) {
   auto check = [](double v, const char* what) {
-    if (!(v >= 0)) throw ConfigError(std::string("energy model: ") + what + " must be >= 0, found " + std::to_string(v));
+    if (!(v >= 0))
+      throw ConfigError(std::string("energy model: ") + what + " must be >= 0, found " + std::to_string(v));
   };
   check(a.vpu_ops, "VPU operations");
   check(a.vmem_bytes, "VMEM bytes");

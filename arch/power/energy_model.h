@@ -35,9 +35,9 @@ struct EnergyActivity {
 // The parts of a breakdown, in the order every table prints them.
 enum class EnergyPart : std::uint8_t { mxu, vpu, vmem, cmem, hbm, ici, static_power };
 inline constexpr std::size_t kEnergyParts = 7;
-inline constexpr EnergyPart kAllEnergyParts[kEnergyParts] = {
-    EnergyPart::mxu, EnergyPart::vpu, EnergyPart::vmem,        EnergyPart::cmem,
-    EnergyPart::hbm, EnergyPart::ici, EnergyPart::static_power};
+inline constexpr EnergyPart kAllEnergyParts[kEnergyParts] = {EnergyPart::mxu,         EnergyPart::vpu, EnergyPart::vmem,
+                                                             EnergyPart::cmem,        EnergyPart::hbm, EnergyPart::ici,
+                                                             EnergyPart::static_power};
 const char* energy_part_name(EnergyPart p);
 
 // Joules per part.

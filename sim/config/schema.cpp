@@ -305,24 +305,21 @@ std::vector<FieldSpec> build() {
   b.dmap("energy.mxu_mac_pj", TPUSIM_FIELD(c.energy.mxu_mac), 1e-12,
          "MXU energy per MAC slot issued, pJ, per dtype the MXU runs, e.g. {bf16: 0.3, int8: 0.1}; "
          "a dtype absent from the map costs nothing");
-  b.qty("energy.vpu_op", U::energy, TPUSIM_FIELD(c.energy.vpu_op),
-        "Energy of one elementwise VPU operation on one element (XLU passes: per 32-bit slot)", true)
-      .bounded(1e-6);
-  b.qty("energy.vmem_byte", U::energy, TPUSIM_FIELD(c.energy.vmem_byte),
-        "Energy per byte read from or written to VMEM (DMA, vreg loads/stores, MXU operands)", true)
-      .bounded(1e-6);
-  b.qty("energy.cmem_byte", U::energy, TPUSIM_FIELD(c.energy.cmem_byte),
-        "Energy per byte read from or written to CMEM", true)
-      .bounded(1e-6);
-  b.qty("energy.hbm_bit", U::energy, TPUSIM_FIELD(c.energy.hbm_bit),
-        "Energy per bit read from or written to HBM (I/O and column access)", true)
-      .bounded(1e-6);
+  // Energies per event: bytes, bits and operations cost at most 1 uJ each.
+  auto per_event = [&](const std::string& key, auto acc, const std::string& doc) {
+    b.qty("energy." + key, U::energy, acc, doc, true).bounded(1e-6);
+  };
+  per_event("vpu_op", TPUSIM_FIELD(c.energy.vpu_op),
+            "Energy of one elementwise VPU operation on one element (XLU passes: per 32-bit slot)");
+  per_event("vmem_byte", TPUSIM_FIELD(c.energy.vmem_byte),
+            "Energy per byte read from or written to VMEM (DMA, vreg loads/stores, MXU operands)");
+  per_event("cmem_byte", TPUSIM_FIELD(c.energy.cmem_byte), "Energy per byte read from or written to CMEM");
+  per_event("hbm_bit", TPUSIM_FIELD(c.energy.hbm_bit),
+            "Energy per bit read from or written to HBM (I/O and column access)");
   b.qty("energy.hbm_activate", U::energy, TPUSIM_FIELD(c.energy.hbm_activate),
         "Energy per DRAM row activation (ACT with its precharge)", true)
       .bounded(1e-3);
-  b.qty("energy.ici_bit", U::energy, TPUSIM_FIELD(c.energy.ici_bit),
-        "Energy per bit sent over one ICI link (each hop)", true)
-      .bounded(1e-6);
+  per_event("ici_bit", TPUSIM_FIELD(c.energy.ici_bit), "Energy per bit sent over one ICI link (each hop)");
   b.qty("energy.static_power", U::power, TPUSIM_FIELD(c.energy.static_power),
         "Power the chip draws whatever it does (leakage, clocks, uncore, HBM standby), charged "
         "for the whole run",

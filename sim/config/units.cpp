@@ -60,9 +60,8 @@ const std::vector<Unit>& units_of(UnitKind kind) {
                                       {"GT/s", 1e9, 1}, {"bps", 1, 1},    {"Mbps", 1e6, 1},
                                       {"Gbps", 1e9, 1}, {"Mb/s", 1e6, 1}, {"Gb/s", 1e9, 1}};
   static const std::vector<Unit> power{{"W", 1, 1}, {"mW", 1, 1e3}, {"kW", 1e3, 1}};
-  static const std::vector<Unit> energy{{"J", 1, 1},    {"mJ", 1, 1e3},  {"uJ", 1, 1e6},
-                                        {"µJ", 1, 1e6}, {"nJ", 1, 1e9},  {"pJ", 1, 1e12},
-                                        {"fJ", 1, 1e15}};
+  static const std::vector<Unit> energy{{"J", 1, 1},    {"mJ", 1, 1e3},  {"uJ", 1, 1e6}, {"µJ", 1, 1e6},
+                                        {"nJ", 1, 1e9}, {"pJ", 1, 1e12}, {"fJ", 1, 1e15}};
   switch (kind) {
     case UnitKind::frequency: return freq;
     case UnitKind::bandwidth: return bw;
@@ -105,7 +104,8 @@ UnitError::UnitError(std::string expected, std::string found)
       found_(std::move(found)) {}
 
 std::string unit_kind_description(UnitKind kind) {
-  static const char* examples[] = {"'1.5 GHz'", "'819 GB/s'", "'128 MiB'", "'14 ns'", "'3.2 GT/s'", "'175 W'", "'0.3 pJ'"};
+  static const char* examples[] = {"'1.5 GHz'",  "'819 GB/s'", "'128 MiB'", "'14 ns'",
+                                   "'3.2 GT/s'", "'175 W'",    "'0.3 pJ'"};
   std::string units;
   for (const Unit& u : units_of(kind)) {
     if (!units.empty()) units += ", ";

@@ -168,7 +168,8 @@ Shares part_caps(const arch::TpuConfig& cfg, const EnergyMetrics& e) {
   cap[idx(EnergyPart::vmem)] = tcs * cfg.vmem.bandwidth * ec.vmem_byte;
   cap[idx(EnergyPart::cmem)] = cfg.cmem.bandwidth * ec.cmem_byte;
   const double hbm_bytes = e.activity.hbm_bytes;
-  if (hbm_bytes > 0) cap[idx(EnergyPart::hbm)] = arch::hbm_peak_bandwidth(cfg.hbm) * e.joules[EnergyPart::hbm] / hbm_bytes;
+  if (hbm_bytes > 0)
+    cap[idx(EnergyPart::hbm)] = arch::hbm_peak_bandwidth(cfg.hbm) * e.joules[EnergyPart::hbm] / hbm_bytes;
   cap[idx(EnergyPart::ici)] = cfg.ici.ports * cfg.ici.link_bandwidth * 8.0 * ec.ici_bit;
   return cap;
 }

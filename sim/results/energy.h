@@ -24,8 +24,8 @@ inline constexpr double kPowerWindowSeconds = 1e-6;
 inline constexpr std::size_t kMaxPowerBins = 1u << 18;
 
 struct PowerBin {
-  double start = 0;                        // seconds
-  double width = 0;                        // seconds (the last bin may be shorter)
+  double start = 0;                                // seconds
+  double width = 0;                                // seconds (the last bin may be shorter)
   std::array<double, arch::kEnergyParts> watts{};  // per part, EnergyPart order
   double total() const;
 };
@@ -33,12 +33,12 @@ struct PowerBin {
 struct EnergyMetrics {
   arch::EnergyActivity activity;
   arch::EnergyBreakdown joules;
-  double energy_j = 0;       // joules.total()
-  double avg_power_w = 0;    // energy_j / seconds (static power for a run of no time)
-  double peak_power_w = 0;   // highest bin of the profile
-  double window_s = 0;       // the profile's bin width
-  double tdp_w = 0;          // EnergyConfig::tdp; 0 = unknown
-  bool over_tdp = false;     // tdp_w > 0 and avg_power_w > tdp_w
+  double energy_j = 0;                     // joules.total()
+  double avg_power_w = 0;                  // energy_j / seconds (static power for a run of no time)
+  double peak_power_w = 0;                 // highest bin of the profile
+  double window_s = 0;                     // the profile's bin width
+  double tdp_w = 0;                        // EnergyConfig::tdp; 0 = unknown
+  bool over_tdp = false;                   // tdp_w > 0 and avg_power_w > tdp_w
   std::optional<double> flops_per_joule;   // total_flops / energy_j = FLOP/s per W
   std::optional<double> tokens_per_joule;  // RunReport::tokens / (energy_j x chips)
   std::vector<PowerBin> profile;

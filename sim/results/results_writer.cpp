@@ -24,6 +24,12 @@ void write_row(std::ostream& os, const std::vector<std::string>& fields) {
   os << '\n';
 }
 
+// A row that goes on with more fields (summary.csv's energy columns).
+void write_row(std::ostream& os, std::vector<std::string> fields, const std::vector<std::string>& more) {
+  fields.insert(fields.end(), more.begin(), more.end());
+  write_row(os, fields);
+}
+
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
 // Opens, writes and closes one file, turning every stream failure into a
@@ -58,23 +64,41 @@ std::string human_energy(double j) {
 
 std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100.0) : std::string("-"); }
 
+// The energy columns of summary.csv (docs/results.md); empty cells
+// without an energy model.
+std::vector<std::string> energy_header() {
+  return {"energy_j", "avg_power_w", "peak_power_w",   "power_window_s",
+          "tdp_w",    "over_tdp",    "flops_per_watt", "tokens_per_joule"};
+}
+
+std::vector<std::string> energy_cells(const RunMetrics& m) {
+  if (!m.energy) return std::vector<std::string>(energy_header().size());
+  const EnergyMetrics& e = *m.energy;
+  return {format_real(e.energy_j, 9),
+          format_real(e.avg_power_w),
+          format_real(e.peak_power_w),
+          format_real(e.window_s, 9),
+          e.tdp_w > 0 ? format_real(e.tdp_w) : std::string(),
+          e.over_tdp ? "1" : "0",
+          format_real(e.flops_per_joule),
+          format_real(e.tokens_per_joule)};
+}
+
 }  // namespace
 
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
-  write_row(os, {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
-                 "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
-                 "sim_wall_seconds", "tpusim_version", "config_hash", "energy_j", "avg_power_w", "peak_power_w",
-                 "power_window_s", "tdp_w", "over_tdp", "flops_per_watt", "tokens_per_joule"});
-  const EnergyMetrics* e = m.energy ? &*m.energy : nullptr;
-  write_row(os, {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12),
-                 format_real(m.seconds, 9), u64(m.total_flops), format_real(m.achieved_tflops),
-                 format_real(m.mxu_utilization), u64(m.hbm_bytes), format_real(m.hbm_bandwidth, 9),
-                 format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes), format_real(r.sim.wall_seconds),
-                 r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash,
-                 e ? format_real(e->energy_j, 9) : "", e ? format_real(e->avg_power_w) : "",
-                 e ? format_real(e->peak_power_w) : "", e ? format_real(e->window_s, 9) : "",
-                 e && e->tdp_w > 0 ? format_real(e->tdp_w) : "", e ? (e->over_tdp ? "1" : "0") : "",
-                 e ? format_real(e->flops_per_joule) : "", e ? format_real(e->tokens_per_joule) : ""});
+  write_row(os,
+            {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
+             "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
+             "sim_wall_seconds", "tpusim_version", "config_hash"},
+            energy_header());
+  write_row(
+      os,
+      {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
+       u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
+       format_real(m.hbm_bandwidth, 9), format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
+       format_real(r.sim.wall_seconds), r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash},
+      energy_cells(m));
 }
 
 namespace {
@@ -280,8 +304,9 @@ void print_summary(const RunReport& r, std::ostream& os, int top) {
         parts += fmt::format("{}{} {:.1f}%", parts.empty() ? "" : ", ", arch::energy_part_name(p),
                              100.0 * e.joules[p] / e.energy_j);
     os << "  Energy      " << human_energy(e.energy_j) << " per chip (" << parts << ")\n";
-    os << "  Power       " << fmt::format("{:.1f} W average, {:.1f} W peak over {} windows", e.avg_power_w,
-                                          e.peak_power_w, human_time(e.window_s))
+    os << "  Power       "
+       << fmt::format("{:.1f} W average, {:.1f} W peak over {} windows", e.avg_power_w, e.peak_power_w,
+                      human_time(e.window_s))
        << (e.tdp_w > 0 ? fmt::format("; TDP {:.0f} W", e.tdp_w) : std::string()) << "\n";
     os << "  Perf/W      "
        << (e.flops_per_joule ? fmt::format("{:.3f} TFLOP/s per W", *e.flops_per_joule / 1e12) : std::string("-"))

@@ -154,9 +154,10 @@ TEST(Energy, MxuEnergyIsMacSlotsTimesEnergyPerMac) {
 // With every per-event energy zero, the chip draws its static power: the
 // run's joules are static power x time and the profile is flat.
 TEST(Energy, ZeroWorkEnergyIsStaticPowerTimesTime) {
-  SimRun r("--arch v5e --gemm 1024,1024,1024 --set 'energy.mxu_mac_pj=~' --set energy.vpu_op=0J "
-        "--set energy.vmem_byte=0J --set energy.hbm_bit=0J --set energy.hbm_activate=0J --set energy.ici_bit=0J "
-        "--set energy.static_power=55W");
+  SimRun r(
+      "--arch v5e --gemm 1024,1024,1024 --set 'energy.mxu_mac_pj=~' --set energy.vpu_op=0J "
+      "--set energy.vmem_byte=0J --set energy.hbm_bit=0J --set energy.hbm_activate=0J --set energy.ici_bit=0J "
+      "--set energy.static_power=55W");
   ASSERT_EQ(r.res.rc, 0) << r.res.err;
   const double seconds = num(r.sum, "seconds");
   EXPECT_NEAR(num(r.sum, "energy_j"), 55 * seconds, kPrinted * 55 * seconds);
@@ -180,14 +181,14 @@ TEST(Energy, RunAboveTdpIsFlagged) {
 // sample's watts x its window.
 TEST(Energy, TracePowerTrackIntegratesToTheEnergy) {
   TmpDir d("tpusim_energy_trace_");
-  const auto res = run_tpusim_in(d.p.string(), "run --arch v5e --gemm 2048,2048,2048 --trace --quiet --out " + (d / "o"));
+  const auto res =
+      run_tpusim_in(d.p.string(), "run --arch v5e --gemm 2048,2048,2048 --trace --quiet --out " + (d / "o"));
   ASSERT_EQ(res.rc, 0) << res.err;
   const auto s = summary(d / "o");
   const std::string trace = slurp(d / "o/trace.json");
   // Samples: {"name":"power (W)","ph":"C","pid":0,"ts":T,"args":{"mxu":W,...,"static":W}}
   std::vector<double> ts, watts;
-  for (std::size_t p = trace.find("\"power (W)\""); p != std::string::npos;
-       p = trace.find("\"power (W)\"", p + 1)) {
+  for (std::size_t p = trace.find("\"power (W)\""); p != std::string::npos; p = trace.find("\"power (W)\"", p + 1)) {
     const std::size_t t = trace.find("\"ts\":", p) + 5;
     ts.push_back(std::stod(trace.substr(t)));
     double w = 0;
