@@ -37,13 +37,12 @@ std::string core_unit(const std::string& block) {
 
 double vreg_bytes(const arch::VpuConfig& v) { return static_cast<double>(v.sublanes) * v.lanes * 4.0; }
 
-// What the reported chip's blocks counted. In an --all-chips run the
-// blocks of chip N are prefixed "chipN."; the ICI network is one block of
-// the slice, whose link bytes are shared out evenly per chip.
-arch::EnergyActivity collect_activity(const RunReport& r, double seconds) {
+// What the blocks whose names start with `prefix` counted ("" = the one
+// chip of a shared run, "chipN." = chip N of an --all-chips run). The ICI
+// network is one block of the slice, whose link bytes are shared out
+// evenly per chip.
+arch::EnergyActivity chip_activity(const RunReport& r, double seconds, const std::string& prefix) {
   const arch::TpuConfig& cfg = *r.config;
-  const bool all_chips = !r.sim.chip_end_cycles.empty();
-  const std::string prefix = all_chips ? "chip" + std::to_string(r.sim.slowest_chip) + "." : "";
   arch::EnergyActivity a;
   a.seconds = seconds;
   const double slots_per_vreg = static_cast<double>(cfg.vpu.sublanes) * cfg.vpu.lanes;
@@ -76,6 +75,27 @@ arch::EnergyActivity collect_activity(const RunReport& r, double seconds) {
         if (s.name == "activates") a.hbm_activates += s.value;
       }
     }
+  }
+  return a;
+}
+
+// The reported chip's activity. A shared run's one chip counts each
+// collective's largest share of any chip (its reduction work and HBM
+// copies); with --all-chips, where each chip counts its own, every count
+// is the largest of any chip's, so both modes charge the same chip.
+arch::EnergyActivity collect_activity(const RunReport& r, double seconds) {
+  if (r.sim.chip_end_cycles.empty()) return chip_activity(r, seconds, "");
+  arch::EnergyActivity a;
+  for (std::size_t c = 0; c < r.sim.chip_end_cycles.size(); ++c) {
+    const arch::EnergyActivity x = chip_activity(r, seconds, "chip" + std::to_string(c) + ".");
+    for (const auto& [t, slots] : x.mac_slots) a.mac_slots[t] = std::max(a.mac_slots[t], slots);
+    a.vpu_ops = std::max(a.vpu_ops, x.vpu_ops);
+    a.vmem_bytes = std::max(a.vmem_bytes, x.vmem_bytes);
+    a.cmem_bytes = std::max(a.cmem_bytes, x.cmem_bytes);
+    a.hbm_bytes = std::max(a.hbm_bytes, x.hbm_bytes);
+    a.hbm_activates = std::max(a.hbm_activates, x.hbm_activates);
+    a.ici_link_bytes = x.ici_link_bytes;  // the slice's, shared out: the same for every chip
+    a.seconds = x.seconds;
   }
   return a;
 }

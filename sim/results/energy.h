@@ -2,7 +2,8 @@
 // each block from its statistics (arch/power/energy_model.h), the average
 // power, a power profile in fixed windows with its peak, performance per
 // watt and whether the average exceeds the chip's TDP. Figures are per
-// chip: the one summary.csv reports (in an --all-chips run the slowest).
+// chip: the one summary.csv reports (with --all-chips, each count the
+// largest of any chip's, as the shared mode's chip counts collectives).
 // The profile spreads each part's joules over the instructions that cause
 // it, in proportion to their work and uniformly over each instruction's
 // start..finish; work no instruction shows (a collective's reduction on
