@@ -210,10 +210,21 @@ struct KernelConfig {
   std::uint64_t scoped_vmem = 0;
 };
 
-struct PowerConfig {
+// Energy per event of every block and the chip's static power (the
+// `energy:` section); arch/power/energy_model.h turns the blocks'
+// statistics into joules with them. Joules, watts; 0 = the event costs
+// nothing. `present` = the config states an energy model.
+struct EnergyConfig {
   bool present = false;
-  double tdp_w = 0;
-  double idle_w = 0;
+  std::map<DType, double> mxu_mac;  // J per MAC slot the MXU issues, per dtype it runs
+  double vpu_op = 0;                // J per elementwise VPU (or XLU) operation on one element
+  double vmem_byte = 0;             // J per byte read from or written to VMEM
+  double cmem_byte = 0;             // J per byte read from or written to CMEM
+  double hbm_bit = 0;               // J per bit read from or written to HBM
+  double hbm_activate = 0;          // J per DRAM row activation (ACT + its precharge)
+  double ici_bit = 0;               // J per bit sent over one ICI link (per hop)
+  double static_power = 0;          // W drawn whatever the chip does (leakage, clocks, uncore)
+  double tdp = 0;                   // W, thermal design power; 0 = unknown
 };
 
 // Figures a config states from public sources; loading checks that the
@@ -242,7 +253,7 @@ struct TpuConfig {
   double pcie_bandwidth = 0;  // bytes/s per chip
   int sparsecores = 0;
   KernelConfig kernel;
-  PowerConfig power;
+  EnergyConfig energy;
   PublishedFigures published;
 };
 

@@ -59,6 +59,12 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
   }
   ++descriptors_;
   bytes_ += d.bytes();
+  // On-chip ends, for the energy model: each end in VMEM or CMEM is one
+  // access of the copy's bytes there.
+  for (MemSpace s : {d.src, d.dst}) {
+    if (s == MemSpace::vmem) vmem_bytes_ += d.bytes();
+    if (s == MemSpace::cmem) cmem_bytes_ += d.bytes();
+  }
   requests_ += p.requests;
   EngineStats& es = per_engine_[static_cast<std::size_t>(engine)];
   ++es.descriptors;
@@ -138,6 +144,8 @@ StatList DmaModule::stats() const {
       {"completed", static_cast<double>(completed_), "count", "descriptors completed"},
       {"bytes", static_cast<double>(bytes_), "bytes", "bytes copied"},
       {"hbm_bytes", static_cast<double>(hbm_bytes_), "bytes", "bytes moved to or from HBM"},
+      {"vmem_bytes", static_cast<double>(vmem_bytes_), "bytes", "bytes read from or written to VMEM"},
+      {"cmem_bytes", static_cast<double>(cmem_bytes_), "bytes", "bytes read from or written to CMEM"},
       {"requests", static_cast<double>(requests_), "count", "memory requests issued"},
       {"avg_latency", completed_ ? latency_sum_ / completed_ * 1e-12 : 0, "s",
        "start to completion, mean per descriptor"},

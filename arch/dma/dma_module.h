@@ -80,6 +80,7 @@ class DmaModule : public sc_core::sc_module, public DmaBackend {
   std::uint64_t timer_seq_ = 0;
   sc_core::sc_event timer_wake_;
   std::uint64_t descriptors_ = 0, completed_ = 0, bytes_ = 0, hbm_bytes_ = 0, requests_ = 0;
+  std::uint64_t vmem_bytes_ = 0, cmem_bytes_ = 0;
   double latency_sum_ = 0;
 };
 

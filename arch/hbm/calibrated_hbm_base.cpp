@@ -46,6 +46,12 @@ std::uint64_t CalibratedHbmBase::accept(const HbmTransfer& t, Ps arrival) {
   const std::uint64_t id = next_id_++;
   ++transfers_;
   (t.write ? bytes_written_ : bytes_read_) += t.bytes();
+  // Row activations, estimated for the energy model (these models time
+  // transfers, not commands): a contiguous transfer opens each DRAM row it
+  // covers once, a strided one at least one row per piece (open page, no
+  // row reuse between transfers). The detailed model counts real ACTs.
+  const std::uint64_t row = std::max<std::uint64_t>(cfg_.row_bytes, 1);
+  activates_ += t.contiguous() ? (t.bytes() + row - 1) / row : t.rows * ((t.row_bytes + row - 1) / row);
   if (t.bytes() == 0) done_.push(arrival, id);
   return id;
 }
@@ -63,6 +69,8 @@ StatList CalibratedHbmBase::stats() const {
       {"bytes_read", static_cast<double>(bytes_read_), "bytes", "bytes read"},
       {"bytes_written", static_cast<double>(bytes_written_), "bytes", "bytes written"},
       {"busy_time", busy_ps_ * 1e-12, "s", busy_},
+      {"activates", static_cast<double>(activates_), "count",
+       "DRAM row activations, estimated: each row a transfer covers opened once"},
   };
   model_stats(s);
   s.push_back({"calibration_runs", static_cast<double>(detailed_runs()), "count",

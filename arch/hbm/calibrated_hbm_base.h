@@ -82,6 +82,7 @@ class CalibratedHbmBase : public HbmModel {
   HbmCompletionQueue done_;
   std::uint64_t next_id_ = 1;
   std::uint64_t transfers_ = 0, bytes_read_ = 0, bytes_written_ = 0;
+  std::uint64_t activates_ = 0;  // estimated (see accept())
   double busy_ps_ = 0;
 
  private:

@@ -376,6 +376,10 @@ StatList IciSimulator::stats() const {
   s.push_back(
       {"ici.messages", static_cast<double>(net_->messages_sent()), "count", "messages sent on the ICI network"});
   s.push_back({"ici.bytes_sent", static_cast<double>(bytes), "bytes", "bytes injected by all chips"});
+  std::uint64_t link_bytes = 0;
+  for (int l = 0; l < slice_.num_links(); ++l) link_bytes += net_->link_stats(l).bytes_sent;
+  s.push_back({"ici.link_bytes", static_cast<double>(link_bytes), "bytes",
+               "bytes sent over links, every hop counted, all chips (the energy model charges them)"});
   s.push_back({"ici.packet_hops", static_cast<double>(net_->packets_transmitted()), "count",
                "packet transmissions (packet fidelity only)"});
   return s;

@@ -76,7 +76,7 @@ double MxuGeometry::peak_macs_per_cycle(DType t) const {
          static_cast<double>(r.cycles_per_beat);
 }
 
-MxuTimer::MxuTimer(const MxuConfig& cfg) : g_(cfg) {}
+MxuTimer::MxuTimer(const MxuConfig& cfg) : g_(cfg), accumulator_(cfg.accumulator) {}
 
 void MxuTimer::reset() {
   load_free_ = stream_free_ = drain_free_ = 0;
@@ -134,6 +134,8 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   tot_.tiles += T;
   tot_.useful_macs += o.useful_macs;
   tot_.issued_mac_slots += o.issued_mac_slots;
+  tot_.mac_slots_by_dtype[static_cast<std::size_t>(op.dtype)] += o.issued_mac_slots;
+  tot_.operand_bytes += mxu_operand_bytes(g_.cols, accumulator_, op);
   tot_.stream_cycles += o.stream_cycles;
   tot_.weight_load_cycles += o.weight_load_cycles;
   tot_.weight_load_exposed += o.weight_load_exposed;
@@ -143,7 +145,7 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
 
 StatList MxuTimer::stats() const {
   const auto d = [](auto v) { return static_cast<double>(v); };
-  return {
+  StatList s{
       {"ops", d(tot_.ops), "count", "matmul blocks issued"},
       {"weight_tiles", d(tot_.tiles), "count", "R x C weight tiles loaded"},
       {"useful_macs", d(tot_.useful_macs), "MACs", "m*k*n summed over ops"},
@@ -154,7 +156,21 @@ StatList MxuTimer::stats() const {
       {"weight_load_cycles", d(tot_.weight_load_cycles), "cycles", "weight-path cycles loading tiles"},
       {"weight_load_exposed", d(tot_.weight_load_exposed), "cycles", "cycles weight loads delayed the LHS stream"},
       {"last_finish", d(tot_.last_finish), "cycles", "cycle the last result landed"},
+      {"vmem_operand_bytes", d(tot_.operand_bytes), "bytes",
+       "LHS, weight and result bytes moved between VMEM and the array"},
   };
+  for (DType t : kAllDTypes)
+    if (const std::uint64_t n = tot_.mac_slots_by_dtype[static_cast<std::size_t>(t)])
+      s.push_back({"issued_mac_slots." + std::string(dtype_name(t)), d(n), "MACs",
+                   "issued_mac_slots of ops run in " + std::string(dtype_name(t))});
+  return s;
+}
+
+std::uint64_t mxu_operand_bytes(std::int64_t cols, DType accumulator, const MxuOp& op) {
+  const auto m = static_cast<std::uint64_t>(op.m), k = static_cast<std::uint64_t>(op.k),
+             n = static_cast<std::uint64_t>(op.n);
+  const std::uint64_t col_tiles = static_cast<std::uint64_t>(ceil_div(op.n, std::max<std::int64_t>(cols, 1)));
+  return col_tiles * dtype_bytes(op.dtype, m * k) + dtype_bytes(op.dtype, k * n) + dtype_bytes(accumulator, m * n);
 }
 
 MxuOpTiming mxu_block_timing(const MxuConfig& cfg, const MxuOp& op) {

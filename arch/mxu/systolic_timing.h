@@ -121,6 +121,11 @@ class MxuTimer {
   struct Totals {
     std::uint64_t ops = 0, tiles = 0;
     std::uint64_t useful_macs = 0, issued_mac_slots = 0;
+    // issued_mac_slots by the dtype the array ran (indexed by DType): the
+    // energy model charges each dtype its own energy per MAC.
+    std::array<std::uint64_t, 6> mac_slots_by_dtype{};
+    // Operand and result bytes through VMEM (mxu_operand_bytes per op).
+    std::uint64_t operand_bytes = 0;
     MxuCycles stream_cycles = 0, weight_load_cycles = 0, weight_load_exposed = 0;
     MxuCycles last_finish = 0;
   };
@@ -130,12 +135,20 @@ class MxuTimer {
 
  private:
   MxuGeometry g_;
+  DType accumulator_ = DType::f32;
   // Earliest next load start: max(previous load start + L, shadow/array-weight free).
   MxuCycles load_free_ = 0;
   MxuCycles stream_free_ = 0;  // array input free (previous beats all entered)
   MxuCycles drain_free_ = 0;   // last result of everything issued landed
   Totals tot_;
 };
+
+// Bytes one op moves between VMEM and the array, for the energy model: the
+// LHS streams once per column of weight tiles (ceil(n/C) x m x k), the
+// weights load once (k x n), and the results leave the result buffer once
+// in the accumulator dtype (m x n), with the accumulation over K inside
+// the buffer. Unpadded: padding lanes carry no data. `cols`: the array's C.
+std::uint64_t mxu_operand_bytes(std::int64_t cols, DType accumulator, const MxuOp& op);
 
 // Timing of `op` alone on an idle MXU with ready = 0.
 MxuOpTiming mxu_block_timing(const MxuConfig& cfg, const MxuOp& op);

@@ -97,6 +97,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const arch::TpuConfig cfg = load_tpu_config(arch_name, sets, ctx.global.search_path());
 
   workloads::Workload wl;
+  std::int64_t tokens = 0;  // RunReport::tokens
   if (vm.count("workload")) {
     const std::string f = vm["workload"].as<std::string>();
     check_input_file("run: --workload", f);
@@ -122,6 +123,11 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
+    // Tokens the run processes, for tokens per joule: one per sequence in
+    // a decode step, every position in prefill and train; infer (CNNs,
+    // encoders) counts none.
+    if (po.phase == models::Phase::decode) tokens = po.batch;
+    if (po.phase == models::Phase::prefill || po.phase == models::Phase::train) tokens = po.batch * po.seq_len;
   } else if (vm.count("gemm")) {
     wl = workloads::builtin::parse_gemm(vm["gemm"].as<std::string>(), *dtype);
   } else if (vm.count("conv")) {
@@ -163,7 +169,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (!(max_events >= 0 && max_events <= 1e19 && max_events == std::floor(max_events)))  // NaN fails
     throw UsageError("run: --max-events must be a whole number in [0, 1e19], found " + std::to_string(max_events));
   ro.sim.max_events = static_cast<std::uint64_t>(max_events);
-  const RunReport r = run_workload(arch_name, cfg, wl, ro);
+  RunReport r = run_workload(arch_name, cfg, wl, ro);
+  r.tokens = tokens;
   WriteOptions wo;
   wo.trace = vm["trace"].as<bool>();
   write_results(r, out, wo);

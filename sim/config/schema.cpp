@@ -300,11 +300,35 @@ std::vector<FieldSpec> build() {
         "0 = all of VMEM",
         true)
       .bounded(1099511627776.0);
-  // power (optional)
-  b.boolean("power.present", TPUSIM_FIELD(c.power.present),
-            "Power figures are given (a `power:` section switches this on)");
-  b.qty("power.tdp", U::power, TPUSIM_FIELD(c.power.tdp_w), "Thermal design power", true).bounded(1e6);
-  b.qty("power.idle", U::power, TPUSIM_FIELD(c.power.idle_w), "Idle power", true).bounded(1e6);
+  // energy (optional): per-event energies of the blocks, static power, TDP
+  b.boolean("energy.present", TPUSIM_FIELD(c.energy.present),
+            "The config states an energy model (an `energy:` section switches this on)");
+  b.dmap("energy.mxu_mac_pj", TPUSIM_FIELD(c.energy.mxu_mac), 1e-12,
+         "MXU energy per MAC slot issued, pJ, per dtype the MXU runs, e.g. {bf16: 0.3, int8: 0.1}; "
+         "a dtype absent from the map costs nothing");
+  // Energies per event: bytes, bits and operations cost at most 1 uJ each.
+  auto per_event = [&](const std::string& key, auto acc, const std::string& doc) {
+    b.qty("energy." + key, U::energy, acc, doc, true).bounded(1e-6);
+  };
+  per_event("vpu_op", TPUSIM_FIELD(c.energy.vpu_op),
+            "Energy of one elementwise VPU operation on one element (XLU passes: per 32-bit slot)");
+  per_event("vmem_byte", TPUSIM_FIELD(c.energy.vmem_byte),
+            "Energy per byte read from or written to VMEM (DMA, vreg loads/stores, MXU operands)");
+  per_event("cmem_byte", TPUSIM_FIELD(c.energy.cmem_byte), "Energy per byte read from or written to CMEM");
+  per_event("hbm_bit", TPUSIM_FIELD(c.energy.hbm_bit),
+            "Energy per bit read from or written to HBM (I/O and column access)");
+  b.qty("energy.hbm_activate", U::energy, TPUSIM_FIELD(c.energy.hbm_activate),
+        "Energy per DRAM row activation (ACT with its precharge)", true)
+      .bounded(1e-3);
+  per_event("ici_bit", TPUSIM_FIELD(c.energy.ici_bit), "Energy per bit sent over one ICI link (each hop)");
+  b.qty("energy.static_power", U::power, TPUSIM_FIELD(c.energy.static_power),
+        "Power the chip draws whatever it does (leakage, clocks, uncore, HBM standby), charged "
+        "for the whole run",
+        true)
+      .bounded(1e6);
+  b.qty("energy.tdp", U::power, TPUSIM_FIELD(c.energy.tdp),
+        "Thermal design power; a run whose average power exceeds it is flagged; 0 = unknown", true)
+      .bounded(1e6);
   // published
   b.dmap("published.peak_tflops", TPUSIM_FIELD(c.published.peak_flops), 1e12,
          "Published peak TFLOP/s (TOP/s for integers) per dtype; checked against the derived "
@@ -405,7 +429,7 @@ std::vector<std::string> section_children(const std::string& section) {
   return out;
 }
 
-bool is_presence_section(const std::string& section) { return section == "cmem" || section == "power"; }
+bool is_presence_section(const std::string& section) { return section == "cmem" || section == "energy"; }
 
 std::string format_field(const FieldSpec& f, const FieldValue& v) {
   switch (f.type) {

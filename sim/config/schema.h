@@ -72,7 +72,7 @@ const std::vector<std::string>& schema_sections();
 bool is_section(const std::string& path);
 // Direct children (last segments) of a section; "" is the top level.
 std::vector<std::string> section_children(const std::string& section);
-// Sections whose presence in a file switches the block on (cmem, power).
+// Sections whose presence in a file switches the block on (cmem, energy).
 bool is_presence_section(const std::string& section);
 
 // Text of a field's value as it would be written in YAML.

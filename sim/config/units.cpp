@@ -60,6 +60,8 @@ const std::vector<Unit>& units_of(UnitKind kind) {
                                       {"GT/s", 1e9, 1}, {"bps", 1, 1},    {"Mbps", 1e6, 1},
                                       {"Gbps", 1e9, 1}, {"Mb/s", 1e6, 1}, {"Gb/s", 1e9, 1}};
   static const std::vector<Unit> power{{"W", 1, 1}, {"mW", 1, 1e3}, {"kW", 1e3, 1}};
+  static const std::vector<Unit> energy{{"J", 1, 1},    {"mJ", 1, 1e3},  {"uJ", 1, 1e6}, {"µJ", 1, 1e6},
+                                        {"nJ", 1, 1e9}, {"pJ", 1, 1e12}, {"fJ", 1, 1e15}};
   switch (kind) {
     case UnitKind::frequency: return freq;
     case UnitKind::bandwidth: return bw;
@@ -67,6 +69,7 @@ const std::vector<Unit>& units_of(UnitKind kind) {
     case UnitKind::time: return time;
     case UnitKind::transfer_rate: return rate;
     case UnitKind::power: return power;
+    case UnitKind::energy: return energy;
   }
   return freq;
 }
@@ -88,6 +91,7 @@ const char* kind_noun(UnitKind k) {
     case UnitKind::time: return "a time";
     case UnitKind::transfer_rate: return "a transfer rate";
     case UnitKind::power: return "a power";
+    case UnitKind::energy: return "an energy";
   }
   return "a quantity";
 }
@@ -100,7 +104,8 @@ UnitError::UnitError(std::string expected, std::string found)
       found_(std::move(found)) {}
 
 std::string unit_kind_description(UnitKind kind) {
-  static const char* examples[] = {"'1.5 GHz'", "'819 GB/s'", "'128 MiB'", "'14 ns'", "'3.2 GT/s'", "'175 W'"};
+  static const char* examples[] = {"'1.5 GHz'",  "'819 GB/s'", "'128 MiB'", "'14 ns'",
+                                   "'3.2 GT/s'", "'175 W'",    "'0.3 pJ'"};
   std::string units;
   for (const Unit& u : units_of(kind)) {
     if (!units.empty()) units += ", ";
@@ -117,6 +122,7 @@ std::string unit_kind_si_name(UnitKind kind) {
     case UnitKind::time: return "s";
     case UnitKind::transfer_rate: return "transfers/s per pin";
     case UnitKind::power: return "W";
+    case UnitKind::energy: return "J";
   }
   return "";
 }
@@ -139,7 +145,7 @@ double parse_quantity(const std::string& text, UnitKind kind) {
     if (unit == u.name) match = &u;
   if (!match) {
     for (UnitKind other : {UnitKind::frequency, UnitKind::bandwidth, UnitKind::size, UnitKind::time,
-                           UnitKind::transfer_rate, UnitKind::power}) {
+                           UnitKind::transfer_rate, UnitKind::power, UnitKind::energy}) {
       if (other == kind) continue;
       for (const Unit& u : units_of(other))
         if (unit == u.name) throw UnitError(unit_kind_description(kind), found + " (that is " + kind_noun(other) + ")");
@@ -179,7 +185,7 @@ std::string format_quantity(double si, UnitKind kind) {
   for (const Unit& u : us) {
     std::string name = u.name;
     if (kind == UnitKind::bandwidth && u.div == 8) continue;
-    if (name == "µs" || name == "KB") continue;
+    if (name == "µs" || name == "µJ" || name == "KB") continue;
     double n = si * u.div / u.mul;
     if (si != 0 && (n < 1 || n >= 1000)) continue;
     std::string num = format_scaled(si, u.mul, u.div);

@@ -1,6 +1,6 @@
 // Quantities with units in config files ("1.5 GHz", "819 GB/s", "128 MiB",
-// "14 ns", "3.2 GT/s", "175 W") parsed into SI doubles: Hz, bytes/s, bytes,
-// seconds, transfers/s per pin, watts. Decimal (kB, MB, GB, TB) and binary
+// "14 ns", "3.2 GT/s", "175 W", "0.3 pJ") parsed into SI doubles: Hz, bytes/s,
+// bytes, seconds, transfers/s per pin, watts, joules. Decimal (kB, MB, GB, TB) and binary
 // (KiB, MiB, GiB, TiB) prefixes are distinct; "b" in a rate means bits.
 // Also formats SI values back into the shortest text that parses to the
 // identical double, so a written config reloads bit-exactly.
@@ -12,7 +12,7 @@
 
 namespace tpusim::sim {
 
-enum class UnitKind { frequency, bandwidth, size, time, transfer_rate, power };
+enum class UnitKind { frequency, bandwidth, size, time, transfer_rate, power, energy };
 
 // A value that does not parse as the wanted kind of quantity. expected() and
 // found() feed a config diagnostic.

@@ -138,6 +138,7 @@ RunMetrics compute_metrics(const RunReport& r) {
       ratio(static_cast<double>(m.total_macs), static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
   m.hbm_bandwidth = ratio(static_cast<double>(m.hbm_bytes), m.seconds);
   if (m.hbm_bandwidth) m.hbm_bandwidth_utilization = ratio(*m.hbm_bandwidth, m.hbm_peak_bandwidth);
+  m.energy = compute_energy(r, m.seconds, m.total_flops);
   return m;
 }
 

@@ -4,7 +4,8 @@
 // (CSV, text) only format these numbers, so every output agrees and tests
 // can check the arithmetic without parsing files. docs/results.md gives
 // every formula.
-// Leaves out: energy (no power model yet), multi-chip figures.
+// Energy and power: energy.h, computed here with the rest.
+// Leaves out: multi-chip figures.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/results/energy.h"
 #include "sim/results/run_report.h"
 
 namespace tpusim::sim {
@@ -54,6 +56,7 @@ struct RunMetrics {
   std::optional<double> hbm_bandwidth;              // bytes/s: hbm_bytes / seconds
   std::optional<double> hbm_bandwidth_utilization;  // hbm_bandwidth / hbm_peak_bandwidth
   std::vector<OpMetrics> ops;                       // indexed like LoweredWorkload::ops
+  std::optional<EnergyMetrics> energy;              // empty: the config has no energy model
 };
 
 // Throws arch::InternalError when the report is inconsistent (no config,

@@ -24,6 +24,12 @@ void write_row(std::ostream& os, const std::vector<std::string>& fields) {
   os << '\n';
 }
 
+// A row that goes on with more fields (summary.csv's energy columns).
+void write_row(std::ostream& os, std::vector<std::string> fields, const std::vector<std::string>& more) {
+  fields.insert(fields.end(), more.begin(), more.end());
+  write_row(os, fields);
+}
+
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
 // Opens, writes and closes one file, turning every stream failure into a
@@ -50,19 +56,49 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
+std::string human_energy(double j) {
+  if (j < 1e-3) return format_real(j * 1e6, 6) + " uJ";
+  if (j < 1) return format_real(j * 1e3, 6) + " mJ";
+  return format_real(j, 6) + " J";
+}
+
 std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v * 100.0) : std::string("-"); }
+
+// The energy columns of summary.csv (docs/results.md); empty cells
+// without an energy model.
+std::vector<std::string> energy_header() {
+  return {"energy_j", "avg_power_w", "peak_power_w",   "power_window_s",
+          "tdp_w",    "over_tdp",    "flops_per_watt", "tokens_per_joule"};
+}
+
+std::vector<std::string> energy_cells(const RunMetrics& m) {
+  if (!m.energy) return std::vector<std::string>(energy_header().size());
+  const EnergyMetrics& e = *m.energy;
+  return {format_real(e.energy_j, 9),
+          format_real(e.avg_power_w),
+          format_real(e.peak_power_w),
+          format_real(e.window_s, 9),
+          e.tdp_w > 0 ? format_real(e.tdp_w) : std::string(),
+          e.over_tdp ? "1" : "0",
+          format_real(e.flops_per_joule),
+          format_real(e.tokens_per_joule)};
+}
 
 }  // namespace
 
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
-  write_row(os, {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
-                 "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
-                 "sim_wall_seconds", "tpusim_version", "config_hash"});
-  write_row(os, {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12),
-                 format_real(m.seconds, 9), u64(m.total_flops), format_real(m.achieved_tflops),
-                 format_real(m.mxu_utilization), u64(m.hbm_bytes), format_real(m.hbm_bandwidth, 9),
-                 format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes), format_real(r.sim.wall_seconds),
-                 r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash});
+  write_row(os,
+            {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
+             "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
+             "sim_wall_seconds", "tpusim_version", "config_hash"},
+            energy_header());
+  write_row(
+      os,
+      {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
+       u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
+       format_real(m.hbm_bandwidth, 9), format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
+       format_real(r.sim.wall_seconds), r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash},
+      energy_cells(m));
 }
 
 namespace {
@@ -143,6 +179,31 @@ void write_units_csv(const RunReport& r, std::ostream& os) {
     for (const arch::Stat& s : stats) write_row(os, {block, s.name, format_stat(s.value), s.unit, s.desc});
 }
 
+void write_energy_units(const RunMetrics& m, std::ostream& os) {
+  if (!m.energy) return;
+  const EnergyMetrics& e = *m.energy;
+  auto row = [&](const std::string& stat, double v, const char* unit, const std::string& desc) {
+    write_row(os, {"energy", stat, format_stat(v), unit, desc});
+  };
+  for (arch::EnergyPart p : arch::kAllEnergyParts) {
+    const std::string n = arch::energy_part_name(p);
+    row(n + "_energy", e.joules[p], "J",
+        p == arch::EnergyPart::static_power ? "static power x run time" : "energy of the " + n + " (docs/energy.md)");
+  }
+  row("total_energy", e.energy_j, "J", "all parts together");
+  row("avg_power", e.avg_power_w, "W", "total_energy / run time");
+  row("peak_power", e.peak_power_w, "W", "highest power over one window of the profile");
+  row("power_window", e.window_s, "s", "width of the power profile's windows");
+  for (const auto& [t, slots] : e.activity.mac_slots)
+    row("mxu_mac_slots." + std::string(arch::dtype_name(t)), slots, "MACs", "MXU MAC slots charged in this dtype");
+  row("vpu_ops", e.activity.vpu_ops, "ops", "VPU element operations and XLU slot passes charged");
+  row("vmem_bytes", e.activity.vmem_bytes, "bytes", "VMEM bytes charged (DMA, vregs, MXU operands)");
+  row("cmem_bytes", e.activity.cmem_bytes, "bytes", "CMEM bytes charged");
+  row("hbm_bytes", e.activity.hbm_bytes, "bytes", "HBM bytes charged (read + written)");
+  row("hbm_activates", e.activity.hbm_activates, "count", "HBM row activations charged");
+  row("ici_link_bytes", e.activity.ici_link_bytes, "bytes", "ICI link bytes charged to this chip (every hop)");
+}
+
 void write_results(const RunReport& r, const std::string& out_dir, const WriteOptions& o) {
   // Compute first: an inconsistent report must not leave half a directory.
   const RunMetrics m = compute_metrics(r);
@@ -168,9 +229,13 @@ void write_results(const RunReport& r, const std::string& out_dir, const WriteOp
     };
     put("summary.csv", [&](std::ostream& os) { write_summary_csv(r, m, os); });
     put("ops.csv", [&](std::ostream& os) { write_ops_csv(r, m, os); });
-    put("units.csv", [&](std::ostream& os) { write_units_csv(r, os); });
+    put("units.csv", [&](std::ostream& os) {
+      write_units_csv(r, os);
+      write_energy_units(m, os);
+    });
     put("config.effective.yaml", [&](std::ostream& os) { os << r.config_yaml; });
-    if (o.trace) put("trace.json", [&](std::ostream& os) { write_chrome_trace(r, os); });
+    if (o.trace)
+      put("trace.json", [&](std::ostream& os) { write_chrome_trace(r, os, m.energy ? &*m.energy : nullptr); });
   } catch (...) {
     fs::remove_all(stage, ec);
     throw;
@@ -231,6 +296,25 @@ void print_summary(const RunReport& r, std::ostream& os, int top) {
      << pct(m.hbm_bandwidth_utilization) << " of " << fmt::format("{:.1f} GB/s", m.hbm_peak_bandwidth / 1e9)
      << " peak\n";
   os << "  VMEM peak   " << human_bytes(static_cast<double>(m.vmem_peak_bytes)) << " per core\n";
+  if (m.energy) {
+    const EnergyMetrics& e = *m.energy;
+    std::string parts;
+    for (arch::EnergyPart p : arch::kAllEnergyParts)
+      if (e.joules[p] > 0 && e.energy_j > 0)
+        parts += fmt::format("{}{} {:.1f}%", parts.empty() ? "" : ", ", arch::energy_part_name(p),
+                             100.0 * e.joules[p] / e.energy_j);
+    os << "  Energy      " << human_energy(e.energy_j) << " per chip (" << parts << ")\n";
+    os << "  Power       "
+       << fmt::format("{:.1f} W average, {:.1f} W peak over {} windows", e.avg_power_w, e.peak_power_w,
+                      human_time(e.window_s))
+       << (e.tdp_w > 0 ? fmt::format("; TDP {:.0f} W", e.tdp_w) : std::string()) << "\n";
+    os << "  Perf/W      "
+       << (e.flops_per_joule ? fmt::format("{:.3f} TFLOP/s per W", *e.flops_per_joule / 1e12) : std::string("-"))
+       << (e.tokens_per_joule ? fmt::format(", {:.4g} tokens/J", *e.tokens_per_joule) : std::string()) << "\n";
+    if (e.over_tdp)
+      os << fmt::format("  WARNING: average power {:.1f} W exceeds the chip's TDP of {:.1f} W\n", e.avg_power_w,
+                        e.tdp_w);
+  }
 }
 
 }  // namespace tpusim::sim

@@ -40,6 +40,9 @@ void write_results(const RunReport& r, const std::string& out_dir, const WriteOp
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os);
 void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os);
 void write_units_csv(const RunReport& r, std::ostream& os);
+// The rows of the "energy" block of units.csv (nothing without an energy
+// model): joules per block, power, and the activity they were charged for.
+void write_energy_units(const RunMetrics& m, std::ostream& os);
 
 // The top `top` timed operators by cycles (ties: workload order) with
 // kind, cycles, share of the run, bound and MXU utilization, then the run

@@ -3,6 +3,7 @@
 // and what the engine measured.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "arch/common/chip_config.h"
@@ -22,6 +23,10 @@ struct RunReport {
   std::string config_yaml;  // resolved config, as written to config.effective.yaml
   std::string config_hash;  // hex digest of config_yaml
   std::string version;      // tpusim version
+  // Tokens the whole run processes (model runs: batch for a decode step,
+  // batch x seq for prefill and train; 0 = not a token workload), for
+  // tokens per joule.
+  std::int64_t tokens = 0;
 };
 
 }  // namespace tpusim::sim

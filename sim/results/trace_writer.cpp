@@ -67,7 +67,7 @@ std::string track_name(const arch::Instr& in, const arch::InstrRecord& rec) {
   return "?";
 }
 
-void write_chrome_trace(const RunReport& r, std::ostream& os) {
+void write_chrome_trace(const RunReport& r, std::ostream& os, const EnergyMetrics* energy) {
   const arch::Program& prog = r.lowered.program;
   if (!(r.sim.clock_hz > 0)) throw arch::InternalError("RunReport: SimResult::clock_hz must be > 0");
   if (r.sim.records.size() != prog.instrs.size())
@@ -116,6 +116,21 @@ void write_chrome_trace(const RunReport& r, std::ostream& os) {
     std::visit(ArgWriter{os}, in.work);
     os << ",\"issue_cycle\":" << rec.issue << ",\"start_cycle\":" << rec.start << ",\"finish_cycle\":" << rec.finish
        << "}}";
+  }
+  if (energy && !energy->profile.empty()) {
+    // Counter samples hold until the next one: a last sample of zeros at
+    // the end of the run closes the track.
+    auto sample = [&](double start_s, const PowerBin* b) {
+      os << ",\n{\"name\":\"power (W)\",\"ph\":\"C\",\"pid\":0,\"ts\":" << format_fixed(start_s * 1e6, 6)
+         << ",\"args\":{";
+      for (std::size_t p = 0; p < arch::kEnergyParts; ++p)
+        os << (p ? "," : "") << "\"" << arch::energy_part_name(arch::kAllEnergyParts[p])
+           << "\":" << format_real(b ? b->watts[p] : 0.0, 6);
+      os << "}}";
+    };
+    for (const PowerBin& b : energy->profile) sample(b.start, &b);
+    const PowerBin& last = energy->profile.back();
+    sample(last.start + last.width, nullptr);
   }
   os << "\n]}\n";
 }

@@ -140,3 +140,25 @@ TEST(Calibrated, IssueRateLimitBoundsCompletion) {
   const double d = static_cast<double>(det.transfer(t, 0));
   EXPECT_NEAR(static_cast<double>(expect), d, 0.02 * d);
 }
+
+// The energy model's row activations: the calibrated model estimates one
+// per DRAM row a transfer covers; the detailed model counts its ACTs. A
+// 3 MiB sequential read covers 3 MiB / 1 KiB rows = 3072 rows; the
+// detailed controller opens each once (open page, sequential within a
+// row) plus the rows refresh closed mid-stream, a few percent at most.
+TEST(Calibrated, ActivationEstimateMatchesTheDetailedCountOnAStream) {
+  auto activates = [](const arch::StatList& st) {
+    for (const auto& s : st)
+      if (s.name == "activates") return s.value;
+    return -1.0;
+  };
+  const auto t = seq(3ull << 20);
+  arch::CalibratedHbm cal(v5e());
+  cal.transfer(t, 0);
+  EXPECT_EQ(activates(cal.stats()), 3072.0);
+  arch::DetailedDram det(v5e());
+  det.transfer(t, 0);
+  const double d = activates(det.stats());
+  EXPECT_GE(d, 3072.0);
+  EXPECT_LE(d, 3072.0 * 1.05);
+}

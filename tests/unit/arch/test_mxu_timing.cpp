@@ -187,7 +187,14 @@ TEST(MxuTiming, TotalsAccumulate) {
   EXPECT_EQ(t.totals().useful_macs, 90u + 512u);
   EXPECT_EQ(t.totals().last_finish, b.finish);
   EXPECT_EQ(t.drain_busy_until(), b.finish);
-  EXPECT_EQ(t.stats().size(), 9u);
+  // 9 totals, the VMEM operand bytes, and the MAC slots of each dtype run.
+  EXPECT_EQ(t.stats().size(), 12u);
+  EXPECT_EQ(t.totals().mac_slots_by_dtype[static_cast<std::size_t>(DType::bf16)], a.issued_mac_slots);
+  EXPECT_EQ(t.totals().mac_slots_by_dtype[static_cast<std::size_t>(DType::int8)], b.issued_mac_slots);
+  // Operand bytes (f32 results): bf16 5x3 LHS once per column tile
+  // (ceil(6/4) = 2) + 3x6 weights + 5x6 results = 2*30 + 36 + 120 = 216;
+  // int8 8x8x8: ceil(8/4) = 2 x 64 + 64 + 64 x 4 = 448.
+  EXPECT_EQ(t.totals().operand_bytes, 216u + 448u);
   t.reset();
   EXPECT_EQ(t.totals().ops, 0u);
   EXPECT_EQ(t.issue({5, 4, 4, DType::bf16}, 0).finish, 15u);  // idle again: as SingleTileClosedForm

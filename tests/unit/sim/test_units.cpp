@@ -56,6 +56,9 @@ TEST(Units, TransferRatePerPin) {
 TEST(Units, Power) {
   EXPECT_DOUBLE_EQ(parse_quantity("175 W", UnitKind::power), 175);
   EXPECT_DOUBLE_EQ(parse_quantity("500 mW", UnitKind::power), 0.5);
+  EXPECT_DOUBLE_EQ(parse_quantity("0.4 pJ", UnitKind::energy), 0.4e-12);
+  EXPECT_DOUBLE_EQ(parse_quantity("1 nJ", UnitKind::energy), 1e-9);
+  EXPECT_THROW(parse_quantity("4 W", UnitKind::energy), UnitError);  // a power, not an energy
 }
 
 // The error says what was expected (the kind, with an example) and what
@@ -100,6 +103,8 @@ TEST(Units, FormatRoundTripsExactly) {
                {"1.4286 ns", UnitKind::time},
                {"3.2 GT/s", UnitKind::transfer_rate},
                {"175 W", UnitKind::power},
+               {"0.4 pJ", UnitKind::energy},
+               {"3.9 pJ", UnitKind::energy},
                {"0 B", UnitKind::size},
                {"1 ms", UnitKind::time}};
   for (const auto& c : cases) {
