@@ -197,6 +197,75 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
 }
 
+namespace {
+// summary.csv's one row as column -> text (no quoted fields in these runs).
+std::map<std::string, std::string> summary_row(const std::string& path) {
+  std::istringstream in(slurp(path));
+  std::string head, row, h, v;
+  std::getline(in, head);
+  std::getline(in, row);
+  std::istringstream hs(head), rs(row);
+  std::map<std::string, std::string> out;
+  while (std::getline(hs, h, ',') && std::getline(rs, v, ',')) out[h] = v;
+  return out;
+}
+}  // namespace
+
+// --remat none|minimal|selective|full on a one-layer encoder's train step:
+// the model's FLOPs are the same under every policy; hardware FLOPs add the
+// recomputed forward (full: the layer's matmuls and attention again;
+// minimal: only its attention, the matmul outputs being kept; selective:
+// attention and the FFN's input projection fc1). MFU and
+// HFU are those FLOPs over 2 x cycles x the chip's peak MACs per cycle
+// (v5e: 1 TensorCore x 4 MXUs x 128 x 128 = 65536).
+TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
+  TempDir d;
+  const std::string model = d.write("tiny.yaml",
+                                    "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
+                                    "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
+                                    "ffn: {kind: gelu, size: 256}\n");
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  std::map<std::string, std::map<std::string, std::string>> s;
+  const char* policies[] = {"none", "minimal", "selective", "full"};
+  for (const char* p : policies) {
+    Result r = run_tpusim(base + d.path() + "/" + p + " --remat " + p, d);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    s[p] = summary_row(d.path() + "/" + p + "/summary.csv");
+  }
+  auto num = [&](const char* p, const char* k) { return std::stod(s[p].at(k)); };
+  EXPECT_EQ(num("none", "model_flops"), num("none", "hardware_flops"));
+  EXPECT_EQ(num("full", "model_flops"), num("none", "model_flops"));
+  EXPECT_EQ(num("selective", "model_flops"), num("none", "model_flops"));
+  EXPECT_EQ(num("minimal", "model_flops"), num("none", "model_flops"));
+  // Forward of the layer at seq 64, hidden 128, 2 heads of 64, FFN 256:
+  // q,k,v,o projections 4 x 2*64*128*128 = 8388608; FFN 2 x 2*64*128*256 =
+  // 8388608; attention 2 heads x 64 x 64 pairs x 2 x (64 + 64) MAC-FLOPs =
+  // 2097152 (not causal: an encoder).
+  EXPECT_EQ(num("full", "hardware_flops") - num("full", "model_flops"), 8388608.0 + 8388608.0 + 2097152.0);
+  EXPECT_EQ(num("minimal", "hardware_flops") - num("minimal", "model_flops"), 2097152.0);
+  EXPECT_EQ(num("selective", "hardware_flops") - num("selective", "model_flops"), 2097152.0 + 4194304.0);
+  for (const char* p : policies) {
+    const double peak = 2.0 * num(p, "total_cycles") * 65536.0;
+    EXPECT_NEAR(num(p, "mfu"), num(p, "model_flops") / peak, 1e-5 * num(p, "mfu")) << p;
+    EXPECT_NEAR(num(p, "hfu"), num(p, "hardware_flops") / peak, 1e-5 * num(p, "hfu")) << p;
+  }
+  std::string ops = slurp(d.path() + "/minimal/ops.csv");
+  EXPECT_EQ(ops.find("layers.0.recompute.attn.q_proj,"), std::string::npos);
+  EXPECT_NE(ops.find("layers.0.recompute."), std::string::npos);
+
+  Result r = run_tpusim(base + d.path() + "/x --remat partial", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--remat expects none, minimal, selective or full, found 'partial'"), std::string::npos) << r.err;
+  r = run_tpusim(base + d.path() + "/x --remat selective --recompute", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--recompute means --remat full"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --model " + model + " --phase infer --seq 64 --remat full --quiet --out " +
+                     d.path() + "/x",
+                 d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
+}
+
 // SCALE-Sim topologies carry no dtype: --dtype gives every tensor its dtype,
 // so a topology runs on v1, whose MXU has int8 only (Jouppi et al., ISCA 2017).
 TEST(CliRun, DtypeAppliesToScaleSimImports) {
