@@ -289,12 +289,12 @@ TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
   EXPECT_THROW(parse_sweep_spec("base: {arch: v4, gemm: '8,8,8', cmem: maybe}\n", "bad.yaml"), ConfigError);
 }
 
-// `remat` (model.remat) sweeps the training remat policy: each point runs
+// model.remat (`remat` in base) sweeps the training remat policy: each point runs
 // with --remat <policy>; an unknown policy is a located spec error.
 TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   const SweepSpec s = parse_sweep_spec(
       "base: {arch: v5p, model: bert-base, phase: train, batch: 1, seq: 128}\n"
-      "axes:\n  grid:\n    remat: [none, minimal, selective, full]\n",
+      "axes:\n  grid:\n    model.remat: [none, minimal, selective, full]\n",
       "ok.yaml");
   const auto pts = prepare_points(s, default_search_path());
   ASSERT_EQ(pts.size(), 4u);
@@ -309,10 +309,11 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   }
   EXPECT_EQ(seen, (std::set<std::string>{"none", "minimal", "selective", "full"}));
   try {
-    parse_sweep_spec("base: {model: bert-base, phase: train}\naxes:\n  grid:\n    remat: [full, some]\n", "bad.yaml");
+    parse_sweep_spec("base: {model: bert-base, phase: train}\naxes:\n  grid:\n    model.remat: [full, some]\n",
+                     "bad.yaml");
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:19:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:25:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("a remat policy"), std::string::npos) << e.what();
   }
 }
