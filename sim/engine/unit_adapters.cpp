@@ -1,6 +1,7 @@
 #include "sim/engine/unit_adapters.h"
 
 #include "arch/mxu/systolic_timing.h"
+#include "arch/sparsecore/sparsecore_timing.h"
 #include "arch/vpu/vpu_unit_timing.h"
 
 namespace tpusim::sim {
@@ -27,10 +28,13 @@ class MxuUnit : public arch::UnitTiming {
 }  // namespace
 
 arch::UnitFactory make_unit_factory(const arch::TpuConfig& cfg) {
-  return [&cfg](arch::UnitKind kind, int, int) -> std::unique_ptr<arch::UnitTiming> {
+  return [&cfg](arch::UnitKind kind, int core, int) -> std::unique_ptr<arch::UnitTiming> {
     switch (kind) {
       case arch::UnitKind::mxu: return std::make_unique<MxuUnit>(cfg.mxu);
-      case arch::UnitKind::vpu: return std::make_unique<arch::VpuUnitTiming>(cfg.vpu);
+      case arch::UnitKind::vpu:
+        // Cores after the TensorCores are SparseCores: their vector tiles.
+        if (core >= cfg.chip.tensorcores) return std::make_unique<arch::SparseCoreUnitTiming>(cfg.sparsecore);
+        return std::make_unique<arch::VpuUnitTiming>(cfg.vpu);
       case arch::UnitKind::xlu: return std::make_unique<arch::XluUnitTiming>(cfg.xlu, cfg.vpu);
       case arch::UnitKind::dma:
       case arch::UnitKind::ici: break;

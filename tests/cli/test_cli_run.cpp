@@ -266,6 +266,71 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
 }
 
+namespace {
+// ops.csv rows as column -> text, fields split on commas outside quotes.
+std::vector<std::map<std::string, std::string>> ops_rows(const std::string& path) {
+  std::istringstream in(slurp(path));
+  auto split = [](const std::string& line) {
+    std::vector<std::string> f(1);
+    bool q = false;
+    for (char ch : line) {
+      if (ch == '"') q = !q;
+      else if (ch == ',' && !q) f.emplace_back();
+      else f.back() += ch;
+    }
+    return f;
+  };
+  std::string line;
+  std::getline(in, line);
+  const auto head = split(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const auto f = split(line);
+    std::map<std::string, std::string> r;
+    for (std::size_t i = 0; i < head.size() && i < f.size(); ++i) r[head[i]] = f[i];
+    rows.push_back(r);
+  }
+  return rows;
+}
+}  // namespace
+
+// DLRM-v2 inference on v5p: with its 4 SparseCores (configs/v5p.yaml) the
+// 26 embedding lookups run on them (blocking "... on 4 SparseCores", the
+// sc<N> sequencers in units.csv) while the TensorCores run the bottom MLP:
+// some lookup's [start, end) overlaps a matmul's, and the step is faster
+// than the TensorCore-only lowering of the same run (--set sparsecores=0),
+// where every lookup runs between TensorCore kernels.
+TEST(CliRun, DlrmLookupsRunOnSparseCoresOverlappingTensorCores) {
+  TempDir d;
+  const std::string base = "run --arch v5p --model dlrm-v2 --phase infer --batch 512 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/sc", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run_tpusim(base + d.path() + "/tc --set sparsecores=0", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto sc = ops_rows(d.path() + "/sc/ops.csv"), tc = ops_rows(d.path() + "/tc/ops.csv");
+  int gathers = 0;
+  bool overlap = false;
+  for (const auto& g : sc) {
+    if (g.at("kind") != "gather") continue;
+    ++gathers;
+    EXPECT_NE(g.at("blocking").find("on 4 SparseCores"), std::string::npos) << g.at("blocking");
+    const double g0 = std::stod(g.at("start_cycle")), g1 = std::stod(g.at("end_cycle"));
+    for (const auto& m : sc)
+      if (m.at("kind") == "matmul" && !m.at("start_cycle").empty())
+        overlap = overlap || (std::stod(m.at("start_cycle")) < g1 && g0 < std::stod(m.at("end_cycle")));
+  }
+  EXPECT_EQ(gathers, 26);
+  EXPECT_TRUE(overlap);
+  for (const auto& g : tc)
+    if (g.at("kind") == "gather") EXPECT_EQ(g.at("blocking").find("SparseCore"), std::string::npos);
+  const std::string units = slurp(d.path() + "/sc/units.csv");
+  EXPECT_NE(units.find("sc3.tiles0"), std::string::npos);
+  EXPECT_EQ(slurp(d.path() + "/tc/units.csv").find("sc0."), std::string::npos);
+  const double t_sc = std::stod(summary_row(d.path() + "/sc/summary.csv").at("seconds"));
+  const double t_tc = std::stod(summary_row(d.path() + "/tc/summary.csv").at("seconds"));
+  EXPECT_LT(t_sc, t_tc);
+}
+
 // SCALE-Sim topologies carry no dtype: --dtype gives every tensor its dtype,
 // so a topology runs on v1, whose MXU has int8 only (Jouppi et al., ISCA 2017).
 TEST(CliRun, DtypeAppliesToScaleSimImports) {
