@@ -197,19 +197,6 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
 }
 
-namespace {
-// summary.csv's one row as column -> text (no quoted fields in these runs).
-std::map<std::string, std::string> summary_row(const std::string& path) {
-  std::istringstream in(slurp(path));
-  std::string head, row, h, v;
-  std::getline(in, head);
-  std::getline(in, row);
-  std::istringstream hs(head), rs(row);
-  std::map<std::string, std::string> out;
-  while (std::getline(hs, h, ',') && std::getline(rs, v, ',')) out[h] = v;
-  return out;
-}
-}  // namespace
 
 // --remat none|minimal|selective|full on a one-layer encoder's train step:
 // the model's FLOPs are the same under every policy; hardware FLOPs add the
@@ -230,7 +217,7 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   for (const char* p : policies) {
     Result r = run_tpusim(base + d.path() + "/" + p + " --remat " + p, d);
     ASSERT_EQ(r.rc, 0) << r.err;
-    s[p] = summary_row(d.path() + "/" + p + "/summary.csv");
+    s[p] = read_rows(d.path() + "/" + p + "/summary.csv").at(0);
   }
   auto num = [&](const char* p, const char* k) { return std::stod(s[p].at(k)); };
   EXPECT_EQ(num("none", "model_flops"), num("none", "hardware_flops"));
@@ -266,33 +253,6 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
 }
 
-namespace {
-// ops.csv rows as column -> text, fields split on commas outside quotes.
-std::vector<std::map<std::string, std::string>> ops_rows(const std::string& path) {
-  std::istringstream in(slurp(path));
-  auto split = [](const std::string& line) {
-    std::vector<std::string> f(1);
-    bool q = false;
-    for (char ch : line) {
-      if (ch == '"') q = !q;
-      else if (ch == ',' && !q) f.emplace_back();
-      else f.back() += ch;
-    }
-    return f;
-  };
-  std::string line;
-  std::getline(in, line);
-  const auto head = split(line);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    const auto f = split(line);
-    std::map<std::string, std::string> r;
-    for (std::size_t i = 0; i < head.size() && i < f.size(); ++i) r[head[i]] = f[i];
-    rows.push_back(r);
-  }
-  return rows;
-}
-}  // namespace
 
 // DLRM-v2 inference on v5p: with its 4 SparseCores (configs/v5p.yaml) the
 // 26 embedding lookups run on them (blocking "... on 4 SparseCores", the
@@ -307,7 +267,7 @@ TEST(CliRun, DlrmLookupsRunOnSparseCoresOverlappingTensorCores) {
   ASSERT_EQ(r.rc, 0) << r.err;
   r = run_tpusim(base + d.path() + "/tc --set sparsecores=0", d);
   ASSERT_EQ(r.rc, 0) << r.err;
-  const auto sc = ops_rows(d.path() + "/sc/ops.csv"), tc = ops_rows(d.path() + "/tc/ops.csv");
+  const auto sc = read_rows(d.path() + "/sc/ops.csv"), tc = read_rows(d.path() + "/tc/ops.csv");
   int gathers = 0;
   bool overlap = false;
   for (const auto& g : sc) {
@@ -326,8 +286,8 @@ TEST(CliRun, DlrmLookupsRunOnSparseCoresOverlappingTensorCores) {
   const std::string units = slurp(d.path() + "/sc/units.csv");
   EXPECT_NE(units.find("sc3.tiles0"), std::string::npos);
   EXPECT_EQ(slurp(d.path() + "/tc/units.csv").find("sc0."), std::string::npos);
-  const double t_sc = std::stod(summary_row(d.path() + "/sc/summary.csv").at("seconds"));
-  const double t_tc = std::stod(summary_row(d.path() + "/tc/summary.csv").at("seconds"));
+  const double t_sc = std::stod(read_rows(d.path() + "/sc/summary.csv").at(0).at("seconds"));
+  const double t_tc = std::stod(read_rows(d.path() + "/tc/summary.csv").at(0).at("seconds"));
   EXPECT_LT(t_sc, t_tc);
 }
 
