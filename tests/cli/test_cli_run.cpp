@@ -178,15 +178,20 @@ TEST(CliRun, BadInputExitsTwoWithTheReason) {
   EXPECT_NE(r.err.find("--recompute needs --model"), std::string::npos) << r.err;
 }
 
+// A one-layer encoder (small, so a train step takes a second) in `d`.
+std::string tiny_encoder(const TempDir& d) {
+  return d.write("tiny.yaml",
+                 "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
+                 "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
+                 "ffn: {kind: gelu, size: 256}\n");
+}
+
 // --recompute re-emits each layer's forward before its backward: the train
 // step of a one-layer encoder (small, so the two runs take a second) has the
 // layers.0.recompute.* operators only with the flag.
 TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   TempDir d;
-  const std::string model = d.write("tiny.yaml",
-                                    "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
-                                    "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
-                                    "ffn: {kind: gelu, size: 256}\n");
+  const std::string model = tiny_encoder(d);
   const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
   Result r = run_tpusim(base + d.path() + "/plain", d);
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -197,7 +202,6 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
 }
 
-
 // --remat none|minimal|selective|full on a one-layer encoder's train step:
 // the model's FLOPs are the same under every policy; hardware FLOPs add the
 // recomputed forward (full: the layer's matmuls and attention again;
@@ -207,10 +211,7 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
 // (v5e: 1 TensorCore x 4 MXUs x 128 x 128 = 65536).
 TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   TempDir d;
-  const std::string model = d.write("tiny.yaml",
-                                    "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
-                                    "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
-                                    "ffn: {kind: gelu, size: 256}\n");
+  const std::string model = tiny_encoder(d);
   const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
   std::map<std::string, std::map<std::string, std::string>> s;
   const char* policies[] = {"none", "minimal", "selective", "full"};
@@ -282,7 +283,9 @@ TEST(CliRun, DlrmLookupsRunOnSparseCoresOverlappingTensorCores) {
   EXPECT_EQ(gathers, 26);
   EXPECT_TRUE(overlap);
   for (const auto& g : tc)
-    if (g.at("kind") == "gather") EXPECT_EQ(g.at("blocking").find("SparseCore"), std::string::npos);
+    if (g.at("kind") == "gather") {
+      EXPECT_EQ(g.at("blocking").find("SparseCore"), std::string::npos);
+    }
   const std::string units = slurp(d.path() + "/sc/units.csv");
   EXPECT_NE(units.find("sc3.tiles0"), std::string::npos);
   EXPECT_EQ(slurp(d.path() + "/tc/units.csv").find("sc0."), std::string::npos);
