@@ -154,6 +154,40 @@ double layer_act_elems(const TransformerSpec& t, std::int64_t layer) {
   return e;
 }
 
+// The part of layer_act_elems the minimal and selective remat policies keep
+// per token: the layer's input (the residual stream a scan over layers
+// carries) and the outputs of its matmuls (q, k, v and output projections,
+// the FFN's down projection, the MoE router, and with `mlpwi` the FFN's
+// up/gate projections); everything else is recomputed. Of these, 3 x hidden
+// (input, attention and FFN outputs) are whole under tensor parallelism
+// without sequence parallelism.
+double layer_matmul_out_elems(const TransformerSpec& t, std::int64_t layer, bool mlpwi) {
+  const auto& a = t.attention;
+  const double h = static_cast<double>(t.hidden);
+  double e = 3 * h;
+  e += static_cast<double>(a.heads * a.qk_dim() + 2 * a.kv_heads * std::max(a.qk_dim(), a.v_dim()));
+  const double per_ffn = !mlpwi ? 0 : t.ffn.kind == FfnKind::swiglu ? 2 : 1;  // up (and gate) outputs
+  if (t.is_moe_layer(layer)) {
+    const auto& m = t.moe;
+    e += static_cast<double>(m.experts) + static_cast<double>(m.top_k) * (per_ffn * m.expert_ffn_size + h);
+    e += per_ffn * static_cast<double>(m.shared_experts * m.expert_ffn_size);
+  } else {
+    e += per_ffn * static_cast<double>(t.ffn.size);
+  }
+  return e;
+}
+
+// Forward MACs per token of the FFN's input projections over all layers
+// (MaxText's "mlpwi", recomputed by the selective policy).
+double mlpwi_macs_per_token(const TransformerSpec& t) {
+  const double h = static_cast<double>(t.hidden), per_ffn = t.ffn.kind == FfnKind::swiglu ? 2 : 1;
+  double m = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i)
+    m += t.is_moe_layer(i) ? h * per_ffn * static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
+                           : h * per_ffn * static_cast<double>(t.ffn.size);
+  return m;
+}
+
 // Parameters tensor parallelism leaves whole on every tensor rank (see
 // per_chip_params), and per layer the gathered share of one chip under FSDP.
 u64 tensor_replicated_params(const ModelSpec& m) {
@@ -292,7 +326,16 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       if (o.phase == Phase::prefill)
         return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
       const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
-      return 3.0 * fwd + (o.recompute ? fwd - B * S * head : 0.0);
+      // Recomputed: the layers' forward once more (full); their attention
+      // (minimal), and the FFN input projections (selective).
+      const double attn = B * prefill_attention(t, o.seq_len, true);
+      switch (o.remat) {
+        case RematPolicy::none: return 3.0 * fwd;
+        case RematPolicy::minimal: return 3.0 * fwd + attn;
+        case RematPolicy::selective: return 3.0 * fwd + attn + 2.0 * B * S * mlpwi_macs_per_token(t);
+        case RematPolicy::full: return 4.0 * fwd - B * S * head;
+      }
+      return 3.0 * fwd;
     }
     case Family::encoder:
     case Family::vit: {
@@ -385,9 +428,9 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       S = n * n + 1;
     }
     const double tokens = B * static_cast<double>(S);
-    double max_layer = 0, sum_layers = 0;
+    double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0;
     for (std::int64_t i = 0; i < t.layers; ++i) {
-      double e = layer_act_elems(t, i);
+      double e = layer_act_elems(t, i), mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal);
       // Context parallelism: a chip holds the whole sequence's gathered K
       // and V (its own tokens' share is already in e).
       if (cp > 1)
@@ -397,20 +440,32 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         // Sequence parallelism splits the rest too (Korthikanti et al.
         // 2022, eq. 4: 34 sbh / t instead of 10 sbh + 24 sbh / t).
         e /= static_cast<double>(tp);
+        mo /= static_cast<double>(tp);
       } else if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
         const double whole =
             6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
         e = whole + (e - whole) / static_cast<double>(tp);
+        const double h3 = 3.0 * static_cast<double>(t.hidden);
+        mo = h3 + (mo - h3) / static_cast<double>(tp);
       }
       max_layer = std::max(max_layer, e);
       sum_layers += e;
+      sum_matmul_outs += mo;
     }
     const double logits_cols =
         dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
     if (o.phase == Phase::train) {
       const double inputs =
           static_cast<double>(t.layers) * static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
-      const double kept = o.recompute ? inputs + max_layer : sum_layers;
+      // Kept for backward, plus, when recomputing, one layer's activations
+      // rebuilt at a time.
+      double kept = sum_layers;
+      switch (o.remat) {
+        case RematPolicy::none: break;
+        case RematPolicy::full: kept = inputs + max_layer; break;
+        case RematPolicy::minimal:
+        case RematPolicy::selective: kept = sum_matmul_outs + max_layer; break;
+      }
       act =
           tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
     } else {

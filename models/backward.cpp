@@ -1,6 +1,12 @@
 // Training tail of a generated workload: loss gradient, reverse-mode
-// backward of the recorded forward ops, optional per-layer recomputation,
-// and an Adam update with f32 master weights.
+// backward of the recorded forward ops, per-layer recomputation by the
+// remat policy, and an Adam update with f32 master weights.
+// Remat (PhaseOptions::remat, docs/remat.md): `full` re-emits every forward
+// op of a layer (layers.<i>.recompute.*) before the layer's backward;
+// `minimal` keeps matmul and collective outputs, `selective` the same but
+// the FFN input projections' (gate_proj, up_proj, fc1), and both re-emit
+// only the other ops whose outputs the layer's backward reads, directly or
+// through other re-emitted ops (dead ones, e.g. residual adds, are left out).
 // Models: per forward matmul an activation-gradient and a weight-gradient
 // matmul (the transposed einsums, so 2x the forward matmul FLOPs);
 // attention backward as two fused attention ops over the forward q/k/v
@@ -66,7 +72,7 @@ class Backward {
     for (std::size_t r = fwd_.size(); r-- > 0;) {
       const Op& op = fwd_[r];
       int layer = layer_of(op.name);
-      if (o_.recompute && layer >= 0 && layer != current_layer) recompute(layer);
+      if (o_.recompute_any() && layer >= 0 && layer != current_layer) recompute(layer);
       current_layer = layer;
       if (contrib_.count(op.outputs[0])) backward_op(op, grad(op.outputs[0]));
       for (const auto& in : op.inputs) {
@@ -104,18 +110,109 @@ class Backward {
     return b_.ref(it == rename_.end() ? name : it->second);
   }
 
-  // Re-emits layer `layer`'s forward ops so that its backward reads fresh
-  // activations instead of ones kept from the forward pass.
+  // Forward tensors whose values (not only shapes) the backward rule of
+  // `op` reads (see backward_op).
+  std::vector<std::string> backward_reads(const Op& op) const {
+    std::vector<std::string> r;
+    switch (op.kind) {
+      case OpKind::matmul:
+        if (wants(op, 1)) r.push_back(op.inputs[0]);
+        if (wants(op, 0)) r.push_back(op.inputs[1]);
+        break;
+      case OpKind::attention: r = {op.inputs[0], op.inputs[1], op.inputs[2]}; break;
+      case OpKind::elementwise: {
+        const EwKind k = op.as<ElementwiseAttrs>().kind;
+        if (k == EwKind::cast || k == EwKind::add || k == EwKind::sub) break;
+        r = op.inputs;
+        break;
+      }
+      case OpKind::rms_norm:
+      case OpKind::layer_norm:
+        r = {op.inputs[0], op.outputs[0]};
+        if (op.inputs.size() > 1) r.push_back(op.inputs[1]);
+        break;
+      case OpKind::softmax: r = {op.outputs[0]}; break;
+      case OpKind::conv2d:
+      case OpKind::reduce:
+      case OpKind::gather:
+      case OpKind::transpose:
+      case OpKind::reshape:
+      case OpKind::concat:
+      case OpKind::slice:
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_reduce:
+      case OpKind::all_to_all:
+      case OpKind::collective_permute:
+      case OpKind::broadcast: break;
+    }
+    return r;
+  }
+
+  // MaxText's "mlpwi": the FFN's input projections (dense or expert).
+  static bool ffn_input_projection(const std::string& n) {
+    for (const char* s : {".gate_proj", ".up_proj", ".fc1"}) {
+      const std::size_t l = std::char_traits<char>::length(s);
+      if (n.size() >= l && n.compare(n.size() - l, l, s) == 0) return true;
+    }
+    return false;
+  }
+
+  // True if the policy keeps this forward op's output for backward.
+  bool kept(const Op& op) const {
+    if (is_collective(op.kind)) return true;
+    if (op.kind != OpKind::matmul) return false;
+    return o_.remat == RematPolicy::minimal || !ffn_input_projection(op.name);
+  }
+
+  // Ops of the layer the policy re-emits: all of them (full), or (minimal,
+  // selective) the ops whose outputs are not kept and that the backward
+  // reads from, walked back through their inputs until a kept tensor.
+  std::vector<bool> to_recompute(int layer) const {
+    std::vector<bool> emit(fwd_.size(), false);
+    if (o_.remat == RematPolicy::full) {
+      for (std::size_t i = 0; i < fwd_.size(); ++i) emit[i] = layer_of(fwd_[i].name) == layer;
+      return emit;
+    }
+    std::set<std::string> needed;
+    for (const Op& op : fwd_)
+      if (layer_of(op.name) == layer && rg_.count(op.outputs[0]))
+        for (auto& t : backward_reads(op)) needed.insert(t);
+    for (std::size_t i = fwd_.size(); i-- > 0;) {
+      const Op& op = fwd_[i];
+      if (layer_of(op.name) != layer || kept(op)) continue;
+      bool used = false;
+      for (const auto& out : op.outputs) used = used || needed.count(out);
+      if (!used) continue;
+      emit[i] = true;
+      for (const auto& in : op.inputs) needed.insert(in);
+    }
+    return emit;
+  }
+
+  // Re-emits the forward ops of layer `layer` the remat policy recomputes,
+  // so that its backward reads fresh activations instead of ones kept from
+  // the forward pass.
   void recompute(int layer) {
     const std::string pre = "layers." + std::to_string(layer) + ".";
     auto rn = [&](const std::string& n) { return pre + "recompute." + n.substr(pre.size()); };
-    for (const Op& op : fwd_) {
-      if (layer_of(op.name) != layer) continue;
+    const std::vector<bool> emit = to_recompute(layer);
+    for (std::size_t i = 0; i < fwd_.size(); ++i) {
+      const Op& op = fwd_[i];
+      if (!emit[i]) continue;
       Op c = op;
       c.name = rn(op.name);
       for (auto& in : c.inputs) {
         auto it = rename_.find(in);
-        if (it != rename_.end()) in = it->second;
+        if (it != rename_.end()) {
+          in = it->second;
+          continue;
+        }
+        // A kept all_gather output that FSDP or sequence parallelism
+        // gathers again for backward rather than keeping it alive.
+        TensorRef r = regather(in);
+        if (r.name == in) r = regather_activation(in);
+        in = r.name;
       }
       for (auto& out : c.outputs) {
         std::string n = rn(out);
@@ -337,7 +434,7 @@ class Backward {
   // again (once per weight) unless recompute already re-gathered it.
   TensorRef regather(const std::string& name) {
     auto p = producer_.find(name);
-    if (o_.recompute || p == producer_.end()) return fwd(name);
+    if (o_.remat == RematPolicy::full || p == producer_.end()) return fwd(name);
     const Op& g = fwd_[p->second];
     if (g.kind != OpKind::all_gather || b_.ref(g.inputs[0]).shape.empty() ||
         b_.peek().find_tensor(g.inputs[0])->kind != TensorKind::weight)
@@ -353,7 +450,7 @@ class Backward {
   // An activation forward all_gathered that backward gathers again
   // (TrainingCollectives::regather_in_backward), once per tensor.
   TensorRef regather_activation(const std::string& name) {
-    if (o_.recompute || !tc_.regather_in_backward.count(name)) return fwd(name);
+    if (o_.remat == RematPolicy::full || !tc_.regather_in_backward.count(name)) return fwd(name);
     auto it = regathered_.find(name);
     if (it != regathered_.end()) return it->second;
     const Op& g = fwd_[producer_.at(name)];

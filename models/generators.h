@@ -48,7 +48,7 @@ workloads::Workload generate_dlrm(const ModelSpec& m, const PhaseOptions& o);
 // Appends the training tail to a forward graph: the loss gradient
 // (softmax of the logits), reverse-mode backward ops for every forward op
 // recorded so far (activation-gradient and weight-gradient matmuls, ...),
-// optionally each layer's forward recomputed before its backward, and an
+// each layer's forward recomputed before its backward as o.remat says, and an
 // Adam update with f32 master weights for every weight with a gradient.
 //
 // Sharded programs (o.mesh) pass the collectives backward needs beyond the

@@ -37,6 +37,25 @@ bool parse_phase(const std::string& s, Phase* out) {
   return false;
 }
 
+const char* remat_name(RematPolicy r) {
+  switch (r) {
+    case RematPolicy::none: return "none";
+    case RematPolicy::minimal: return "minimal";
+    case RematPolicy::full: return "full";
+    case RematPolicy::selective: return "selective";
+  }
+  return "?";
+}
+
+bool parse_remat(const std::string& s, RematPolicy* out) {
+  for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full})
+    if (s == remat_name(r)) {
+      *out = r;
+      return true;
+    }
+  return false;
+}
+
 std::vector<Phase> supported_phases(Family f) {
   switch (f) {
     case Family::decoder: return {Phase::prefill, Phase::decode, Phase::train};
@@ -62,6 +81,9 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
     list += std::string(list.empty() ? "" : ", ") + phase_name(p);
   }
   if (!ok) bad("phase", "one of " + list + " for a " + family_name(m.family) + " model", phase_name(o.phase));
+  if (o.remat != RematPolicy::none && o.phase != Phase::train)
+    bad("remat", "none for phase " + std::string(phase_name(o.phase)) + " (rematerialization is a training option)",
+        remat_name(o.remat));
   if (o.batch < 1) bad("batch", "a batch >= 1", std::to_string(o.batch));
   const bool seq = m.family == Family::decoder || m.family == Family::encoder;
   if (seq && o.phase != Phase::decode && o.seq_len < 1) bad("seq_len", "a length >= 1", std::to_string(o.seq_len));

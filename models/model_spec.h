@@ -29,11 +29,29 @@ enum class AttentionKind { mha, mla };  // mha covers GQA/MQA via kv_heads
 enum class RouterKind { softmax, sigmoid };
 enum class InteractionKind { dot, dcn };
 enum class Phase { prefill, decode, train, infer };
+// Rematerialization of a training step (docs/remat.md), after MaxText's
+// remat_policy values (layers/decoders.py, get_remat_policy):
+//  none       every forward activation kept for backward;
+//  minimal    every matmul output kept (jax.checkpoint_policies.
+//             checkpoint_dots_with_no_batch_dims); the rest of a layer
+//             (norms, activation functions, elementwise, rotary, attention
+//             with its softmax) re-emitted before the layer's backward, only
+//             as far as backward reads it;
+//  selective  as minimal, but the FFN's input projections (gate/up, fc1:
+//             MaxText's "mlpwi") are recomputed too, their outputs being
+//             the largest (save_dot_except_mlpwi: q/k/v, output and FFN down
+//             projections kept), MaxText's recipe for Llama 2 70B on v5p;
+//  full       each layer's whole forward re-emitted, only the layer inputs
+//             kept (jax.checkpoint with nothing saveable; "full").
+enum class RematPolicy { none, minimal, selective, full };
 
 const char* family_name(Family f);
 const char* phase_name(Phase p);
 // Parses "prefill", "decode", "train", "infer"; false if unknown.
 bool parse_phase(const std::string& s, Phase* out);
+const char* remat_name(RematPolicy r);
+// Parses "none", "minimal", "selective", "full"; false if unknown.
+bool parse_remat(const std::string& s, RematPolicy* out);
 
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::mha;
@@ -149,7 +167,8 @@ struct PhaseOptions {
   DType weight_dtype = DType::bf16;
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
-  bool recompute = false;  // train: recompute each layer's forward in backward
+  RematPolicy remat = RematPolicy::none;  // train: what backward recomputes (see RematPolicy)
+  bool recompute_any() const { return remat != RematPolicy::none; }
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip
   // program: batch is the global batch, split over data x fsdp x expert.

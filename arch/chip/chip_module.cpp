@@ -13,15 +13,22 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
                        const UnitFactory& make_unit, DmaBackend& dma, CollectiveBackend* ici)
     : sc_core::sc_module(name), cfg_(cfg), program_(program), dma_(dma), ici_(ici), clock_hz_(cfg.chip.clock_hz) {
   if (clock_hz_ <= 0) throw std::invalid_argument("ChipModule: chip.clock_hz must be positive");
-  const int ncores = cfg.chip.tensorcores;
-  if (program.cores > ncores)
-    throw std::invalid_argument("program uses " + std::to_string(program.cores) + " TensorCores but the chip has " +
-                                std::to_string(ncores));
+  // Cores tensorcores .. tensorcores + sparsecores - 1 are the SparseCores'
+  // sequencers, present when the program uses them: vector tiles only (the
+  // factory's VPU unit for such a core), no MXU or XLU.
+  const int tcs = cfg.chip.tensorcores;
+  const int ncores = std::max(tcs, program.cores);
+  if (program.cores > tcs + cfg.sparsecores)
+    throw std::invalid_argument("program uses " + std::to_string(program.cores) + " cores but the chip has " +
+                                std::to_string(tcs) + " TensorCores and " + std::to_string(cfg.sparsecores) +
+                                " SparseCores");
   cores_.resize(static_cast<std::size_t>(ncores));
   for (int c = 0; c < ncores; ++c) {
     Core& core = cores_[static_cast<std::size_t>(c)];
-    for (int i = 0; i < cfg.mxu.count; ++i) core.mxu.push_back(make_unit(UnitKind::mxu, c, i));
+    core.sparse = c >= tcs;
     core.vpu.push_back(make_unit(UnitKind::vpu, c, 0));
+    if (core.sparse) continue;
+    for (int i = 0; i < cfg.mxu.count; ++i) core.mxu.push_back(make_unit(UnitKind::mxu, c, i));
     for (int i = 0; i < cfg.xlu.count; ++i) core.xlu.push_back(make_unit(UnitKind::xlu, c, i));
   }
   records_.resize(program.instrs.size());
@@ -29,8 +36,12 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
   for (InstrId id = 0; id < program.instrs.size(); ++id) {
     const Instr& in = program.instrs[id];
     if (in.core >= ncores)
-      throw std::invalid_argument("instruction " + std::to_string(id) + " names TensorCore " + std::to_string(in.core) +
+      throw std::invalid_argument("instruction " + std::to_string(id) + " names core " + std::to_string(in.core) +
                                   " of " + std::to_string(ncores));
+    const bool sparse = cores_[in.core].sparse;
+    if (sparse && (in.unit == UnitKind::mxu || in.unit == UnitKind::xlu || in.unit == UnitKind::ici))
+      throw std::invalid_argument("instruction " + std::to_string(id) + " needs " + unit_kind_name(in.unit) +
+                                  " on SparseCore " + std::to_string(in.core - tcs) + ", which has vector tiles only");
     for (InstrId d : in.deps)
       if (d >= id)
         throw std::invalid_argument("instruction " + std::to_string(id) + " waits for a later instruction " +
@@ -252,7 +263,8 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
   std::vector<std::pair<std::string, StatList>> out;
   for (std::size_t c = 0; c < cores_.size(); ++c) {
     const Core& core = cores_[c];
-    const std::string tc = "tc" + std::to_string(c);
+    const int tcs = cfg_.chip.tensorcores;
+    const std::string tc = core.sparse ? "sc" + std::to_string(static_cast<int>(c) - tcs) : "tc" + std::to_string(c);
     out.push_back({tc + ".sequencer",
                    {{"instructions", static_cast<double>(core.issued), "count", "instructions issued"},
                     {"dependency_stall_cycles", static_cast<double>(core.dep_stall_cycles), "cycles",
@@ -273,7 +285,7 @@ std::vector<std::pair<std::string, StatList>> ChipModule::block_stats() const {
         out.push_back({tc + "." + kind + std::to_string(i), units[i]->stats()});
     };
     add("mxu", core.mxu);
-    add("vpu", core.vpu);
+    add(core.sparse ? "tiles" : "vpu", core.vpu);
     add("xlu", core.xlu);
   }
   for (auto& b : dma_.block_stats()) out.push_back(b);

@@ -17,6 +17,11 @@
 // HBM: DMA reads of what the chip sends and writes of what it receives,
 // issued on the DMA engines when it starts (CollectiveStart). The
 // instruction completes at max(network done, its DMAs done, VPU done).
+// SparseCores (cfg.sparsecores) are further cores after the TensorCores,
+// present when the program issues on them: a sequencer of its own (the
+// SparseCore's scalar core) with one vector unit standing for its tiles
+// (arch/sparsecore), sharing the DMA engines and HBM; their stats are
+// named sc<N>.
 // Leaves out: instruction fetch and scalar ALU work (one issue slot each),
 // unit queue back-pressure (a unit's timer serialises what it is given),
 // the add of the last partial shard after it lands (the reduction is
@@ -74,6 +79,7 @@ class ChipModule : public sc_core::sc_module {
 
  private:
   struct Core {
+    bool sparse = false;  // a SparseCore's sequencer (vector tiles only)
     std::vector<std::unique_ptr<UnitTiming>> mxu, vpu, xlu;
     std::vector<InstrId> instrs;  // this core's instructions, in order
     std::size_t next_mxu = 0, next_xlu = 0;

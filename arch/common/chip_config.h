@@ -195,6 +195,16 @@ struct IciConfig {
   int chips_per_host = 4;
 };
 
+// One SparseCore (arch/sparsecore): a scalar sequencer driving `tiles`
+// vector subcores of `lanes` 32-bit lanes each (openxla.org/xla/sparsecore,
+// "Specifications at a glance": 16 tiles per SparseCore on v4, v5p and
+// Trillium; SIMD width 8 f32). The count per chip is TpuConfig::sparsecores.
+struct SparseCoreConfig {
+  int tiles = 16;   // vector subcores (tiles) per SparseCore
+  int lanes = 8;    // 32-bit SIMD lanes per tile
+  int latency = 2;  // vector pipeline latency, cycles (assumption: as the TensorCore VPU)
+};
+
 // What the compiler's kernels cost beyond the hardware's own timing (the
 // software half of a run: XLA's and Pallas's pipelined kernels).
 struct KernelConfig {
@@ -252,6 +262,7 @@ struct TpuConfig {
   double dcn_bandwidth = 0;   // bytes/s per chip
   double pcie_bandwidth = 0;  // bytes/s per chip
   int sparsecores = 0;
+  SparseCoreConfig sparsecore;
   KernelConfig kernel;
   EnergyConfig energy;
   PublishedFigures published;

@@ -12,6 +12,7 @@
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/remat_option.h"
 #include "workloads/io/workload_file.h"
 
 namespace tpusim::sim {
@@ -127,7 +128,8 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "weight-dtype", po::value<std::string>()->default_value("bf16"), "weight dtype")(
       "act-dtype", po::value<std::string>()->default_value("bf16"), "activation dtype")(
       "kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype")(
-      "recompute", po::bool_switch(), "train: recompute activations per layer")(
+      "recompute", po::bool_switch(), "train: the same as --remat full")(
+      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full")(
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");
@@ -152,7 +154,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.weight_dtype = dtype_opt(vm, "weight-dtype");
   p.activation_dtype = dtype_opt(vm, "act-dtype");
   p.kv_dtype = dtype_opt(vm, "kv-dtype");
-  p.recompute = vm["recompute"].as<bool>();
+  p.remat = remat_option("model export", vm);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {
     if (vm.count("mesh")) p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), mesh_axis_names());

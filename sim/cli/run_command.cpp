@@ -11,6 +11,7 @@
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "sim/report/run_html.h"
+#include "sim/cli/remat_option.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/run.h"
@@ -47,7 +48,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
       "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
-      "recompute", po::bool_switch(), "--model train: recompute each layer's forward before its backward")(
+      "recompute", po::bool_switch(), "--model train: the same as --remat full")(
+      "remat", po::value<std::string>(),
+      "--model train: rematerialization policy none|minimal|selective|full (docs/remat.md)")(
       "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
       "all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")(
       "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(
@@ -119,7 +122,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
-    po.recompute = vm["recompute"].as<bool>();
+    po.remat = remat_option("run", vm);
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
@@ -140,6 +143,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm["sequence-parallel"].as<bool>() && !vm.count("model"))
     throw UsageError("run: --sequence-parallel needs --model");
   if (vm["recompute"].as<bool>() && !vm.count("model")) throw UsageError("run: --recompute needs --model");
+  if (vm.count("remat") && !vm.count("model")) throw UsageError("run: --remat needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {
     ro.sim.slice = vm["slice"].as<std::string>();

@@ -286,6 +286,12 @@ std::vector<FieldSpec> build() {
   b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth), "Host PCIe bandwidth per chip", true)
       .bounded(1e15);
   b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip").bounded(64);
+  b.integer("sparsecore.tiles", TPUSIM_FIELD(c.sparsecore.tiles), 1, "Vector subcores (tiles) per SparseCore")
+      .bounded(1024);
+  b.integer("sparsecore.lanes", TPUSIM_FIELD(c.sparsecore.lanes), 1, "32-bit SIMD lanes per SparseCore tile")
+      .bounded(4096);
+  b.integer("sparsecore.latency", TPUSIM_FIELD(c.sparsecore.latency), 1, "SparseCore vector pipeline latency, cycles")
+      .bounded(1e6);
   // kernels: what the compiler's pipelined kernels cost beyond the hardware
   b.qty("kernel.step_overhead", U::time, TPUSIM_FIELD(c.kernel.step_overhead),
         "Scalar-core time per pipeline (grid) step, serial with the step's compute; 0 = free", true)

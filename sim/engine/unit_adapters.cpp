@@ -5,6 +5,7 @@
 #include "arch/memory/tile_layout.h"
 #include "arch/memory/vmem_feed.h"
 #include "arch/mxu/systolic_timing.h"
+#include "arch/sparsecore/sparsecore_timing.h"
 #include "arch/vpu/vpu_unit_timing.h"
 
 namespace tpusim::sim {
@@ -55,10 +56,13 @@ class MxuUnit : public arch::UnitTiming {
 
 arch::UnitFactory make_unit_factory(const arch::TpuConfig& cfg) {
   const arch::VmemFeed vmem(cfg.vmem, cfg.chip.clock_hz);
-  return [&cfg, vmem](arch::UnitKind kind, int, int) -> std::unique_ptr<arch::UnitTiming> {
+  return [&cfg, vmem](arch::UnitKind kind, int core, int) -> std::unique_ptr<arch::UnitTiming> {
     switch (kind) {
       case arch::UnitKind::mxu: return std::make_unique<MxuUnit>(cfg.mxu, vmem);
-      case arch::UnitKind::vpu: return std::make_unique<arch::VpuUnitTiming>(cfg.vpu, vmem);
+      case arch::UnitKind::vpu:
+        // Cores after the TensorCores are SparseCores: their vector tiles.
+        if (core >= cfg.chip.tensorcores) return std::make_unique<arch::SparseCoreUnitTiming>(cfg.sparsecore);
+        return std::make_unique<arch::VpuUnitTiming>(cfg.vpu, vmem);
       case arch::UnitKind::xlu: return std::make_unique<arch::XluUnitTiming>(cfg.xlu, cfg.vpu);
       case arch::UnitKind::dma:
       case arch::UnitKind::ici: break;

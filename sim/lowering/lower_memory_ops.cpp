@@ -1,5 +1,5 @@
 // Operators that mostly move bytes: embedding lookups (gathers of table
-// rows) and layout ops (transpose through VMEM and the XLU; concat and
+// rows; on the SparseCores where the chip has them) and layout ops (transpose through VMEM and the XLU; concat and
 // slice as direct DMAs, or through VMEM when ops are fused into them;
 // reshape a relabelling of the same bytes that costs nothing).
 #include "sim/lowering/op_lowering.h"
@@ -7,7 +7,13 @@
 namespace tpusim::sim::lowering {
 
 // Each index fetches one table row (a strided gather from HBM), then the
-// rows are stored contiguously.
+// rows are stored contiguously. On a chip with SparseCores the lookups run
+// there (XLA offloads embedding lookups and their gradients to them,
+// openxla.org/xla/sparsecore): the chunks go to the SparseCores' own
+// sequencers (cores cx.f.cores .. + sparsecores - 1), whose tiles form the
+// addresses while the TensorCores run other kernels; the rows still move
+// through the chip's DMA engines and HBM. Without SparseCores the
+// TensorCores do it.
 std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
   const Op& op = cx.op(i);
   const Tensor& table = cx.tensor(op.inputs[0]);
@@ -16,7 +22,9 @@ std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epil
   const std::int64_t V = table.shape[0];
   const std::int64_t n = idx.num_elements();
   const std::uint64_t row = bytes_of(table.dtype, table.num_elements() / std::max<std::int64_t>(1, V));
-  const int cores = cx.cores();
+  const int sparse = std::max(0, cx.cfg.sparsecores);
+  const int cores = sparse > 0 ? sparse : cx.cores();
+  const int first_core = sparse > 0 ? cx.f.cores : 0;
   const std::int64_t chunks = std::max<std::int64_t>(1, std::min<std::int64_t>(n, cores * 8));
   // Lookups land on rows spread over the table; a stride of the table over
   // the lookups stands for that spread in the memory system.
@@ -28,7 +36,7 @@ std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epil
     const std::int64_t i0 = n * c / chunks, i1 = n * (c + 1) / chunks;
     if (i1 == i0) continue;
     Step s;
-    s.core = static_cast<int>(c * cores / chunks);
+    s.core = first_core + static_cast<int>(c * cores / chunks);
     s.loads.push_back(load(cx.ref(idx.name) + bytes_of(idx.dtype, i0), bytes_of(idx.dtype, i1 - i0)));
     s.loads.push_back(
         load(cx.ref(table.name) + static_cast<std::uint64_t>(i0) * spread % std::max<std::uint64_t>(1, table.bytes()),
@@ -41,7 +49,7 @@ std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epil
     steps.push_back(std::move(s));
   }
   plan.vmem_peak = 2 * (row * static_cast<std::uint64_t>(ceil_div(n, chunks)));
-  plan.blocking = std::to_string(chunks) + " chunks";
+  plan.blocking = std::to_string(chunks) + " chunks" + (sparse > 0 ? " on " + std::to_string(sparse) + " SparseCores" : "");
   return steps;
 }
 

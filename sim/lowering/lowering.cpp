@@ -142,6 +142,8 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     ready[op.outputs[0]] = done;
     for (std::size_t j : fusion.chain[i]) ready[wl.ops[j].outputs[0]] = done;
   }
+  // Rules may issue on the SparseCores' sequencers, after the TensorCores.
+  for (const auto& in : out.program.instrs) out.program.cores = std::max(out.program.cores, in.core + 1);
   return out;
 }
 

@@ -39,6 +39,8 @@ std::string classify_bound(std::uint64_t cycles, double roofline_cycles, double 
   return "memory";
 }
 
+bool is_recomputed_op(const std::string& name) { return name.find(".recompute.") != std::string::npos; }
+
 RunMetrics compute_metrics(const RunReport& r) {
   if (!r.config) throw arch::InternalError("RunReport without a config");
   const arch::TpuConfig& cfg = *r.config;
@@ -111,6 +113,7 @@ RunMetrics compute_metrics(const RunReport& r) {
     OpMetrics& om = m.ops[i];
     m.total_flops += p.flops;
     m.total_macs += p.macs;
+    if (!is_recomputed_op(p.name)) m.model_flops += 2 * p.macs;
     m.vmem_peak_bytes = std::max(m.vmem_peak_bytes, p.vmem_peak);
     om.roofline_cycles = static_cast<std::uint64_t>(std::ceil(std::max(0.0, p.roofline_cycles)));
     // The op's own dtype sets the MXU rate (int8 runs faster than bf16 on
@@ -136,6 +139,10 @@ RunMetrics compute_metrics(const RunReport& r) {
   m.achieved_tflops = ratio(static_cast<double>(m.total_flops) / 1e12, m.seconds);
   m.mxu_utilization =
       ratio(static_cast<double>(m.total_macs), static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
+  m.hardware_flops = 2 * m.total_macs;
+  const double peak_flops_in_run = 2.0 * static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle;
+  m.mfu = ratio(static_cast<double>(m.model_flops), peak_flops_in_run);
+  m.hfu = ratio(static_cast<double>(m.hardware_flops), peak_flops_in_run);
   m.hbm_bandwidth = ratio(static_cast<double>(m.hbm_bytes), m.seconds);
   if (m.hbm_bandwidth) m.hbm_bandwidth_utilization = ratio(*m.hbm_bandwidth, m.hbm_peak_bandwidth);
   m.energy = compute_energy(r, m.seconds, m.total_flops);

@@ -55,9 +55,22 @@ struct RunMetrics {
   std::optional<double> mxu_utilization;            // total_macs / (total_cycles x peak_macs_per_cycle)
   std::optional<double> hbm_bandwidth;              // bytes/s: hbm_bytes / seconds
   std::optional<double> hbm_bandwidth_utilization;  // hbm_bandwidth / hbm_peak_bandwidth
+  // MXU FLOPs (2 x MACs) of the operators the model itself needs, and of
+  // every operator the chip ran, rematerialized ones (is_recomputed_op)
+  // included; their utilizations are over 2 x total_cycles x
+  // peak_macs_per_cycle (MFU and hardware FLOP utilization, HFU).
+  std::uint64_t model_flops = 0;
+  std::uint64_t hardware_flops = 0;
+  std::optional<double> mfu;
+  std::optional<double> hfu;
   std::vector<OpMetrics> ops;                       // indexed like LoweredWorkload::ops
   std::optional<EnergyMetrics> energy;              // empty: the config has no energy model
 };
+
+// Operators that recompute forward work for backward (remat): named
+// `<...>.recompute.<...>` (layers.<i>.recompute.* from the model zoo, or a
+// workload file written the same way, docs/remat.md).
+bool is_recomputed_op(const std::string& name);
 
 // Throws arch::InternalError when the report is inconsistent (no config,
 // clock <= 0, records not matching the program, an instruction naming an

@@ -90,15 +90,16 @@ void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os
   write_row(os,
             {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
              "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
-             "sim_wall_seconds", "tpusim_version", "config_hash"},
+             "sim_wall_seconds", "tpusim_version", "config_hash", "model_flops", "hardware_flops", "mfu", "hfu"},
             energy_header());
-  write_row(
-      os,
-      {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
-       u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
-       format_real(m.hbm_bandwidth, 9), format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
-       format_real(r.sim.wall_seconds), r.version, r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash},
-      energy_cells(m));
+  write_row(os,
+            {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
+             u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
+             format_real(m.hbm_bandwidth, 9), format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
+             format_real(r.sim.wall_seconds), r.version,
+             r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash, u64(m.model_flops),
+             u64(m.hardware_flops), format_real(m.mfu), format_real(m.hfu)},
+            energy_cells(m));
 }
 
 namespace {
@@ -291,6 +292,8 @@ void print_summary(const RunReport& r, std::ostream& os, int top) {
   os << "  Time        " << human_time(m.seconds) << " (" << m.total_cycles << " cycles)\n";
   os << "  Compute     " << (m.achieved_tflops ? fmt::format("{:.3f} TFLOP/s", *m.achieved_tflops) : std::string("-"))
      << ", MXU utilization " << pct(m.mxu_utilization) << "\n";
+  os << "  MFU         " << pct(m.mfu) << " (model FLOPs), HFU " << pct(m.hfu)
+     << " (hardware FLOPs, recomputation included)\n";
   os << "  HBM         " << human_bytes(static_cast<double>(m.hbm_bytes)) << " moved, "
      << (m.hbm_bandwidth ? fmt::format("{:.1f} GB/s", *m.hbm_bandwidth / 1e9) : std::string("-")) << " = "
      << pct(m.hbm_bandwidth_utilization) << " of " << fmt::format("{:.1f} GB/s", m.hbm_peak_bandwidth / 1e9)

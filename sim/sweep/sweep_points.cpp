@@ -75,7 +75,7 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
   static const std::map<std::string, std::string> defaults = {
       {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},       {"model.seq", "2048"},
       {"model.context", "2048"}, {"model.image", "224"},    {"workload.dtype", "bf16"}, {"workload.fusion", "true"},
-      {"workload.cmem", "true"}};
+      {"workload.cmem", "true"},  {"model.remat", "none"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -126,13 +126,14 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (params.count("model.seq")) po.seq_len = std::stoll(params["model.seq"]);
         if (params.count("model.context")) po.context = std::stoll(params["model.context"]);
         po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 224;
+        if (params.count("model.remat")) models::parse_remat(params["model.remat"], &po.remat);
         po.weight_dtype = po.activation_dtype = po.kv_dtype = dtype ? *dtype : arch::DType::bf16;
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
         const models::FitReport fit = models::check_fit(ms, po, cfg.hbm.capacity_bytes);
         if (!fit.fits) throw std::runtime_error("run: " + fit.message);
         a.insert(a.end(), {"--model", model});
-        for (const char* k : {"phase", "batch", "seq", "context", "image"})
+        for (const char* k : {"phase", "batch", "seq", "context", "image", "remat"})
           if (params.count(std::string("model.") + k))
             a.insert(a.end(), {std::string("--") + k, params["model." + std::string(k)]});
       } else if (params.count("workload.file")) {

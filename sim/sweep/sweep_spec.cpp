@@ -35,6 +35,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
       {"seq", "model.seq"},
       {"context", "model.context"},
       {"image", "model.image"},
+      {"remat", "model.remat"},
       {"workload", "workload.file"},
       {"gemm", "workload.gemm"},
       {"conv", "workload.conv"},
@@ -127,7 +128,7 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   std::vector<std::string> all = run_param_keys();
   all.push_back("arch");
   c.add(p, where.empty() ? key : where + "." + key,
-        "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image, "
+        "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat, "
         "workload.file|gemm|conv|attention|dtype|fusion",
         "unknown key '" + key + "'", nearest_word(key, all));
   return false;
@@ -147,6 +148,9 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   } else if (key == "model.phase") {
     models::Phase ph;
     if (!models::parse_phase(text, &ph)) c.add(p, k, "a phase: prefill, decode, train, infer", "'" + text + "'");
+  } else if (key == "model.remat") {
+    models::RematPolicy r;
+    if (!models::parse_remat(text, &r)) c.add(p, k, "a remat policy: none, minimal, selective, full", "'" + text + "'");
   }
 }
 
@@ -493,7 +497,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   for (const auto& p : all)
     for (const auto& [k, v] : point_params(spec, p)) names.insert(k);
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
-                        "workload.dtype", "workload.fusion", "workload.cmem"})
+                        "model.remat", "workload.dtype", "workload.fusion", "workload.cmem"})
     names.insert(k);
   std::vector<std::string> name_list(names.begin(), names.end());
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {

@@ -32,10 +32,10 @@ const std::vector<std::string> kRequired = {"id",       "title",  "source",   "s
                                             "workload", "metric", "measured", "tolerance"};
 const std::vector<std::string> kWorkloadKeys = {
     "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
-    "fusion", "cmem", "sequence_parallel", "recompute"};
+    "fusion", "cmem", "sequence_parallel", "recompute", "remat"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
 const std::vector<std::string> kModelOnly = {"phase",    "batch", "seq", "context", "image", "sequence_parallel",
-                                             "recompute"};
+                                             "recompute", "remat"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -194,6 +194,15 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (w["cmem"]) wl.cmem = boolean(w["cmem"], where + ".cmem", c);
   if (w["sequence_parallel"]) wl.sequence_parallel = boolean(w["sequence_parallel"], where + ".sequence_parallel", c);
   if (w["recompute"]) wl.recompute = boolean(w["recompute"], where + ".recompute", c);
+  if (w["remat"]) {
+    wl.remat = text(w["remat"], where + ".remat", c);
+    models::RematPolicy r = models::RematPolicy::none;
+    const bool known = wl.remat.empty() || models::parse_remat(wl.remat, &r);  // empty: text() reported it
+    if (!known)
+      c.add(w["remat"], where + ".remat", "a remat policy: none, minimal, selective, full", "'" + wl.remat + "'");
+    else if (!wl.remat.empty() && wl.recompute && r != models::RematPolicy::full)
+      c.add(w["remat"], where + ".remat", "full, as recompute: true says", "'" + wl.remat + "'");
+  }
 }
 
 void parse_metric(const YAML::Node& m, Case& k, Collector& c) {
@@ -500,6 +509,7 @@ std::vector<std::string> run_args(const Case& c) {
     if (!v->empty()) a.insert(a.end(), {flag, *v});
   if (w.sequence_parallel) a.push_back("--sequence-parallel");
   if (w.recompute) a.push_back("--recompute");
+  if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");
   return a;

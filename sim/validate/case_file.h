@@ -52,6 +52,7 @@ struct Workload {
   std::string phase, batch, seq, context, image;
   bool sequence_parallel = false;
   bool recompute = false;
+  std::string remat;  // empty = run's default (none, or full with recompute)
   bool fusion = true;
   bool cmem = true;
 };

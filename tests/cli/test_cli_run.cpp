@@ -178,15 +178,20 @@ TEST(CliRun, BadInputExitsTwoWithTheReason) {
   EXPECT_NE(r.err.find("--recompute needs --model"), std::string::npos) << r.err;
 }
 
+// A one-layer encoder (small, so a train step takes a second) in `d`.
+std::string tiny_encoder(const TempDir& d) {
+  return d.write("tiny.yaml",
+                 "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
+                 "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
+                 "ffn: {kind: gelu, size: 256}\n");
+}
+
 // --recompute re-emits each layer's forward before its backward: the train
 // step of a one-layer encoder (small, so the two runs take a second) has the
 // layers.0.recompute.* operators only with the flag.
 TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   TempDir d;
-  const std::string model = d.write("tiny.yaml",
-                                    "name: tiny\nfamily: encoder\nhidden: 128\nlayers: 1\nvocab: 256\n"
-                                    "max_context: 64\nnorm: layernorm\nattention: {heads: 2}\n"
-                                    "ffn: {kind: gelu, size: 256}\n");
+  const std::string model = tiny_encoder(d);
   const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
   Result r = run_tpusim(base + d.path() + "/plain", d);
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -195,6 +200,98 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
   const std::string plain = slurp(d.path() + "/plain/ops.csv"), re = slurp(d.path() + "/re/ops.csv");
   EXPECT_EQ(plain.find(".recompute."), std::string::npos);
   EXPECT_NE(re.find("layers.0.recompute."), std::string::npos);
+}
+
+// --remat none|minimal|selective|full on a one-layer encoder's train step:
+// the model's FLOPs are the same under every policy; hardware FLOPs add the
+// recomputed forward (full: the layer's matmuls and attention again;
+// minimal: only its attention, the matmul outputs being kept; selective:
+// attention and the FFN's input projection fc1). MFU and
+// HFU are those FLOPs over 2 x cycles x the chip's peak MACs per cycle
+// (v5e: 1 TensorCore x 4 MXUs x 128 x 128 = 65536).
+TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  std::map<std::string, std::map<std::string, std::string>> s;
+  const char* policies[] = {"none", "minimal", "selective", "full"};
+  for (const char* p : policies) {
+    Result r = run_tpusim(base + d.path() + "/" + p + " --remat " + p, d);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    s[p] = read_rows(d.path() + "/" + p + "/summary.csv").at(0);
+  }
+  auto num = [&](const char* p, const char* k) { return std::stod(s[p].at(k)); };
+  EXPECT_EQ(num("none", "model_flops"), num("none", "hardware_flops"));
+  EXPECT_EQ(num("full", "model_flops"), num("none", "model_flops"));
+  EXPECT_EQ(num("selective", "model_flops"), num("none", "model_flops"));
+  EXPECT_EQ(num("minimal", "model_flops"), num("none", "model_flops"));
+  // Forward of the layer at seq 64, hidden 128, 2 heads of 64, FFN 256:
+  // q,k,v,o projections 4 x 2*64*128*128 = 8388608; FFN 2 x 2*64*128*256 =
+  // 8388608; attention 2 heads x 64 x 64 pairs x 2 x (64 + 64) MAC-FLOPs =
+  // 2097152 (not causal: an encoder).
+  EXPECT_EQ(num("full", "hardware_flops") - num("full", "model_flops"), 8388608.0 + 8388608.0 + 2097152.0);
+  EXPECT_EQ(num("minimal", "hardware_flops") - num("minimal", "model_flops"), 2097152.0);
+  EXPECT_EQ(num("selective", "hardware_flops") - num("selective", "model_flops"), 2097152.0 + 4194304.0);
+  for (const char* p : policies) {
+    const double peak = 2.0 * num(p, "total_cycles") * 65536.0;
+    EXPECT_NEAR(num(p, "mfu"), num(p, "model_flops") / peak, 1e-5 * num(p, "mfu")) << p;
+    EXPECT_NEAR(num(p, "hfu"), num(p, "hardware_flops") / peak, 1e-5 * num(p, "hfu")) << p;
+  }
+  std::string ops = slurp(d.path() + "/minimal/ops.csv");
+  EXPECT_EQ(ops.find("layers.0.recompute.attn.q_proj,"), std::string::npos);
+  EXPECT_NE(ops.find("layers.0.recompute."), std::string::npos);
+
+  Result r = run_tpusim(base + d.path() + "/x --remat partial", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--remat expects none, minimal, selective or full, found 'partial'"), std::string::npos) << r.err;
+  r = run_tpusim(base + d.path() + "/x --remat selective --recompute", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--recompute means --remat full"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --model " + model + " --phase infer --seq 64 --remat full --quiet --out " +
+                     d.path() + "/x",
+                 d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
+}
+
+
+// DLRM-v2 inference on v5p: with its 4 SparseCores (configs/v5p.yaml) the
+// 26 embedding lookups run on them (blocking "... on 4 SparseCores", the
+// sc<N> sequencers in units.csv) while the TensorCores run the bottom MLP:
+// some lookup's [start, end) overlaps a matmul's, and the step is faster
+// than the TensorCore-only lowering of the same run (--set sparsecores=0),
+// where every lookup runs between TensorCore kernels.
+TEST(CliRun, DlrmLookupsRunOnSparseCoresOverlappingTensorCores) {
+  TempDir d;
+  const std::string base = "run --arch v5p --model dlrm-v2 --phase infer --batch 512 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/sc", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run_tpusim(base + d.path() + "/tc --set sparsecores=0", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto sc = read_rows(d.path() + "/sc/ops.csv"), tc = read_rows(d.path() + "/tc/ops.csv");
+  int gathers = 0;
+  bool overlap = false;
+  for (const auto& g : sc) {
+    if (g.at("kind") != "gather") continue;
+    ++gathers;
+    EXPECT_NE(g.at("blocking").find("on 4 SparseCores"), std::string::npos) << g.at("blocking");
+    const double g0 = std::stod(g.at("start_cycle")), g1 = std::stod(g.at("end_cycle"));
+    for (const auto& m : sc)
+      if (m.at("kind") == "matmul" && !m.at("start_cycle").empty())
+        overlap = overlap || (std::stod(m.at("start_cycle")) < g1 && g0 < std::stod(m.at("end_cycle")));
+  }
+  EXPECT_EQ(gathers, 26);
+  EXPECT_TRUE(overlap);
+  for (const auto& g : tc)
+    if (g.at("kind") == "gather") {
+      EXPECT_EQ(g.at("blocking").find("SparseCore"), std::string::npos);
+    }
+  const std::string units = slurp(d.path() + "/sc/units.csv");
+  EXPECT_NE(units.find("sc3.tiles0"), std::string::npos);
+  EXPECT_EQ(slurp(d.path() + "/tc/units.csv").find("sc0."), std::string::npos);
+  const double t_sc = std::stod(read_rows(d.path() + "/sc/summary.csv").at(0).at("seconds"));
+  const double t_tc = std::stod(read_rows(d.path() + "/tc/summary.csv").at(0).at("seconds"));
+  EXPECT_LT(t_sc, t_tc);
 }
 
 // SCALE-Sim topologies carry no dtype: --dtype gives every tensor its dtype,

@@ -3,6 +3,8 @@
 // closed-form count of analysis.h (within the stated tolerance).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "models/zoo.h"
 #include "workloads/ir/cost.h"
 
@@ -142,10 +144,56 @@ TEST(Generate, TrainHasBackwardMatmulsAtTwiceForwardAndAdamState) {
   EXPECT_EQ(w.find_tensor(dw->outputs[0])->shape, (Shape{4096, 4096}));
   // Recompute adds one forward of the layers.
   PhaseOptions r = o;
-  r.recompute = true;
+  r.remat = RematPolicy::full;
   Workload wr = generate(m, r);
   EXPECT_NE(wr.find_op("layers.1.recompute.attn.q_proj"), nullptr);
   EXPECT_NEAR(mm_attn_flops(wr) / phase_matmul_flops(m, r), 1.0, 0.01);
+}
+
+// Minimal remat keeps every matmul output and re-emits only the ops the
+// layer's backward reads (norms, the SwiGLU activation and product,
+// rotary, attention), not the residual adds (their gradient reads nothing):
+// one forward attention per layer of extra MXU work. Selective also
+// recomputes the FFN's gate and up projections (MaxText's "mlpwi") and
+// keeps q/k/v, o and down. phase_matmul_flops counts both (within 1%).
+TEST(Generate, MinimalAndSelectiveRematRecomputeAllButKeptMatmuls) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 2;
+  for (RematPolicy pol : {RematPolicy::minimal, RematPolicy::selective}) {
+    PhaseOptions o = small(Phase::train);
+    o.remat = pol;
+    Workload w = generate(m, o);
+    std::set<std::string> matmuls;
+    int recomputed = 0;
+    for (const auto& op : w.ops) {
+      if (op.name.find(".recompute.") == std::string::npos) continue;
+      ++recomputed;
+      EXPECT_FALSE(is_collective(op.kind)) << op.name;
+      if (op.kind == OpKind::matmul) matmuls.insert(op.name);
+    }
+    EXPECT_GT(recomputed, 0);
+    EXPECT_NE(w.find_op("layers.1.recompute.attn.core"), nullptr);
+    EXPECT_EQ(w.find_op("layers.1.recompute.attn.q_proj"), nullptr);
+    EXPECT_EQ(w.find_op("layers.1.recompute.mlp.down_proj"), nullptr);
+    if (pol == RematPolicy::minimal)
+      EXPECT_TRUE(matmuls.empty());
+    else
+      EXPECT_EQ(matmuls, (std::set<std::string>{"layers.0.recompute.mlp.gate_proj", "layers.0.recompute.mlp.up_proj",
+                                                "layers.1.recompute.mlp.gate_proj", "layers.1.recompute.mlp.up_proj"}));
+    EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01) << remat_name(pol);
+  }
+  // MXU work grows none < minimal < selective < full.
+  PhaseOptions o = small(Phase::train);
+  double last = 0;
+  for (RematPolicy pol : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full}) {
+    o.remat = pol;
+    EXPECT_GT(phase_matmul_flops(m, o), last) << remat_name(pol);
+    last = phase_matmul_flops(m, o);
+  }
+  // Remat is a training option.
+  PhaseOptions p = small(Phase::prefill);
+  p.remat = RematPolicy::selective;
+  EXPECT_THROW(generate(m, p), ModelError);
 }
 
 TEST(Generate, RejectsBadOptions) {

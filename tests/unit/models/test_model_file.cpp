@@ -2,7 +2,9 @@
 // expected and what was found; fit-check numbers against hand arithmetic.
 #include <gtest/gtest.h>
 
+#include "models/sharding.h"
 #include "models/zoo.h"
+#include "workloads/ir/mesh.h"
 
 using namespace tpusim::models;
 
@@ -137,10 +139,47 @@ TEST(FitCheck, TrainingAddsGradientsAndAdamState) {
   const std::uint64_t n = count_params(m).total;
   EXPECT_EQ(f.gradients, 2 * n);
   EXPECT_EQ(f.optimizer, 12 * n);  // f32 master + m + v
-  o.recompute = true;
+  o.remat = RematPolicy::full;
   EXPECT_LT(memory_footprint(m, o).activations, f.activations);
   FitReport r = check_fit(m, o, 95ull << 30);  // v5p: 95 GiB usable
   EXPECT_FALSE(r.fits);                        // 16 B/param x 6.74e9 = 108 GB alone
   EXPECT_EQ(r.min_chips, 2);
   EXPECT_TRUE(check_fit(load_model("resnet50"), PhaseOptions{Phase::infer}, 16ull << 30).fits);
+}
+
+// Llama 2 70B (hidden 8192, 64 heads of 128, 8 KV heads, SwiGLU FFN 28672,
+// 80 layers, vocab 32000) training at 4096 tokens per chip under FSDP 512
+// (MaxText's v5p-512 recipe): activations per chip by remat policy, per
+// token and layer in bf16 (docs/models.md, docs/remat.md):
+//   none:      6h + 64*(128+128) + 2*8*128 + 4*28672       = 182272 elements
+//   minimal:   3h + 64*128 + 2*8*128 + 2*28672             =  92160 (matmul outputs + input)
+//   selective: 3h + 64*128 + 2*8*128                       =  34816 (no gate/up outputs)
+//   full:      h (the layer input)                         =   8192
+// plus one layer rebuilt at a time (182272) when recomputing, and the
+// logits with their gradient (2 x 32000), all x 4096 tokens x 2 bytes.
+TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o;
+  o.phase = Phase::train;
+  o.batch = 512;
+  o.seq_len = 4096;
+  o.mesh = tpusim::workloads::parse_mesh("fsdp=512", mesh_axis_names());
+  const double tok_bytes = 4096.0 * 2.0, logits = 2.0 * 32000;
+  auto act = [&](RematPolicy r) {
+    o.remat = r;
+    return static_cast<double>(memory_footprint(m, o).activations);
+  };
+  EXPECT_NEAR(act(RematPolicy::none), tok_bytes * (80 * 182272.0 + logits), 1.0);
+  EXPECT_NEAR(act(RematPolicy::minimal), tok_bytes * (80 * 92160.0 + 182272 + logits), 1.0);
+  EXPECT_NEAR(act(RematPolicy::selective), tok_bytes * (80 * 34816.0 + 182272 + logits), 1.0);
+  EXPECT_NEAR(act(RematPolicy::full), tok_bytes * (80 * 8192.0 + 182272 + logits), 1.0);
+  const std::uint64_t v5p = 96ull << 30;  // configs/v5p.yaml: hbm.capacity 96 GiB
+  o.remat = RematPolicy::none;
+  EXPECT_FALSE(check_fit(m, o, v5p).fits);  // 111 GiB of activations alone
+  for (RematPolicy r : {RematPolicy::minimal, RematPolicy::selective}) {
+    o.remat = r;
+    EXPECT_TRUE(check_fit(m, o, v5p).fits) << remat_name(r);
+  }
+  o.remat = RematPolicy::full;
+  EXPECT_TRUE(check_fit(m, o, v5p).fits);
 }

@@ -167,7 +167,7 @@ TEST(SequenceParallel, TrainingMirrorsTheCollectivesAndRegathers) {
             (std::vector<std::string>{"data", "tensor"}));
   // With recompute the re-emitted forward gathers instead.
   PhaseOptions r = opts(Phase::train, 2, "tensor=4", true);
-  r.recompute = true;
+  r.remat = RematPolicy::full;
   Workload spr = generate(m, r);
   EXPECT_EQ(spr.find_op("layers.3.attn_norm.all_gather_bwd"), nullptr);
   EXPECT_NE(spr.find_op("layers.3.recompute.attn_norm.all_gather"), nullptr);

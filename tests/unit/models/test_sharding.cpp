@@ -276,7 +276,7 @@ TEST(Collectives, FsdpGathersEachLayerForwardAndBackward) {
   // Adam state on the shard: f32 m of q_proj is [4096 / 8, 4096].
   EXPECT_EQ(w.find_tensor("optimizer.layers.3.attn.q_proj.weight.m")->shape, (Shape{512, 4096}));
   // With recompute the re-emitted forward gathers the weights instead.
-  o.recompute = true;
+  o.remat = RematPolicy::full;
   Workload r = generate(m, o);
   EXPECT_EQ(r.find_op("layers.3.attn.q_proj.weight.all_gather_bwd"), nullptr);
   EXPECT_NE(r.find_op("layers.3.recompute.attn.q_proj.weight.all_gather"), nullptr);

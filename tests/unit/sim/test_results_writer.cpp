@@ -429,9 +429,9 @@ TEST(ResultsWriter, SummaryColumnsFollowTheFormulas) {
   const auto rows = read_table(d / "summary.csv");
   ASSERT_EQ(rows.size(), 1u);
   const auto& s = rows[0];
-  // 15 run figures, then 8 energy columns (empty: the fixture's config
-  // has no energy model).
-  EXPECT_EQ(s.size(), 23u);
+  // 15 run figures, 4 model/hardware FLOP figures, then 8 energy columns
+  // (empty: the fixture's config has no energy model).
+  EXPECT_EQ(s.size(), 27u);
   EXPECT_EQ(s.at("energy_j"), "");
   EXPECT_EQ(s.at("over_tdp"), "");
   EXPECT_EQ(s.at("arch"), "testchip");
@@ -460,6 +460,22 @@ TEST(ResultsWriter, SummaryColumnsFollowTheFormulas) {
   // No digest in the report: the writer hashes config_yaml.
   EXPECT_EQ(s.at("config_hash"), config_hash(f.r.config_yaml));
   EXPECT_EQ(s.at("config_hash").size(), 16u);
+  // Nothing recomputed: model and hardware FLOPs are the 2^31 MXU FLOPs of
+  // the matmul, and MFU = HFU = the MXU utilization.
+  EXPECT_EQ(s.at("model_flops"), "2147483648");
+  EXPECT_EQ(s.at("hardware_flops"), "2147483648");
+  EXPECT_NEAR(num(s.at("mfu")), mxu, 1e-5 * mxu);
+  EXPECT_NEAR(num(s.at("hfu")), mxu, 1e-5 * mxu);
+  // The matmul named as rematerialized work: hardware FLOPs only.
+  const std::string mm_name = f.r.lowered.ops[0].name;
+  f.r.lowered.ops[0].name = "layers.0.recompute.mm";
+  write_results(f.r, d.string(), {});
+  const auto re = read_table(d / "summary.csv").at(0);
+  EXPECT_EQ(re.at("model_flops"), "0");
+  EXPECT_EQ(re.at("hardware_flops"), "2147483648");
+  EXPECT_EQ(num(re.at("mfu")), 0.0);
+  EXPECT_NEAR(num(re.at("hfu")), mxu, 1e-5 * mxu);
+  f.r.lowered.ops[0].name = mm_name;
   f.r.config_hash = "00000000deadbeef";
   write_results(f.r, d.string(), {});
   EXPECT_EQ(read_table(d / "summary.csv")[0].at("config_hash"), "00000000deadbeef");

@@ -289,6 +289,35 @@ TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
   EXPECT_THROW(parse_sweep_spec("base: {arch: v4, gemm: '8,8,8', cmem: maybe}\n", "bad.yaml"), ConfigError);
 }
 
+// model.remat (`remat` in base) sweeps the training remat policy: each point runs
+// with --remat <policy>; an unknown policy is a located spec error.
+TEST(SweepSpec, RematPolicyBecomesRunFlag) {
+  const SweepSpec s = parse_sweep_spec(
+      "base: {arch: v5p, model: bert-base, phase: train, batch: 1, seq: 128}\n"
+      "axes:\n  grid:\n    model.remat: [none, minimal, selective, full]\n",
+      "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  std::set<std::string> seen;
+  for (const auto& p : pts) {
+    ASSERT_TRUE(p.error.empty()) << p.error;
+    const auto& a = p.run_args;
+    auto it = std::find(a.begin(), a.end(), "--remat");
+    ASSERT_NE(it, a.end());
+    ASSERT_NE(it + 1, a.end());
+    seen.insert(*(it + 1));
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"none", "minimal", "selective", "full"}));
+  try {
+    parse_sweep_spec("base: {model: bert-base, phase: train}\naxes:\n  grid:\n    model.remat: [full, some]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:25:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a remat policy"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SweepResults, TornLastLineIsDropped) {
   TmpDir d;
   const std::string path = (d.p / "results.csv").string();

@@ -100,6 +100,14 @@ TEST(ValidateCases, RunArguments) {
   EXPECT_EQ(run_args(cases[2]), (std::vector<std::string>{"run", "--arch", "v6e", "--quiet", "--slice", "2x2", "--mesh",
                                                           "fsdp=4", "--model", "llama3-8b", "--phase", "train",
                                                           "--batch", "4", "--seq", "256", "--no-fusion"}));
+  // A remat policy becomes --remat.
+  std::string text = kGood;
+  const std::string from = "seq: 256, fusion: false}";
+  text.replace(text.find(from), from.size(), "seq: 256, remat: selective}");
+  const auto r = parse_in(d, text);
+  EXPECT_EQ(r[2].workload.remat, "selective");
+  const auto a = run_args(r[2]);
+  EXPECT_EQ(std::vector<std::string>(a.end() - 2, a.end()), (std::vector<std::string>{"--remat", "selective"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -189,6 +197,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"duplicate id", replace(g, "id: copy-b", "id: gemm-a"), "already the id of the case at line 9"},
       {"bad override", replace(g, "hbm.model=channel", "hbm.modle=channel"), "cases[copy-b].set"},
       {"unknown chip", replace(g, "arch: v6e", "arch: v99"), "cases[step-c].arch"},
+      {"unknown remat policy", replace(g, "seq: 256,", "seq: 256, remat: some,"),
+       "cases[step-c].workload.remat: expected a remat policy"},
+      {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
+       "cases[step-c].workload.remat: expected full, as recompute: true says"},
       {"mesh without slice", replace(g, "    slice: 2x2\n", ""), "cases[step-c].mesh: expected a slice"},
       {"not yaml", "family: [", "cases.yaml:"},
       {"no cases", "family: x\n", "cases: expected a non-empty list"},
