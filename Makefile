@@ -25,9 +25,10 @@ run: configure
 	cmake --build $(BUILD) -j $(JOBS) --target tpusim
 	$(BUILD)/sim/tpusim run --arch v5e --gemm 4096,4096,4096 --out results/default
 
-# The whole test suite, the unit tests again under ASan + UBSan, then a
-# short run of every fuzzer.
+# clang-tidy on the changed files (scripts/tidy), the whole test suite,
+# the unit tests again under ASan + UBSan, then a short run of every fuzzer.
 test: build
+	JOBS=$(JOBS) scripts/tidy $(BUILD)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=3
@@ -72,7 +73,9 @@ reference: configure
 	scripts/update-reference --tpusim $(BUILD)/sim/tpusim
 
 # clang-tidy (.clang-tidy) on the C++ files changed since TIDY_BASE (default:
-# the merge base with main); installs Debian's clang-tidy if missing.
+# the merge base with main; on main, the last commit's first parent; empty:
+# every file), results cached under $(BUILD)/tidy-cache; installs Debian's
+# clang-tidy-14 if missing. `make test` runs it first.
 tidy: configure
 	JOBS=$(JOBS) scripts/tidy $(BUILD)
 

@@ -47,7 +47,7 @@ int sc_main(int, char*[]) {
     Ps end = 0;
     for (const auto& c : d.run_until(kNever / 4)) end = c.time;
     const double w = wall(t0);
-    out("detailed_seq_requests_per_wall_s", static_cast<double>(t.bytes() / 64) / w, "req/s");
+    out("detailed_seq_requests_per_wall_s", static_cast<double>(t.bytes()) / 64 / w, "req/s");
     out("detailed_seq_efficiency", static_cast<double>(t.bytes()) / ps_to_seconds(end) / d.peak_bandwidth(), "ratio");
   }
   {  // detailed, random 64 B reads

@@ -59,6 +59,9 @@ class ChipModule : public sc_core::sc_module {
              DmaBackend& dma, CollectiveBackend* ici = nullptr);
 
   const std::vector<InstrRecord>& records() const { return records_; }
+  // The records, moved out (one per instruction: for a large program,
+  // hundreds of MB not to copy). records() is empty afterwards.
+  std::vector<InstrRecord> take_records() { return std::move(records_); }
   // Cycle at which the last instruction finished (0 for an empty program).
   std::uint64_t end_cycle() const { return end_cycle_; }
   // True once every instruction has completed; false after sc_start means

@@ -95,30 +95,37 @@ struct DmaWork {
 // all_reduce and all_to_all buffer). `kind` is an arch::ici::CollectiveKind.
 // `dtype`: element type of the buffer, which sets how many elements a
 // reduction adds on the VPU.
+// Fields are ordered so that the small ones share one word: a program
+// holds millions of instructions, and the largest alternative sets the
+// size of every Instr.
 struct IciWork {
   std::uint8_t kind = 0;
-  std::uint64_t bytes = 0;
   DType dtype = DType::bf16;
-  std::vector<std::string> axes;
   int root = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::string> axes;
   std::vector<std::pair<int, int>> pairs;
 };
 
 using InstrId = std::uint32_t;
 
+// 112 bytes (the small fields first, packed into 16): a large training
+// step lowers to millions of instructions, so their size is much of the
+// lowering's time (allocating and moving the program).
 struct Instr {
   UnitKind unit = UnitKind::vpu;
-  std::uint16_t core = 0;     // TensorCore that issues it
-  std::int16_t index = -1;    // which MXU/XLU/DMA engine; -1 = next in turn
-  std::uint32_t op = 0;       // workload operator it belongs to (for reports)
-  std::vector<InstrId> deps;  // earlier instructions that must complete first
+  std::uint16_t core = 0;   // TensorCore that issues it
+  std::int16_t index = -1;  // which MXU/XLU/DMA engine; -1 = next in turn
+  std::uint32_t op = 0;     // workload operator it belongs to (for reports)
   // Cycles the scalar core spends before issuing this instruction, once its
   // waits are over (a pipeline step's bookkeeping: semaphores, DMA
   // descriptors, address arithmetic). The sequencer issues nothing else
   // meanwhile.
   std::uint32_t scalar_cycles = 0;
+  std::vector<InstrId> deps;  // earlier instructions that must complete first
   std::variant<MxuWork, VpuWork, XluWork, DmaWork, IciWork> work;
 };
+static_assert(sizeof(void*) != 8 || sizeof(Instr) <= 112, "Instr grew: see the comment above it");
 
 // A lowered workload: instructions in issue order (each core issues its own
 // instructions in this order); deps always point backwards.

@@ -8,6 +8,7 @@
 // Leaves out: data values (timing only), ECC, power.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -22,7 +23,7 @@ namespace tpusim::arch {
 using Ps = std::int64_t;  // picoseconds
 inline constexpr Ps kNever = std::numeric_limits<Ps>::max();
 
-inline Ps seconds_to_ps(double s) { return static_cast<Ps>(s * 1e12 + 0.5); }
+inline Ps seconds_to_ps(double s) { return std::llround(s * 1e12); }
 inline double ps_to_seconds(Ps p) { return static_cast<double>(p) * 1e-12; }
 
 // A copy to or from HBM: `rows` rows of `row_bytes`, consecutive rows

@@ -10,6 +10,13 @@ namespace tpusim::arch::ici {
 
 namespace {
 
+// Index of a chip's outgoing link along axis `a` in direction `dir` in the
+// per-chip table of 2 x rank links (+ direction first).
+std::size_t link_slot(int chip, int rank, int a, int dir) {
+  return static_cast<std::size_t>(chip) * 2 * static_cast<std::size_t>(rank) + static_cast<std::size_t>(a) * 2 +
+         (dir > 0 ? 0 : 1);
+}
+
 const char kAxisNames[] = "xyz";
 
 [[noreturn]] void shape_error(const std::string& shape, const std::string& why) {
@@ -101,7 +108,7 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
             twist_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = dims_[static_cast<std::size_t>(b)] / 2;
   }
 
-  out_.assign(static_cast<std::size_t>(num_chips_ * 2 * r), -1);
+  out_.assign(static_cast<std::size_t>(num_chips_) * 2 * static_cast<std::size_t>(r), -1);
   for (int c = 0; c < num_chips_; ++c) {
     const std::vector<int> xc = coords(c);
     for (int a = 0; a < r; ++a) {
@@ -124,7 +131,7 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
           }
         }
         if (len == 1) continue;
-        out_[static_cast<std::size_t>(c * 2 * r + a * 2 + (dir > 0 ? 0 : 1))] = num_links();
+        out_[link_slot(c, r, a, dir)] = num_links();
         links_.push_back(Link{c, chip_at(n), a, dir, wrap});
       }
     }
@@ -173,7 +180,7 @@ std::string Slice::link_name(int id) const {
 int Slice::out_link(int chip, int axis, int dir) const {
   if (chip < 0 || chip >= num_chips_ || axis < 0 || axis >= rank())
     throw InternalError("Slice::out_link: chip or axis out of range");
-  return out_[static_cast<std::size_t>(chip * 2 * rank() + axis * 2 + (dir > 0 ? 0 : 1))];
+  return out_[link_slot(chip, rank(), axis, dir)];
 }
 
 std::vector<int> Slice::neighbours(int chip) const {
@@ -218,7 +225,7 @@ void Slice::route_into(int src, int dst, std::vector<int>& path) const {
       }
       for (int guard = 0; coord(cur, a) != target; ++guard) {
         if (guard > len) throw InternalError("Slice::route: axis walk did not converge");
-        const int l = out_[static_cast<std::size_t>(cur * 2 * rank() + a * 2 + (dir > 0 ? 0 : 1))];
+        const int l = out_[link_slot(cur, rank(), a, dir)];
         if (l < 0) throw InternalError("Slice::route: missing link");
         path.push_back(l);
         cur = links_[static_cast<std::size_t>(l)].dst;

@@ -1,14 +1,21 @@
 // `tpusim validate`: runs the validation suite (configs/validation/, see
 // docs/validation.md), prints measured vs simulated per case and writes
 // validation.csv, validation.svg and validation.html.
-// Exit code: 0 when every case passes or misses as its `expect: miss` says,
-// 1 when a case fails, errors or passes despite `expect: miss`, 2 for bad
-// case files or options.
+// With --reference FILE, also compares the cases' rows with a committed
+// validation.csv (reference_check.h).
+// Exit code: 0 when every case passes or misses as its `expect: miss` says
+// (and matches the reference), 1 when a case fails, errors, passes despite
+// `expect: miss` or differs from the reference, 2 for bad case files or
+// options.
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "sim/cli/cli.h"
 #include "sim/validate/case_file.h"
+#include "sim/validate/reference_check.h"
 #include "sim/validate/report.h"
 #include "sim/validate/runner.h"
 
@@ -31,17 +38,28 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "keep-runs", po::bool_switch(), "keep each case's run folder under OUT/runs/<id>/")(
       "list", po::bool_switch(), "list the selected cases and run nothing")(
       "markdown", po::bool_switch(), "print the result table as Markdown (for docs/validation.md)")(
+      "reference", po::value<std::string>(),
+      "committed validation.csv to compare the cases' rows with (exit 1 on a difference)")(
       "quiet,q", po::bool_switch(), "no progress lines on stderr");
   po::positional_options_description pos;
   pos.add("cases", 1);
   po::variables_map vm;
   if (!parse_command_args("validate",
-                          "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown]", args,
-                          opts, pos, vm, ctx))
+                          "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown] "
+                          "[--reference FILE]",
+                          args, opts, pos, vm, ctx))
     return 0;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0) throw UsageError("validate: --jobs must be >= 0");
   if (vm["case-timeout"].as<double>() < 0) throw UsageError("validate: --case-timeout must be >= 0");
+  std::string reference;  // the committed table's text
+  if (vm.count("reference")) {
+    std::ifstream f(vm["reference"].as<std::string>());
+    if (!f) throw UsageError("validate: --reference " + vm["reference"].as<std::string>() + ": cannot read the file");
+    std::ostringstream text;
+    text << f.rdbuf();
+    reference = text.str();
+  }
   std::vector<validate::Case> all = validate::load_cases(vm["cases"].as<std::string>(), ctx.global.search_path());
   std::vector<validate::Case> cases;
   if (vm.count("filter")) {
@@ -81,7 +99,18 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   // With --markdown, stdout is the table alone (pasted into docs).
   (vm["markdown"].as<bool>() ? ctx.err : ctx.out)
       << "results: " << (fs::path(o.out_dir) / "validation.csv").string() << ", validation.svg, validation.html\n";
-  return validate::exit_code(results);
+  int code = validate::exit_code(results);
+  if (vm.count("reference")) {
+    const std::string& name = vm["reference"].as<std::string>();
+    const auto diffs = validate::reference_differences(reference, name, results, !vm.count("filter"));
+    if (!diffs.empty()) {
+      ctx.err << "validate: " << diffs.size() << " case(s) differ from " << name << ":\n";
+      for (const auto& d : diffs) ctx.err << "  " << d << "\n";
+      ctx.err << "if the change is intended, run `make reference` and commit results/reference/ with the reason\n";
+      code = std::max(code, 1);
+    }
+  }
+  return code;
 }
 
 }  // namespace

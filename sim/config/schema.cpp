@@ -12,8 +12,7 @@ using arch::DType;
 using arch::TpuConfig;
 
 // A generic lambda works on both `TpuConfig&` and `const TpuConfig&`.
-#define TPUSIM_FIELD(expr) \
-  [](auto& c) -> auto& { return expr; }
+#define TPUSIM_FIELD(expr) ([](auto& c) -> auto& { return expr; })
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

@@ -154,7 +154,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   std::size_t slowest = 0;
   for (std::size_t c = 1; c < chips.size(); ++c)
     if (chips[c]->end_cycle() > chips[slowest]->end_cycle()) slowest = c;
-  r.records = chips[slowest]->records();
+  r.records = opt.all_chips ? chips[slowest]->records() : chips[slowest]->take_records();
   r.end_cycle = chips[slowest]->end_cycle();
   r.clock_hz = chips[slowest]->clock_hz();
   if (opt.all_chips) {

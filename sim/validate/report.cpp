@@ -240,7 +240,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     double ly = y - 4;
     Box b{};
     for (int k = 0; k < 25; ++k) {
-      ly = y - 4 + 10.0 * ((k + 1) / 2) * (k % 2 ? 1 : -1);
+      const int step = (k + 1) / 2;  // 0, 1, 1, 2, 2, ...
+      ly = y - 4 + 10.0 * step * (k % 2 ? 1 : -1);
       b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
       if (!overlaps(b)) break;
     }
