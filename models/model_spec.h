@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "arch/common/diagnostic.h"
 #include "arch/common/dtype.h"
 #include "models/mesh_spec.h"
+#include "workloads/ir/tensor.h"
 
 namespace tpusim::models {
 
@@ -140,6 +142,22 @@ struct ModelSpec {
   DlrmSpec dlrm;
 };
 
+// Model-wide quantization and sparsity (models/quantize.h), applied to the
+// weights of matmuls and convolutions.
+struct QuantOptions {
+  // Scales of narrow (<= 8-bit) weights; unset: per channel for 8-bit
+  // weights, per block of 128 for int4 (the usual AQT / GPTQ choices).
+  std::optional<workloads::QuantScales> weight_scales;
+  // Matmuls quantize their wider activations dynamically to the weight
+  // dtype (w8a8 serving with per-token scales).
+  bool dynamic_activations = false;
+  // The int8 training recipe: every matmul, forward and backward,
+  // quantizes its operands dynamically to int8 (AQT; MLPerf int8 training).
+  bool int8_training = false;
+  // N:M sparsity of every matmul weight (0:0 = dense).
+  workloads::NmSparsity weight_sparsity;
+};
+
 struct PhaseOptions {
   Phase phase = Phase::decode;
   std::int64_t batch = 1;
@@ -149,6 +167,7 @@ struct PhaseOptions {
   DType weight_dtype = DType::bf16;
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
+  QuantOptions quant;
   bool recompute = false;  // train: recompute each layer's forward in backward
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip

@@ -15,7 +15,7 @@ class MxuUnit : public arch::UnitTiming {
   explicit MxuUnit(const arch::MxuConfig& c) : t_(c) {}
   Interval issue(const Instr& in, std::uint64_t ready) override {
     const auto& w = std::get<arch::MxuWork>(in.work);
-    const auto r = t_.issue(arch::MxuOp{w.m, w.k, w.n, w.dtype}, ready);
+    const auto r = t_.issue(arch::MxuOp{w.m, w.k, w.n, w.dtype, w.sparse}, ready);
     return {r.start, r.finish};
   }
   arch::StatList stats() const override { return t_.stats(); }
