@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
 
 namespace tpusim::models {
 
@@ -33,11 +34,16 @@ void check_quant_options(const PhaseOptions& o) {
 void apply_quantization(workloads::Workload& wl, const PhaseOptions& o) {
   check_quant_options(o);
   const QuantOptions& q = o.quant;
+  // Nothing to mark: wide weights, dense, no dynamic quantization.
+  if (arch::dtype_bits(o.weight_dtype) > 8 && q.weight_sparsity.dense() && !q.dynamic_activations &&
+      !q.int8_training)
+    return;
   std::vector<bool> is_weight_operand(wl.tensors.size(), false);
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < wl.tensors.size(); ++i) index.emplace(wl.tensors[i].name, i);
   auto index_of = [&](const std::string& name) -> std::size_t {
-    for (std::size_t i = 0; i < wl.tensors.size(); ++i)
-      if (wl.tensors[i].name == name) return i;
-    return wl.tensors.size();
+    auto it = index.find(name);
+    return it == index.end() ? wl.tensors.size() : it->second;
   };
   for (auto& op : wl.ops) {
     if (op.kind != OpKind::matmul && op.kind != OpKind::conv2d) continue;
