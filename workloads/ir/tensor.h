@@ -73,7 +73,11 @@ struct Tensor {
   std::int64_t num_elements() const;
   // Stored bytes: the values (only the kept ones when N:M sparse), their
   // sparsity metadata and their quantization scales.
-  std::uint64_t bytes() const { return value_bytes() + metadata_bytes() + scale_bytes(); }
+  std::uint64_t bytes() const {
+    if (scales.kind == ScaleKind::none && sparsity.dense())  // the common case, on hot paths
+      return arch::dtype_bytes(dtype, static_cast<std::uint64_t>(num_elements()));
+    return value_bytes() + metadata_bytes() + scale_bytes();
+  }
   std::uint64_t value_bytes() const;
   std::uint64_t metadata_bytes() const;
   std::uint64_t scale_bytes() const;
