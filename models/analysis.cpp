@@ -2,6 +2,7 @@
 // is easiest to state as the generator itself, is counted by walking its
 // generated batch-1 workload.
 #include "models/analysis.h"
+#include "models/quantize.h"
 
 #include <cmath>
 #include <sstream>
@@ -413,9 +414,10 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   const u64 params = per_chip_params(m, o.mesh);
   const std::int64_t tp = o.mesh.size("tensor"), cp = o.mesh.size("sequence");
   const bool sp = o.sequence_parallel && tp > 1;
-  f.weights = arch::dtype_bytes(o.weight_dtype, params);
   const auto& t = m.transformer;
-  if (o.mesh.size("fsdp") > 1) f.weights += arch::dtype_bytes(o.weight_dtype, 2 * largest_gathered_layer(m, o.mesh));
+  // Quantization scales and N:M compression (models/quantize.h).
+  f.weights = stored_weight_bytes(o, params, t.hidden);
+  if (o.mesh.size("fsdp") > 1) f.weights += stored_weight_bytes(o, 2 * largest_gathered_layer(m, o.mesh), t.hidden);
   const double ab = arch::dtype_bits(o.activation_dtype) / 8.0;
   const std::int64_t local_b = local_batch(o);
   const double B = static_cast<double>(local_b);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "arch/common/diagnostic.h"
 #include "arch/common/dtype.h"
 #include "models/mesh_spec.h"
+#include "workloads/ir/tensor.h"
 
 namespace tpusim::models {
 
@@ -158,6 +160,22 @@ struct ModelSpec {
   DlrmSpec dlrm;
 };
 
+// Model-wide quantization and sparsity (models/quantize.h), applied to the
+// weights of matmuls and convolutions.
+struct QuantOptions {
+  // Scales of narrow (<= 8-bit) weights; unset: per channel for 8-bit
+  // weights, per block of 128 for int4 (the usual AQT / GPTQ choices).
+  std::optional<workloads::QuantScales> weight_scales;
+  // Matmuls quantize their wider activations dynamically to the weight
+  // dtype (w8a8 serving with per-token scales).
+  bool dynamic_activations = false;
+  // The int8 training recipe: every matmul, forward and backward,
+  // quantizes its operands dynamically to int8 (AQT; MLPerf int8 training).
+  bool int8_training = false;
+  // N:M sparsity of every matmul weight (0:0 = dense).
+  workloads::NmSparsity weight_sparsity;
+};
+
 struct PhaseOptions {
   Phase phase = Phase::decode;
   std::int64_t batch = 1;
@@ -169,6 +187,7 @@ struct PhaseOptions {
   DType kv_dtype = DType::bf16;
   RematPolicy remat = RematPolicy::none;  // train: what backward recomputes (see RematPolicy)
   bool recompute_any() const { return remat != RematPolicy::none; }
+  QuantOptions quant;
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip
   // program: batch is the global batch, split over data x fsdp x expert.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "models/generators.h"
+#include "models/quantize.h"
 #include "models/sharding.h"
 
 namespace tpusim::models {
@@ -44,8 +45,15 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir
 }
 
 workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
+  workloads::Workload w = generate_unquantized(m, o);
+  apply_quantization(w, o);
+  return w;
+}
+
+workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions& o) {
   check_options(m, o);
   check_mesh(m, o);
+  check_quant_options(o);
   switch (m.family) {
     case Family::decoder:
     case Family::encoder:

@@ -30,5 +30,7 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir
 // The workload of one phase. Throws ModelError for options the model does
 // not take (unsupported phase, sizes out of range).
 workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o);
+// The same without PhaseOptions::quant applied (models/quantize.h).
+workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions& o);
 
 }  // namespace tpusim::models

@@ -50,6 +50,7 @@ inline const char* mem_space_name(MemSpace s) {
 struct MxuWork {
   std::int64_t m = 0, k = 0, n = 0;
   DType dtype = DType::bf16;
+  bool sparse = false;  // k is the compressed K of an N:M sparse operand
 };
 
 // A vector stream over `elements` elements: per element `alu_ops` ALU

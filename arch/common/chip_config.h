@@ -22,6 +22,25 @@ struct ChipConfig {
   double clock_hz = 0;     // TensorCore clock
 };
 
+// N:M structured sparsity in the MXU (a what-if: no public TPU generation
+// advertises it). With n > 0 the array skips the zeros of an operand stored
+// n:m sparse along K, streaming the compressed K (k x n/m): m/n times the
+// dense MAC rate. Each kept value carries ceil(log2 m) bits of position
+// metadata, shifted into the array with its weight tile over a path of
+// `metadata_bytes_per_cycle` (0 = as fast as the weights: never limiting).
+enum class SparseOperand : std::uint8_t { weights, activations };
+struct MxuSparsityConfig {
+  int n = 0, m = 0;  // 0: no sparse mode
+  SparseOperand operand = SparseOperand::weights;
+  std::string operand_name = "weights";  // as written in the config (schema round trip)
+  double metadata_bytes_per_cycle = 0;
+  int metadata_bits() const {
+    int b = 0;
+    while ((1 << b) < m) ++b;
+    return n > 0 ? b : 0;
+  }
+};
+
 struct MxuConfig {
   int count = 1;                     // MXUs per TensorCore
   int rows = 128;                    // R: contracting (K) extent of a weight tile
@@ -34,6 +53,7 @@ struct MxuConfig {
   DType accumulator = DType::f32;
   int input_latency = 0;   // cycles from issue until the first LHS row enters
   int output_latency = 0;  // cycles from the last PE until the result buffer
+  MxuSparsityConfig sparsity;
 };
 
 struct VpuConfig {

@@ -56,6 +56,19 @@ MxuGeometry::MxuGeometry(const MxuConfig& cfg)
   if (cfg.output_latency < 0)
     throw ConfigError("mxu.output_latency: expected >= 0, found " + std::to_string(cfg.output_latency));
   for (const auto& [t, f] : cfg.throughput) rate.at(static_cast<std::size_t>(t)) = rate_from_throughput(t, f);
+  const MxuSparsityConfig& sp = cfg.sparsity;
+  if (sp.n < 0 || sp.m < 0 || (sp.n > 0 && sp.m <= sp.n))
+    throw ConfigError("mxu.sparsity: expected 0 < n < m (or n = 0 for no sparse mode), found n = " +
+                      std::to_string(sp.n) + ", m = " + std::to_string(sp.m));
+  if (!(sp.metadata_bytes_per_cycle >= 0))
+    throw ConfigError("mxu.sparsity.metadata_bandwidth: expected >= 0 bytes per cycle, found " +
+                      std::to_string(sp.metadata_bytes_per_cycle));
+  sparse_load_cycles = load_cycles;
+  if (sp.n > 0 && sp.metadata_bytes_per_cycle > 0) {
+    const double meta = static_cast<double>(rows * cols * sp.metadata_bits()) / 8.0;
+    sparse_load_cycles =
+        std::max(load_cycles, static_cast<std::int64_t>(std::ceil(meta / sp.metadata_bytes_per_cycle)));
+  }
 }
 
 const MxuRate& MxuGeometry::rate_of(DType t) const {
@@ -89,7 +102,8 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
     throw ConfigError("MXU op A[" + std::to_string(op.m) + "," + std::to_string(op.k) + "] @ B[" +
                       std::to_string(op.k) + "," + std::to_string(op.n) + "]: every dimension must be >= 1");
   using U = MxuCycles;
-  const U R = static_cast<U>(g_.rows), C = static_cast<U>(g_.cols), L = static_cast<U>(g_.load_cycles);
+  const U R = static_cast<U>(g_.rows), C = static_cast<U>(g_.cols);
+  const U L = static_cast<U>(op.sparse ? g_.sparse_load_cycles : g_.load_cycles);
   const U p = static_cast<U>(r.rows_per_beat), q = static_cast<U>(r.cycles_per_beat);
   const U T = static_cast<U>(ceil_div(op.k, g_.rows) * ceil_div(op.n, g_.cols));
   const U B = (static_cast<U>(op.m) + p - 1) / p;

@@ -33,7 +33,11 @@
 // Leaves out: the supply of LHS rows and weights from VMEM/vregs (assumed
 // ready at `ready`), result-buffer capacity and read-out to the VPU,
 // reuse of weights already resident from a previous op, dtype-dependent
-// weight-load time, and sparsity. One MXU per timer: a TensorCore with
+// weight-load time. N:M sparsity (MxuConfig::sparsity, a what-if): a
+// sparse op's k is the compressed K the lowering passes, and its weight
+// tiles also shift in R*C kept values' metadata (ceil(log2 m) bits each)
+// at metadata_bytes_per_cycle, so L becomes max(L, ceil(metadata / rate)).
+// One MXU per timer: a TensorCore with
 // MxuConfig::count MXUs holds that many timers.
 #pragma once
 
@@ -52,6 +56,7 @@ using MxuCycles = std::uint64_t;
 struct MxuOp {
   std::int64_t m = 0, k = 0, n = 0;
   DType dtype = DType::bf16;
+  bool sparse = false;  // k is the compressed K of an N:M sparse operand
 };
 
 struct MxuOpTiming {
@@ -90,6 +95,7 @@ struct MxuGeometry {
   explicit MxuGeometry(const MxuConfig& cfg);
   std::int64_t rows = 0, cols = 0;
   std::int64_t load_cycles = 0;  // L
+  std::int64_t sparse_load_cycles = 0;  // L of a sparse op's tile (metadata included)
   bool double_buffer = true;
   std::int64_t input_latency = 0, output_latency = 0;
   std::array<MxuRate, 6> rate{};  // indexed by DType

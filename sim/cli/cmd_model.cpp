@@ -9,10 +9,12 @@
 #include <iostream>
 #include <sstream>
 
+#include "models/quantize.h"
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/remat_option.h"
+#include "sim/cli/quant_options.h"
 #include "workloads/io/workload_file.h"
 
 namespace tpusim::sim {
@@ -79,7 +81,8 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   opts.add_options()("model", po::value<std::string>()->required(), "zoo name or model file")(
       "zoo", po::value<std::string>(), "model directory")("context", po::value<std::int64_t>()->default_value(4096),
                                                           "decoders: KV-cache tokens for FLOPs per token")(
-      "kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype");
+      "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache");
+  add_quant_options(opts);
   po::positional_options_description pos;
   pos.add("model", 1);
   po::variables_map vm;
@@ -88,6 +91,9 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     ModelSpec m = load_model(vm["model"].as<std::string>(), zoo_dir(vm));
     ParamCounts c = count_params(m);
     auto& o = ctx.out;
+    PhaseOptions q;
+    q.phase = Phase::train;  // every quantization option applies (int8 training too)
+    read_quant_options(vm, "model show", dtype_opt(vm, "dtype"), q);
     o << "model:            " << m.name << " (" << family_name(m.family) << ", " << m.file << ")\n";
     o << "parameters:       " << c.total << " (" << human(static_cast<double>(c.total)) << ")\n";
     o << "active per token: " << c.active << " (" << human(static_cast<double>(c.active)) << "), " << c.active_compute()
@@ -96,8 +102,8 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       std::int64_t ctxlen = vm["context"].as<std::int64_t>();
       o << "FLOPs per token:  " << human(flops_per_token(m, ctxlen)) << "FLOP at context " << ctxlen << " (attention "
         << human(attention_flops_per_token(m, ctxlen)) << "FLOP)\n";
-      o << "KV cache / token: " << kv_cache_bytes_per_token(m, dtype_opt(vm, "kv-dtype")) << " bytes ("
-        << vm["kv-dtype"].as<std::string>() << ")\n";
+      o << "KV cache / token: " << kv_cache_bytes_per_token(m, q.kv_dtype) << " bytes ("
+        << arch::dtype_name(q.kv_dtype) << ")\n";
     } else {
       PhaseOptions p;
       p.phase = Phase::infer;
@@ -109,7 +115,18 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     o << "weight bytes:    ";
     for (const auto& w : weight_bytes(m))
       o << " " << arch::dtype_name(w.dtype) << " " << human(static_cast<double>(w.bytes)) << "B;";
-    o << "\n";
+    o << "\n";    {
+      // The chosen weight dtype as stored: scales and N:M compression.
+      const workloads::QuantScales sc = arch::dtype_bits(q.weight_dtype) <= 8
+                                            ? q.quant.weight_scales.value_or(default_weight_scales(q.weight_dtype))
+                                            : workloads::QuantScales{};
+      o << "stored weights:   " << human(static_cast<double>(stored_weight_bytes(q, c.total, m.transformer.hidden)))
+        << "B (" << arch::dtype_name(q.weight_dtype) << ", scales " << workloads::scale_kind_name(sc.kind);
+      if (sc.kind == workloads::ScaleKind::block) o << ":" << sc.group;
+      if (!q.quant.weight_sparsity.dense())
+        o << ", " << q.quant.weight_sparsity.n << ":" << q.quant.weight_sparsity.m << " sparse";
+      o << "; activations " << arch::dtype_name(q.activation_dtype) << ")\n";
+    }
   } catch (const ModelError& e) {
     return report(e, ctx);
   }
@@ -125,9 +142,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "seq", po::value<std::int64_t>()->default_value(2048), "prefill/train/encoder sequence length")(
       "context", po::value<std::int64_t>()->default_value(2048), "decode: tokens in the KV cache")(
       "image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")(
-      "weight-dtype", po::value<std::string>()->default_value("bf16"), "weight dtype")(
-      "act-dtype", po::value<std::string>()->default_value("bf16"), "activation dtype")(
-      "kv-dtype", po::value<std::string>()->default_value("bf16"), "KV-cache dtype")(
+      "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache")(
       "recompute", po::bool_switch(), "train: the same as --remat full")(
       "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full")(
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
@@ -136,6 +151,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::positional_options_description pos;
   pos.add("model", 1);
   po::variables_map vm;
+  add_quant_options(opts);
   if (!parse_command_args(
           "model export",
           "tpusim model export <name> --phase decode --batch 8 --context 4096 [--seq N] [--format yaml|json]", args,
@@ -151,9 +167,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.seq_len = vm["seq"].as<std::int64_t>();
   p.context = vm["context"].as<std::int64_t>();
   p.image_size = vm["image"].as<std::int64_t>();
-  p.weight_dtype = dtype_opt(vm, "weight-dtype");
-  p.activation_dtype = dtype_opt(vm, "act-dtype");
-  p.kv_dtype = dtype_opt(vm, "kv-dtype");
+  read_quant_options(vm, "model export", dtype_opt(vm, "dtype"), p);
   p.remat = remat_option("model export", vm);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {

@@ -12,6 +12,7 @@
 #include "sim/cli/cli.h"
 #include "sim/report/run_html.h"
 #include "sim/cli/remat_option.h"
+#include "sim/cli/quant_options.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/run.h"
@@ -39,7 +40,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")(
       "image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")(
       "dtype", po::value<std::string>()->default_value("bf16"),
-      "dtype of built-in workloads, --model and SCALE-Sim imports")(
+      "dtype of built-in workloads, --model (weights, activations and KV cache) and SCALE-Sim imports")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")(
       "out", po::value<std::string>()->default_value("results/run"), "output directory")(
       "trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")(
@@ -62,6 +63,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "max-events", po::value<double>()->default_value(static_cast<double>(kDefaultMaxEvents), "1e10"),
       "refuse, before simulating, a lowered program of more events (instructions plus DMA requests) "
       "than this (0 = no limit)");
+  add_quant_options(opts);
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("run",
@@ -83,6 +85,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (sources != 1) throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
+  if (quant_options_given(vm) && !vm.count("model"))
+    throw UsageError("run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
+                     "--sparsity need --model (workload files set them per tensor and op)");
 
   // --mesh, parsed once: the model zoo's sharding and the slice mapping
   // read the same MeshSpec; with --model only the zoo's axis names.
@@ -118,7 +123,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.seq_len = vm["seq"].as<std::int64_t>();
     po.context = vm["context"].as<std::int64_t>();
     po.image_size = vm["image"].as<std::int64_t>();
-    po.weight_dtype = po.activation_dtype = po.kv_dtype = *dtype;
+    read_quant_options(vm, "run", *dtype, po);
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();

@@ -155,6 +155,25 @@ std::vector<FieldSpec> build() {
       .bounded(1e6);
   b.integer("mxu.output_latency", TPUSIM_FIELD(c.mxu.output_latency), 0, "Cycles from the last PE to the result buffer")
       .bounded(1e6);
+  // N:M structured sparsity (a what-if; no shipped config turns it on).
+  b.integer("mxu.sparsity.n", TPUSIM_FIELD(c.mxu.sparsity.n), 0,
+            "N of the N:M sparsity the MXU skips zeros of (0 = no sparse mode; needs 0 < n < m)")
+      .bounded(64);
+  b.integer("mxu.sparsity.m", TPUSIM_FIELD(c.mxu.sparsity.m), 0, "M of the MXU's N:M sparsity (group size along K)")
+      .bounded(64);
+  {
+    FieldSpec& f = b.str("mxu.sparsity.operand", TPUSIM_FIELD(c.mxu.sparsity.operand_name), {"weights", "activations"},
+                         "Which matmul operand may be N:M sparse: weights (the stationary B) or activations (A)");
+    f.set = [](TpuConfig& c, const FieldValue& x) {
+      c.mxu.sparsity.operand =
+          std::get<std::string>(x) == "activations" ? arch::SparseOperand::activations : arch::SparseOperand::weights;
+      c.mxu.sparsity.operand_name = std::get<std::string>(x);
+    };
+  }
+  b.num("mxu.sparsity.metadata_bandwidth", FieldType::real, TPUSIM_FIELD(c.mxu.sparsity.metadata_bytes_per_cycle), 0,
+        false,
+        "Bytes of sparsity metadata per cycle per MXU shifted in with a weight tile (0 = never limiting)")
+      .bounded(1e6);
   // vpu
   b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register").bounded(1024);
   b.integer("vpu.lanes", TPUSIM_FIELD(c.vpu.lanes), 1, "Lanes of a vector register").bounded(4096);

@@ -26,7 +26,7 @@ class MxuUnit : public arch::UnitTiming {
   MxuUnit(const arch::MxuConfig& c, arch::VmemFeed vmem) : t_(c), cols_(c.cols), vmem_(vmem) {}
   Interval issue(const Instr& in, std::uint64_t ready) override {
     const auto& w = std::get<arch::MxuWork>(in.work);
-    const auto r = t_.issue(arch::MxuOp{w.m, w.k, w.n, w.dtype}, std::max(ready, held_until_));
+    const auto r = t_.issue(arch::MxuOp{w.m, w.k, w.n, w.dtype, w.sparse}, std::max(ready, held_until_));
     const auto m = static_cast<std::uint64_t>(w.m), k = static_cast<std::uint64_t>(w.k),
                n = static_cast<std::uint64_t>(w.n);
     const std::uint64_t col_tiles = (n + static_cast<std::uint64_t>(cols_) - 1) / static_cast<std::uint64_t>(cols_);

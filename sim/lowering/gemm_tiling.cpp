@@ -1,6 +1,7 @@
 #include "sim/lowering/gemm_tiling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -24,20 +25,26 @@ std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t unit, std::
 }  // namespace
 
 std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigures& f, int cores) {
-  const double tp = f.throughput(g.in_dtype);
+  const double tp = f.throughput(g.mxu_dtype.value_or(g.in_dtype));
   const std::int64_t R = f.rows, C = f.cols;
-  const std::uint64_t ab = arch::dtype_bits(g.in_dtype), bb = arch::dtype_bits(g.w_dtype),
-                      ob = arch::dtype_bits(g.out_dtype);
+  const double ab = arch::dtype_bits(g.in_dtype), bb = g.b_bits > 0 ? g.b_bits : arch::dtype_bits(g.w_dtype),
+               ob = arch::dtype_bits(g.out_dtype);
+  // The K an MXU pass streams: compressed on an N:M sparse MXU.
+  auto mxu_k = [&](std::int64_t k) {
+    return g.mxu_k_fraction < 1.0
+               ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(static_cast<double>(k) * g.mxu_k_fraction)))
+               : k;
+  };
   const auto bms = candidates(g.m, 8, 8), bks = candidates(g.k, R, R), bns = candidates(g.n, C, C);
   std::optional<GemmTiling> best;
   double best_t = std::numeric_limits<double>::max(), best_pieces = 0;
   for (std::int64_t m : bms)
     for (std::int64_t k : bks)
       for (std::int64_t n : bns) {
-        const std::uint64_t vmem =
-            (2 * (static_cast<std::uint64_t>(m * k) * ab + static_cast<std::uint64_t>(k * n) * bb) +
-             static_cast<std::uint64_t>(m * n) * 32 + 2 * static_cast<std::uint64_t>(m * n) * ob) /
-            8;
+        const std::uint64_t vmem = static_cast<std::uint64_t>(
+            std::floor((2 * (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) +
+                       static_cast<double>(m * n) * 32 + 2 * static_cast<double>(m * n) * ob) /
+                      8));
         if (vmem > f.vmem_budget) continue;
         const double nm = static_cast<double>(ceil_div(g.m, m)), nk = static_cast<double>(ceil_div(g.k, k)),
                      nn = static_cast<double>(ceil_div(g.n, n));
@@ -53,12 +60,12 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
         // tile streams m rows (at the dtype's rate) or, when m is short,
         // takes at least its weight load.
         const double blocks_all = static_cast<double>(g.batch) * nm * nk * nn;
-        const double a_stat = blocks_all * static_cast<double>(ceil_div(k, R) * ceil_div(n, C)) *
+        const double a_stat = blocks_all * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(n, C)) *
                               std::max(static_cast<double>(m) / tp, static_cast<double>(R));
-        const double b_stream = blocks_all * static_cast<double>(ceil_div(k, R) * ceil_div(m, C)) *
+        const double b_stream = blocks_all * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(m, C)) *
                                 std::max(static_cast<double>(n) / tp, static_cast<double>(R));
-        const bool flip = b_stream < a_stat;
-        const double compute = std::min(a_stat, b_stream) / (static_cast<double>(f.mxus) * cores);
+        const bool flip = g.stream_b.value_or(b_stream < a_stat);
+        const double compute = (flip ? b_stream : a_stat) / (static_cast<double>(f.mxus) * cores);
         const double blocks = static_cast<double>(g.batch) * nm * nk * nn;
         const double first =
             (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 / f.hbm_bytes_per_cycle;

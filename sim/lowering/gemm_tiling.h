@@ -28,6 +28,16 @@ struct GemmShape {
   // Bytes of A actually read for a block of bm rows x bk (convolutions
   // read an input window, not the im2col matrix).
   double a_read_factor = 1.0;
+  // The dtype the MXU runs (gemm_quant.h); unset: in_dtype.
+  std::optional<arch::DType> mxu_dtype;
+  // Stored bits per B element when B is not plain w_dtype (N:M compressed
+  // values, their metadata and quantization scales); 0: w_dtype's width.
+  double b_bits = 0;
+  // Fraction of K the MXU streams (an N:M sparse MXU: n/m).
+  double mxu_k_fraction = 1.0;
+  // The orientation when one is forced (the sparse operand of an N:M
+  // sparse MXU must be the stationary one): the value of stream_b.
+  std::optional<bool> stream_b;
 };
 
 struct GemmTiling {

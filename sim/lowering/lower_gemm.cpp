@@ -3,9 +3,12 @@
 // loop walks output blocks (the loop order from the tiling search) and K
 // blocks inside; each block's matmul is spread over the MXUs by column
 // tiles, or also by rows when there are fewer column tiles than MXUs.
+// Quantized and N:M sparse operands (gemm_quant.h) add their conversion,
+// scale and metadata loads and VPU work to the blocks that load them.
 #include <cmath>
 #include <sstream>
 
+#include "sim/lowering/gemm_quant.h"
 #include "sim/lowering/gemm_tiling.h"
 #include "sim/lowering/op_lowering.h"
 #include "workloads/ir/shape_inference.h"
@@ -16,17 +19,32 @@ using arch::DType;
 
 namespace {
 
-// Where the GEMM's operands live (the shape is what the tiling sees).
+// Where the GEMM's operands live (the shape is what the tiling sees) and
+// the tensors themselves (their scales and sparsity).
 struct GemmOperands {
   Ref a, b;
+  const Tensor* at = nullptr;
+  const Tensor* bt = nullptr;
 };
 
-std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const GemmOperands& at, const Epilogue& ep,
-                             OpPlan& plan) {
+// B's rows of a K block as stored: N:M compressed along K.
+std::int64_t stored_rows(const Tensor& t, std::int64_t k) {
+  if (t.sparsity.dense()) return k;
+  return std::max<std::int64_t>(1, (k / t.sparsity.m) * t.sparsity.n + std::min<std::int64_t>(k % t.sparsity.m, t.sparsity.n));
+}
+
+std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOperands& at, const Epilogue& ep,
+                             const GemmQuant& q, OpPlan& plan) {
   const ChipFigures& f = cx.f;
-  if (f.throughput(g.in_dtype) <= 0)
-    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
-                        std::string(arch::dtype_name(g.in_dtype)) + " operands");
+  const Tensor& bt = *at.bt;
+  g.mxu_dtype = q.mxu;
+  g.mxu_k_fraction = q.mxu_k_fraction;
+  if (q.sparse_mxu) g.stream_b = cx.cfg.mxu.sparsity.operand == arch::SparseOperand::activations;
+  const std::uint64_t b_elems = static_cast<std::uint64_t>(std::max<std::int64_t>(1, bt.num_elements()));
+  if (bt.bytes() != bt.value_bytes() || !bt.sparsity.dense() || bt.dtype != g.w_dtype)
+    g.b_bits = static_cast<double>(bt.bytes()) * 8.0 / static_cast<double>(b_elems);
+  plan.mxu_dtype = std::string(arch::dtype_name(q.mxu));
+  plan.mxu_k_fraction = q.mxu_k_fraction;
   const int cores = cx.cores();
   const auto tiling = choose_gemm_tiling(g, f, cores);
   if (!tiling)
@@ -50,6 +68,16 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
   steps.reserve(static_cast<std::size_t>(total_out_blocks * nk));
   std::int64_t last_a = -1, last_b = -1;
   int last_core = -1;
+  // Where B's metadata and scales follow its values (Tensor::bytes order).
+  const Ref b_meta = at.b + bt.value_bytes(), b_scales = b_meta + bt.metadata_bytes();
+  const std::uint64_t scale_bytes_each = arch::dtype_bytes(bt.scales.dtype, 1);
+  auto quant_vpu = [&](Step& s, std::uint64_t elems, double ops, std::vector<int>& after) {
+    if (ops <= 0) return;
+    const arch::Instr v = vpu(elems, q.mxu, ops, 0, 1, 1);
+    plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, v);
+    after.push_back(static_cast<int>(s.compute.size()));
+    s.compute.push_back({v, {}});
+  };
   std::int64_t ob_index = 0;
   for (std::int64_t b = 0; b < g.batch; ++b)
     for (std::int64_t o = 0; o < outer; ++o)
@@ -67,7 +95,10 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
           s.core = core;
           const std::int64_t a_id = (b * nm + mi) * nk + ki;
           const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
+          std::vector<int> conv;  // VPU conversions the MXU waits for
+          bool convert_b = false;
           if (a_id != last_a) {
+            quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
             if (g.a_read_factor == 1.0) {
               s.loads.push_back(load_block(at.a, g.in_dtype, {b * g.m + mi * bm, ki * bk, m, k, g.k}));
             } else {
@@ -80,18 +111,87 @@ std::vector<Step> gemm_steps(const LowerContext& cx, const GemmShape& g, const G
             last_a = a_id;
           }
           if (b_id != last_b) {
-            s.loads.push_back(load_block(at.b, g.w_dtype, {(g.b_batched ? b : 0) * g.k + ki * bk, ni * bn, k, n, g.n}));
+            const std::int64_t row0 = (g.b_batched ? b : 0) * g.k + ki * bk;
+            if (bt.sparsity.dense()) {
+              s.loads.push_back(load_block(at.b, g.w_dtype, {row0, ni * bn, k, n, g.n}));
+            } else {
+              // Compressed values, then their position metadata.
+              s.loads.push_back(
+                  load_block(at.b, g.w_dtype, {stored_rows(bt, row0), ni * bn, stored_rows(bt, k), n, g.n}));
+              const std::uint64_t kept = static_cast<std::uint64_t>(stored_rows(bt, k) * n);
+              const std::uint64_t mb = (kept * static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) + 7) / 8;
+              const std::uint64_t moff = static_cast<std::uint64_t>(stored_rows(bt, row0) * g.n + ni * bn) *
+                                         static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) / 8;
+              s.loads.push_back(load(b_meta + std::min(moff, bt.metadata_bytes() - std::min(bt.metadata_bytes(), mb)),
+                                     std::max<std::uint64_t>(1, mb)));
+              plan.metadata_bytes += mb;
+            }
+            // The block's scales: one per channel (with the first K block
+            // when they reach the accumulator), one per group per channel,
+            // or the single per-tensor one with the first block.
+            std::uint64_t sc = 0;
+            if (bt.scales.kind == workloads::ScaleKind::block)
+              sc = block_scale_count(bt, k, n);
+            else if (bt.scales.kind == workloads::ScaleKind::channel && (ki == 0 || q.b.ops > 0))
+              sc = block_scale_count(bt, k, n);
+            else if (bt.scales.kind == workloads::ScaleKind::tensor && ob_index == 0 && ki == 0)
+              sc = 1;
+            if (sc > 0) {
+              const std::uint64_t sb = sc * scale_bytes_each;
+              const std::uint64_t soff = std::min(bt.scale_bytes() - std::min(bt.scale_bytes(), sb),
+                                                  static_cast<std::uint64_t>(ni * bn) * scale_bytes_each);
+              s.loads.push_back(load(b_scales + soff, sb));
+              plan.scale_bytes += sb;
+            }
+            convert_b = q.b.ops > 0;
             last_b = b_id;
           }
-          plan.padded_macs +=
-              tiling->stream_b ? add_matmul(s, f, n, k, m, g.in_dtype) : add_matmul(s, f, m, k, n, g.in_dtype);
+          const std::int64_t kx =
+              q.sparse_mxu ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(k * q.mxu_k_fraction))) : k;
+          const std::int64_t col_tiles = ceil_div(n, f.cols);
+          std::vector<int> mxu_instrs;
+          if (convert_b && !tiling->stream_b && col_tiles >= f.mxus) {
+            // Each MXU's columns converted on their own, its matmul waiting
+            // only for them (and for A's conversion).
+            for (int u = 0; u < f.mxus; ++u) {
+              const std::int64_t c0 = std::min(n, col_tiles * u / f.mxus * f.cols);
+              const std::int64_t c1 = std::min(n, col_tiles * (u + 1) / f.mxus * f.cols);
+              if (c1 <= c0) continue;
+              std::vector<int> after = conv;
+              quant_vpu(s, static_cast<std::uint64_t>(k * (c1 - c0)), q.b.ops, after);
+              const std::size_t first = s.compute.size();
+              plan.padded_macs += add_matmul(s, f, m, kx, c1 - c0, q.mxu, after, u, 1);
+              for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
+            }
+          } else {
+            if (convert_b) quant_vpu(s, static_cast<std::uint64_t>(k * n), q.b.ops, conv);
+            const std::size_t first = s.compute.size();
+            plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, conv)
+                                                 : add_matmul(s, f, m, kx, n, q.mxu, conv);
+            for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
+          }
+          for (int c : mxu_instrs) {
+            if (q.sparse_mxu) std::get<arch::MxuWork>(s.compute[static_cast<std::size_t>(c)].instr.work).sparse = true;
+          }
+          if (q.group_ops > 0) {
+            // Block scales at an integer MXU: each K group's partial sum
+            // scaled and added into the f32 accumulator.
+            const double groups = static_cast<double>(ceil_div(k, q.group));
+            const arch::Instr v = vpu(static_cast<std::uint64_t>(m * n), DType::f32, q.group_ops * groups, 0, 2, 1);
+            plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, v);
+            s.compute.push_back({v, mxu_instrs});
+          }
           if (ki == nk - 1) {
             const std::uint64_t off = static_cast<std::uint64_t>((b * g.m + mi * bm) * g.n + ni * bn);
             add_extra_loads(s, ep, off, static_cast<std::uint64_t>(m * n), out_elems, ob_index == 0);
             add_epilogue(s, ep,
                          {static_cast<std::uint64_t>(m * n), static_cast<std::uint64_t>(n),
                           static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(g.n), off, true},
-                         {DType::f32, 0, 0, 1});
+                         {DType::f32, q.out_ops, 0, 1});
+            if (q.out_ops > 0)
+              plan.quant_vpu_cycles +=
+                  arch::vpu_cost(cx.cfg.vpu, {static_cast<std::uint64_t>(m * n), DType::f32, q.out_ops, 0, 1, 1, {}})
+                      .alu_cycles;
           }
           steps.push_back(std::move(s));
         }
@@ -117,8 +217,8 @@ std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t i, const Epil
   g.w_dtype = w.dtype;
   g.out_dtype = ep.out_dtype;
   g.b_batched = !spec.batch.empty();
-  if (a.dtype != w.dtype) g.in_dtype = arch::dtype_bits(a.dtype) >= arch::dtype_bits(w.dtype) ? a.dtype : w.dtype;
-  return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(w.name)}, ep, plan);
+  const GemmQuant q = plan_gemm_quant(cx.cfg, a, w, attrs.quantize, op.name);
+  return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(w.name), &a, &w}, ep, q, plan);
 }
 
 std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
@@ -170,7 +270,8 @@ std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilog
           ? std::min(1.0, static_cast<double>(H * W) / static_cast<double>(geo.out_h * geo.out_w * KH * KW))
           : 1.0;
   g.a_read_factor = std::max(window, 1.0 / static_cast<double>(KH * KW));
-  return gemm_steps(cx, g, {cx.ref(x.name), cx.ref(w.name)}, ep, plan);
+  const GemmQuant q = plan_gemm_quant(cx.cfg, x, w, std::nullopt, op.name);
+  return gemm_steps(cx, g, {cx.ref(x.name), cx.ref(w.name), &x, &w}, ep, q, plan);
 }
 
 }  // namespace tpusim::sim::lowering

@@ -8,7 +8,8 @@
 // overheads (kernel.* config keys). Intermediate activations that fit stay
 // in the alternate memory, CMEM on v4/v4i and otherwise the VMEM kernels
 // leave free (memory_plan.h). Collectives become ICI instructions on
-// multi-chip runs. The parts: fusion.h, memory_plan.h, gemm_tiling.h and
+// multi-chip runs. Quantized and N:M sparse matmuls are priced by
+// gemm_quant.h. The parts: fusion.h, memory_plan.h, gemm_tiling.h and
 // attention_tiling.h (the pure block searches), op_lowering.h (one rule per
 // op family, dispatched by op kind, in lower_<family>.cpp), roofline.h,
 // pipeline.h. Leaves out: prefetching weights into CMEM or VMEM ahead of
@@ -64,6 +65,15 @@ struct OpPlan {
   double memory_cycles = 0;          // max(hbm_bytes / HBM, cmem_bytes / CMEM bandwidth)
   std::uint64_t vmem_peak = 0;       // bytes per core
   double roofline_cycles = 0;        // max(FLOPs / peak, memory_cycles)
+  // Matmul-shaped ops (sim/lowering/gemm_quant.h): the dtype the MXU ran
+  // ("" = the op's dtype), the fraction of K it streamed (N:M sparse MXU:
+  // n/m, else 1), the quantization scales and sparsity metadata loaded,
+  // and the VPU cycles spent converting, quantizing and rescaling.
+  std::string mxu_dtype;
+  double mxu_k_fraction = 1;
+  std::uint64_t scale_bytes = 0;
+  std::uint64_t metadata_bytes = 0;
+  std::uint64_t quant_vpu_cycles = 0;
   int fused_into = -1;               // anchor op index when fused, else -1
   std::vector<std::uint32_t> fused;  // ops fused into this one
 };

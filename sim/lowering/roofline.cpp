@@ -57,8 +57,12 @@ void fill_roofline(const LowerContext& cx, std::size_t i, const std::vector<Step
   plan.hbm_bytes = bytes;
   plan.cmem_bytes = cmem;
   const bool mxu_op = op.kind == OpKind::conv2d || op.kind == OpKind::matmul || op.kind == OpKind::attention;
-  const double peak = cx.f.peak_macs(mxu_op ? cx.tensor(op.inputs[0]).dtype : arch::DType::bf16);
-  const double t_math = peak > 0 ? static_cast<double>(plan.macs) / peak : 0;
+  // The MXU's peak at the dtype it ran (gemm_quant.h); an N:M sparse MXU
+  // streams only n/m of K.
+  arch::DType run = mxu_op ? cx.tensor(op.inputs[0]).dtype : arch::DType::bf16;
+  if (!plan.mxu_dtype.empty()) run = arch::parse_dtype(plan.mxu_dtype).value_or(run);
+  const double peak = cx.f.peak_macs(run);
+  const double t_math = peak > 0 ? static_cast<double>(plan.macs) * plan.mxu_k_fraction / peak : 0;
   double t_mem = static_cast<double>(bytes) / cx.f.hbm_bytes_per_cycle;
   if (cmem > 0) t_mem = std::max(t_mem, static_cast<double>(cmem) / cx.f.cmem_bytes_per_cycle);
   plan.memory_cycles = t_mem;

@@ -108,6 +108,7 @@ RunMetrics compute_metrics(const RunReport& r) {
   for (const auto& [chip, bytes] : collective_hbm) busiest = std::max(busiest, bytes);
   m.hbm_bytes += busiest;
 
+  double bf16_equiv_macs = 0, peak_cycles = 0;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const OpPlan& p = plans[i];
     OpMetrics& om = m.ops[i];
@@ -116,12 +117,19 @@ RunMetrics compute_metrics(const RunReport& r) {
     if (!is_recomputed_op(p.name)) m.model_flops += 2 * p.macs;
     m.vmem_peak_bytes = std::max(m.vmem_peak_bytes, p.vmem_peak);
     om.roofline_cycles = static_cast<std::uint64_t>(std::ceil(std::max(0.0, p.roofline_cycles)));
-    // The op's own dtype sets the MXU rate (int8 runs faster than bf16 on
-    // some generations); a dtype the MXU lacks falls back to bf16.
-    auto t = arch::parse_dtype(p.dtype);
+    // The dtype the MXU ran sets its rate (int8 runs faster than bf16 on
+    // some generations; an fp8 op on a chip without fp8 ran converted, at
+    // the rate of the dtype it was converted to); an N:M sparse MXU does
+    // m/n times the dense MACs per cycle. A dtype the MXU lacks falls back
+    // to bf16.
+    auto t = arch::parse_dtype(p.mxu_dtype.empty() ? p.dtype : p.mxu_dtype);
     double peak = t ? chip_macs_per_cycle(cfg, *t) : 0.0;
     if (!(peak > 0)) peak = m.peak_macs_per_cycle;
+    if (p.mxu_k_fraction > 0 && p.mxu_k_fraction < 1) peak /= p.mxu_k_fraction;
     om.mxu_bound_cycles = peak > 0 ? static_cast<double>(p.macs) / peak : 0.0;
+    // The op's MACs in bf16-peak units: a bf16 op's own count (ratio 1).
+    bf16_equiv_macs += peak > 0 ? static_cast<double>(p.macs) * (m.peak_macs_per_cycle / peak) : 0.0;
+    peak_cycles += peak > 0 ? static_cast<double>(p.macs) / peak : 0.0;
     om.memory_bound_cycles = p.memory_cycles;
     if (p.padded_macs > 0)
       om.padding_waste_pct = 100.0 * (1.0 - static_cast<double>(p.macs) / static_cast<double>(p.padded_macs));
@@ -133,12 +141,16 @@ RunMetrics compute_metrics(const RunReport& r) {
                 p.kind == "broadcast"
             ? "ici"
             : classify_bound(om.cycles, p.roofline_cycles, om.mxu_bound_cycles, om.memory_bound_cycles, m.clock_hz);
-    om.mxu_utilization = ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * m.peak_macs_per_cycle);
+    om.mxu_utilization = ratio(static_cast<double>(p.macs), static_cast<double>(om.cycles) * peak);
   }
 
   m.achieved_tflops = ratio(static_cast<double>(m.total_flops) / 1e12, m.seconds);
-  m.mxu_utilization =
-      ratio(static_cast<double>(m.total_macs), static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle);
+  // Against each op's own peak: the MXU-busy fraction had every op run at
+  // the peak of the dtype its MXU ran (chips without bf16, v1: the cycles
+  // the MXUs needed at their peak over the run's cycles).
+  m.mxu_utilization = m.peak_macs_per_cycle > 0
+                          ? ratio(bf16_equiv_macs, static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle)
+                          : ratio(peak_cycles, static_cast<double>(m.total_cycles));
   m.hardware_flops = 2 * m.total_macs;
   const double peak_flops_in_run = 2.0 * static_cast<double>(m.total_cycles) * m.peak_macs_per_cycle;
   m.mfu = ratio(static_cast<double>(m.model_flops), peak_flops_in_run);

@@ -36,7 +36,7 @@ struct OpMetrics {
   double mxu_bound_cycles = 0;              // macs / chip peak MACs per cycle for the op's dtype
   double memory_bound_cycles = 0;           // OpPlan::memory_cycles: HBM (and CMEM) bytes over bandwidth
   std::string bound;                        // "compute" | "memory" | "latency" | "" (not timed)
-  std::optional<double> mxu_utilization;    // macs / (cycles x peak MACs/cycle, bf16)
+  std::optional<double> mxu_utilization;    // macs / (cycles x peak MACs/cycle of the dtype the MXU ran)
   std::optional<double> padding_waste_pct;  // 100 x (1 - macs / padded_macs)
 };
 
@@ -52,7 +52,8 @@ struct RunMetrics {
   std::uint64_t hbm_bytes = 0;                      // bytes of DMA instructions with an HBM end
   std::uint64_t vmem_peak_bytes = 0;                // max OpPlan::vmem_peak (bytes per core)
   std::optional<double> achieved_tflops;            // total_flops / seconds / 1e12
-  std::optional<double> mxu_utilization;            // total_macs / (total_cycles x peak_macs_per_cycle)
+  // sum over ops of macs / (its MXU dtype's peak) / total_cycles
+  std::optional<double> mxu_utilization;
   std::optional<double> hbm_bandwidth;              // bytes/s: hbm_bytes / seconds
   std::optional<double> hbm_bandwidth_utilization;  // hbm_bandwidth / hbm_peak_bandwidth
   // MXU FLOPs (2 x MACs) of the operators the model itself needs, and of

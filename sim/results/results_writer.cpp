@@ -134,7 +134,11 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
                  "ici_axes",
                  "ici_bytes",
                  "ici_bandwidth",
-                 "cmem_bytes"});
+                 "cmem_bytes",
+                 "mxu_dtype",
+                 "scale_bytes",
+                 "sparsity_metadata_bytes",
+                 "quant_vpu_cycles"});
   const auto& plans = r.lowered.ops;
   // Collectives as the ICI network ran them, by operator.
   std::vector<const CollectiveRecord*> coll(plans.size(), nullptr);
@@ -170,7 +174,11 @@ void write_ops_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
                    coll[i] ? ici_axes(r, *coll[i]) : "",
                    coll[i] ? u64(coll[i]->bytes) : "",
                    coll[i] ? format_real(coll[i]->achieved_bandwidth, 9) : "",
-                   u64(p.cmem_bytes)});
+                   u64(p.cmem_bytes),
+                   p.mxu_dtype,
+                   u64(p.scale_bytes),
+                   u64(p.metadata_bytes),
+                   u64(p.quant_vpu_cycles)});
   }
 }
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "arch/common/dtype.h"
+#include "models/quantize.h"
 #include "models/zoo.h"
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
@@ -128,6 +129,18 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 224;
         if (params.count("model.remat")) models::parse_remat(params["model.remat"], &po.remat);
         po.weight_dtype = po.activation_dtype = po.kv_dtype = dtype ? *dtype : arch::DType::bf16;
+        // Separate dtypes and quantization (checked values: sweep_spec.cpp).
+        if (params.count("model.weight_dtype")) po.weight_dtype = *arch::parse_dtype(params["model.weight_dtype"]);
+        if (params.count("model.act_dtype")) po.activation_dtype = *arch::parse_dtype(params["model.act_dtype"]);
+        if (params.count("model.kv_dtype")) po.kv_dtype = *arch::parse_dtype(params["model.kv_dtype"]);
+        if (params.count("model.weight_scales")) {
+          workloads::QuantScales sc;
+          models::parse_scales(params["model.weight_scales"], &sc);
+          po.quant.weight_scales = sc;
+        }
+        po.quant.dynamic_activations = params.count("model.act_quant") && params["model.act_quant"] == "dynamic";
+        if (params.count("model.sparsity")) models::parse_sparsity(params["model.sparsity"], &po.quant.weight_sparsity);
+        models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
         const models::FitReport fit = models::check_fit(ms, po, cfg.hbm.capacity_bytes);
@@ -136,6 +149,14 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         for (const char* k : {"phase", "batch", "seq", "context", "image", "remat"})
           if (params.count(std::string("model.") + k))
             a.insert(a.end(), {std::string("--") + k, params["model." + std::string(k)]});
+        for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
+                 {"weight_dtype", "--weight-dtype"},
+                 {"act_dtype", "--act-dtype"},
+                 {"kv_dtype", "--kv-dtype"},
+                 {"weight_scales", "--weight-scales"},
+                 {"act_quant", "--act-quant"},
+                 {"sparsity", "--sparsity"}})
+          if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
       } else if (params.count("workload.file")) {
         const std::string f = resolve_path(spec.dir, params["workload.file"]);
         if (!fs::exists(f)) throw std::runtime_error("workload file not found: " + f);

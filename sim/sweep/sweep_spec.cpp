@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "arch/common/dtype.h"
+#include "models/quantize.h"
 #include "models/zoo.h"
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
@@ -43,6 +44,13 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
       {"dtype", "workload.dtype"},
       {"fusion", "workload.fusion"},
       {"cmem", "workload.cmem"},
+      // Quantization of --model runs (models/quantize.h).
+      {"weight_dtype", "model.weight_dtype"},
+      {"act_dtype", "model.act_dtype"},
+      {"kv_dtype", "model.kv_dtype"},
+      {"weight_scales", "model.weight_scales"},
+      {"act_quant", "model.act_quant"},
+      {"sparsity", "model.sparsity"},
   };
   return k;
 }
@@ -128,8 +136,8 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   std::vector<std::string> all = run_param_keys();
   all.push_back("arch");
   c.add(p, where.empty() ? key : where + "." + key,
-        "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat, "
-        "workload.file|gemm|conv|attention|dtype|fusion",
+        "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat|weight_dtype|act_dtype|"
+        "kv_dtype|weight_scales|act_quant|sparsity, workload.file|gemm|conv|attention|dtype|fusion",
         "unknown key '" + key + "'", nearest_word(key, all));
   return false;
 }
@@ -141,8 +149,17 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
     const Value v = Value::from_text(text);
     if (!v.is_number || v.number < 1 || v.number != static_cast<double>(static_cast<long long>(v.number)))
       c.add(p, k, "an integer >= 1", "'" + text + "'");
-  } else if (key == "workload.dtype") {
+  } else if (key == "workload.dtype" || key == "model.weight_dtype" || key == "model.act_dtype" ||
+             key == "model.kv_dtype") {
     if (!arch::parse_dtype(text)) c.add(p, k, "a dtype (f32, bf16, f16, int8, ...)", "'" + text + "'");
+  } else if (key == "model.weight_scales") {
+    workloads::QuantScales sc;
+    if (!models::parse_scales(text, &sc)) c.add(p, k, "none, tensor, channel or block:G", "'" + text + "'");
+  } else if (key == "model.act_quant") {
+    if (text != "static" && text != "dynamic") c.add(p, k, "static or dynamic", "'" + text + "'");
+  } else if (key == "model.sparsity") {
+    workloads::NmSparsity sp;
+    if (!models::parse_sparsity(text, &sp)) c.add(p, k, "N:M with 1 <= N < M <= 64, or dense", "'" + text + "'");
   } else if (key == "workload.fusion" || key == "workload.cmem") {
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
   } else if (key == "model.phase") {

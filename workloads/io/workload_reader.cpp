@@ -102,7 +102,8 @@ void Reader::read_tensor(const YAML::Node& n, const std::string& path, std::vect
   } else {
     error(n, path, "missing key 'name'");
   }
-  check_keys(n, path, {"name", "shape", "dtype", "kind", "space"}, suffix);
+  check_keys(n, path, {"name", "shape", "dtype", "kind", "space", "scales", "group", "scale_dtype", "sparsity"},
+             suffix);
   if (auto v = n["kind"])
     if (auto k = get_enum<TensorKind>(
             v, join(path, "kind") + suffix, "tensor kind",
@@ -133,6 +134,7 @@ void Reader::read_tensor(const YAML::Node& n, const std::string& path, std::vect
   }
   if (p.has_shape)
     if (auto why = shape_size_problem(p.t.shape, p.t.dtype); !why.empty()) error(n, join(path, "shape") + suffix, why);
+  read_storage(n, path, suffix, p.t);
   out.push_back(std::move(p));
 }
 

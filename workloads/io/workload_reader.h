@@ -91,6 +91,9 @@ class Reader {
   void read_mesh(const YAML::Node& m, Workload& wl);
   void read_tensor(const YAML::Node& n, const std::string& path, std::vector<PendingTensor>& out);
   void read_op(const YAML::Node& n, std::size_t index, std::vector<PendingOp>& out);
+  // workload_reader_quant.cpp: a tensor's scales, group, scale_dtype and
+  // sparsity keys.
+  void read_storage(const YAML::Node& n, const std::string& path, const std::string& suffix, Tensor& t);
 
   // workload_reader_attrs.cpp
   // Keys each op kind accepts besides name/op/inputs/output(s).

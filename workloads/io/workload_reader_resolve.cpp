@@ -64,7 +64,9 @@ void Reader::resolve(Workload& wl, std::vector<PendingTensor>& tensors, std::vec
                    outs[k].dtype,
                    MemSpace::hbm,
                    consumed.count(name) ? TensorKind::activation : TensorKind::output,
-                   op.loc};
+                   op.loc,
+                   {},
+                   {}};
           index.emplace(name, tensors.size());
           tensors.push_back({t, true, true});
         } else {

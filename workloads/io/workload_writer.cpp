@@ -72,6 +72,13 @@ Doc tensor_doc(const Tensor& t) {
   d.add("name", Doc::str(t.name)).add("shape", Doc::ints(t.shape)).add("dtype", dtype_doc(t.dtype));
   d.add("kind", Doc::str(std::string(tensor_kind_name(t.kind))));
   if (t.space != MemSpace::hbm) d.add("space", Doc::str(std::string(mem_space_name(t.space))));
+  if (t.scales.kind != ScaleKind::none) {
+    d.add("scales", Doc::str(std::string(scale_kind_name(t.scales.kind))));
+    if (t.scales.kind == ScaleKind::block) d.add("group", Doc::num(t.scales.group));
+    if (t.scales.dtype != DType::f32) d.add("scale_dtype", dtype_doc(t.scales.dtype));
+  }
+  if (!t.sparsity.dense())
+    d.add("sparsity", Doc::str(std::to_string(t.sparsity.n) + ":" + std::to_string(t.sparsity.m)));
   return d;
 }
 
@@ -85,6 +92,7 @@ void attrs_doc(const Op& op, Doc& d) {
       const auto& a = op.as<MatmulAttrs>();
       d.add("equation", Doc::str(a.equation));
       if (a.out_dtype) d.add("out_dtype", dtype_doc(*a.out_dtype));
+      if (a.quantize) d.add("quantize", dtype_doc(*a.quantize));
       break;
     }
     case OpKind::conv2d: {

@@ -21,7 +21,7 @@ TensorRef WorkloadBuilder::add_source(const std::string& name, Shape shape, DTyp
   for (auto d : shape)
     if (d < 1) throw WorkloadError(SourceLoc{}, p, "shape: expected dims >= 1, found " + shape_str(shape));
   tensor_index_[name] = wl_.tensors.size();
-  wl_.tensors.push_back(Tensor{name, shape, dtype, space, kind, {}});
+  wl_.tensors.push_back(Tensor{name, shape, dtype, space, kind, {}, {}, {}});
   return {name, std::move(shape), dtype};
 }
 
@@ -68,7 +68,7 @@ TensorRef WorkloadBuilder::add_op(Op op) {
   for (std::size_t i = 0; i < op.outputs.size(); ++i) {
     tensor_index_[op.outputs[i]] = wl_.tensors.size();
     wl_.tensors.push_back(
-        Tensor{op.outputs[i], types[i].shape, types[i].dtype, MemSpace::hbm, TensorKind::activation, {}});
+        Tensor{op.outputs[i], types[i].shape, types[i].dtype, MemSpace::hbm, TensorKind::activation, {}, {}, {}});
   }
   op_index_[op.name] = wl_.ops.size();
   TensorRef r{op.outputs[0], types[0].shape, types[0].dtype};

@@ -62,7 +62,15 @@ bool is_collective(OpKind k);
 struct MatmulAttrs {
   std::string equation;            // e.g. "bmk,bkn->bmn"; always set in a built IR
   std::optional<DType> out_dtype;  // default: lhs dtype
-  bool operator==(const MatmulAttrs& o) const { return equation == o.equation && out_dtype == o.out_dtype; }
+  // Dynamic quantization inside the kernel: each operand stored wider than
+  // this dtype is quantized to it on the VPU (a max-abs reduction per row
+  // of A / column of B, then a rescale and cast) and the MXU runs this
+  // dtype; the output is rescaled by the product of the scales (AQT, MLPerf
+  // int8 training). Unset: operands go to the MXU as stored.
+  std::optional<DType> quantize;
+  bool operator==(const MatmulAttrs& o) const {
+    return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize;
+  }
 };
 
 // XLA dot_general-style dims turned into an equation whose output is

@@ -232,5 +232,23 @@ TEST(MxuTiming, BadConfigAndOpThrow) {
   EXPECT_THROW(t.issue({4, -1, 4, DType::bf16}, 0), ConfigError);
 }
 
+TEST(MxuTiming, SparseMetadataSlowsTheWeightLoadOnlyWhenItsPathIsNarrow) {
+  // R = C = 4, 2:4 sparsity: 2 bits of metadata per kept value, a tile
+  // carries 4 x 4 x 2 / 8 = 4 bytes. At 1 B/cycle that takes 4 cycles =
+  // L: unchanged (15 cycles as in SingleTileClosedForm). At 0.5 B/cycle
+  // it takes 8: the first beat enters at 8, cycles = 8 + 4 + 3 + 3 + 1 = 19.
+  // A dense op on the same MXU keeps L = 4.
+  MxuConfig c = small_config(4, 4);
+  c.sparsity.n = 2;
+  c.sparsity.m = 4;
+  c.sparsity.metadata_bytes_per_cycle = 1.0;
+  EXPECT_EQ(mxu_block_timing(c, {5, 4, 4, DType::bf16, true}).cycles, 15u);
+  c.sparsity.metadata_bytes_per_cycle = 0.5;
+  EXPECT_EQ(mxu_block_timing(c, {5, 4, 4, DType::bf16, true}).cycles, 19u);
+  EXPECT_EQ(mxu_block_timing(c, {5, 4, 4, DType::bf16, false}).cycles, 15u);
+  c.sparsity.n = 4;  // n must be below m
+  EXPECT_THROW(MxuTimer{c}, ConfigError);
+}
+
 }  // namespace
 }  // namespace tpusim::arch

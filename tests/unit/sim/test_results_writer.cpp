@@ -722,9 +722,20 @@ TEST(ResultsWriter, MxuBoundUsesTheOpsDtype) {
   EXPECT_DOUBLE_EQ(m.ops[0].mxu_bound_cycles, 16384.0);
   EXPECT_DOUBLE_EQ(m.ops[0].memory_bound_cycles, 24576.0);
   EXPECT_EQ(m.ops[0].bound, "memory");
-  // Utilization stays relative to the bf16 peak: 2^30 / (40000 x 32768).
+  // Utilization is relative to the peak of the dtype the MXU ran, int8's:
+  // 2^30 / (40000 x 65536) (against bf16's 32768 it would read 0.8192, and
+  // a fast int8 op above 100%).
   ASSERT_TRUE(m.ops[0].mxu_utilization);
-  EXPECT_DOUBLE_EQ(*m.ops[0].mxu_utilization, 0.8192);
+  EXPECT_DOUBLE_EQ(*m.ops[0].mxu_utilization, 0.4096);
+  // The whole run likewise (one op): 2^30 x (32768 / 65536) / (cycles x 32768).
+  ASSERT_TRUE(m.mxu_utilization);
+  EXPECT_DOUBLE_EQ(*m.mxu_utilization, 0.5 * static_cast<double>(1u << 30) /
+                                           (static_cast<double>(m.total_cycles) * 32768.0));
+  // mxu_dtype, when the lowering set it, wins over the operand dtype (an
+  // fp8 op converted to bf16 runs at bf16's peak).
+  f.r.lowered.ops[0].mxu_dtype = "bf16";
+  EXPECT_DOUBLE_EQ(compute_metrics(f.r).ops[0].mxu_bound_cycles, 32768.0);
+  f.r.lowered.ops[0].mxu_dtype.clear();
   // A dtype the MXU lacks falls back to the bf16 rate.
   f.r.lowered.ops[0].dtype = "fp8_e4m3";
   EXPECT_DOUBLE_EQ(compute_metrics(f.r).ops[0].mxu_bound_cycles, 32768.0);

@@ -61,7 +61,7 @@ TEST(ShapeInference, MatmulDotGeneralDims) {
   auto x = b.input("x", {4, 8, 16}, DType::bf16);
   auto w = b.input("w", {4, 16, 32}, DType::bf16);
   EXPECT_EQ(b.matmul("dg", x, w, eq).shape, (Shape{4, 8, 32}));
-  auto dims = matmul_dims(MatmulAttrs{eq, std::nullopt}, {4, 8, 16}, {4, 16, 32});
+  auto dims = matmul_dims(MatmulAttrs{eq, std::nullopt, std::nullopt}, {4, 8, 16}, {4, 16, 32});
   EXPECT_EQ(dims.batch, 4);
   EXPECT_EQ(dims.m, 8);
   EXPECT_EQ(dims.k, 16);

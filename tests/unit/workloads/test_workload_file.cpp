@@ -312,3 +312,46 @@ TEST(WorkloadFile, AllErrorsAreReportedTogether) {
 }
 
 TEST(WorkloadFile, MissingFileIsAnError) { EXPECT_THROW(read_workload_file("/nonexistent/w.yaml"), WorkloadError); }
+
+TEST(WorkloadFile, QuantizationAndSparsityRoundTrip) {
+  const std::string text = std::string(kHeader) +
+                           "tensors:\n"
+                           "  - {name: x, shape: [8, 256], dtype: bf16}\n"
+                           "  - {name: w, shape: [256, 64], dtype: int4, kind: weight, scales: block, group: 128,"
+                           " scale_dtype: bf16, sparsity: \"2:4\"}\n"
+                           "ops:\n"
+                           "  - {name: mm, op: matmul, inputs: [x, w], quantize: int8}\n";
+  const Workload wl = read_workload_string(text, "q.yaml");
+  const Tensor& w = wl.tensors[1];
+  EXPECT_EQ(w.scales.kind, ScaleKind::block);
+  EXPECT_EQ(w.scales.group, 128);
+  EXPECT_EQ(w.scales.dtype, DType::bf16);
+  EXPECT_EQ(w.sparsity.n, 2);
+  EXPECT_EQ(w.sparsity.m, 4);
+  // 128 of 256 rows kept x 64 int4 = 4096 B, 2 bits each = 2048 B of
+  // metadata, 2 groups x 64 bf16 scales = 256 B.
+  EXPECT_EQ(w.bytes(), 4096u + 2048u + 256u);
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().quantize, DType::int8);
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+}
+
+TEST(WorkloadFile, BadQuantizationKeysAreLocated) {
+  const auto err = [](const std::string& tensor) {
+    try {
+      read_workload_string(std::string(kHeader) + "tensors:\n  - " + tensor + "\nops: []\n", "bad.yaml");
+    } catch (const WorkloadError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, scales: block}").find("needs a group size"), std::string::npos);
+  EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, scales: chanel}").find("did you mean 'channel'?"),
+            std::string::npos);
+  EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, group: 32}").find("needs 'scales: block'"),
+            std::string::npos);
+  const std::string s = err("{name: w, shape: [8, 8], dtype: bf16, sparsity: \"4:2\"}");
+  EXPECT_NE(s.find("bad.yaml:4:"), std::string::npos) << s;
+  EXPECT_NE(s.find("tensors[0].sparsity (tensor 'w')"), std::string::npos) << s;
+  EXPECT_NE(err("{name: w, shape: [8], dtype: bf16, sparsity: \"2:4\"}").find("rank >= 2"), std::string::npos);
+}
