@@ -75,7 +75,8 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
           kv_blocks += static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv)));
           kv_positions += static_cast<double>(std::min(round_up(vis, bkv), round_up(a.kv_len, f.cols)));
         }
-        const double units = static_cast<double>(a.batch) * static_cast<double>(a.kv_heads / hb);
+        const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
+        const double units = static_cast<double>(a.batch) * static_cast<double>(groups);
         const double steps = units * kv_blocks;
         // Compute of one full step, per core: sub-blocks pipelined, the
         // MXU's QK^T and PV against the VPU's softmax followed by the XLU's

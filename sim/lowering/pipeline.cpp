@@ -88,7 +88,9 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
   for (const Step& s : steps) per_core[s.core].push_back(&s);
 
   std::vector<InstrId> done;
-  for (auto& [core, list] : per_core) {
+  for (auto& entry : per_core) {
+    const int core = entry.first;  // named, not a structured binding: lambdas capture it (C++17)
+    std::vector<const Step*>& list = entry.second;
     const std::size_t n = list.size();
     std::vector<Emitted> em(n);
     bool first = true;
