@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/lowering/attention_tiling.h"
+#include "sim/lowering/gemm_quant.h"
 #include "sim/lowering/op_lowering.h"
 
 namespace tpusim::sim::lowering {
@@ -71,10 +72,28 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.q_dtype = q.dtype;
   a.kv_dtype = k.dtype;
   a.out_dtype = ep.out_dtype;
-  const DType t = q.dtype;
-  if (f.throughput(t) <= 0)
-    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " + std::string(arch::dtype_name(t)) +
-                        " attention");
+  // The MXU runs the wider of the query and KV dtypes (an int8 or fp8 KV
+  // cache with bf16 queries runs in bf16), widened to one this MXU has;
+  // operands stored otherwise are converted on the VPU after their blocks
+  // load (a cast, and a multiply by their scales where they have any).
+  const DType stored = arch::dtype_bits(k.dtype) > arch::dtype_bits(q.dtype) ? k.dtype : q.dtype;
+  const std::optional<DType> run_as = mxu_dtype_for(cx.cfg.mxu, stored);
+  if (!run_as || f.throughput(*run_as) <= 0)
+    throw LoweringError("the MXU of " + cx.cfg.chip.name + " does not support " +
+                        std::string(arch::dtype_name(stored)) + " attention");
+  const DType t = *run_as;
+  a.q_dtype = t;
+  plan.mxu_dtype = std::string(arch::dtype_name(t));
+  auto convert_ops = [&](const Tensor& x) {
+    return x.dtype == t ? 0.0 : 1.0 + (x.scales.kind == workloads::ScaleKind::none ? 0.0 : 1.0);
+  };
+  const double q_ops = convert_ops(q), k_ops = convert_ops(k), v_ops = convert_ops(v);
+  // A block's share of a tensor's scales (per-tensor: negligible).
+  auto scale_share = [](const Tensor& x, std::uint64_t elems) -> std::uint64_t {
+    const std::uint64_t sb = x.scale_bytes();
+    const auto n = static_cast<std::uint64_t>(x.num_elements());
+    return sb == 0 || n == 0 ? 0 : (sb * elems + n - 1) / n;
+  };
   const int cores = cx.cores();
   const auto tiling = choose_attention_tiling(a, f, cores);
   if (!tiling)
@@ -110,17 +129,41 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
                                  static_cast<std::uint64_t>(hb), bytes_of(k.dtype, Lkv * D)));
           s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * KVH + h0) * Lkv + c0) * Dv), bytes_of(v.dtype, cn * Dv),
                                  static_cast<std::uint64_t>(hb), bytes_of(v.dtype, Lkv * Dv)));
+          // K/V (and, first, Q) stored in another dtype than the MXU runs:
+          // converted on the VPU before the step's first QK^T.
+          std::vector<int> converted;
+          const auto q_elems = static_cast<std::uint64_t>(pn * hb * G * D);
+          const auto k_elems = static_cast<std::uint64_t>(cn * hb * D), v_elems = static_cast<std::uint64_t>(cn * hb * Dv);
+          const double conv_ops =
+              (kj == 0 ? q_ops * static_cast<double>(q_elems) : 0.0) + k_ops * static_cast<double>(k_elems) +
+              v_ops * static_cast<double>(v_elems);
+          if (conv_ops > 0) {
+            const std::uint64_t conv_elems = (kj == 0 && q_ops > 0 ? q_elems : 0) + (k_ops > 0 ? k_elems : 0) +
+                                             (v_ops > 0 ? v_elems : 0);
+            const arch::Instr cv =
+                vpu(conv_elems, t, conv_ops / static_cast<double>(conv_elems), 0, 1, 1);
+            plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, cv);
+            s.compute.push_back({cv, {}});
+            converted.push_back(static_cast<int>(s.compute.size()) - 1);
+            const std::uint64_t sb = scale_share(k, k_elems) + scale_share(v, v_elems) +
+                                     (kj == 0 ? scale_share(q, q_elems) : 0);
+            if (sb > 0) {
+              s.loads.push_back(load(kr, sb));  // the block's scales, beside its values
+              plan.scale_bytes += sb;
+            }
+          }
           // Sub-blocks, pipelined: QK(j+1) is issued before softmax(j); the
           // row max and row sum go to the two XLUs side by side.
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, kAttentionLookahead); ++j)
-            qk[static_cast<std::size_t>(j)] = heads_matmul(s, f, hb, rows, D, width(j), t, {}, plan.padded_macs);
+            qk[static_cast<std::size_t>(j)] =
+                heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs);
           for (std::int64_t j = 0; j < ns; ++j) {
             if (j + kAttentionLookahead < ns)
               qk[static_cast<std::size_t>(j + kAttentionLookahead)] =
-                  heads_matmul(s, f, hb, rows, D, width(j + kAttentionLookahead), t, {}, plan.padded_macs);
+                  heads_matmul(s, f, hb, rows, D, width(j + kAttentionLookahead), t, converted, plan.padded_macs);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
             s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});

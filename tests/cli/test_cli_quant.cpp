@@ -169,3 +169,23 @@ TEST(CliQuant, OptionsAreCheckedAndNeedAModel) {
   rc("run --arch v5e --model llama3-8b --act-quant dynamic", "--act-quant dynamic needs");
   rc("run --arch v1 --gemm 256,256,256 --dtype bf16", "cannot take bf16");
 }
+
+TEST(CliQuant, Int8KvCacheIsConvertedForBf16Queries) {
+  // Decode attention, bf16 queries over an int8 KV cache: half the K/V
+  // bytes, but the MXU runs bf16, so every K/V element loaded is cast on
+  // the VPU first (at least one VPU pass over the cache's vregs).
+  TmpDir a("kv_bf16_"), b("kv_int8_");
+  const std::string run =
+      "run --arch v5e --model llama3-8b --phase decode --batch 8 --context 2048 --weight-dtype int8";
+  summary(a, run);
+  summary(b, run + " --kv-dtype int8");
+  const Row bf = op(a, "layers.0.attn.core"), i8 = op(b, "layers.0.attn.core");
+  EXPECT_DOUBLE_EQ(num(i8, "hbm_bytes"), num(bf, "hbm_bytes") / 2);
+  EXPECT_EQ(i8.at("mxu_dtype"), "bf16");
+  EXPECT_EQ(num(bf, "quant_vpu_cycles"), 0);
+  // 8 sequences x 2048 positions x 8 KV heads x (128 + 128) = 32 Mi
+  // elements, 1024 per vreg, one cast each on 4 ALUs per lane.
+  const double kv_elems = 8.0 * 2048 * 8 * 256;
+  EXPECT_GE(num(i8, "quant_vpu_cycles"), kv_elems / 1024 / 4);
+  EXPECT_GT(num(i8, "cycles"), num(bf, "cycles") / 2);  // the cast is not free
+}

@@ -393,9 +393,9 @@ INSTANTIATE_TEST_SUITE_P(MultiChip, IronwoodAllGather,
 namespace {
 
 // Two FSDP layers: each weight shard is all-gathered before its matmul.
-// Returns the run with the weight gathers prefetched or not.
-sim::RunReport two_fsdp_layers(bool prefetch) {
-  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+// Returns the run with the weight gathers prefetched or not (the report
+// points at `cfg`, which must outlive it).
+sim::RunReport two_fsdp_layers(const arch::TpuConfig& cfg, bool prefetch) {
   WorkloadBuilder b("fsdp2");
   b.mesh_axis("fsdp", 4);
   auto x = b.input("x", {2048, 4096}, arch::DType::bf16);
@@ -417,14 +417,16 @@ sim::RunReport two_fsdp_layers(bool prefetch) {
 // while this layer's matmul computes; listed in workload order, the gather
 // would wait for the matmul before it to be issued.
 TEST(MultiChip, WeightGatherIsPrefetchedDuringThePreviousMatmul) {
-  const sim::RunReport r = two_fsdp_layers(true);
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  const sim::RunReport r = two_fsdp_layers(cfg, true);
   const sim::RunMetrics m = sim::compute_metrics(r);
   // ops: 0 w1.all_gather, 1 mm1, 2 w2.all_gather, 3 mm2
   EXPECT_LT(m.ops[2].start_cycle, m.ops[1].end_cycle);
   EXPECT_GE(m.ops[3].start_cycle, m.ops[2].end_cycle);  // mm2 still waits for its weight
 }
 TEST(MultiChip, WeightGatherInWorkloadOrderWaitsForThePreviousMatmul) {
-  const sim::RunReport r = two_fsdp_layers(false);
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  const sim::RunReport r = two_fsdp_layers(cfg, false);
   const sim::RunMetrics m = sim::compute_metrics(r);
   // Issued only once mm1's last instructions are: in its final tenth.
   EXPECT_GT(m.ops[2].start_cycle, m.ops[1].start_cycle + m.ops[1].cycles * 9 / 10);
