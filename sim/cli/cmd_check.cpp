@@ -8,6 +8,7 @@
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/quant_options.h"
 #include "sim/codesign/candidates.h"
 #include "sim/codesign/check.h"
 #include "sim/engine/slice_setup.h"
@@ -125,11 +126,7 @@ int check_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     for (const auto& c : vm["change"].as<std::vector<std::string>>()) changes.push_back(codesign::parse_change(c));
   const models::ModelSpec spec = codesign::apply_changes(models::load_model(vm["model"].as<std::string>()), changes);
   models::PhaseOptions p;
-  if (!models::parse_phase(vm["phase"].as<std::string>(), &p.phase))
-    throw UsageError("check point: unknown --phase '" + vm["phase"].as<std::string>() + "'");
-  p.batch = vm["batch"].as<std::int64_t>();
-  p.seq_len = vm["seq"].as<std::int64_t>();
-  p.context = vm["context"].as<std::int64_t>();
+  read_phase_options(vm, "check point", p);
   if (vm.count("weight-dtype")) {
     const auto dt = arch::parse_dtype(vm["weight-dtype"].as<std::string>());
     if (!dt) throw UsageError("check point: unknown --weight-dtype '" + vm["weight-dtype"].as<std::string>() + "'");

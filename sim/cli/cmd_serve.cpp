@@ -37,6 +37,15 @@ using namespace serve;
 
 namespace {
 
+// The value `v` of the two-way option `flag` names: one of `names`, or a
+// UsageError listing them.
+template <typename T>
+T choice(const std::string& flag, const std::string& v, const std::pair<const char*, T> (&names)[2]) {
+  for (const auto& [name, value] : names)
+    if (v == name) return value;
+  throw UsageError("serve: --" + flag + " '" + v + "': expected " + names[0].first + " or " + names[1].first);
+}
+
 // Options shared by `serve` and `serve step`: the deployment of one replica.
 void add_deployment_options(po::options_description& opts) {
   opts.add_options()("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")(
@@ -316,20 +325,11 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (so.concurrency < 1) throw UsageError("serve: --concurrency must be >= 1");
   so.replicas = vm["replicas"].as<int>();
   if (so.replicas < 1 || so.replicas > 4096) throw UsageError("serve: --replicas must be in [1, 4096]");
-  const std::string batching = vm["batching"].as<std::string>();
-  if (batching == "continuous")
-    so.batching = Batching::continuous;
-  else if (batching == "static")
-    so.batching = Batching::static_batch;
-  else
-    throw UsageError("serve: --batching '" + batching + "': expected continuous or static");
-  const std::string policy = vm["policy"].as<std::string>();
-  if (policy == "decode-first")
-    so.priority = Priority::decode_first;
-  else if (policy == "prefill-first")
-    so.priority = Priority::prefill_first;
-  else
-    throw UsageError("serve: --policy '" + policy + "': expected decode-first or prefill-first");
+  const std::string batching = vm["batching"].as<std::string>(), policy = vm["policy"].as<std::string>();
+  so.batching =
+      choice<Batching>("batching", batching, {{"continuous", Batching::continuous}, {"static", Batching::static_batch}});
+  so.priority = choice<Priority>("policy", policy,
+                                 {{"decode-first", Priority::decode_first}, {"prefill-first", Priority::prefill_first}});
   so.max_batch = vm["max-batch"].as<std::int64_t>();
   so.max_tokens = vm["max-tokens"].as<std::int64_t>();
   so.page_tokens = vm["page-size"].as<std::int64_t>();

@@ -71,4 +71,13 @@ void read_quant_options(const po::variables_map& vm, const std::string& cmd, arc
     throw UsageError(cmd + ": --act-quant dynamic needs weights of 8 bits or fewer (--weight-dtype int8, fp8 or int4)");
 }
 
+void read_phase_options(const po::variables_map& vm, const std::string& cmd, models::PhaseOptions& p) {
+  if (!models::parse_phase(vm["phase"].as<std::string>(), &p.phase))
+    throw UsageError(cmd + ": unknown --phase '" + vm["phase"].as<std::string>() + "'");
+  p.batch = vm["batch"].as<std::int64_t>();
+  p.seq_len = vm["seq"].as<std::int64_t>();
+  p.context = vm["context"].as<std::int64_t>();
+  if (vm.count("image")) p.image_size = vm["image"].as<std::int64_t>();
+}
+
 }  // namespace tpusim::sim

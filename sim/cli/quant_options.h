@@ -21,6 +21,11 @@ void add_quant_options(boost::program_options::options_description& opts);
 void read_quant_options(const boost::program_options::variables_map& vm, const std::string& cmd,
                         arch::DType shorthand, models::PhaseOptions& po);
 
+// --phase, --batch, --seq, --context (and --image where the command has
+// it) into `po`. Throws UsageError naming `cmd` on an unknown phase.
+void read_phase_options(const boost::program_options::variables_map& vm, const std::string& cmd,
+                        models::PhaseOptions& po);
+
 // Whether any option beyond --dtype was given (they need --model).
 bool quant_options_given(const boost::program_options::variables_map& vm);
 

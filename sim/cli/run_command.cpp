@@ -117,12 +117,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   } else if (vm.count("model")) {
     const models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
     models::PhaseOptions po;
-    if (!models::parse_phase(vm["phase"].as<std::string>(), &po.phase))
-      throw UsageError("run: unknown --phase '" + vm["phase"].as<std::string>() + "'");
-    po.batch = vm["batch"].as<std::int64_t>();
-    po.seq_len = vm["seq"].as<std::int64_t>();
-    po.context = vm["context"].as<std::int64_t>();
-    po.image_size = vm["image"].as<std::int64_t>();
+    read_phase_options(vm, "run", po);
     read_quant_options(vm, "run", *dtype, po);
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;
