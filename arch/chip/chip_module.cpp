@@ -23,6 +23,7 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
                                 std::to_string(tcs) + " TensorCores and " + std::to_string(cfg.sparsecores) +
                                 " SparseCores");
   cores_.resize(static_cast<std::size_t>(ncores));
+  for (int c = 0; c < ncores; ++c) wake_.push_back(std::make_unique<sc_core::sc_event>());
   for (int c = 0; c < ncores; ++c) {
     Core& core = cores_[static_cast<std::size_t>(c)];
     core.sparse = c >= tcs;
@@ -42,7 +43,7 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
     if (sparse && (in.unit == UnitKind::mxu || in.unit == UnitKind::xlu || in.unit == UnitKind::ici))
       throw std::invalid_argument("instruction " + std::to_string(id) + " needs " + unit_kind_name(in.unit) +
                                   " on SparseCore " + std::to_string(in.core - tcs) + ", which has vector tiles only");
-    for (InstrId d : in.deps)
+    for (InstrId d : program.deps(in))
       if (d >= id)
         throw std::invalid_argument("instruction " + std::to_string(id) + " waits for a later instruction " +
                                     std::to_string(d));
@@ -77,7 +78,11 @@ void ChipModule::complete(InstrId id, std::uint64_t cycle) {
   ++completed_;
   records_[id].finish = cycle;
   end_cycle_ = std::max(end_cycle_, cycle);
-  changed_.notify(sc_core::SC_ZERO_TIME);
+  // Wake only the sequencer blocked on this instruction (a delta cycle
+  // later, as before): waking every sequencer on every completion cost
+  // tens of millions of context switches on a training step.
+  for (std::size_t c = 0; c < cores_.size(); ++c)
+    if (cores_[c].waiting_for == id) wake_[c]->notify(sc_core::SC_ZERO_TIME);
 }
 
 void ChipModule::completer() {
@@ -113,8 +118,12 @@ void ChipModule::sequencer(int c) {
   for (InstrId id : core.instrs) {
     const Instr& in = program_.instrs[id];
     const std::uint64_t blocked_at = now_cycles();
-    for (InstrId d : in.deps)
-      while (!done_[d]) sc_core::wait(changed_);
+    for (InstrId d : program_.deps(in))
+      while (!done_[d]) {
+        core.waiting_for = d;
+        sc_core::wait(*wake_[static_cast<std::size_t>(c)]);
+      }
+    core.waiting_for = kNotWaiting;
     const std::uint64_t now = now_cycles();
     if (now > blocked_at) core.dep_stall_cycles += now - std::max(blocked_at, next_slot);
     const std::uint64_t issue = std::max(next_slot, now) + in.scalar_cycles;

@@ -81,10 +81,12 @@ class ChipModule : public sc_core::sc_module {
   void trace(sc_core::sc_trace_file* tf);
 
  private:
+  static constexpr InstrId kNotWaiting = ~InstrId{0};
   struct Core {
     bool sparse = false;  // a SparseCore's sequencer (vector tiles only)
     std::vector<std::unique_ptr<UnitTiming>> mxu, vpu, xlu;
     std::vector<InstrId> instrs;  // this core's instructions, in order
+    InstrId waiting_for = kNotWaiting;  // the instruction its sequencer is blocked on
     std::size_t next_mxu = 0, next_xlu = 0;
     std::uint64_t issued = 0, dep_stall_cycles = 0, scalar_cycles = 0;
     // Collective reductions charged to this core's VPU.
@@ -122,7 +124,8 @@ class ChipModule : public sc_core::sc_module {
   };
   std::unordered_map<InstrId, CollectiveJoin> collectives_;
   void collective_part_done(InstrId id);
-  sc_core::sc_event changed_;  // some instruction completed
+  // Per core: notified when the instruction its sequencer waits for completes.
+  std::vector<std::unique_ptr<sc_core::sc_event>> wake_;
   // Compute completions not yet posted, earliest first.
   using Pending = std::pair<std::uint64_t, InstrId>;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;

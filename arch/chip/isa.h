@@ -10,6 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -110,7 +114,7 @@ struct IciWork {
 
 using InstrId = std::uint32_t;
 
-// 112 bytes (the small fields first, packed into 16): a large training
+// 96 bytes (the small fields first, packed into 24): a large training
 // step lowers to millions of instructions, so their size is much of the
 // lowering's time (allocating and moving the program).
 struct Instr {
@@ -123,17 +127,55 @@ struct Instr {
   // descriptors, address arithmetic). The sequencer issues nothing else
   // meanwhile.
   std::uint32_t scalar_cycles = 0;
-  std::vector<InstrId> deps;  // earlier instructions that must complete first
+  // The earlier instructions that must complete first:
+  // Program::dep_pool[dep_begin, dep_begin + dep_count). One pool for the
+  // whole program instead of a vector per instruction: a training step has
+  // millions of instructions, and their allocations were much of its time.
+  std::uint32_t dep_count = 0;
+  std::uint32_t dep_begin = 0;
   std::variant<MxuWork, VpuWork, XluWork, DmaWork, IciWork> work;
 };
-static_assert(sizeof(void*) != 8 || sizeof(Instr) <= 112, "Instr grew: see the comment above it");
+static_assert(sizeof(void*) != 8 || sizeof(Instr) <= 96, "Instr grew: see the comment above it");
+
+// The ids in [begin, end), for range-for.
+struct DepRange {
+  const InstrId* first = nullptr;
+  const InstrId* last = nullptr;
+  const InstrId* begin() const { return first; }
+  const InstrId* end() const { return last; }
+  std::size_t size() const { return static_cast<std::size_t>(last - first); }
+  bool empty() const { return first == last; }
+};
 
 // A lowered workload: instructions in issue order (each core issues its own
 // instructions in this order); deps always point backwards.
 struct Program {
   std::vector<Instr> instrs;
+  std::vector<InstrId> dep_pool;      // every instruction's waits, back to back
   std::vector<std::string> op_names;  // indexed by Instr::op
   int cores = 1;
+
+  // Appends `in`, waiting for `deps` (any range of InstrId); returns its id.
+  template <typename Range>
+  InstrId add(Instr in, const Range& deps) {
+    const std::size_t begin = dep_pool.size();
+    dep_pool.insert(dep_pool.end(), std::begin(deps), std::end(deps));
+    if (dep_pool.size() > std::numeric_limits<std::uint32_t>::max())
+      throw std::length_error("program has more than 2^32 dependencies");
+    in.dep_begin = static_cast<std::uint32_t>(begin);
+    in.dep_count = static_cast<std::uint32_t>(dep_pool.size() - begin);
+    instrs.push_back(std::move(in));
+    return static_cast<InstrId>(instrs.size() - 1);
+  }
+  InstrId add(Instr in, std::initializer_list<InstrId> deps) {
+    return add<std::initializer_list<InstrId>>(std::move(in), deps);
+  }
+  InstrId add(Instr in) { return add(std::move(in), std::initializer_list<InstrId>{}); }
+  DepRange deps(const Instr& in) const {
+    const InstrId* b = dep_pool.data() + in.dep_begin;
+    return {b, b + in.dep_count};
+  }
+  DepRange deps(InstrId id) const { return deps(instrs[id]); }
 };
 
 // When each instruction ran, in cycles of the TensorCore clock.

@@ -8,10 +8,7 @@ namespace tpusim::sim::lowering {
 using arch::Instr;
 using arch::InstrId;
 
-InstrId ProgramBuilder::add(Instr in) {
-  p_.instrs.push_back(std::move(in));
-  return static_cast<InstrId>(p_.instrs.size() - 1);
-}
+InstrId ProgramBuilder::add(Instr in, const std::vector<InstrId>& deps) { return p_.add(std::move(in), deps); }
 
 std::vector<Instr> ProgramBuilder::split(const Instr& in) const {
   const auto& w = std::get<arch::DmaWork>(in.work);
@@ -72,7 +69,8 @@ void append(std::vector<InstrId>& to, const std::vector<InstrId>& from) {
 std::vector<InstrId> last_group(const std::vector<InstrId>& epi, const arch::Program& p) {
   std::vector<InstrId> out{epi.back()};
   for (std::size_t k = epi.size() - 1; k-- > 0;) {
-    if (p.instrs[epi[k]].deps != p.instrs[epi.back()].deps) break;
+    const arch::DepRange a = p.deps(epi[k]), b = p.deps(epi.back());
+    if (!std::equal(a.begin(), a.end(), b.begin(), b.end())) break;
     out.push_back(epi[k]);
   }
   return out;
@@ -96,15 +94,28 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     bool first = true;
     constexpr InstrId kNone = ~InstrId{0};
     InstrId first_id = kNone;
-    // The waits the next instruction of this core must carry in addition to
-    // its own: producers' completion, for the operator's first instruction.
-    auto with_entry = [&](std::vector<InstrId> d) {
-      if (first) {
-        append(d, deps);
-        first = false;
-        first_id = static_cast<InstrId>(p_.instrs.size());  // the instruction these waits go to
-      }
-      return d;
+    // Kernels run one after another on a core: the first instruction of
+    // this one waits for the previous kernel's end and pays the launch.
+    // Collectives are asynchronous: they neither wait nor are waited for.
+    bool async = false;
+    for (const Step* s : list)
+      for (const StepInstr& c : s->compute) async = async || c.instr.unit == arch::UnitKind::ici;
+    std::vector<InstrId> entry_wait = deps;
+    if (!async) {
+      auto prev = last_kernel_.find(core);
+      if (prev != last_kernel_.end()) append(entry_wait, prev->second);
+    }
+    // Adds `in` waiting for `d`; the operator's first instruction on this
+    // core also waits for `entry_wait` (its producers' completion and the
+    // previous kernel's end).
+    std::vector<InstrId> scratch, deps_scratch;
+    auto add_waiting = [&](Instr in, const std::vector<InstrId>& d) {
+      if (!first) return add(std::move(in), d);
+      first = false;
+      first_id = static_cast<InstrId>(p_.instrs.size());  // the instruction these waits go to
+      scratch.assign(d.begin(), d.end());
+      append(scratch, entry_wait);
+      return add(std::move(in), scratch);
     };
     // Steps that load, in order. Load-step k writes the buffer set that
     // load-step k-2 filled; the last reader of that set is the step just
@@ -128,8 +139,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         for (Instr in : in_place(l) ? std::vector<Instr>{} : split(l)) {
           in.op = op;
           in.core = static_cast<std::uint16_t>(core);
-          in.deps = with_entry(wait);
-          em[i].loads.push_back(add(std::move(in)));
+          em[i].loads.push_back(add_waiting(std::move(in), wait));
         }
     };
     // Emits the loads of steps before `upto` whose buffer is free once the
@@ -165,7 +175,8 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         Instr in = s.compute[k].instr;
         in.op = op;
         in.core = static_cast<std::uint16_t>(core);
-        std::vector<InstrId> d = operands;
+        std::vector<InstrId>& d = deps_scratch;
+        d.assign(operands.begin(), operands.end());
         if (k == 0) {
           append(d, out_wait);
           if (step_overhead_ > 0 && in.unit != arch::UnitKind::ici) {  // collectives: see the ICI model
@@ -174,8 +185,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
           }
         }
         for (int a : s.compute[k].after) d.push_back(em[i].compute.at(static_cast<std::size_t>(a)));
-        in.deps = with_entry(std::move(d));
-        em[i].compute.push_back(add(std::move(in)));
+        em[i].compute.push_back(add_waiting(std::move(in), d));
       }
       last_compute = static_cast<long>(i);
     };
@@ -192,8 +202,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         for (Instr in : e.unit == arch::UnitKind::dma ? split(e) : std::vector<Instr>{e}) {
           in.op = op;
           in.core = static_cast<std::uint16_t>(core);
-          in.deps = with_entry(wait);
-          ids.push_back(add(std::move(in)));
+          ids.push_back(add_waiting(std::move(in), wait));
           em[i].epilogue.push_back(ids.back());
         }
         wait = ids;
@@ -218,17 +227,8 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     for (std::size_t i = 0; i < n; ++i)
       if (!em[i].epilogue.empty()) append(core_done, last_group(em[i].epilogue, p_));
     if (n > 0 && list[n - 1]->epilogue.empty()) append(core_done, em[n - 1].compute);
-    // Kernels run one after another on a core: the first instruction of
-    // this one waits for the previous kernel's end and pays the launch.
-    // Collectives are asynchronous: they neither wait nor are waited for.
-    bool async = false;
-    for (const Step* s : list)
-      for (const StepInstr& c : s->compute) async = async || c.instr.unit == arch::UnitKind::ici;
     if (!async && first_id != kNone) {
-      Instr& head = p_.instrs[first_id];
-      auto prev = last_kernel_.find(core);
-      if (prev != last_kernel_.end()) append(head.deps, prev->second);
-      head.scalar_cycles += launch_overhead_;
+      p_.instrs[first_id].scalar_cycles += launch_overhead_;
       last_kernel_[core] = core_done;
     }
     append(done, core_done);

@@ -61,7 +61,7 @@ class ProgramBuilder {
         step_overhead_(step_overhead_cycles),
         launch_overhead_(launch_overhead_cycles) {}
 
-  arch::InstrId add(arch::Instr in);
+  arch::InstrId add(arch::Instr in, const std::vector<arch::InstrId>& deps);
 
   // Emits the steps of one operator. `op` is its index for reports; `deps`
   // are instructions (of producers) its first instruction on each core

@@ -67,10 +67,9 @@ TpuConfig small_chip(int mxus = 2) {
   return cfg;
 }
 
-Instr make(UnitKind u, std::vector<InstrId> deps, std::uint64_t dma_bytes = 0) {
+Instr make(UnitKind u, std::uint64_t dma_bytes = 0) {
   Instr in;
   in.unit = u;
-  in.deps = std::move(deps);
   if (u == UnitKind::dma) {
     DmaWork w;
     w.row_bytes = dma_bytes;
@@ -81,6 +80,11 @@ Instr make(UnitKind u, std::vector<InstrId> deps, std::uint64_t dma_bytes = 0) {
     in.work = VpuWork{};
   }
   return in;
+}
+
+// Appends an instruction of unit `u` waiting for `deps` to `p`.
+InstrId add(Program& p, UnitKind u, std::initializer_list<InstrId> deps, std::uint64_t dma_bytes = 0) {
+  return p.add(make(u, dma_bytes), deps);
 }
 
 UnitFactory latencies(std::uint64_t mxu, std::uint64_t vpu) {
@@ -94,9 +98,9 @@ UnitFactory latencies(std::uint64_t mxu, std::uint64_t vpu) {
 TEST(ChipSequencer, DependentChainAddsLatencies) {
   TpuConfig cfg = small_chip();
   Program p;
-  p.instrs.push_back(make(UnitKind::dma, {}, 100));  // 0: issue 0, done 100
-  p.instrs.push_back(make(UnitKind::mxu, {0}, 0));   // 1: issue 100, done 100+50
-  p.instrs.push_back(make(UnitKind::vpu, {1}, 0));   // 2: issue 150, done 150+10
+  add(p, UnitKind::dma, {}, 100);  // 0: issue 0, done 100
+  add(p, UnitKind::mxu, {0}, 0);   // 1: issue 100, done 100+50
+  add(p, UnitKind::vpu, {1}, 0);   // 2: issue 150, done 150+10
   LinearDma dma("dma", cfg.chip.clock_hz);
   ChipModule chip("chip", cfg, p, latencies(50, 10), dma);
   sc_core::sc_start();
@@ -115,8 +119,8 @@ TEST(ChipSequencer, IndependentWorkOverlapsAndIssuesOnePerCycle) {
   // issue slots 0,1,2,3; MXU0 runs #0 at 0-50 and #2 at 50-100, MXU1 runs
   // #1 at 1-51 and #3 at 51-101. A DMA issued in slot 4 overlaps them all
   // and ends at 4 + 30 = 34.
-  for (int i = 0; i < 4; ++i) p.instrs.push_back(make(UnitKind::mxu, {}));
-  p.instrs.push_back(make(UnitKind::dma, {}, 30));
+  for (int i = 0; i < 4; ++i) add(p, UnitKind::mxu, {});
+  add(p, UnitKind::dma, {}, 30);
   LinearDma dma("dma", cfg.chip.clock_hz);
   ChipModule chip("chip", cfg, p, latencies(50, 10), dma);
   sc_core::sc_start();
@@ -132,9 +136,9 @@ TEST(ChipSequencer, IndependentWorkOverlapsAndIssuesOnePerCycle) {
 TEST(ChipSequencer, BlockingIssueDelaysLaterIndependentInstructions) {
   TpuConfig cfg = small_chip(1);
   Program p;
-  p.instrs.push_back(make(UnitKind::dma, {}, 200));  // 0: done at 200
-  p.instrs.push_back(make(UnitKind::vpu, {0}));      // 1: sequencer blocks until 200
-  p.instrs.push_back(make(UnitKind::mxu, {}));       // 2: independent, but issued after 1
+  add(p, UnitKind::dma, {}, 200);  // 0: done at 200
+  add(p, UnitKind::vpu, {0});      // 1: sequencer blocks until 200
+  add(p, UnitKind::mxu, {});       // 2: independent, but issued after 1
   LinearDma dma("dma", cfg.chip.clock_hz);
   ChipModule chip("chip", cfg, p, latencies(50, 10), dma);
   sc_core::sc_start();
@@ -153,22 +157,18 @@ std::uint64_t pipeline_end(bool mxu_ahead) {
   Program p;
   const int blocks = 8;
   std::vector<InstrId> dma(blocks), mxu(blocks);
-  auto add = [&](Instr in) {
-    p.instrs.push_back(std::move(in));
-    return static_cast<InstrId>(p.instrs.size() - 1);
-  };
-  dma[0] = add(make(UnitKind::dma, {}, 40));
-  dma[1] = add(make(UnitKind::dma, {}, 40));
+  dma[0] = add(p, UnitKind::dma, {}, 40);
+  dma[1] = add(p, UnitKind::dma, {}, 40);
   if (mxu_ahead) {
-    mxu[0] = add(make(UnitKind::mxu, {dma[0]}));
+    mxu[0] = add(p, UnitKind::mxu, {dma[0]});
     for (int i = 0; i < blocks; ++i) {
-      if (i + 1 < blocks) mxu[i + 1] = add(make(UnitKind::mxu, {dma[i + 1]}));
-      if (i + 2 < blocks) dma[i + 2] = add(make(UnitKind::dma, {mxu[i]}, 40));
+      if (i + 1 < blocks) mxu[i + 1] = add(p, UnitKind::mxu, {dma[i + 1]});
+      if (i + 2 < blocks) dma[i + 2] = add(p, UnitKind::dma, {mxu[i]}, 40);
     }
   } else {
     for (int i = 0; i < blocks; ++i) {
-      mxu[i] = add(make(UnitKind::mxu, {dma[i]}));
-      if (i + 2 < blocks) dma[i + 2] = add(make(UnitKind::dma, {mxu[i]}, 40));
+      mxu[i] = add(p, UnitKind::mxu, {dma[i]});
+      if (i + 2 < blocks) dma[i + 2] = add(p, UnitKind::dma, {mxu[i]}, 40);
     }
   }
   LinearDma dma_backend("dma", cfg.chip.clock_hz);
@@ -196,8 +196,8 @@ TEST(ChipSequencer, NaiveOrderLosesOneIssueSlotPerBlock) {
 TEST(ChipSequencer, RejectsForwardDependencies) {
   TpuConfig cfg = small_chip();
   Program p;
-  p.instrs.push_back(make(UnitKind::vpu, {1}));
-  p.instrs.push_back(make(UnitKind::vpu, {}));
+  add(p, UnitKind::vpu, {1});
+  add(p, UnitKind::vpu, {});
   LinearDma dma("dma", cfg.chip.clock_hz);
   EXPECT_THROW(ChipModule("chip", cfg, p, latencies(1, 1), dma), std::invalid_argument);
 }
