@@ -32,6 +32,7 @@
 #include <set>
 
 #include "models/generators.h"
+#include "models/lora.h"
 #include "models/sharding.h"
 
 namespace tpusim::models::detail {
@@ -184,9 +185,55 @@ class TransformerGen {
     if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
   }
 
+  // A LoRA adapter on projection n (PhaseOptions::lora, models/lora.h):
+  // y + (x A) B with A [in, r] and B [r, out] at the base weight's local
+  // shape. With n > 1 adapters in the step, the token rows are split as
+  // evenly as possible (g0 adapters of cap rows, g1 of cap - 1, as
+  // moe_routing splits slots) and each group is a grouped matmul over its
+  // adapters' own A and B (SGMV). The factor tensor parallelism keeps
+  // whole (A of a column-parallel projection, B of a row-parallel one)
+  // gets a partial gradient on each tensor rank: all_reduced over tensor.
+  TensorRef with_lora(const std::string& n, const TensorRef& x, const TensorRef& y, std::int64_t in, std::int64_t out,
+                      bool row) {
+    const auto target = lora_target_of(n);
+    if (!o_.lora.enabled() || !target || !o_.lora.has(*target)) return y;
+    const std::int64_t r = o_.lora.rank, na = o_.lora.adapters;
+    auto partial = [&](const std::string& w) {
+      if (tp_ == 1) return;
+      auto& axes = tc_.weight_grad_all_reduce[w];
+      if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
+    };
+    TensorRef d;
+    if (na == 1) {
+      TensorRef xa = b_.matmul(n + ".lora_a", x, sharded_weight(n + ".lora_a.weight", {in, r}, ad_, false), "", ad_);
+      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {r, out}, ad_, false), "", ad_);
+      partial(n + (row ? ".lora_b.weight" : ".lora_a.weight"));
+    } else {
+      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na,
+                         g0 = T - na * (cap - 1), g1 = na - g0;
+      TensorRef xf = b_.reshape(n + ".lora_rows", x, {T, in});
+      std::vector<TensorRef> parts;
+      auto group = [&](const std::string& g, std::int64_t from, std::int64_t ng, std::int64_t c) {
+        const std::string gn = n + ".lora." + g;
+        TensorRef xs = ng * c == T ? xf : b_.slice(gn + ".rows", xf, {from, 0}, {from + ng * c, in});
+        xs = b_.reshape(gn + ".grid", xs, {ng, c, in});
+        TensorRef xa = b_.matmul(gn + ".lora_a", xs, sharded_weight(gn + ".lora_a.weight", {ng, in, r}, ad_, true),
+                                 "ecx,exy->ecy", ad_);
+        TensorRef yb = b_.matmul(gn + ".lora_b", xa, sharded_weight(gn + ".lora_b.weight", {ng, r, out}, ad_, true),
+                                 "ecx,exy->ecy", ad_);
+        parts.push_back(b_.reshape(gn + ".out", yb, {ng * c, out}));
+      };
+      group("g0", 0, g0, cap);
+      if (g1 > 0) group("g1", g0 * cap, g1, cap - 1);
+      d = parts.size() == 1 ? parts[0] : b_.concat(n + ".lora.rows_out", parts, 0);
+      d = b_.reshape(n + ".lora.out", d, y.shape);
+    }
+    return b_.add(n + ".lora_add", y, d);
+  }
+
   // Column-parallel (out already divided by tensor) or replicated.
   TensorRef linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias) {
-    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    TensorRef y = with_lora(n, x, b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_), in, out, false);
     if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
     return y;
   }
@@ -195,7 +242,7 @@ class TransformerGen {
   // unless the caller reduces a sum of several (reduce = false).
   TensorRef row_linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias,
                        bool reduce = true) {
-    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    TensorRef y = with_lora(n, x, b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_), in, out, true);
     if (reduce) y = tp_leave(n, y);
     if (bias) {
       y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
