@@ -209,8 +209,8 @@ class TransformerGen {
       d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {r, out}, ad_, false), "", ad_);
       partial(n + (row ? ".lora_b.weight" : ".lora_a.weight"));
     } else {
-      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na,
-                         g0 = T - na * (cap - 1), g1 = na - g0;
+      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na, g0 = T - na * (cap - 1),
+                         g1 = na - g0;
       TensorRef xf = b_.reshape(n + ".lora_rows", x, {T, in});
       std::vector<TensorRef> parts;
       auto group = [&](const std::string& g, std::int64_t from, std::int64_t ng, std::int64_t c) {

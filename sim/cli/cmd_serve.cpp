@@ -16,8 +16,8 @@
 #include <sstream>
 
 #include "arch/ici/topology.h"
-#include "models/sharding.h"
 #include "models/lora.h"
+#include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/lora_options.h"
@@ -213,8 +213,9 @@ std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std
                      std::to_string(fit.footprint.weights >> 20) + " MiB per chip); use a larger --slice/--mesh");
   const auto pages = static_cast<std::int64_t>(free_bytes / (per_token * static_cast<double>(page_tokens)));
   *note = "KV cache: " + std::to_string(static_cast<std::int64_t>(free_bytes / (1 << 20))) +
-          " MiB free per chip after weights, activations" + (reserved_bytes > 0 ? " and adapter slots" : "") + ", " + std::to_string(static_cast<std::int64_t>(per_token)) +
-          " B per token per chip";
+          " MiB free per chip after weights" +
+          (reserved_bytes > 0 ? ", activations and adapter slots" : " and activations") + ", " +
+          std::to_string(static_cast<std::int64_t>(per_token)) + " B per token per chip";
   return pages;
 }
 
@@ -662,7 +663,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                                {"mean_step_adapters", num(step_adapters)}});
     char line[300];
     std::snprintf(line, sizeof line,
-                  "  LoRA rank %lld on %s: %lld adapters (%s), %lld slots per replica, %.2f MiB per chip each, "
+                  "  LoRA rank %lld on %s: %lld adapter(s) (%s), %lld slot(s) per replica, %.2f MiB per chip each, "
                   "%.3f ms per load; %lld loads, %lld evictions; %.2f distinct adapters per step\n",
                   static_cast<long long>(d.lora.rank), target.setup.lora_targets.c_str(),
                   static_cast<long long>(adapter_count), n_adapters > 0 ? adist.text.c_str() : "trace",
@@ -705,7 +706,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       const double err = 100.0 * (interp - sim) / sim;
       worst = std::max(worst, std::abs(err));
       total += std::abs(err);
-      f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << "," << p.adapters << "\n";
+      f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << ","
+        << p.adapters << "\n";
     }
     ctx.out << "interpolation check: " << pick.size() << " shapes, mean |error| "
             << (pick.empty() ? 0 : total / static_cast<double>(pick.size())) << "%, max |error| " << worst

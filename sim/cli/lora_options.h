@@ -22,8 +22,8 @@ inline void add_lora_options(boost::program_options::options_description& opts) 
 inline models::LoraOptions read_lora_options(const boost::program_options::variables_map& vm, const std::string& cmd) {
   models::LoraOptions l;
   l.rank = vm["lora-rank"].as<std::int64_t>();
-  if (l.rank < 0 || l.rank > 65536) throw UsageError(cmd + ": --lora-rank must be in [0, 65536], found " +
-                                                     std::to_string(l.rank));
+  if (l.rank < 0 || l.rank > 65536)
+    throw UsageError(cmd + ": --lora-rank must be in [0, 65536], found " + std::to_string(l.rank));
   const std::string t = vm["lora-targets"].as<std::string>();
   std::string bad;
   if (!models::parse_lora_targets(t, &l.targets, &bad))

@@ -71,8 +71,8 @@ class AdapterCache {
 
  private:
   struct Entry {
-    double ready = 0;           // end of its load
-    std::uint64_t last_use = 0; // LRU order
+    double ready = 0;            // end of its load
+    std::uint64_t last_use = 0;  // LRU order
   };
   std::int64_t slots_ = 0;
   double load_ = 0;

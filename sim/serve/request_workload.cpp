@@ -268,8 +268,10 @@ std::vector<Request> read_trace_csv(const std::string& path) {
       ncols = f.size();
       if ((f.size() != 3 && f.size() != 4) || trim(f[0]) != "arrival" || trim(f[1]) != "input_tokens" ||
           trim(f[2]) != "output_tokens" || (f.size() == 4 && trim(f[3]) != "adapter"))
-        throw UsageError(where + ": expected the header 'arrival,input_tokens,output_tokens' (and optionally "
-                         "',adapter'), found '" + line + "'");
+        throw UsageError(where +
+                         ": expected the header 'arrival,input_tokens,output_tokens' (and optionally "
+                         "',adapter'), found '" +
+                         line + "'");
       continue;
     }
     if (f.size() != ncols)

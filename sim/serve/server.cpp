@@ -38,7 +38,7 @@ struct Replica {
   std::vector<Work> step;
   // static batching: the batch being served (padding included)
   std::vector<int> batch;
-  AdapterCache adapters;  // LoRA: resident adapters, host link
+  AdapterCache adapters;                                  // LoRA: resident adapters, host link
   double wake = std::numeric_limits<double>::infinity();  // idle until an adapter load ends
 };
 

@@ -91,8 +91,8 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
     for (int b = 0; b < 2; ++b)
       for (int c = 0; c < 2; ++c)
         for (int n = 0; n < 2; ++n) {
-          const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) *
-                           (n ? bn.w1 : 1 - bn.w1);
+          const double w =
+              (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) * (n ? bn.w1 : 1 - bn.w1);
           if (w == 0) continue;
           GridPoint p{g.prefill[a ? bp.i1 : bp.i0], g.decode[b ? bd.i1 : bd.i0], 0};
           if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
@@ -169,8 +169,7 @@ void StepCostModel::load(const std::string& path) {
       std::string rest;
       ok = (es >> p.adapters) && !(es >> rest) && p.adapters > 0 && !(ls >> rest);
     }
-    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) ||
-        !std::isfinite(sec))
+    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
       throw UsageError(path + ":" + std::to_string(n) +
                        ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS]' (16 hex digits, counts >= 0, "
                        "seconds > 0, adapters > 0), found '" +
@@ -201,7 +200,8 @@ void StepCostModel::save(const std::string& path, const std::string& description
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
-    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS], one simulated step per line\n";
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS], one simulated step per "
+           "line\n";
     for (const auto& l : others) out << l << "\n";
     out << "# " << key_ << " " << description << "\n";
     char buf[64];

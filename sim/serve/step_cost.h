@@ -32,12 +32,12 @@ struct StepShape {
   std::int64_t prefill = 0;  // tokens of prefill chunks in the step
   std::int64_t decode = 0;   // sequences decoding one token
   double context = 0;        // mean cached tokens of the decoding sequences
-  std::int64_t adapters = 0; // distinct LoRA adapters among its sequences (0: none)
+  std::int64_t adapters = 0;  // distinct LoRA adapters among its sequences (0: none)
 };
 
 struct GridPoint {
   std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
-  std::int64_t adapters = 0;  // LoRA: distinct adapters, at most prefill + decode
+  std::int64_t adapters = 0;                          // LoRA: distinct adapters, at most prefill + decode
   bool operator<(const GridPoint& o) const {
     return std::tie(prefill, decode, context, adapters) < std::tie(o.prefill, o.decode, o.context, o.adapters);
   }

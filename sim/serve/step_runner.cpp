@@ -42,8 +42,8 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
   return a;
 }
 
-models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
-                                int decode_tokens, const models::LoraOptions& lora) {
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype, int decode_tokens,
+                                const models::LoraOptions& lora) {
   models::PhaseOptions o;
   if (p.adapters > 0) {
     o.lora = lora;

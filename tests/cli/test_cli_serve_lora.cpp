@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "tiny_decoder.h"
 
 namespace {
 
@@ -29,10 +30,12 @@ double step_seconds(const CliResult& r) {
 }
 
 double step(const TmpDir& d, std::int64_t batch, std::int64_t adapters) {
-  const std::string lora = adapters > 0 ? " --lora-rank 16 --lora-targets q,v --adapters " + std::to_string(adapters) : "";
-  CliResult r = tpusim::test::run_tpusim_in(d.p.string(), "serve step --arch v5e --slice 2x2 --mesh tensor=4 "
-                                                          "--model llama3-8b --context 1024 --decode " +
-                                                              std::to_string(batch) + lora);
+  const std::string lora =
+      adapters > 0 ? " --lora-rank 16 --lora-targets q,v --adapters " + std::to_string(adapters) : "";
+  CliResult r = tpusim::test::run_tpusim_in(d.p.string(),
+                                            "serve step --arch v5e --slice 2x2 --mesh tensor=4 "
+                                            "--model llama3-8b --context 1024 --decode " +
+                                                std::to_string(batch) + lora);
   EXPECT_EQ(r.rc, 0) << r.err;
   return step_seconds(r);
 }
@@ -50,18 +53,7 @@ TEST(CliServeLora, MixedBatchOfEightAdaptersCostsBetweenOneAndEightServers) {
   EXPECT_LT(eight, 8 * small);
 }
 
-constexpr const char* kTiny = R"(name: tiny-decoder
-family: decoder
-hidden: 256
-layers: 2
-vocab: 1024
-max_context: 2048
-norm: rmsnorm
-position: rotary
-tied_embeddings: false
-attention: {heads: 4, kv_heads: 2, head_dim: 64}
-ffn: {kind: swiglu, size: 512}
-)";
+constexpr const char* kTiny = tpusim::test::kTinyDecoder;
 
 // One CSV row's fields; a quoted field may hold commas ("q,k,v").
 std::vector<std::string> fields(const std::string& line) {
@@ -102,8 +94,8 @@ struct Serve {
     return tpusim::test::run_tpusim_in(d.p.string(), "serve --model " + (d / "tiny.yaml") +
                                                          " --requests 24 --rate 200 --max-batch 4 --max-tokens 64"
                                                          " --input fixed:32 --output fixed:16 --jobs 2 --quiet"
-                                                         " --step-cache " + (d / "cache.txt") + " --out " + (d / "out") +
-                                                         " " + extra);
+                                                         " --step-cache " +
+                                                         (d / "cache.txt") + " --out " + (d / "out") + " " + extra);
   }
 };
 
@@ -150,9 +142,9 @@ TEST(CliServeLora, RejectsInconsistentLoraFlags) {
     EXPECT_NE(r.err.find("serve"), std::string::npos) << bad << ": " << r.err;
   }
   std::ofstream(s.d / "trace.csv") << "arrival,input_tokens,output_tokens,adapter\n0,32,16,1\n0.1,32,16,\n";
-  CliResult r = tpusim::test::run_tpusim_in(s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") +
-                                                                " --quiet --trace-csv " + (s.d / "trace.csv") +
-                                                                " --out " + (s.d / "t"));
+  CliResult r =
+      tpusim::test::run_tpusim_in(s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") + " --quiet --trace-csv " +
+                                                      (s.d / "trace.csv") + " --out " + (s.d / "t"));
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("--lora-rank"), std::string::npos) << r.err;
   std::ofstream(s.d / "bad.csv") << "arrival,input_tokens,output_tokens,adapter\n0,32,16,-3\n";
@@ -172,8 +164,10 @@ TEST(CliServeLora, RejectsInconsistentLoraFlags) {
 // stops there).
 TEST(CliServeLora, LoraFineTuningFitsWhereFullFineTuningDoesNot) {
   TmpDir d{"cli_lora_fit_"};
-  const std::string cmd = "run --arch v5e --slice 2x2 --mesh fsdp=4 --model llama3-8b --phase train --batch 4 "
-                          "--seq 2048 --remat full --max-events 1 --out " + (d / "out");
+  const std::string cmd =
+      "run --arch v5e --slice 2x2 --mesh fsdp=4 --model llama3-8b --phase train --batch 4 "
+      "--seq 2048 --remat full --max-events 1 --out " +
+      (d / "out");
   CliResult full = tpusim::test::run_tpusim_in(d.p.string(), cmd);
   EXPECT_NE(full.rc, 0);
   EXPECT_NE(full.err.find("does not fit"), std::string::npos) << full.err;

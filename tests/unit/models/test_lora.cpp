@@ -53,6 +53,14 @@ PhaseOptions decode(std::int64_t batch, std::int64_t context) {
   return o;
 }
 
+PhaseOptions train(std::int64_t batch, std::int64_t seq) {
+  PhaseOptions o;
+  o.phase = Phase::train;
+  o.batch = batch;
+  o.seq_len = seq;
+  return o;
+}
+
 MeshSpec mesh(const std::string& text) { return parse_mesh(text, mesh_axis_names()); }
 
 }  // namespace
@@ -88,8 +96,8 @@ TEST(Lora, ParamsMatchGeneratedWeights) {
     std::string mesh, targets;
     std::int64_t adapters;
   };
-  for (const Case& c : {Case{"", "q,v", 1}, Case{"tensor=4", "all", 1}, Case{"tensor=4", "q,k,v,o", 8},
-                        Case{"fsdp=4", "all", 1}}) {
+  for (const Case& c :
+       {Case{"", "q,v", 1}, Case{"tensor=4", "all", 1}, Case{"tensor=4", "q,k,v,o", 8}, Case{"fsdp=4", "all", 1}}) {
     PhaseOptions o = decode(8, 512);
     if (!c.mesh.empty()) o.mesh = mesh(c.mesh);
     o.lora = lora(16, c.targets, c.adapters);
@@ -139,10 +147,7 @@ TEST(Lora, SeveralAdaptersSplitTheRows) {
 // activation gradients still flowing to the first adapter.
 TEST(Lora, TrainingFreezesTheBase) {
   const ModelSpec m = load_model("llama3-8b");
-  PhaseOptions full;
-  full.phase = Phase::train;
-  full.batch = 1;
-  full.seq_len = 256;
+  const PhaseOptions full = train(1, 256);
   PhaseOptions lo = full;
   lo.lora = lora(16, "q,v");
   const Workload w = generate(m, lo);
@@ -176,10 +181,7 @@ TEST(Lora, TrainingFreezesTheBase) {
 
 TEST(Lora, MemoryKeepsStateForAdaptersOnly) {
   const ModelSpec m = load_model("llama3-8b");
-  PhaseOptions o;
-  o.phase = Phase::train;
-  o.batch = 4;
-  o.seq_len = 2048;
+  PhaseOptions o = train(4, 2048);
   o.mesh = mesh("fsdp=4");
   const MemoryFootprint full = memory_footprint(m, o);
   o.lora = lora(16, "all");

@@ -74,8 +74,8 @@ ServerOptions opts(std::int64_t slots, double load) {
 TEST(AdapterCache, LoadsAreSerialOnTheHostLink) {
   AdapterCache c(2, 1.0);
   EXPECT_DOUBLE_EQ(c.acquire(0, 0.0, none), 1.0);
-  EXPECT_DOUBLE_EQ(c.acquire(1, 0.0, none), 2.0);   // waits for the link
-  EXPECT_DOUBLE_EQ(c.acquire(0, 0.5, none), 1.0);   // resident (loading): no new load
+  EXPECT_DOUBLE_EQ(c.acquire(1, 0.0, none), 2.0);            // waits for the link
+  EXPECT_DOUBLE_EQ(c.acquire(0, 0.5, none), 1.0);            // resident (loading): no new load
   EXPECT_EQ(c.acquire(2, 0.5, none), AdapterCache::kNever);  // both slots loading
   EXPECT_EQ(c.loads(), 2);
   EXPECT_EQ(c.evictions(), 0);
@@ -136,8 +136,9 @@ TEST(ServeLoraGrid, AdapterAxisInterpolatesAndClamps) {
   EXPECT_EQ(lora_adapter_axis(6), (std::vector<std::int64_t>{0, 1, 2, 4, 6}));
   StepCostModel m = filled(512, 32, 2048, 8);
   for (const auto& s : {StepShape{100, 7, 333.3, 3}, StepShape{0, 19, 1500, 8}, StepShape{300, 0, 0, 1}})
-    EXPECT_NEAR(m.cost(s), cost_fn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
-                                   static_cast<double>(s.adapters)),
+    EXPECT_NEAR(m.cost(s),
+                cost_fn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
+                        static_cast<double>(s.adapters)),
                 1e-12);
   // Two decodes with two adapters: the 4-adapter corners are clamped to the
   // corner's rows (1 decode -> 1 adapter, 4 decodes -> 4).
@@ -158,8 +159,8 @@ TEST(ServeLoraGrid, CacheLinesKeepTheAdapters) {
   b.load(path);
   EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 0}), 0.25);
   EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 3}), 0.5);
-  for (const char* bad : {"0123456789abcdef 16 4 64 0.5 0\n", "0123456789abcdef 16 4 64 0.5 x\n",
-                          "0123456789abcdef 16 4 64 0.5 2 7\n"}) {
+  for (const char* bad :
+       {"0123456789abcdef 16 4 64 0.5 0\n", "0123456789abcdef 16 4 64 0.5 x\n", "0123456789abcdef 16 4 64 0.5 2 7\n"}) {
     std::ofstream(path) << bad;
     StepCostModel c(make_grid(64, 4, 256), "0123456789abcdef");
     EXPECT_THROW(c.load(path), UsageError) << bad;
