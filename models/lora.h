@@ -8,8 +8,9 @@
 // every tensor rank and splits B [r, out / tensor]; a row-parallel one
 // (o, down) splits A [in / tensor, r] and keeps B [r, out] whole, adding
 // its (x_i A_i) B to the partial sums before the all_reduce, which is
-// exact because sum_i (x_i A_i) B = (x A) B (the layout of S-LoRA, Sheng et
-// al., MLSys 2024, section 5). FSDP shards adapters like other weights.
+// exact because sum_i (x_i A_i) B = (x A) B, so no collective is added
+// (the layout follows from the base weights' Megatron split). FSDP shards
+// adapters like other weights.
 // Leaves out: adapters on MoE expert FFNs and latent (MLA) attention.
 #pragma once
 

@@ -7,10 +7,10 @@
 // chip of the replica loads its own shard of the adapter over its own
 // link, in parallel, so a load takes per-chip adapter bytes /
 // pcie_bandwidth); an adapter in use by a running sequence or still
-// loading is never evicted (S-LoRA's unified memory pool, Sheng et al.,
-// MLSys 2024, keeps adapters of running requests resident the same way).
+// loading is never evicted.
 // Leaves out: host-link contention with other traffic, load latency beyond
-// bandwidth, adapters paged together with the KV cache.
+// bandwidth, adapters paged together with the KV cache (S-LoRA's unified
+// paging, Sheng et al., MLSys 2024).
 #pragma once
 
 #include <cstdint>
