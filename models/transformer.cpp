@@ -187,10 +187,10 @@ class TransformerGen {
 
   // A LoRA adapter on projection n (PhaseOptions::lora, models/lora.h):
   // y + (x A) B with A [in, r] and B [r, out] at the base weight's local
-  // shape. With n > 1 adapters in the step, the token rows are split as
-  // evenly as possible (g0 adapters of cap rows, g1 of cap - 1, as
-  // moe_routing splits slots) and each group is a grouped matmul over its
-  // adapters' own A and B (SGMV). The factor tensor parallelism keeps
+  // shape. With n > 1 adapters in the step, the token rows are split
+  // evenly, ceil(rows / n) per adapter (the last rows padded), and one
+  // grouped matmul per factor multiplies each adapter's rows by its own A
+  // and B (Punica's SGMV). The factor tensor parallelism keeps
   // whole (A of a column-parallel projection, B of a row-parallel one)
   // gets a partial gradient on each tensor rank: all_reduced over tensor.
   TensorRef with_lora(const std::string& n, const TensorRef& x, const TensorRef& y, std::int64_t in, std::int64_t out,
@@ -209,23 +209,18 @@ class TransformerGen {
       d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {r, out}, ad_, false), "", ad_);
       partial(n + (row ? ".lora_b.weight" : ".lora_a.weight"));
     } else {
-      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na, g0 = T - na * (cap - 1),
-                         g1 = na - g0;
-      TensorRef xf = b_.reshape(n + ".lora_rows", x, {T, in});
-      std::vector<TensorRef> parts;
-      auto group = [&](const std::string& g, std::int64_t from, std::int64_t ng, std::int64_t c) {
-        const std::string gn = n + ".lora." + g;
-        TensorRef xs = ng * c == T ? xf : b_.slice(gn + ".rows", xf, {from, 0}, {from + ng * c, in});
-        xs = b_.reshape(gn + ".grid", xs, {ng, c, in});
-        TensorRef xa = b_.matmul(gn + ".lora_a", xs, sharded_weight(gn + ".lora_a.weight", {ng, in, r}, ad_, true),
-                                 "ecx,exy->ecy", ad_);
-        TensorRef yb = b_.matmul(gn + ".lora_b", xa, sharded_weight(gn + ".lora_b.weight", {ng, r, out}, ad_, true),
-                                 "ecx,exy->ecy", ad_);
-        parts.push_back(b_.reshape(gn + ".out", yb, {ng * c, out}));
-      };
-      group("g0", 0, g0, cap);
-      if (g1 > 0) group("g1", g0 * cap, g1, cap - 1);
-      d = parts.size() == 1 ? parts[0] : b_.concat(n + ".lora.rows_out", parts, 0);
+      // cap rows per adapter; the last rows padded (an input of zeros) when
+      // the adapters do not divide the rows, as segment kernels pad tiles.
+      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na, pad = na * cap - T;
+      TensorRef xs = b_.reshape(n + ".lora.rows", x, {T, in});
+      if (pad > 0) xs = b_.concat(n + ".lora.pad", {xs, b_.input(n + ".lora.pad_rows", {pad, in}, x.dtype)}, 0);
+      xs = b_.reshape(n + ".lora.grid", xs, {na, cap, in});
+      TensorRef xa = b_.matmul(n + ".lora_a", xs, sharded_weight(n + ".lora_a.weight", {na, in, r}, ad_, true),
+                               "ecx,exy->ecy", ad_);
+      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {na, r, out}, ad_, true),
+                    "ecx,exy->ecy", ad_);
+      d = b_.reshape(n + ".lora.out_rows", d, {na * cap, out});
+      if (pad > 0) d = b_.slice(n + ".lora.unpad", d, {0, 0}, {T, out});
       d = b_.reshape(n + ".lora.out", d, y.shape);
     }
     return b_.add(n + ".lora_add", y, d);

@@ -462,7 +462,13 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   // (the zoo refuses a chunk longer than max_context).
   StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
                             std::max<std::int64_t>(1, max_len - 1));
-  if (so.lora.on()) grid.adapters = lora_adapter_axis(std::min(adapter_count, so.max_batch));
+  if (so.lora.on()) {
+    // The adapters and the decode batch bound each other (a sequence has
+    // one adapter): both axes double, so that small mixed batches are
+    // interpolated between near neighbours (docs/serving.md).
+    grid.adapters = lora_adapter_axis(std::min(adapter_count, so.max_batch));
+    grid.decode = lora_adapter_axis(so.max_batch);
+  }
   struct Costs {
     StepSimSetup setup;
     std::string desc;

@@ -86,21 +86,37 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
   const Bracket bp = bracket(g.prefill, static_cast<double>(s.prefill));
   const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
   const Bracket bc = bracket(g.context, s.context);
-  const Bracket bn = bracket(g.adapters, static_cast<double>(s.adapters));
   for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < 2; ++b) {
+      const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0], B = g.decode[b ? bd.i1 : bd.i0];
+      // A step has at most one adapter per sequence row (R = P + B), so at
+      // a corner of fewer rows than the shape's adapters the adapters axis
+      // ends at R and the cost is extrapolated linearly in the adapters
+      // from its last two points (clamped at R when those are 0 and 1,
+      // where the step of 1 adapter adds the LoRA matmuls themselves).
+      std::vector<std::int64_t> axis;
+      const std::int64_t R = P + B;
+      if (g.adapters.back() <= R) {
+        axis = g.adapters;
+      } else {
+        for (auto x : g.adapters)
+          if (x < R) axis.push_back(x);
+        axis.push_back(R);
+      }
+      Bracket bn = bracket(axis, static_cast<double>(s.adapters));
+      if (static_cast<double>(s.adapters) > static_cast<double>(axis.back()) && axis.size() >= 2 &&
+          axis[axis.size() - 2] == 0)
+        bn = Bracket{axis.size() - 1, axis.size() - 1, 0};
       for (int c = 0; c < 2; ++c)
         for (int n = 0; n < 2; ++n) {
           const double w =
               (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) * (n ? bn.w1 : 1 - bn.w1);
           if (w == 0) continue;
-          GridPoint p{g.prefill[a ? bp.i1 : bp.i0], g.decode[b ? bd.i1 : bd.i0], 0};
+          GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
           if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
-          // A step has at most one adapter per sequence row: a corner with
-          // more is the same program as one with that many.
-          p.adapters = std::min(g.adapters[n ? bn.i1 : bn.i0], p.prefill + p.decode);
           if (p.prefill > 0 || p.decode > 0) fn(p, w);
         }
+    }
 }
 
 }  // namespace

@@ -135,13 +135,17 @@ TEST(ServeLoraGrid, AdapterAxisInterpolatesAndClamps) {
   EXPECT_EQ(lora_adapter_axis(8), (std::vector<std::int64_t>{0, 1, 2, 4, 8}));
   EXPECT_EQ(lora_adapter_axis(6), (std::vector<std::int64_t>{0, 1, 2, 4, 6}));
   StepCostModel m = filled(512, 32, 2048, 8);
-  for (const auto& s : {StepShape{100, 7, 333.3, 3}, StepShape{0, 19, 1500, 8}, StepShape{300, 0, 0, 1}})
+  // {0, 6, 100, 6}: the corner of 4 decodes holds at most 4 adapters, so
+  // its cost at 6 is extrapolated from 2 and 4 adapters (exact for a cost
+  // linear in the adapters).
+  for (const auto& s : {StepShape{100, 7, 333.3, 3}, StepShape{0, 19, 1500, 8}, StepShape{300, 0, 0, 1},
+                        StepShape{0, 6, 100, 6}})
     EXPECT_NEAR(m.cost(s),
                 cost_fn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
                         static_cast<double>(s.adapters)),
                 1e-12);
-  // Two decodes with two adapters: the 4-adapter corners are clamped to the
-  // corner's rows (1 decode -> 1 adapter, 4 decodes -> 4).
+  // Two decodes with two adapters: no corner has more adapters than rows
+  // (1 decode -> 1 adapter, 4 decodes -> 2).
   for (const auto& p : m.corners({0, 2, 100, 2})) EXPECT_LE(p.adapters, p.prefill + p.decode);
   EXPECT_TRUE(m.missing().empty());
 }
