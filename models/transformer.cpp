@@ -217,8 +217,8 @@ class TransformerGen {
       xs = b_.reshape(n + ".lora.grid", xs, {na, cap, in});
       TensorRef xa = b_.matmul(n + ".lora_a", xs, sharded_weight(n + ".lora_a.weight", {na, in, r}, ad_, true),
                                "ecx,exy->ecy", ad_);
-      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {na, r, out}, ad_, true),
-                    "ecx,exy->ecy", ad_);
+      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {na, r, out}, ad_, true), "ecx,exy->ecy",
+                    ad_);
       d = b_.reshape(n + ".lora.out_rows", d, {na * cap, out});
       if (pad > 0) d = b_.slice(n + ".lora.unpad", d, {0, 0}, {T, out});
       d = b_.reshape(n + ".lora.out", d, y.shape);

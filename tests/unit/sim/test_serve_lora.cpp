@@ -138,8 +138,8 @@ TEST(ServeLoraGrid, AdapterAxisInterpolatesAndClamps) {
   // {0, 6, 100, 6}: the corner of 4 decodes holds at most 4 adapters, so
   // its cost at 6 is extrapolated from 2 and 4 adapters (exact for a cost
   // linear in the adapters).
-  for (const auto& s : {StepShape{100, 7, 333.3, 3}, StepShape{0, 19, 1500, 8}, StepShape{300, 0, 0, 1},
-                        StepShape{0, 6, 100, 6}})
+  for (const auto& s :
+       {StepShape{100, 7, 333.3, 3}, StepShape{0, 19, 1500, 8}, StepShape{300, 0, 0, 1}, StepShape{0, 6, 100, 6}})
     EXPECT_NEAR(m.cost(s),
                 cost_fn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
                         static_cast<double>(s.adapters)),
