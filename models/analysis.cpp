@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "models/generators.h"
+#include "models/lora.h"
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "workloads/ir/cost.h"
@@ -496,7 +497,14 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     act = 3.0 * B * widest * ab;
   }
   f.activations = static_cast<u64>(std::ceil(act));
-  if (o.phase == Phase::train) {
+  // LoRA adapters (models/lora.h), held in the activation dtype; training
+  // them freezes the base: gradients and Adam state for the adapters only.
+  const u64 adapters = lora_params(m, o);
+  f.weights += arch::dtype_bytes(o.activation_dtype, adapters);
+  if (o.phase == Phase::train && o.lora.enabled()) {
+    f.gradients = arch::dtype_bytes(o.activation_dtype, adapters);
+    f.optimizer = adapters * 12;
+  } else if (o.phase == Phase::train) {
     f.gradients = arch::dtype_bytes(o.weight_dtype, params);
     f.optimizer = params * 12;  // f32 master weights, Adam m and v
   }

@@ -7,7 +7,10 @@
 //    FLOPs per unmasked (query, key) pair and head (the IR's cost rule).
 //  - memory: weights at the weight dtype; KV cache at the KV dtype; an
 //    estimate of activations (flash attention, no L^2 scores); training adds
-//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param).
+//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param);
+//    LoRA adapters (models/lora.h) add their weights, and LoRA training
+//    keeps gradients and Adam state of the adapters only (base frozen;
+//    activations estimated as for full training).
 //  - sharded (o.mesh non-empty, models/sharding.h): every figure is per
 //    chip: parameters split as the generated per-chip program holds them
 //    (per_chip_params), KV cache and activations of the local batch and

@@ -28,6 +28,9 @@
 // activations sequence parallelism gathered are gathered again for the
 // weight-gradient matmuls; vocab-split logits get the vocab-parallel
 // cross-entropy (max, sum of exponentials and target logit all_reduced).
+// LoRA (PhaseOptions::lora): only adapter weights start the set of
+// tensors needing gradients, so base weights get no weight-gradient
+// matmul and no Adam state.
 // Leaves out: the -onehot(label) term of the loss gradient (one element per
 // row), FlashAttention's extra score recomputation in backward, a
 // dependency of the backward attention ops on the output gradient (their
@@ -36,6 +39,7 @@
 #include <set>
 
 #include "models/generators.h"
+#include "models/lora.h"
 
 namespace tpusim::models::detail {
 
@@ -50,7 +54,10 @@ class Backward {
   void run(const TensorRef& logits) {
     fwd_ = b_.peek().ops;  // copy: the builder grows while we read
     for (const auto& t : b_.peek().tensors)
-      if (t.kind == TensorKind::weight) {
+      // LoRA fine-tuning: the base weights are frozen, only the adapters
+      // get gradients and optimizer state (activation gradients still
+      // flow through every op downstream of an adapter).
+      if (t.kind == TensorKind::weight && (!o_.lora.enabled() || is_lora_weight(t.name))) {
         rg_.insert(t.name);
         weights_.push_back(t.name);
       }

@@ -1,5 +1,6 @@
 // Names, errors and option checks of ModelSpec (see model_spec.h).
 #include "models/model_spec.h"
+#include "models/lora.h"
 
 #include <algorithm>
 
@@ -117,6 +118,7 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
       bad("prefill_context", "cached + new tokens <= max_context " + std::to_string(t.max_context),
           std::to_string(std::max(o.prefill_context + o.seq_len, o.context + 1)));
   }
+  check_lora(m, o, errs);
   if (!errs.empty()) throw ModelError(std::move(errs));
 }
 

@@ -16,6 +16,7 @@
 
 #include "arch/common/diagnostic.h"
 #include "arch/common/dtype.h"
+#include "models/lora_spec.h"
 #include "models/mesh_spec.h"
 #include "workloads/ir/tensor.h"
 
@@ -212,6 +213,9 @@ struct PhaseOptions {
   // at every position.
   std::int64_t decode_tokens = 1;
   bool serve_step() const { return prefill_context > 0 || serve_decode > 0; }
+  // LoRA adapters on chosen projections (models/lora_spec.h); rank 0: none.
+  // With phase train only the adapters are trained (base weights frozen).
+  LoraOptions lora;
 };
 
 // Phases a family supports (decoder: prefill, decode, train; encoder and

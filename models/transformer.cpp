@@ -32,6 +32,7 @@
 #include <set>
 
 #include "models/generators.h"
+#include "models/lora.h"
 #include "models/sharding.h"
 
 namespace tpusim::models::detail {
@@ -184,9 +185,50 @@ class TransformerGen {
     if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
   }
 
+  // A LoRA adapter on projection n (PhaseOptions::lora, models/lora.h):
+  // y + (x A) B with A [in, r] and B [r, out] at the base weight's local
+  // shape. With n > 1 adapters in the step, the token rows are split
+  // evenly, ceil(rows / n) per adapter (the last rows padded), and one
+  // grouped matmul per factor multiplies each adapter's rows by its own A
+  // and B (Punica's SGMV). The factor tensor parallelism keeps
+  // whole (A of a column-parallel projection, B of a row-parallel one)
+  // gets a partial gradient on each tensor rank: all_reduced over tensor.
+  TensorRef with_lora(const std::string& n, const TensorRef& x, const TensorRef& y, std::int64_t in, std::int64_t out,
+                      bool row) {
+    const auto target = lora_target_of(n);
+    if (!o_.lora.enabled() || !target || !o_.lora.has(*target)) return y;
+    const std::int64_t r = o_.lora.rank, na = o_.lora.adapters;
+    auto partial = [&](const std::string& w) {
+      if (tp_ == 1) return;
+      auto& axes = tc_.weight_grad_all_reduce[w];
+      if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
+    };
+    TensorRef d;
+    if (na == 1) {
+      TensorRef xa = b_.matmul(n + ".lora_a", x, sharded_weight(n + ".lora_a.weight", {in, r}, ad_, false), "", ad_);
+      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {r, out}, ad_, false), "", ad_);
+      partial(n + (row ? ".lora_b.weight" : ".lora_a.weight"));
+    } else {
+      // cap rows per adapter; the last rows padded (an input of zeros) when
+      // the adapters do not divide the rows, as segment kernels pad tiles.
+      const std::int64_t T = workloads::num_elements(x.shape) / in, cap = (T + na - 1) / na, pad = na * cap - T;
+      TensorRef xs = b_.reshape(n + ".lora.rows", x, {T, in});
+      if (pad > 0) xs = b_.concat(n + ".lora.pad", {xs, b_.input(n + ".lora.pad_rows", {pad, in}, x.dtype)}, 0);
+      xs = b_.reshape(n + ".lora.grid", xs, {na, cap, in});
+      TensorRef xa = b_.matmul(n + ".lora_a", xs, sharded_weight(n + ".lora_a.weight", {na, in, r}, ad_, true),
+                               "ecx,exy->ecy", ad_);
+      d = b_.matmul(n + ".lora_b", xa, sharded_weight(n + ".lora_b.weight", {na, r, out}, ad_, true), "ecx,exy->ecy",
+                    ad_);
+      d = b_.reshape(n + ".lora.out_rows", d, {na * cap, out});
+      if (pad > 0) d = b_.slice(n + ".lora.unpad", d, {0, 0}, {T, out});
+      d = b_.reshape(n + ".lora.out", d, y.shape);
+    }
+    return b_.add(n + ".lora_add", y, d);
+  }
+
   // Column-parallel (out already divided by tensor) or replicated.
   TensorRef linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias) {
-    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    TensorRef y = with_lora(n, x, b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_), in, out, false);
     if (bias) y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
     return y;
   }
@@ -195,7 +237,7 @@ class TransformerGen {
   // unless the caller reduces a sum of several (reduce = false).
   TensorRef row_linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias,
                        bool reduce = true) {
-    TensorRef y = b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_);
+    TensorRef y = with_lora(n, x, b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_), in, out, true);
     if (reduce) y = tp_leave(n, y);
     if (bias) {
       y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));

@@ -16,12 +16,15 @@
 #include <sstream>
 
 #include "arch/ici/topology.h"
+#include "models/lora.h"
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/lora_options.h"
 #include "sim/config/config_writer.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/run/run.h"
+#include "sim/serve/adapters.h"
 #include "sim/serve/rate_search.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
@@ -56,6 +59,7 @@ void add_deployment_options(po::options_description& opts) {
       "model", po::value<std::string>()->required(), "a decoder of the zoo (tpusim model list) or a model file")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache dtype")(
       "max-sim-time", po::value<double>()->default_value(3600), "limit of simulated seconds per step simulation");
+  add_lora_options(opts);
 }
 
 struct Deployment {
@@ -64,6 +68,7 @@ struct Deployment {
   models::ModelSpec spec;
   workloads::MeshSpec mesh;
   arch::DType dtype = arch::DType::bf16;
+  models::LoraOptions lora;  // rank and targets (adapters per step: the grid's)
 };
 
 Deployment load_deployment(const std::string& cmd, const po::variables_map& vm, CommandContext& ctx) {
@@ -82,6 +87,9 @@ Deployment load_deployment(const std::string& cmd, const po::variables_map& vm, 
   d.dtype = *dt;
   d.cfg = load_tpu_config(s.arch, s.sets, ctx.global.search_path());
   d.spec = models::load_model(s.model);
+  d.lora = read_lora_options(vm, cmd);
+  s.lora_rank = d.lora.rank;
+  s.lora_targets = models::lora_targets_text(d.lora.targets);
   if (d.spec.family != models::Family::decoder)
     throw UsageError(cmd + ": --model '" + s.model + "' is a " + models::family_name(d.spec.family) +
                      " model; serving needs a decoder");
@@ -118,7 +126,9 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "decode", po::value<std::int64_t>()->default_value(0), "sequences decoding one token")(
       "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence")(
       "decode-tokens", po::value<int>()->default_value(1),
-      "query tokens per decoding sequence (speculative verification: k + 1)");
+      "query tokens per decoding sequence (speculative verification: k + 1)")(
+      "adapters", po::value<std::int64_t>()->default_value(0),
+      "distinct LoRA adapters among the step's sequences (needs --lora-rank; 0: none)");
   po::variables_map vm;
   if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P --decode B --context C [options]",
                           args, opts, {}, vm, ctx))
@@ -130,7 +140,10 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("serve step: need --prefill >= 0, --decode >= 0 (not both 0, each <= 2^24) and --context >= 1");
   const int T = vm["decode-tokens"].as<int>();
   if (T < 1 || T > 65) throw UsageError("serve step: --decode-tokens must be in [1, 65]");
-  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T);
+  p.adapters = vm["adapters"].as<std::int64_t>();
+  if (p.adapters < 0 || (p.adapters > 0 && !d.lora.enabled()))
+    throw UsageError("serve step: --adapters must be >= 0, and > 0 only with --lora-rank");
+  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T, d.lora);
   const workloads::Workload wl = models::generate(d.spec, o);
   RunOptions ro;
   ro.sim.progress = false;
@@ -178,14 +191,15 @@ class Progress {
 // minus the weights (the zoo's fit check, per chip) and the activations
 // of the largest step, over the per-chip KV bytes of a token.
 std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std::int64_t max_context,
-                               std::int64_t page_tokens, std::string* note, const models::ModelSpec* draft) {
+                               std::int64_t page_tokens, std::string* note, const models::ModelSpec* draft,
+                               double reserved_bytes = 0) {
   models::PhaseOptions dec = step_phase({0, 1, max_context}, d.mesh, d.dtype);
   const models::FitReport fit = models::check_fit(d.spec, dec, d.cfg.hbm.capacity_bytes);
   models::PhaseOptions pre = step_phase({max_tokens, 0, 1}, d.mesh, d.dtype);
   const models::MemoryFootprint act = models::memory_footprint(d.spec, pre);
   double per_token = static_cast<double>(fit.footprint.kv_cache) / static_cast<double>(max_context);
   double free_bytes = static_cast<double>(d.cfg.hbm.capacity_bytes) - static_cast<double>(fit.footprint.weights) -
-                      static_cast<double>(act.activations);
+                      static_cast<double>(act.activations) - reserved_bytes;
   if (draft) {  // the draft's weights and its own KV cache share the chips
     const models::FitReport df = models::check_fit(*draft, dec, d.cfg.hbm.capacity_bytes);
     free_bytes -= static_cast<double>(df.footprint.weights);
@@ -193,11 +207,15 @@ std::int64_t kv_pages_from_hbm(const Deployment& d, std::int64_t max_tokens, std
   }
   if (!(free_bytes > 0))
     throw UsageError("serve: " + d.spec.name + " does not leave HBM for a KV cache on this slice (weights " +
+                     (reserved_bytes > 0 ? std::to_string(static_cast<std::int64_t>(reserved_bytes) >> 20) +
+                                               " MiB of LoRA adapter slots, "
+                                         : std::string()) +
                      std::to_string(fit.footprint.weights >> 20) + " MiB per chip); use a larger --slice/--mesh");
   const auto pages = static_cast<std::int64_t>(free_bytes / (per_token * static_cast<double>(page_tokens)));
   *note = "KV cache: " + std::to_string(static_cast<std::int64_t>(free_bytes / (1 << 20))) +
-          " MiB free per chip after weights and activations, " + std::to_string(static_cast<std::int64_t>(per_token)) +
-          " B per token per chip";
+          " MiB free per chip after weights" +
+          (reserved_bytes > 0 ? ", activations and adapter slots" : " and activations") + ", " +
+          std::to_string(static_cast<std::int64_t>(per_token)) + " B per token per chip";
   return pages;
 }
 
@@ -257,7 +275,13 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "simulate N of the run's off-grid step shapes directly and report the interpolation error")(
       "out", po::value<std::string>()->default_value("results/serve"), "output directory")(
       "trace", po::bool_switch(), "write trace.json (one track per request and per engine)")(
-      "quiet", po::bool_switch(), "no progress bar");
+      "quiet", po::bool_switch(), "no progress bar")(
+      "adapters", po::value<std::int64_t>()->default_value(0),
+      "LoRA: synthetic requests use N adapters (needs --lora-rank; a --trace-csv names them in a column)")(
+      "adapter-dist", po::value<std::string>()->default_value("uniform"),
+      "popularity of the adapters: uniform or zipf:S")(
+      "adapter-slots", po::value<std::int64_t>(),
+      "adapters one replica holds in HBM (default: all of them); missing ones load over the host link");
   po::variables_map vm;
   if (!parse_command_args("serve", "tpusim serve --model NAME [--arch A --slice S --mesh M] [workload] [server]",
                           args, opts, {}, vm, ctx))
@@ -383,6 +407,37 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
         throw UsageError("serve: --draft-model '" + vm["draft-model"].as<std::string>() + "' is not a decoder");
     }
   }
+  // LoRA adapters (sim/serve/adapters.h): requests tagged, slots in HBM,
+  // loads over the host link.
+  const std::int64_t n_adapters = vm["adapters"].as<std::int64_t>();
+  AdapterDist adist;
+  std::int64_t adapter_count = 0;
+  double adapter_bytes = 0;
+  if (n_adapters < 0 || n_adapters > (1 << 20)) throw UsageError("serve: --adapters must be in [0, 2^20]");
+  if (n_adapters > 0) {
+    if (!d.lora.enabled()) throw UsageError("serve: --adapters needs --lora-rank");
+    if (vm.count("trace-csv")) throw UsageError("serve: --adapters is for synthetic requests; a trace names them");
+    adist = parse_adapter_dist("serve: --adapter-dist", vm["adapter-dist"].as<std::string>());
+    assign_adapters(reqs, n_adapters, adist, vm["seed"].as<std::uint64_t>());
+  }
+  for (const auto& r : reqs) adapter_count = std::max(adapter_count, r.adapter + 1);
+  if (adapter_count > 0 && !d.lora.enabled())
+    throw UsageError("serve: the trace names LoRA adapters; give their --lora-rank (and --lora-targets)");
+  if (d.lora.enabled()) {
+    if (adapter_count == 0)
+      throw UsageError("serve: --lora-rank needs --adapters N or a --trace-csv with an adapter column");
+    if (n_adapters > 0) adapter_count = n_adapters;
+    so.lora.slots = vm.count("adapter-slots") ? vm["adapter-slots"].as<std::int64_t>() : adapter_count;
+    if (so.lora.slots < 1 || so.lora.slots > (1 << 20)) throw UsageError("serve: --adapter-slots must be in [1, 2^20]");
+    models::PhaseOptions one = step_phase({0, 1, 1, 1}, d.mesh, d.dtype, 1, d.lora);
+    models::check_options(d.spec, one);
+    adapter_bytes = static_cast<double>(arch::dtype_bytes(d.dtype, models::lora_params(d.spec, one)));
+    if (!(d.cfg.pcie_bandwidth > 0))
+      throw UsageError("serve: LoRA adapters load over the host link, but the chip config has no pcie_bandwidth");
+    so.lora.load_seconds = adapter_bytes / d.cfg.pcie_bandwidth;
+  } else if (vm.count("adapter-slots")) {
+    throw UsageError("serve: --adapter-slots needs --lora-rank");
+  }
   std::string kv_note;
   if (vm.count("kv-pages")) {
     so.kv_pages = vm["kv-pages"].as<std::int64_t>();
@@ -391,7 +446,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   } else {
     // The longest decode reads input + output - 1 cached tokens.
     so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len - 1, 1), so.page_tokens, &kv_note,
-                                    so.spec.k > 0 && has_draft ? &draft_spec : nullptr);
+                                    so.spec.k > 0 && has_draft ? &draft_spec : nullptr,
+                                    static_cast<double>(so.lora.slots) * adapter_bytes);
   }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
@@ -404,8 +460,15 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const std::string cache = vm.count("step-cache") ? vm["step-cache"].as<std::string>() : "";
   // Steps above the model's context are extrapolated from the last cell
   // (the zoo refuses a chunk longer than max_context).
-  const StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
-                                  std::max<std::int64_t>(1, max_len - 1));
+  StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
+                            std::max<std::int64_t>(1, max_len - 1));
+  if (so.lora.on()) {
+    // The adapters and the decode batch bound each other (a sequence has
+    // one adapter): both axes double, so that small mixed batches are
+    // interpolated between near neighbours (docs/serving.md).
+    grid.adapters = lora_adapter_axis(std::min(adapter_count, so.max_batch));
+    grid.decode = lora_adapter_axis(so.max_batch);
+  }
   struct Costs {
     StepSimSetup setup;
     std::string desc;
@@ -419,7 +482,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     c.desc = "arch=" + d.setup.arch + " slice=" + (d.setup.slice.empty() ? "1" : d.setup.slice) +
              " mesh=" + (d.setup.mesh.empty() ? "-" : d.setup.mesh) + " model=" + m.name + " dtype=" + d.setup.dtype +
              (d.setup.twisted ? " twisted" : "") +
-             (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "");
+             (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "") +
+             (d.lora.enabled() ? " lora=" + std::to_string(d.lora.rank) + ":" + c.setup.lora_targets : "");
     const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + "\n" +
                                    write_config(d.cfg) + "\n" +
                                    (m.file.empty() ? m.name : sweep::slurp_file(m.file)) + "\n" + c.desc);
@@ -477,8 +541,13 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       if (dr) run_points(*dr, sorted(dr->model->missing()));
     }
   };
+  // Requests synthesized again (rate search, curves) get their adapters.
+  auto tagged = [&](std::vector<Request> rs) {
+    if (n_adapters > 0) assign_adapters(rs, n_adapters, adist, vm["seed"].as<std::uint64_t>());
+    return rs;
+  };
   auto run_all = [&](const std::vector<Request>& rs) {
-    return run_with(rs, so, target, draft ? &*draft : nullptr);
+    return run_with(tagged(rs), so, target, draft ? &*draft : nullptr);
   };
   StepCostModel& costs = *target.model;
   ServeResult res;
@@ -528,7 +597,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       ws.rate = rate;
       rs = synthesize(ws);
     }
-    const Summary base = summarize(run_with(rs, po, *plain, nullptr), slo, so.replicas);
+    const Summary base = summarize(run_with(tagged(rs), po, *plain, nullptr), slo, so.replicas);
     double out_tok = 0, seq_steps = 0;
     for (const auto& st : res.steps) {
       out_tok += static_cast<double>(st.decode_tokens_out);
@@ -578,6 +647,37 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       {"slo", slo.text},
       {"slo_met", slo.empty() ? "" : (sum.meets(slo) ? "1" : "0")}};
   setup.insert(setup.end(), spec_cols.begin(), spec_cols.end());
+  std::string lora_line;
+  if (so.lora.on()) {
+    double step_adapters = 0;
+    for (const auto& st : res.steps) step_adapters += static_cast<double>(st.adapters);
+    if (!res.steps.empty()) step_adapters /= static_cast<double>(res.steps.size());
+    char buf[64];
+    auto num = [&](double v) {
+      std::snprintf(buf, sizeof buf, "%.9g", v);
+      return std::string(buf);
+    };
+    setup.insert(setup.end(), {{"lora_rank", std::to_string(d.lora.rank)},
+                               {"lora_targets", target.setup.lora_targets},
+                               {"adapters", std::to_string(adapter_count)},
+                               {"adapter_dist", n_adapters > 0 ? adist.text : "trace"},
+                               {"adapter_slots", std::to_string(so.lora.slots)},
+                               {"adapter_bytes_per_chip", num(adapter_bytes)},
+                               {"adapter_load_s", num(so.lora.load_seconds)},
+                               {"adapter_loads", std::to_string(res.adapter_loads)},
+                               {"adapter_evictions", std::to_string(res.adapter_evictions)},
+                               {"mean_step_adapters", num(step_adapters)}});
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "  LoRA rank %lld on %s: %lld adapter(s) (%s), %lld slot(s) per replica, %.2f MiB per chip each, "
+                  "%.3f ms per load; %lld loads, %lld evictions; %.2f distinct adapters per step\n",
+                  static_cast<long long>(d.lora.rank), target.setup.lora_targets.c_str(),
+                  static_cast<long long>(adapter_count), n_adapters > 0 ? adist.text.c_str() : "trace",
+                  static_cast<long long>(so.lora.slots), adapter_bytes / (1 << 20), 1e3 * so.lora.load_seconds,
+                  static_cast<long long>(res.adapter_loads), static_cast<long long>(res.adapter_evictions),
+                  step_adapters);
+    lora_line = line;
+  }
   write_serve_results(out, res, sum, setup, vm["trace"].as<bool>());
 
   // Interpolation against direct simulation on the run's own shapes.
@@ -588,9 +688,11 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     };
     const auto& g = costs.grid();
     for (const auto& st : res.steps) {
-      GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0};
+      GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0,
+                  st.adapters};
       if (p.decode > 0) p.context = std::max<std::int64_t>(1, p.context);
-      if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && (p.decode == 0 || on_grid(g.context, p.context)))
+      if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && on_grid(g.adapters, p.adapters) &&
+          (p.decode == 0 || on_grid(g.context, p.context)))
         continue;
       shapes.insert(p);
     }
@@ -602,15 +704,16 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     StepCostModel direct(g, costs.key());
     simulate_points(pick, target.setup, jobs, out, direct);
     std::ofstream f(out + "/interp_check.csv");
-    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct\n";
+    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct,adapters\n";
     double worst = 0, total = 0;
     for (const auto& p : pick) {
-      const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context)});
+      const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context), p.adapters});
       const double sim = direct.value(p);  // simulated at exactly this shape
       const double err = 100.0 * (interp - sim) / sim;
       worst = std::max(worst, std::abs(err));
       total += std::abs(err);
-      f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << "\n";
+      f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << ","
+        << p.adapters << "\n";
     }
     ctx.out << "interpolation check: " << pick.size() << " shapes, mean |error| "
             << (pick.empty() ? 0 : total / static_cast<double>(pick.size())) << "%, max |error| " << worst
@@ -634,7 +737,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                 sum.itl.p99, sum.e2e.p50, sum.e2e.p99, 100 * sum.kv_util_mean, 100 * sum.kv_util_peak,
                 static_cast<long long>(sum.preemptions), static_cast<long long>(sum.steps));
   ctx.out << line;
-  ctx.out << spec_line;
+  ctx.out << spec_line << lora_line;
   if (!slo.empty()) {
     std::snprintf(line, sizeof line, "  goodput %.3f req/s (%.1f%% of requests within %s); summary limits %s\n",
                   sum.goodput, 100 * sum.good_fraction, slo.text.c_str(), sum.meets(slo) ? "met" : "NOT met");

@@ -11,6 +11,7 @@
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "sim/report/run_html.h"
+#include "sim/cli/lora_options.h"
 #include "sim/cli/remat_option.h"
 #include "sim/cli/quant_options.h"
 #include "sim/engine/slice_setup.h"
@@ -64,6 +65,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "refuse, before simulating, a lowered program of more events (instructions plus DMA requests) "
       "than this (0 = no limit)");
   add_quant_options(opts);
+  add_lora_options(opts);
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("run",
@@ -123,6 +125,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
     po.remat = remat_option("run", vm);
+    po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
@@ -144,6 +147,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("run: --sequence-parallel needs --model");
   if (vm["recompute"].as<bool>() && !vm.count("model")) throw UsageError("run: --recompute needs --model");
   if (vm.count("remat") && !vm.count("model")) throw UsageError("run: --remat needs --model");
+  if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {
     ro.sim.slice = vm["slice"].as<std::string>();

@@ -181,7 +181,7 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
     const std::string p = dir + "/requests.csv";
     std::ofstream f(p);
     f << "id,replica,arrival_s,scheduled_s,first_token_s,finish_s,input_tokens,output_tokens,ttft_s,tpot_s,"
-         "itl_p50_s,itl_p99_s,itl_max_s,e2e_s,preemptions\n";
+         "itl_p50_s,itl_p99_s,itl_max_s,e2e_s,preemptions,adapter\n";
     for (const auto& q : r.requests) {
       const Stats g = stats_of(q.itl);
       const double tpot =
@@ -189,7 +189,8 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
       f << q.req.id << "," << q.replica << "," << num(q.req.arrival) << "," << num(q.scheduled) << ","
         << num(q.first_token) << "," << num(q.finish) << "," << q.req.input << "," << q.req.output << ","
         << num(q.first_token - q.req.arrival) << "," << num(tpot) << "," << num(g.p50) << "," << num(g.p99) << ","
-        << num(g.max) << "," << num(q.finish - q.req.arrival) << "," << q.preemptions << "\n";
+        << num(g.max) << "," << num(q.finish - q.req.arrival) << "," << q.preemptions << ","
+        << (q.req.adapter < 0 ? std::string() : std::to_string(q.req.adapter)) << "\n";
     }
     check_stream(f, p);
   }
@@ -197,13 +198,13 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
     const std::string p = dir + "/steps.csv";
     std::ofstream f(p);
     f << "step,replica,start_s,duration_s,prefill_tokens,prefill_seqs,decode_seqs,mean_context,running,waiting,"
-         "kv_pages_used,kv_pages_total,preempted,decode_tokens_out\n";
+         "kv_pages_used,kv_pages_total,preempted,decode_tokens_out,adapters,adapter_loads\n";
     std::size_t i = 0;
     for (const auto& st : r.steps)
       f << i++ << "," << st.replica << "," << num(st.start) << "," << num(st.duration) << "," << st.prefill_tokens
         << "," << st.prefill_seqs << "," << st.decode_seqs << "," << num(st.mean_context) << "," << st.running << ","
         << st.waiting << "," << st.kv_pages_used << "," << r.kv_capacity << "," << st.preempted << ","
-        << st.decode_tokens_out << "\n";
+        << st.decode_tokens_out << "," << st.adapters << "," << st.adapter_loads << "\n";
     check_stream(f, p);
   }
   {

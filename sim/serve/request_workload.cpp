@@ -228,6 +228,27 @@ std::vector<Request> synthesize(const WorkloadSpec& spec) {
   return out;
 }
 
+namespace {
+
+// An adapter id of a trace row: a whole number in [0, 2^20); empty: the
+// base model without an adapter.
+std::int64_t parse_adapter_cell(const std::string& where, const std::string& s) {
+  if (s.empty()) return -1;
+  std::int64_t a = -1;
+  try {
+    std::size_t used = 0;
+    a = std::stoll(s, &used);
+    if (used != s.size()) a = -1;
+  } catch (const std::exception&) {
+    a = -1;
+  }
+  if (a < 0 || a >= (std::int64_t{1} << 20))
+    throw UsageError(where + ": adapter: expected an adapter id in [0, 2^20) or nothing, found '" + s + "'");
+  return a;
+}
+
+}  // namespace
+
 std::vector<Request> read_trace_csv(const std::string& path) {
   check_input_file("serve: --trace-csv", path);
   std::ifstream in(path);
@@ -235,6 +256,7 @@ std::vector<Request> read_trace_csv(const std::string& path) {
   std::vector<Request> out;
   int n = 0;
   bool header = false;
+  std::size_t ncols = 3;  // 4 with the optional adapter column (LoRA)
   while (std::getline(in, line)) {
     ++n;
     line = trim(line);
@@ -243,11 +265,17 @@ std::vector<Request> read_trace_csv(const std::string& path) {
     const std::string where = path + ":" + std::to_string(n);
     if (!header) {
       header = true;
-      if (f.size() != 3 || trim(f[0]) != "arrival" || trim(f[1]) != "input_tokens" || trim(f[2]) != "output_tokens")
-        throw UsageError(where + ": expected the header 'arrival,input_tokens,output_tokens', found '" + line + "'");
+      ncols = f.size();
+      if ((f.size() != 3 && f.size() != 4) || trim(f[0]) != "arrival" || trim(f[1]) != "input_tokens" ||
+          trim(f[2]) != "output_tokens" || (f.size() == 4 && trim(f[3]) != "adapter"))
+        throw UsageError(where +
+                         ": expected the header 'arrival,input_tokens,output_tokens' (and optionally "
+                         "',adapter'), found '" +
+                         line + "'");
       continue;
     }
-    if (f.size() != 3) throw UsageError(where + ": expected 3 columns, found " + std::to_string(f.size()));
+    if (f.size() != ncols)
+      throw UsageError(where + ": expected " + std::to_string(ncols) + " columns, found " + std::to_string(f.size()));
     static const char* const cols[] = {"arrival", "input_tokens", "output_tokens"};
     double v[3];
     for (int c = 0; c < 3; ++c) {
@@ -269,6 +297,7 @@ std::vector<Request> read_trace_csv(const std::string& path) {
     r.arrival = v[0];
     r.input = static_cast<std::int64_t>(v[1]);
     r.output = static_cast<std::int64_t>(v[2]);
+    if (f.size() == 4) r.adapter = parse_adapter_cell(where, trim(f[3]));
     out.push_back(r);
   }
   if (!header) throw UsageError(path + ": empty trace (expected the header 'arrival,input_tokens,output_tokens')");

@@ -49,6 +49,7 @@ struct Request {
   double arrival = 0;  // seconds; closed loop: set when the client sends it
   std::int64_t input = 0;
   std::int64_t output = 0;
+  std::int64_t adapter = -1;  // LoRA adapter id (sim/serve/adapters.h); -1: the base model
 };
 
 enum class Arrival { poisson, closed, offline, trace };
@@ -67,7 +68,8 @@ struct WorkloadSpec {
 // the server sets it).
 std::vector<Request> synthesize(const WorkloadSpec& spec);
 
-// A trace CSV: header "arrival,input_tokens,output_tokens" (arrival in
+// A trace CSV: header "arrival,input_tokens,output_tokens" and optionally
+// ",adapter" (a LoRA adapter id per row, empty for none) (arrival in
 // seconds, non-decreasing not required: sorted by arrival, stable).
 // UsageError "FILE:LINE: column: problem" for bad rows.
 std::vector<Request> read_trace_csv(const std::string& path);

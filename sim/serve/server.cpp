@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,8 @@ struct Replica {
   std::vector<Work> step;
   // static batching: the batch being served (padding included)
   std::vector<int> batch;
+  AdapterCache adapters;                                  // LoRA: resident adapters, host link
+  double wake = std::numeric_limits<double>::infinity();  // idle until an adapter load ends
 };
 
 // Drafted tokens accepted in one verification, drawn from the model.
@@ -87,7 +90,10 @@ class Loop {
                          std::to_string(reqs[i].output) + " out) needs " + std::to_string(need) +
                          " KV pages but a replica holds " + std::to_string(opt.kv_pages));
     }
-    for (auto& r : reps_) r.free_pages = opt.kv_pages;
+    for (auto& r : reps_) {
+      r.free_pages = opt.kv_pages;
+      r.adapters = AdapterCache(opt.lora.slots, opt.lora.load_seconds);
+    }
     if (opt.arrival == Arrival::closed) {
       for (std::size_t i = 0; i < reqs.size(); ++i) res_.requests[i].req.arrival = 0;
       next_closed_ = std::min<std::size_t>(reqs.size(), static_cast<std::size_t>(opt.concurrency));
@@ -105,13 +111,19 @@ class Loop {
       double t_arr = next_arrival_ < arrivals_.size() ? arr(arrivals_[next_arrival_]) : inf;
       double t_step = inf;
       std::size_t who = 0;
-      for (std::size_t r = 0; r < reps_.size(); ++r)
+      double t_wake = inf;
+      for (std::size_t r = 0; r < reps_.size(); ++r) {
         if (reps_[r].busy && reps_[r].step_end < t_step) {
           t_step = reps_[r].step_end;
           who = r;
         }
-      if (t_arr == inf && t_step == inf) throw std::logic_error("serve: no event left with requests unfinished");
-      if (t_arr <= t_step) {
+        if (!reps_[r].busy) t_wake = std::min(t_wake, reps_[r].wake);
+      }
+      if (t_arr == inf && t_step == inf && t_wake == inf)
+        throw std::logic_error("serve: no event left with requests unfinished");
+      if (t_wake < t_arr && t_wake < t_step) {
+        advance(t_wake);  // an adapter load ended: the idle replicas plan again below
+      } else if (t_arr <= t_step) {
         advance(t_arr);
         const int id = arrivals_[next_arrival_++];
         dispatch(id);
@@ -123,6 +135,10 @@ class Loop {
         if (!reps_[r].busy) start_step(r);
     }
     res_.end_time = now_;
+    for (const auto& r : reps_) {
+      res_.adapter_loads += r.adapters.loads();
+      res_.adapter_evictions += r.adapters.evictions();
+    }
     return std::move(res_);
   }
 
@@ -216,6 +232,8 @@ class Loop {
   void start_step(std::size_t r) {
     Replica& rp = reps_[r];
     rp.step.clear();
+    rp.wake = std::numeric_limits<double>::infinity();
+    const std::int64_t loads0 = rp.adapters.loads();
     std::int64_t preempted = 0;
     if (opt_.batching == Batching::static_batch)
       plan_static(rp);
@@ -243,6 +261,17 @@ class Loop {
       for (int id : rp.batch) ctx += static_cast<double>(std::max<std::int64_t>(1, seq(id).cache));
     }
     shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
+    if (opt_.lora.on()) {
+      std::set<std::int64_t> used;
+      if (opt_.batching == Batching::static_batch && shape.decode > 0)
+        for (int id : rp.batch) used.insert(rec(id).req.adapter);
+      else
+        for (const auto& w : rp.step) used.insert(rec(w.seq).req.adapter);
+      used.erase(-1);
+      shape.adapters = static_cast<std::int64_t>(used.size());
+      st.adapters = shape.adapters;
+    }
+    st.adapter_loads = rp.adapters.loads() - loads0;
     double dt = costs_.cost(shape);
     if (opt_.spec.k > 0 && draft_) {
       if (shape.prefill > 0) dt += draft_->cost({shape.prefill, 0, 0});
@@ -308,6 +337,7 @@ class Loop {
           chunk = s.prompt;
         }
         if (pages(chunk) > rp.free_pages) return;  // FCFS: no overtaking
+        if (!adapter_ready(rp, id)) break;
         rp.waiting.pop_front();
         admit(rp, id);
         grow(rp, id, chunk);
@@ -322,6 +352,50 @@ class Loop {
       prefills();
       decodes();
     }
+    prefetch_adapters(rp);
+  }
+
+  // LoRA: the adapters of running sequences (and of a static batch) stay.
+  std::set<std::int64_t> pinned_adapters(const Replica& rp) {
+    std::set<std::int64_t> p;
+    for (int id : rp.running) p.insert(rec(id).req.adapter);
+    for (int id : rp.batch) p.insert(rec(id).req.adapter);
+    return p;
+  }
+
+  // True when request `id` may be admitted now as far as its adapter goes:
+  // none, or resident and loaded (then marked used). Otherwise a load is
+  // started if a slot can be had, and the replica wakes at its end when
+  // it has nothing else to do.
+  bool adapter_ready(Replica& rp, int id) {
+    const std::int64_t a = rec(id).req.adapter;
+    if (!opt_.lora.on() || a < 0) return true;
+    const std::set<std::int64_t> pin = pinned_adapters(rp);
+    const double ready = rp.adapters.acquire(a, now_, [&](std::int64_t x) { return pin.count(x) != 0; });
+    if (ready <= now_) {
+      rp.adapters.touch(a);
+      return true;
+    }
+    rp.wake = std::min(rp.wake, ready);
+    return false;
+  }
+
+  // Loads ahead the adapters of waiting requests, in queue order, while a
+  // slot is free or held by an adapter no running or earlier waiting
+  // request needs.
+  void prefetch_adapters(Replica& rp) {
+    if (!opt_.lora.on()) return;
+    std::set<std::int64_t> pin = pinned_adapters(rp);
+    std::int64_t scanned = 0;
+    for (int id : rp.waiting) {
+      if (++scanned > opt_.max_batch) break;
+      const std::int64_t a = rec(id).req.adapter;
+      if (a < 0) continue;
+      const double ready = rp.adapters.acquire(a, now_, [&](std::int64_t x) { return pin.count(x) != 0; });
+      if (ready == AdapterCache::kNever) break;
+      pin.insert(a);
+      if (ready > now_) rp.wake = std::min(rp.wake, ready);
+    }
   }
 
   void plan_static(Replica& rp) {
@@ -330,7 +404,7 @@ class Loop {
       while (!rp.waiting.empty() && static_cast<std::int64_t>(rp.batch.size()) < opt_.max_batch) {
         const int id = rp.waiting.front();
         const std::int64_t need = pages(rec(id).req.input + rec(id).req.output);
-        if (need > rp.free_pages) break;
+        if (need > rp.free_pages || !adapter_ready(rp, id)) break;
         rp.waiting.pop_front();
         rp.free_pages -= need;
         seq(id).pages = need;

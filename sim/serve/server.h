@@ -21,6 +21,7 @@
 #include <functional>
 #include <vector>
 
+#include "sim/serve/adapters.h"
 #include "sim/serve/request_workload.h"
 #include "sim/serve/step_cost.h"
 
@@ -62,6 +63,11 @@ struct ServerOptions {
   Arrival arrival = Arrival::poisson;
   int concurrency = 1;  // closed loop
   SpecDecoding spec;
+  // LoRA (sim/serve/adapters.h): adapter slots per replica and load time.
+  // A request is admitted once its adapter is resident and loaded (FCFS:
+  // the queue head waits for its load); the adapters of waiting requests
+  // are loaded ahead while slots are free or evictable.
+  LoraServing lora;
 };
 
 struct RequestRecord {
@@ -82,6 +88,8 @@ struct StepRecord {
   std::int64_t running = 0, waiting = 0, kv_pages_used = 0;
   std::int64_t preempted = 0;
   std::int64_t decode_tokens_out = 0;  // tokens the step's decodes produced (speculative: 1 + accepted each)
+  std::int64_t adapters = 0;           // distinct LoRA adapters among the step's sequences
+  std::int64_t adapter_loads = 0;      // adapter loads started while planning the step
 };
 
 struct ServeResult {
@@ -94,6 +102,7 @@ struct ServeResult {
   double kv_pages_integral = 0;   // pages in use, summed over replicas
   std::int64_t kv_pages_peak = 0; // on any one replica
   std::int64_t kv_capacity = 0;   // pages per replica
+  std::int64_t adapter_loads = 0, adapter_evictions = 0;  // over all replicas
 };
 
 // Runs the simulation. Throws UsageError when a request can never fit in

@@ -68,6 +68,13 @@ StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t
   return g;
 }
 
+std::vector<std::int64_t> lora_adapter_axis(std::int64_t most) {
+  std::vector<std::int64_t> v = {0};
+  for (std::int64_t x = 1; x < most; x *= 2) v.push_back(x);
+  v.push_back(std::max<std::int64_t>(1, most));
+  return v;
+}
+
 StepCostModel::StepCostModel(StepGrid grid, std::string key) : grid_(std::move(grid)), key_(std::move(key)) {}
 
 namespace {
@@ -80,14 +87,36 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
   const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
   const Bracket bc = bracket(g.context, s.context);
   for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) {
-        const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1);
-        if (w == 0) continue;
-        GridPoint p{g.prefill[a ? bp.i1 : bp.i0], g.decode[b ? bd.i1 : bd.i0], 0};
-        if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
-        if (p.prefill > 0 || p.decode > 0) fn(p, w);
+    for (int b = 0; b < 2; ++b) {
+      const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0], B = g.decode[b ? bd.i1 : bd.i0];
+      // A step has at most one adapter per sequence row (R = P + B), so at
+      // a corner of fewer rows than the shape's adapters the adapters axis
+      // ends at R and the cost is extrapolated linearly in the adapters
+      // from its last two points (clamped at R when those are 0 and 1,
+      // where the step of 1 adapter adds the LoRA matmuls themselves).
+      std::vector<std::int64_t> axis;
+      const std::int64_t R = P + B;
+      if (g.adapters.back() <= R) {
+        axis = g.adapters;
+      } else {
+        for (auto x : g.adapters)
+          if (x < R) axis.push_back(x);
+        axis.push_back(R);
       }
+      Bracket bn = bracket(axis, static_cast<double>(s.adapters));
+      if (static_cast<double>(s.adapters) > static_cast<double>(axis.back()) && axis.size() >= 2 &&
+          axis[axis.size() - 2] == 0)
+        bn = Bracket{axis.size() - 1, axis.size() - 1, 0};
+      for (int c = 0; c < 2; ++c)
+        for (int n = 0; n < 2; ++n) {
+          const double w =
+              (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) * (n ? bn.w1 : 1 - bn.w1);
+          if (w == 0) continue;
+          GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
+          if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+          if (p.prefill > 0 || p.decode > 0) fn(p, w);
+        }
+    }
 }
 
 }  // namespace
@@ -123,7 +152,8 @@ double StepCostModel::nearest(const GridPoint& p) const {
   for (const auto& [q, v] : known_) {
     const double d = std::abs(idx(grid_.prefill, q.prefill) - idx(grid_.prefill, p.prefill)) +
                      std::abs(idx(grid_.decode, q.decode) - idx(grid_.decode, p.decode)) +
-                     std::abs(idx(grid_.context, q.context) - idx(grid_.context, p.context));
+                     std::abs(idx(grid_.context, q.context) - idx(grid_.context, p.context)) +
+                     std::abs(idx(grid_.adapters, q.adapters) - idx(grid_.adapters, p.adapters));
     if (d < best) {
       best = d;
       value = v;
@@ -149,11 +179,16 @@ void StepCostModel::load(const std::string& path) {
     GridPoint p;
     double sec = 0;
     std::string extra;
-    if (!(ls >> key >> p.prefill >> p.decode >> p.context >> sec) || (ls >> extra) || key.size() != 16 ||
-        p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
+    bool ok = static_cast<bool>(ls >> key >> p.prefill >> p.decode >> p.context >> sec);
+    if (ok && (ls >> extra)) {  // LoRA points: ADAPTERS as a sixth field
+      std::istringstream es(extra);
+      std::string rest;
+      ok = (es >> p.adapters) && !(es >> rest) && p.adapters > 0 && !(ls >> rest);
+    }
+    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
       throw UsageError(path + ":" + std::to_string(n) +
-                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS' (16 hex digits, counts >= 0, seconds > 0), "
-                       "found '" +
+                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS]' (16 hex digits, counts >= 0, "
+                       "seconds > 0, adapters > 0), found '" +
                        line + "'");
     if (key == key_) known_[p] = sec;
   }
@@ -181,13 +216,16 @@ void StepCostModel::save(const std::string& path, const std::string& description
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
-    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS, one simulated step per line\n";
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS], one simulated step per "
+           "line\n";
     for (const auto& l : others) out << l << "\n";
     out << "# " << key_ << " " << description << "\n";
     char buf[64];
     for (const auto& [p, v] : known_) {
       std::snprintf(buf, sizeof buf, "%.9g", v);
-      out << key_ << " " << p.prefill << " " << p.decode << " " << p.context << " " << buf << "\n";
+      out << key_ << " " << p.prefill << " " << p.decode << " " << p.context << " " << buf;
+      if (p.adapters > 0) out << " " << p.adapters;
+      out << "\n";
     }
     if (!out) throw UsageError("serve: --step-cache '" + path + "': write failed");
   }

@@ -11,6 +11,8 @@
 // point, tagged with a key (a digest of the tpusim version, the resolved
 // chip config, the model file, slice, mesh and dtype), so one file serves
 // many configs and a point of another config is never used.
+// Cache lines are `KEY PREFILL DECODE CONTEXT SECONDS`, with a sixth field
+// ADAPTERS for LoRA points of n > 0 distinct adapters.
 // Leaves out: a chunk's attention to its own cached prefix as a grid
 // dimension (the grid holds chunks without a cached prefix; see
 // docs/serving.md), several prefill sequences in one step (their tokens
@@ -30,24 +32,30 @@ struct StepShape {
   std::int64_t prefill = 0;  // tokens of prefill chunks in the step
   std::int64_t decode = 0;   // sequences decoding one token
   double context = 0;        // mean cached tokens of the decoding sequences
+  std::int64_t adapters = 0;  // distinct LoRA adapters among its sequences (0: none)
 };
 
 struct GridPoint {
   std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
+  std::int64_t adapters = 0;                          // LoRA: distinct adapters, at most prefill + decode
   bool operator<(const GridPoint& o) const {
-    return std::tie(prefill, decode, context) < std::tie(o.prefill, o.decode, o.context);
+    return std::tie(prefill, decode, context, adapters) < std::tie(o.prefill, o.decode, o.context, o.adapters);
   }
   bool operator==(const GridPoint& o) const {
-    return prefill == o.prefill && decode == o.decode && context == o.context;
+    return prefill == o.prefill && decode == o.decode && context == o.context && adapters == o.adapters;
   }
 };
 
 // Grid axes: prefill {0, 16, 64, 256, ...x4 below max_tokens, max_tokens},
 // decode {0, 1, 4, 16, ...x4 below max_batch, max_batch}, context {64, 256,
 // ...x4 below max_context, max_context} (the longest decode's cache).
+// With LoRA a fourth axis, distinct adapters in the step {0, 1, 2, 4, ...
+// x2 below the most, the most} (lora_adapter_axis); without, {0}.
 struct StepGrid {
   std::vector<std::int64_t> prefill, decode, context;
+  std::vector<std::int64_t> adapters = {0};
 };
+std::vector<std::int64_t> lora_adapter_axis(std::int64_t most);
 StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context);
 
 class StepCostModel {

@@ -30,6 +30,11 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
     a.push_back(mesh);
   }
   if (twisted) a.push_back("--twisted");
+  if (p.adapters > 0) {
+    for (const std::string& x : {std::string("--lora-rank"), std::to_string(lora_rank), std::string("--lora-targets"),
+                                 lora_targets, std::string("--adapters"), std::to_string(p.adapters)})
+      a.push_back(x);
+  }
   if (decode_tokens > 1) {
     a.push_back("--decode-tokens");
     a.push_back(std::to_string(decode_tokens));
@@ -37,9 +42,13 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
   return a;
 }
 
-models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
-                                int decode_tokens) {
+models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype, int decode_tokens,
+                                const models::LoraOptions& lora) {
   models::PhaseOptions o;
+  if (p.adapters > 0) {
+    o.lora = lora;
+    o.lora.adapters = p.adapters;
+  }
   o.decode_tokens = decode_tokens;
   o.mesh = mesh;
   o.weight_dtype = o.activation_dtype = o.kv_dtype = dtype;

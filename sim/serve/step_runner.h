@@ -27,6 +27,8 @@ struct StepSimSetup {
   std::string dtype = "bf16";
   double max_sim_time = 3600;
   int decode_tokens = 1;  // > 1: speculative verification steps
+  std::int64_t lora_rank = 0;  // LoRA adapters (points with adapters > 0)
+  std::string lora_targets;
   // The arguments of `tpusim serve step` for a point.
   std::vector<std::string> child_args(const GridPoint& p) const;
 };
@@ -34,8 +36,10 @@ struct StepSimSetup {
 // The phase options of one step: P > 0: the zoo's serving step (a prefill
 // chunk of P tokens with B decoding sequences over `context` tokens);
 // P == 0: a decode step of batch B at `context`.
+// With p.adapters > 0, `lora` (rank and targets) applies with
+// p.adapters distinct adapters.
 models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
-                                int decode_tokens = 1);
+                                int decode_tokens = 1, const models::LoraOptions& lora = {});
 
 // Simulates `points` (at most `jobs` children at a time, in a temporary
 // folder under `work_dir`) and adds each one's seconds to `model`.

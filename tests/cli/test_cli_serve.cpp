@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "tiny_decoder.h"
 
 namespace {
 
@@ -19,18 +20,7 @@ using tpusim::test::CliResult;
 using tpusim::test::slurp;
 using tpusim::test::TmpDir;
 
-constexpr const char* kTiny = R"(name: tiny-decoder
-family: decoder
-hidden: 256
-layers: 2
-vocab: 1024
-max_context: 2048
-norm: rmsnorm
-position: rotary
-tied_embeddings: false
-attention: {heads: 4, kv_heads: 2, head_dim: 64}
-ffn: {kind: swiglu, size: 512}
-)";
+constexpr const char* kTiny = tpusim::test::kTinyDecoder;
 
 struct Serve {
   TmpDir d{"cli_serve_"};
