@@ -61,7 +61,8 @@ std::string header_text(const ShardSearchResult& r) {
 }
 
 std::string sampling_text(const ShardSearchResult& r) {
-  if (r.options.sample_layers <= 0) return "every layer simulated";
+  if (r.options.sample_layers <= 0)
+    return "every layer simulated" + (r.sampling_note.empty() ? std::string() : "; " + r.sampling_note);
   return "layer sampling: " + std::to_string(r.options.sample_layers) + " and " +
          std::to_string(2 * r.options.sample_layers) + " of " + std::to_string(r.layers) +
          " layers simulated, extrapolated linearly";

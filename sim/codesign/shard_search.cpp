@@ -168,6 +168,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   r.layers = spec.transformer.layers;
   const arch::ici::Slice slice(r.config.ici, o.slice, false);  // std::invalid_argument for a bad shape
   r.chips = slice.num_chips();
+  if (r.chips < 2) throw std::invalid_argument("slice " + o.slice + " has one chip: there is no mesh to search");
 
   models::PhaseOptions base;
   base.phase = o.phase;
@@ -177,7 +178,16 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
-  if (sample > 0 && (!sampling_obstacle(spec).empty() || 2 * sample >= spec.transformer.layers)) sample = 0;
+  if (sample > 0) {
+    const std::string why = sampling_obstacle(spec);
+    if (!why.empty() || 2 * sample >= spec.transformer.layers) {
+      r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +
+                        (why.empty() ? "2 x " + std::to_string(sample) + " layers are not fewer than the model's " +
+                                           std::to_string(spec.transformer.layers)
+                                     : why);
+      sample = 0;
+    }
+  }
   r.options.sample_layers = static_cast<int>(sample);
 
   const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<models::RematPolicy>{models::RematPolicy::none};

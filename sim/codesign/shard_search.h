@@ -85,6 +85,7 @@ struct ShardSearchResult {
   int chips = 0;
   std::vector<ShardPoint> points;  // ranked: ok by step time, then error, no_fit, cannot_shard
   std::size_t simulations = 0;
+  std::string sampling_note;  // why --sample-layers was not used, when it was not
   double wall_seconds = 0;
 };
 

@@ -175,6 +175,7 @@ TEST(CliShardSearch, BadInputIsAUsageError) {
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --remat sometimes --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 3x5x7 --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase decode --remat full --out " + t.path() + "/o"), 2);
+  EXPECT_EQ(rc("--model llama3-8b --arch v5e --slice 1x1 --out " + t.path() + "/o"), 2);  // one chip: no mesh
 }
 
 }  // namespace
