@@ -37,13 +37,15 @@ void register_validate_command();
 void register_check_commands();
 void register_compare_command();
 void register_sweep_plot_command();
+void register_shard_search_commands();
 
 namespace {
 
 void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
                                      register_run_command,     register_sweep_commands, register_validate_command,
                                      register_check_commands, register_compare_command,
-                                     register_sweep_plot_command, register_serve_commands};
+                                     register_sweep_plot_command, register_serve_commands,
+                                     register_shard_search_commands};
 
 struct Command {
   std::string summary;

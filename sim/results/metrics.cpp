@@ -88,6 +88,8 @@ RunMetrics compute_metrics(const RunReport& r) {
       if (d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm) m.hbm_bytes += d->bytes();
   }
 
+  m.time = time_breakdown(prog, r.sim.records);
+
   // Collectives move their own bytes through HBM (the DMA reads of what a
   // chip sends and writes of what it receives); the sequencer counts them
   // per core ("tcN.sequencer"). With --all-chips ("chipM.tcN.sequencer")

@@ -16,6 +16,7 @@
 
 #include "sim/results/energy.h"
 #include "sim/results/run_report.h"
+#include "sim/results/time_breakdown.h"
 
 namespace tpusim::sim {
 
@@ -66,6 +67,7 @@ struct RunMetrics {
   std::optional<double> hfu;
   std::vector<OpMetrics> ops;                       // indexed like LoweredWorkload::ops
   std::optional<EnergyMetrics> energy;              // empty: the config has no energy model
+  TimeBreakdown time;                               // compute / exposed ICI / exposed HBM (time_breakdown.h)
 };
 
 // Operators that recompute forward work for backward (remat): named

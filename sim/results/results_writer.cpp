@@ -24,9 +24,12 @@ void write_row(std::ostream& os, const std::vector<std::string>& fields) {
   os << '\n';
 }
 
-// A row that goes on with more fields (summary.csv's energy columns).
-void write_row(std::ostream& os, std::vector<std::string> fields, const std::vector<std::string>& more) {
+// A row that goes on with more fields (summary.csv's energy and time
+// breakdown columns).
+void write_row(std::ostream& os, std::vector<std::string> fields, const std::vector<std::string>& more,
+               const std::vector<std::string>& last = {}) {
   fields.insert(fields.end(), more.begin(), more.end());
+  fields.insert(fields.end(), last.begin(), last.end());
   write_row(os, fields);
 }
 
@@ -84,6 +87,16 @@ std::vector<std::string> energy_cells(const RunMetrics& m) {
           format_real(e.tokens_per_joule)};
 }
 
+// Where the time went (time_breakdown.h), in seconds like `seconds`.
+std::vector<std::string> time_header() {
+  return {"compute_busy_seconds", "ici_busy_seconds", "ici_exposed_seconds", "hbm_exposed_seconds"};
+}
+
+std::vector<std::string> time_cells(const RunMetrics& m) {
+  auto s = [&](std::uint64_t c) { return format_real(static_cast<double>(c) / m.clock_hz, 9); };
+  return {s(m.time.compute_cycles), s(m.time.ici_cycles), s(m.time.ici_exposed_cycles), s(m.time.hbm_exposed_cycles)};
+}
+
 }  // namespace
 
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os) {
@@ -91,7 +104,7 @@ void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os
             {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
              "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
              "sim_wall_seconds", "tpusim_version", "config_hash", "model_flops", "hardware_flops", "mfu", "hfu"},
-            energy_header());
+            energy_header(), time_header());
   write_row(os,
             {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
              u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
@@ -99,7 +112,7 @@ void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os
              format_real(r.sim.wall_seconds), r.version,
              r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash, u64(m.model_flops),
              u64(m.hardware_flops), format_real(m.mfu), format_real(m.hfu)},
-            energy_cells(m));
+            energy_cells(m), time_cells(m));
 }
 
 namespace {

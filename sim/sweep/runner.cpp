@@ -18,6 +18,7 @@
 
 #include "sim/results/format.h"
 #include "sim/sweep/child_pool.h"
+#include "sim/sweep/progress.h"
 #include "sim/sweep/results_table.h"
 
 namespace tpusim::sim::sweep {
@@ -28,60 +29,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string duration_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  return buf;
-}
-
-class Progress {
- public:
-  Progress(std::ostream* os, bool tty, std::size_t total, std::size_t already)
-      : os_(os), tty_(tty), total_(total), done_(already), start_(Clock::now()), last_(start_) {}
-
-  void finished(bool ok) {
-    ++done_;
-    ++session_;
-    failed_ += ok ? 0 : 1;
-    show(false);
-  }
-  void tick() { show(false); }
-  void end() { show(true); }
-
- private:
-  void show(bool final) {
-    if (!os_) return;
-    const double now = since(start_);
-    const double gap = since(last_);
-    if (!final && gap < (tty_ ? 0.2 : 5.0)) return;
-    last_ = Clock::now();
-    const double rate = now > 0 ? static_cast<double>(session_) / now : 0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : NAN;
-    char stats[200];
-    std::snprintf(stats, sizeof stats, "%zu/%zu points, %zu failed, %.2f points/s, elapsed %s, ETA %s", done_, total_,
-                  failed_, rate, duration_text(now).c_str(), done_ == total_ ? "0:00" : duration_text(eta).c_str());
-    if (tty_) {
-      constexpr int kWidth = 30;
-      const int fill = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
-      *os_ << "\r[" << std::string(fill, '#') << std::string(kWidth - fill, '.') << "] " << stats << "\x1b[K";
-      if (final) *os_ << "\n";
-    } else {
-      *os_ << "sweep: " << stats << "\n";
-    }
-    os_->flush();
-  }
-
-  std::ostream* os_;
-  bool tty_;
-  std::size_t total_, done_, session_ = 0, failed_ = 0;
-  Clock::time_point start_, last_;
-};
 
 std::vector<std::string> base_row(const SweepSpec& spec, const PreparedPoint& pp) {
   std::vector<std::string> row = {pp.point->id, pp.config_hash};
@@ -262,7 +209,7 @@ SweepRunSummary run_sweep(const SweepSpec& spec, const std::vector<PreparedPoint
   }
 
   ResultsAppender out(path, header);
-  Progress progress(opt.quiet ? nullptr : opt.progress, opt.progress_tty, sum.shard_points, sum.already_done);
+  Progress progress(opt.quiet ? nullptr : opt.progress, opt.progress_tty, sum.shard_points, sum.already_done, "sweep", "points");
   auto record = [&](const std::vector<std::string>& row, bool ok) {
     out.append(row);
     (ok ? sum.ok : sum.failed) += 1;

@@ -200,4 +200,32 @@ TEST(CliReports, CheckReportRenders) {
   expect_rendered(t, t.path() + "/c/report.html", blank);
 }
 
+// shard-search --report: one bar per ranked mesh, in rank order, its value
+// the CSV's seconds and its colour class the CSV's bottleneck.
+TEST(CliReports, ShardSearchReportMatchesCsv) {
+  TempDir t;
+  const std::uintmax_t blank = blank_png_size(t);
+  const std::string m = t.path() + "/m.yaml";
+  std::ofstream(m) << "name: small\nfamily: decoder\nhidden: 1024\nlayers: 2\nvocab: 1024\nmax_context: 4096\n"
+                      "norm: rmsnorm\nposition: rotary\ntied_embeddings: false\n"
+                      "attention: {heads: 8, kv_heads: 8, head_dim: 128}\nffn: {kind: swiglu, size: 4096}\n";
+  const Result r = tpusim(t, "shard-search --model " + m + " --arch v5p --slice 2x2x1 --phase train --batch 4 "
+                             "--seq 512 --set hbm.model=calibrated --report --out " + t.path() + "/s");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_rendered(t, t.path() + "/s/report.html", blank);
+  const auto bars = marks(slurp(t.path() + "/s/report.html"), "rect", "data-mesh=");
+  Rows ok;
+  for (const auto& row : rows_of(t.path() + "/s/shard_search.csv"))
+    if (row.at("status") == "ok") ok.push_back(row);
+  ASSERT_EQ(bars.size(), ok.size());
+  ASSERT_GE(ok.size(), 10u);
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    EXPECT_EQ(bars[i].at("data-mesh"), ok[i].at("mesh"));
+    EXPECT_EQ(bars[i].at("data-sp"), ok[i].at("sequence_parallel"));
+    EXPECT_EQ(bars[i].at("data-bottleneck"), ok[i].at("bottleneck"));
+    EXPECT_DOUBLE_EQ(d(bars[i].at("data-value")), d(ok[i].at("seconds")));
+    if (i) EXPECT_GE(d(ok[i].at("seconds")), d(ok[i - 1].at("seconds")));
+  }
+}
+
 }  // namespace

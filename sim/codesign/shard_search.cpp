@@ -1,0 +1,321 @@
+// Mesh enumeration, fit filtering, simulations in child processes and the
+// ranking of `tpusim shard-search`; see shard_search.h.
+#include "sim/codesign/shard_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "arch/common/derived.h"
+#include "arch/ici/topology.h"
+#include "models/analysis.h"
+#include "models/model_file.h"
+#include "models/sharding.h"
+#include "models/zoo.h"
+#include "sim/config/config_loader.h"
+#include "sim/engine/slice_setup.h"
+#include "sim/results/format.h"
+#include "sim/sweep/child_pool.h"
+#include "sim/sweep/progress.h"
+#include "sim/sweep/results_table.h"
+
+namespace tpusim::sim::codesign {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// One axis over a run of consecutive slice dimensions.
+struct AxisPlace {
+  std::string axis;
+  std::int64_t size = 1;
+  std::vector<std::pair<int, bool>> dims;  // (length, wraps) of each dimension it takes
+};
+
+// Every assignment of the slice's dimensions, in order, to distinct axes
+// (each axis a run of consecutive dimensions), duplicates removed: of the
+// assignments that give each axis dimensions of the same lengths and
+// wraparound, the one listing the axes closest to `axes`' order is kept
+// (fsdp=16,tensor=4 rather than tensor=4,fsdp=16 on 4x4x4).
+std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& slice,
+                                                     const std::vector<std::string>& axes) {
+  using Key = std::vector<std::pair<std::string, std::vector<std::pair<int, bool>>>>;
+  std::map<Key, std::pair<std::vector<std::size_t>, std::vector<AxisPlace>>> best;  // key -> (axis order, mesh)
+  std::vector<Key> order;  // keys in the order first found
+  std::vector<AxisPlace> cur;
+  std::vector<std::size_t> idx;
+  // Dimensions of length 1 carry no axis (an axis of size 1 is no axis).
+  std::vector<int> dims;
+  for (int i = 0; i < slice.rank(); ++i)
+    if (slice.dim(i) > 1) dims.push_back(i);
+  const int rank = static_cast<int>(dims.size());
+  std::function<void(int)> rec = [&](int d) {
+    if (d == rank) {
+      Key key;
+      for (const auto& a : cur) key.emplace_back(a.axis, a.dims);
+      std::sort(key.begin(), key.end());
+      const auto it = best.find(key);
+      if (it == best.end()) {
+        best.emplace(key, std::make_pair(idx, cur));
+        order.push_back(key);
+      } else if (idx < it->second.first) {
+        it->second = std::make_pair(idx, cur);
+      }
+      return;
+    }
+    for (int e = d + 1; e <= rank; ++e)
+      for (std::size_t n = 0; n < axes.size(); ++n) {
+        if (std::find(idx.begin(), idx.end(), n) != idx.end()) continue;
+        AxisPlace p{axes[n], 1, {}};
+        for (int i = d; i < e; ++i) {
+          const int k = dims[static_cast<std::size_t>(i)];
+          p.size *= slice.dim(k);
+          p.dims.emplace_back(slice.dim(k), slice.wraps(k));
+        }
+        cur.push_back(p);
+        idx.push_back(n);
+        rec(e);
+        cur.pop_back();
+        idx.pop_back();
+      }
+  };
+  rec(0);
+  std::vector<std::vector<AxisPlace>> out;
+  for (const auto& k : order) out.push_back(best.at(k).second);
+  return out;
+}
+
+std::vector<std::string> axes_for(const models::ModelSpec& m, models::Phase phase) {
+  if (m.family == models::Family::resnet || m.family == models::Family::dlrm) return {"data"};
+  std::vector<std::string> a = {"data", "fsdp", "tensor"};
+  if (m.transformer.moe.enabled) a.push_back("expert");
+  if (m.family == models::Family::decoder && (phase == models::Phase::prefill || phase == models::Phase::train))
+    a.push_back("sequence");
+  return a;
+}
+
+// Whether every decoder layer lowers to the same work, so n and 2n layers
+// extrapolate exactly in the per-layer part.
+std::string sampling_obstacle(const models::ModelSpec& m) {
+  if (m.family != models::Family::decoder) return "layer sampling needs a decoder";
+  const auto& t = m.transformer;
+  if (t.moe.enabled && t.moe.dense_layers_first > 0) return "the first layers are dense, the rest MoE";
+  if (t.attention.sliding_window > 0 && t.attention.sliding_window_every > 1)
+    return "sliding-window attention alternates between layers";
+  return "";
+}
+
+std::map<std::string, std::string> read_summary(const std::string& path) {
+  const auto rows = sweep::parse_csv(sweep::slurp_file(path));
+  std::map<std::string, std::string> out;
+  if (rows.size() < 2 || rows[1].size() != rows[0].size()) return out;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) out[rows[0][i]] = rows[1][i];
+  return out;
+}
+
+// The figures of a summary.csv; throws std::runtime_error for a missing column.
+RunFigures figures(const std::map<std::string, std::string>& s, const std::string& path) {
+  auto num = [&](const char* k) {
+    const auto it = s.find(k);
+    if (it == s.end() || it->second.empty()) throw std::runtime_error(path + ": no value in column " + k);
+    return std::stod(it->second);
+  };
+  RunFigures f;
+  f.seconds = num("seconds");
+  f.model_flops = num("model_flops");
+  f.hardware_flops = num("hardware_flops");
+  f.compute_s = num("compute_busy_seconds");
+  f.ici_s = num("ici_busy_seconds");
+  f.ici_exposed_s = num("ici_exposed_seconds");
+  f.hbm_exposed_s = num("hbm_exposed_seconds");
+  return f;
+}
+
+}  // namespace
+
+std::string ShardPoint::label() const {
+  std::string s = mesh + (sequence_parallel ? " +sp" : "");
+  return s;
+}
+
+std::string bottleneck(const RunFigures& f) {
+  if (f.ici_exposed_s >= f.compute_s && f.ici_exposed_s >= f.hbm_exposed_s) return "ici";
+  if (f.hbm_exposed_s > f.compute_s) return "hbm";
+  return "compute";
+}
+
+RunFigures extrapolate(const RunFigures& a, const RunFigures& b, std::int64_t n, std::int64_t layers) {
+  const double k = static_cast<double>(layers - n) / static_cast<double>(n);
+  auto x = [&](double RunFigures::*f) { return a.*f + k * (b.*f - a.*f); };
+  RunFigures r;
+  for (auto f : {&RunFigures::seconds, &RunFigures::model_flops, &RunFigures::hardware_flops, &RunFigures::compute_s,
+                 &RunFigures::ici_s, &RunFigures::ici_exposed_s, &RunFigures::hbm_exposed_s})
+    r.*f = x(f);
+  return r;
+}
+
+ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ShardSearchResult r;
+  r.options = o;
+  r.config = load_tpu_config(o.arch, o.sets, default_search_path(o.config_path));
+  const models::ModelSpec spec = models::load_model(o.model);
+  r.model_name = spec.name;
+  r.layers = spec.transformer.layers;
+  const arch::ici::Slice slice(r.config.ici, o.slice, false);  // std::invalid_argument for a bad shape
+  r.chips = slice.num_chips();
+  if (r.chips < 2) throw std::invalid_argument("slice " + o.slice + " has one chip: there is no mesh to search");
+
+  models::PhaseOptions base;
+  base.phase = o.phase;
+  base.batch = o.batch;
+  base.seq_len = o.seq;
+  base.context = o.context;
+  models::check_options(spec, base);
+
+  std::int64_t sample = o.sample_layers;
+  if (sample > 0) {
+    const std::string why = sampling_obstacle(spec);
+    if (!why.empty() || 2 * sample >= spec.transformer.layers) {
+      r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +
+                        (why.empty() ? "2 x " + std::to_string(sample) + " layers are not fewer than the model's " +
+                                           std::to_string(spec.transformer.layers)
+                                     : why);
+      sample = 0;
+    }
+  }
+  r.options.sample_layers = static_cast<int>(sample);
+
+  const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<models::RematPolicy>{models::RematPolicy::none};
+  const bool sp_phase = spec.family == models::Family::decoder &&
+                        (o.phase == models::Phase::prefill || o.phase == models::Phase::train);
+  std::vector<ShardPoint> sims, others;
+  for (const auto& places : enumerate_meshes(slice, axes_for(spec, o.phase))) {
+    models::MeshSpec mesh;
+    for (const auto& p : places) mesh.axes.push_back({p.axis, p.size});
+    const std::string text = mesh.str();
+    try {
+      (void)map_mesh(slice, mesh);
+    } catch (const std::exception&) {
+      continue;  // the engine cannot place it (no whole dimensions): not a mesh of this slice
+    }
+    std::vector<bool> sps = {false};
+    if (o.sequence_parallel_variants && sp_phase && mesh.size("tensor") > 1) sps.push_back(true);
+    for (bool sp : sps) {
+      models::PhaseOptions po = base;
+      po.mesh = mesh;
+      po.sequence_parallel = sp;
+      ShardPoint pt;
+      pt.mesh = text;
+      pt.sequence_parallel = sp;
+      try {
+        models::check_mesh(spec, po);
+      } catch (const models::ModelError& e) {
+        pt.status = "cannot_shard";
+        pt.reason = e.what();
+        pt.short_reason = pt.reason;
+        others.push_back(pt);
+        continue;
+      }
+      for (auto rm : remats) {
+        po.remat = rm;
+        pt.remat = rm;
+        const models::FitReport fit = models::check_fit(spec, po, r.config.hbm.capacity_bytes);
+        pt.memory_bytes = fit.needed_bytes;
+        if (!fit.fits) {
+          pt.status = "no_fit";
+          pt.reason = fit.message;
+          pt.short_reason = "needs " + format_fixed(fit.needed_gib, 1) + " GiB per chip, a chip has " +
+                            format_fixed(fit.available_gib, 1);
+          others.push_back(pt);
+        } else {
+          pt.status = "ok";
+          pt.reason.clear();
+          sims.push_back(pt);
+        }
+      }
+    }
+  }
+
+  // One child per simulation: point p's runs are 2p and 2p + 1 when sampled.
+  const std::size_t per = sample > 0 ? 2 : 1;
+  r.simulations = sims.size() * per;
+  const std::string runs = (fs::path(o.out_dir) / "runs").string();
+  auto dir_of = [&](std::size_t i) { return runs + "/" + std::to_string(i); };
+  std::vector<RunFigures> figs(r.simulations);
+  std::vector<std::string> errors(r.simulations);
+  sweep::ChildPoolOptions pool;
+  pool.jobs = o.jobs;
+  pool.timeout = o.timeout;
+  sweep::Progress progress(o.progress, o.progress_tty, r.simulations, 0, "shard-search", "simulations");
+  sweep::run_children(
+      r.simulations, pool,
+      [&](std::size_t i) {
+        const ShardPoint& pt = sims[i / per];
+        sweep::ChildSpec s;
+        s.dir = dir_of(i);
+        for (const auto& d : o.config_path) s.args.insert(s.args.end(), {"--config-path", d});
+        s.args.insert(s.args.end(), {"shard-search", "point", "--model", o.model, "--arch", o.arch, "--slice", o.slice,
+                                     "--mesh", pt.mesh, "--phase", models::phase_name(o.phase), "--batch",
+                                     std::to_string(o.batch), "--seq", std::to_string(o.seq), "--context",
+                                     std::to_string(o.context), "--remat", models::remat_name(pt.remat), "--out", s.dir});
+        if (pt.sequence_parallel) s.args.push_back("--sequence-parallel");
+        for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
+        if (sample > 0) s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});
+        return s;
+      },
+      [&](std::size_t i, const sweep::ChildExit& e) {
+        sims[i / per].wall += e.seconds;
+        errors[i] = sweep::child_failure(e, dir_of(i));
+        if (errors[i].empty()) {
+          const std::string path = dir_of(i) + "/summary.csv";
+          try {
+            figs[i] = figures(read_summary(path), path);
+          } catch (const std::exception& ex) {
+            errors[i] = ex.what();
+          }
+        }
+        progress.finished(errors[i].empty());
+      },
+      [&] { progress.tick(); });
+  progress.end();
+
+  double best = 0;
+  for (std::size_t p = 0; p < sims.size(); ++p) {
+    ShardPoint& pt = sims[p];
+    const std::string err = !errors[p * per].empty() ? errors[p * per] : errors[p * per + per - 1];
+    if (!err.empty()) {
+      pt.status = "error";
+      pt.reason = err;
+      pt.short_reason = err;
+      continue;
+    }
+    pt.fig = sample > 0 ? extrapolate(figs[2 * p], figs[2 * p + 1], sample, spec.transformer.layers) : figs[p];
+    // MFU and HFU as summary.csv defines them: FLOPs over 2 x seconds x
+    // the chip's peak MACs per second.
+    const double peak = arch::peak_flops(r.config, arch::DType::bf16);
+    pt.mfu = pt.fig.model_flops / (pt.fig.seconds * peak);
+    pt.hfu = pt.fig.hardware_flops / (pt.fig.seconds * peak);
+    pt.bottleneck = bottleneck(pt.fig);
+    pt.exposed_comm = pt.fig.ici_exposed_s / pt.fig.seconds;
+    if (best == 0 || pt.fig.seconds < best) best = pt.fig.seconds;
+  }
+  std::stable_sort(sims.begin(), sims.end(), [](const ShardPoint& a, const ShardPoint& b) {
+    if ((a.status == "ok") != (b.status == "ok")) return a.status == "ok";
+    return a.status == "ok" && a.fig.seconds < b.fig.seconds;
+  });
+  for (auto& pt : sims)
+    if (pt.status == "ok") pt.gap_pct = 100.0 * (pt.fig.seconds / best - 1.0);
+  std::stable_sort(others.begin(), others.end(),
+                   [](const ShardPoint& a, const ShardPoint& b) { return a.status == "no_fit" && b.status != "no_fit"; });
+  r.points = sims;
+  r.points.insert(r.points.end(), others.begin(), others.end());
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace tpusim::sim::codesign
