@@ -157,13 +157,19 @@ TEST(FitCheck, TrainingAddsGradientsAndAdamState) {
 //   full:      h (the layer input)                         =   8192
 // plus one layer rebuilt at a time (182272) when recomputing, and the
 // logits with their gradient (2 x 32000), all x 4096 tokens x 2 bytes.
-TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
-  ModelSpec m = load_model("llama2-70b");
+// One 4096-token sequence per chip, FSDP over 512 chips.
+static PhaseOptions llama2_70b_on_v5p512() {
   PhaseOptions o;
   o.phase = Phase::train;
   o.batch = 512;
   o.seq_len = 4096;
   o.mesh = tpusim::workloads::parse_mesh("fsdp=512", mesh_axis_names());
+  return o;
+}
+
+TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o = llama2_70b_on_v5p512();
   const double tok_bytes = 4096.0 * 2.0, logits = 2.0 * 32000;
   auto act = [&](RematPolicy r) {
     o.remat = r;
@@ -195,11 +201,7 @@ TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
 //     host 80*83968
 TEST(FitCheck, OffloadedRematKeepsActivationsInHostMemory) {
   ModelSpec m = load_model("llama2-70b");
-  PhaseOptions o;
-  o.phase = Phase::train;
-  o.batch = 512;
-  o.seq_len = 4096;
-  o.mesh = tpusim::workloads::parse_mesh("fsdp=512", mesh_axis_names());
+  PhaseOptions o = llama2_70b_on_v5p512();
   const double tok_bytes = 4096.0 * 2.0, logits = 2.0 * 32000;
   o.remat = RematPolicy::qkv_proj_offloaded;
   MemoryFootprint f = memory_footprint(m, o);
