@@ -190,6 +190,17 @@ double mlpwi_macs_per_token(const TransformerSpec& t) {
   return m;
 }
 
+// Elements per token of layer `layer`'s activations an offloaded policy
+// keeps in host memory: q, k and v (qkv_proj_offloaded) or every matmul
+// output (minimal_offloaded, as layer_matmul_out_elems without the
+// layer input, which stays in HBM).
+double layer_offloaded_elems(const TransformerSpec& t, std::int64_t layer, RematPolicy r) {
+  const auto& a = t.attention;
+  const double qkv = static_cast<double>(a.heads * a.qk_dim() + 2 * a.kv_heads * std::max(a.qk_dim(), a.v_dim()));
+  if (r == RematPolicy::qkv_proj_offloaded) return qkv;
+  return layer_matmul_out_elems(t, layer, true) - static_cast<double>(t.hidden);
+}
+
 // Parameters tensor parallelism leaves whole on every tensor rank (see
 // per_chip_params), and per layer the gathered share of one chip under FSDP.
 u64 tensor_replicated_params(const ModelSpec& m) {
@@ -336,6 +347,16 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
         case RematPolicy::minimal: return 3.0 * fwd + attn;
         case RematPolicy::selective: return 3.0 * fwd + attn + 2.0 * B * S * mlpwi_macs_per_token(t);
         case RematPolicy::full: return 4.0 * fwd - B * S * head;
+        case RematPolicy::minimal_offloaded: return 3.0 * fwd + attn;
+        // What backward reads but q, k, v (read back from host): as
+        // selective plus the output projection (the residual sum after
+        // attention, the FFN norm's input, is rebuilt from it; the down
+        // projection's result feeds only the next layer's kept input).
+        case RematPolicy::qkv_proj_offloaded:
+          return 3.0 * fwd + attn +
+                 2.0 * B * S *
+                     (mlpwi_macs_per_token(t) + static_cast<double>(t.layers * t.hidden * t.attention.heads *
+                                                                    t.attention.v_dim()));
       }
       return 3.0 * fwd;
     }
@@ -431,9 +452,11 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       S = n * n + 1;
     }
     const double tokens = B * static_cast<double>(S);
-    double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0;
+    double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0, max_offloaded = 0, sum_offloaded = 0;
     for (std::int64_t i = 0; i < t.layers; ++i) {
-      double e = layer_act_elems(t, i), mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal);
+      double e = layer_act_elems(t, i),
+             mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal),
+             off = remat_offloads(o.remat) ? layer_offloaded_elems(t, i, o.remat) : 0.0;
       // Context parallelism: a chip holds the whole sequence's gathered K
       // and V (its own tokens' share is already in e).
       if (cp > 1)
@@ -444,13 +467,18 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         // 2022, eq. 4: 34 sbh / t instead of 10 sbh + 24 sbh / t).
         e /= static_cast<double>(tp);
         mo /= static_cast<double>(tp);
+        off /= static_cast<double>(tp);
       } else if (tp > 1) {  // the residual stream, norms and router probabilities stay whole
         const double whole =
             6.0 * static_cast<double>(t.hidden) + (t.is_moe_layer(i) ? static_cast<double>(t.moe.experts) : 0.0);
         e = whole + (e - whole) / static_cast<double>(tp);
         const double h3 = 3.0 * static_cast<double>(t.hidden);
         mo = h3 + (mo - h3) / static_cast<double>(tp);
+        // q, k, v split by heads; minimal_offloaded's are mo's but the input.
+        off = o.remat == RematPolicy::minimal_offloaded ? mo - static_cast<double>(t.hidden) : off / static_cast<double>(tp);
       }
+      max_offloaded = std::max(max_offloaded, off);
+      sum_offloaded += off;
       max_layer = std::max(max_layer, e);
       sum_layers += e;
       sum_matmul_outs += mo;
@@ -468,7 +496,13 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         case RematPolicy::full: kept = inputs + max_layer; break;
         case RematPolicy::minimal:
         case RematPolicy::selective: kept = sum_matmul_outs + max_layer; break;
+        // In HBM: the layer inputs, the layer being rebuilt, and the
+        // offloaded tensors of two layers read back (the one in backward
+        // and the one prefetched); the rest is in host memory.
+        case RematPolicy::qkv_proj_offloaded:
+        case RematPolicy::minimal_offloaded: kept = inputs + max_layer + 2 * max_offloaded; break;
       }
+      f.host_activations = remat_offloads(o.remat) ? static_cast<u64>(std::ceil(tokens * sum_offloaded * ab)) : 0;
       act =
           tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
     } else {
@@ -537,6 +571,7 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
     << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
   if (o.phase == Phase::train) s << ", gradients " << f.gradients / gib << ", optimizer " << f.optimizer / gib;
   s << " GiB)";
+  if (f.host_activations > 0) s << ", plus " << f.host_activations / gib << " GiB of activations in host memory";
   if (r.fits)
     s << " and fits in " << r.available_gib << " GiB of HBM" << (sharded ? " per chip" : "");
   else if (!sharded)

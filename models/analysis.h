@@ -88,6 +88,9 @@ struct MemoryFootprint {
   std::uint64_t activations = 0;
   std::uint64_t gradients = 0;
   std::uint64_t optimizer = 0;
+  // Activations an offloaded remat policy keeps in host memory (not HBM:
+  // not part of total()).
+  std::uint64_t host_activations = 0;
   std::uint64_t total() const { return weights + kv_cache + activations + gradients + optimizer; }
 };
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o);

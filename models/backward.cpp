@@ -7,6 +7,13 @@
 // the FFN input projections' (gate_proj, up_proj, fc1), and both re-emit
 // only the other ops whose outputs the layer's backward reads, directly or
 // through other re-emitted ops (dead ones, e.g. residual adds, are left out).
+// The offloaded policies (qkv_proj_offloaded, minimal_offloaded) keep their
+// matmul outputs in host memory: a `copy` to host is inserted in forward
+// right after each such matmul (<matmul>.offload, result <tensor>.host),
+// and before the backward of layer i the copies back to HBM of layer i and
+// of layer i-1 are emitted (layers.<i>.reload.*: one layer of prefetch, so
+// that the host link reads the next layer's tensors while this one's
+// backward computes); the backward and the recomputation read the copies.
 // Models: per forward matmul an activation-gradient and a weight-gradient
 // matmul (the transposed einsums, so 2x the forward matmul FLOPs);
 // attention backward as two fused attention ops over the forward q/k/v
@@ -52,6 +59,7 @@ class Backward {
   Backward(WorkloadBuilder& b, const PhaseOptions& o, const TrainingCollectives& tc) : b_(b), o_(o), tc_(tc) {}
 
   void run(const TensorRef& logits) {
+    if (remat_offloads(o_.remat)) insert_offloads();
     fwd_ = b_.peek().ops;  // copy: the builder grows while we read
     for (const auto& t : b_.peek().tensors)
       // LoRA fine-tuning: the base weights are frozen, only the adapters
@@ -103,6 +111,7 @@ class Backward {
   std::vector<std::string> weights_;
   std::map<std::string, std::vector<TensorRef>> contrib_;
   std::map<std::string, std::string> rename_;  // forward tensor -> recomputed copy
+  std::set<int> reloaded_;                     // layers whose offloaded tensors were read back
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
 
@@ -151,7 +160,8 @@ class Backward {
       case OpKind::all_reduce:
       case OpKind::all_to_all:
       case OpKind::collective_permute:
-      case OpKind::broadcast: break;
+      case OpKind::broadcast:
+      case OpKind::copy: break;
     }
     return r;
   }
@@ -165,11 +175,66 @@ class Backward {
     return false;
   }
 
+  // MaxText's query_proj, key_proj, value_proj (and a fused qkv_proj).
+  static bool qkv_projection(const std::string& n) {
+    for (const char* s : {".q_proj", ".k_proj", ".v_proj", ".qkv_proj"}) {
+      const std::size_t l = std::char_traits<char>::length(s);
+      if (n.size() >= l && n.compare(n.size() - l, l, s) == 0) return true;
+    }
+    return false;
+  }
+
   // True if the policy keeps this forward op's output for backward.
-  bool kept(const Op& op) const {
-    if (is_collective(op.kind)) return true;
+  bool kept(const Op& op) const { return kept(op, o_.remat); }
+  static bool kept(const Op& op, RematPolicy r) {
+    if (is_collective(op.kind) || op.kind == OpKind::copy) return true;
     if (op.kind != OpKind::matmul) return false;
-    return o_.remat == RematPolicy::minimal || !ffn_input_projection(op.name);
+    switch (r) {
+      case RematPolicy::minimal:
+      case RematPolicy::minimal_offloaded: return true;
+      case RematPolicy::qkv_proj_offloaded: return qkv_projection(op.name);
+      case RematPolicy::none:
+      case RematPolicy::full:
+      case RematPolicy::selective: break;
+    }
+    return !ffn_input_projection(op.name);
+  }
+  // True if the policy keeps this forward op's output in host memory.
+  static bool offloaded(const Op& op, RematPolicy r) {
+    return remat_offloads(r) && op.kind == OpKind::matmul && layer_of(op.name) >= 0 && kept(op, r);
+  }
+
+  // Inserts, after each matmul the policy offloads, its copy to host.
+  void insert_offloads() {
+    const std::vector<Op> ops = b_.peek().ops;
+    std::size_t added = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!offloaded(ops[i], o_.remat)) continue;
+      Op c;
+      c.name = ops[i].name + ".offload";
+      c.kind = OpKind::copy;
+      c.inputs = {ops[i].outputs[0]};
+      c.outputs = {ops[i].outputs[0] + ".host"};
+      c.attrs = CopyAttrs{MemSpace::host};
+      b_.insert_op(i + 1 + added++, c);
+    }
+  }
+
+  // Emits the copies back to HBM of layer `layer`'s offloaded tensors (once)
+  // and makes backward and recomputation read them.
+  void reload(int layer) {
+    if (layer < 0 || !reloaded_.insert(layer).second) return;
+    const std::string pre = "layers." + std::to_string(layer) + ".";
+    for (const Op& op : fwd_) {
+      if (layer_of(op.name) != layer || !offloaded(op, o_.remat)) continue;
+      const std::string& out = op.outputs[0];
+      Op c;
+      c.name = pre + "reload." + out.substr(pre.size());
+      c.kind = OpKind::copy;
+      c.inputs = {out + ".host"};
+      c.attrs = CopyAttrs{MemSpace::hbm};
+      rename_[out] = b_.add_op(c).name;
+    }
   }
 
   // Ops of the layer the policy re-emits: all of them (full), or (minimal,
@@ -201,6 +266,8 @@ class Backward {
   // so that its backward reads fresh activations instead of ones kept from
   // the forward pass.
   void recompute(int layer) {
+    reload(layer);
+    reload(layer - 1);  // prefetch: read while this layer's backward computes
     const std::string pre = "layers." + std::to_string(layer) + ".";
     auto rn = [&](const std::string& n) { return pre + "recompute." + n.substr(pre.size()); };
     const std::vector<bool> emit = to_recompute(layer);
@@ -423,6 +490,7 @@ class Backward {
         return;
       }
       case OpKind::all_reduce: give(op, 0, dy); return;
+      case OpKind::copy: give(op, 0, dy); return;
       case OpKind::all_to_all: {
         const auto& a = op.as<CollectiveAttrs>();
         give(op, 0, b_.all_to_all(n + ".grad_x", dy, a.mesh_axes, a.concat_dim, a.split_dim));

@@ -44,12 +44,15 @@ const char* remat_name(RematPolicy r) {
     case RematPolicy::minimal: return "minimal";
     case RematPolicy::full: return "full";
     case RematPolicy::selective: return "selective";
+    case RematPolicy::qkv_proj_offloaded: return "qkv_proj_offloaded";
+    case RematPolicy::minimal_offloaded: return "minimal_offloaded";
   }
   return "?";
 }
 
 bool parse_remat(const std::string& s, RematPolicy* out) {
-  for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full})
+  for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full,
+                        RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded})
     if (s == remat_name(r)) {
       *out = r;
       return true;

@@ -46,7 +46,20 @@ enum class Phase { prefill, decode, train, infer };
 //             projections kept), MaxText's recipe for Llama 2 70B on v5p;
 //  full       each layer's whole forward re-emitted, only the layer inputs
 //             kept (jax.checkpoint with nothing saveable; "full").
-enum class RematPolicy { none, minimal, selective, full };
+//  qkv_proj_offloaded  the q, k and v projections' outputs written to host
+//             memory in forward and read back before the layer's backward,
+//             the rest recomputed as minimal does (MaxText's
+//             qkv_proj_offloaded: save_and_offload_only_these_names with
+//             query_proj, key_proj, value_proj to pinned_host);
+//  minimal_offloaded  every matmul output kept as minimal does, but in host
+//             memory (MaxText's minimal_offloaded: dots with no batch dims
+//             offloaded to pinned_host).
+// The offloaded policies keep the layer inputs in HBM (the scan carry).
+enum class RematPolicy { none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded };
+// True for the policies that keep activations in host memory.
+inline bool remat_offloads(RematPolicy r) {
+  return r == RematPolicy::qkv_proj_offloaded || r == RematPolicy::minimal_offloaded;
+}
 
 const char* family_name(Family f);
 const char* phase_name(Phase p);

@@ -36,7 +36,7 @@ inline const char* unit_kind_name(UnitKind k) {
   return "?";
 }
 
-enum class MemSpace : std::uint8_t { hbm, vmem, smem, cmem, ici };
+enum class MemSpace : std::uint8_t { hbm, vmem, smem, cmem, ici, host };
 
 inline const char* mem_space_name(MemSpace s) {
   switch (s) {
@@ -45,6 +45,7 @@ inline const char* mem_space_name(MemSpace s) {
     case MemSpace::smem: return "smem";
     case MemSpace::cmem: return "cmem";
     case MemSpace::ici: return "ici";
+    case MemSpace::host: return "host";
   }
   return "?";
 }

@@ -16,6 +16,7 @@ DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const H
   if (dma.engines <= 0) throw ConfigError("dma.engines must be positive");
   for (int i = 0; i < dma.engines; ++i) engines_.emplace_back(dma, hbm_config, clock_hz);
   per_engine_.resize(engines_.size());
+  if (on_chip.host > 0) host_ = std::make_unique<HostLinkTiming>(on_chip.host);
   SC_HAS_PROCESS(DmaModule);
   SC_THREAD(timers);
 }
@@ -48,6 +49,11 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     engine = static_cast<int>(next_engine_);
     next_engine_ = (next_engine_ + 1) % engines_.size();
   }
+  const bool to_host = d.src == MemSpace::host || d.dst == MemSpace::host;
+  if (to_host && !(d.src == MemSpace::hbm || d.dst == MemSpace::hbm))
+    throw ConfigError("dma descriptor: host transfers go to or from HBM only");
+  if (to_host && !host_)
+    throw ConfigError("dma descriptor: a copy to or from host memory needs the chip's pcie_bandwidth");
   const Ps now = HbmModule::now_ps();
   DmaEngineTiming& eng = engines_[static_cast<std::size_t>(engine)];
   DmaPlan p = eng.plan(d, now);
@@ -86,7 +92,8 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     const double bytes = static_cast<double>(rows) * static_cast<double>((d.shape[0] + g - 1) / g * g);
     floor = std::max(floor, p.issue_start + static_cast<Ps>(bytes / on_chip_.vmem * 1e12));
   }
-  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1, floor, std::move(on_done)});
+  const bool link = to_host && d.bytes() > 0;
+  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1 + (link ? 1 : 0), floor, std::move(on_done)});
   auto finish = [this, j, now](Ps t) {
     j->done = std::max(j->done, t);
     if (--j->left == 0) {
@@ -99,7 +106,41 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     hbm_bytes_ += t.bytes();
     hbm_.submit(t, arrival, finish);
   }
+  // The link side: the data crosses the host link from when the engine
+  // starts issuing (the HBM side streams at HBM's rate alongside).
+  if (link) {
+    host_bytes_ += d.bytes();
+    const std::uint64_t bytes = d.bytes();
+    at(p.issue_start, [this, bytes, finish] { host_transfer(HbmModule::now_ps(), bytes, finish); });
+  }
   finish(floor);
+}
+
+void DmaModule::host_transfer(Ps t, std::uint64_t bytes, std::function<void(Ps)> fn) {
+  for (std::uint64_t id : host_->advance(t)) {  // finished exactly now
+    auto f = std::move(host_done_.at(id));
+    host_done_.erase(id);
+    f(t);
+  }
+  host_done_[host_->add(t, bytes)] = std::move(fn);
+  host_wake();
+}
+
+// (Re)arms the timer of the link's next completion; a timer armed before
+// the last change to the link is stale and does nothing.
+void DmaModule::host_wake() {
+  const Ps next = host_->next_completion();
+  if (next == HostLinkTiming::kNever) return;
+  const std::uint64_t gen = ++host_wake_gen_;
+  at(next, [this, gen, next] {
+    if (gen != host_wake_gen_) return;
+    for (std::uint64_t id : host_->advance(next)) {
+      auto f = std::move(host_done_.at(id));
+      host_done_.erase(id);
+      f(next);
+    }
+    host_wake();
+  });
 }
 
 Ps DmaModule::on_chip_end(const DmaDescriptor& d, const DmaPlan& p) {
@@ -110,6 +151,7 @@ Ps DmaModule::on_chip_end(const DmaDescriptor& d, const DmaPlan& p) {
       // The HBM and ICI ends are timed by their own models; the on-chip
       // side of such a copy is VMEM's.
       case MemSpace::vmem:
+      case MemSpace::host:
       case MemSpace::hbm:
       case MemSpace::ici: return on_chip_.vmem;
     }
@@ -147,6 +189,9 @@ StatList DmaModule::stats() const {
       {"vmem_bytes", static_cast<double>(vmem_bytes_), "bytes", "bytes read from or written to VMEM"},
       {"cmem_bytes", static_cast<double>(cmem_bytes_), "bytes", "bytes read from or written to CMEM"},
       {"requests", static_cast<double>(requests_), "count", "memory requests issued"},
+      {"host_bytes", static_cast<double>(host_bytes_), "bytes", "bytes moved to or from host memory over the host link"},
+      {"host_link_busy", host_ ? ps_to_seconds(host_->busy_ps()) : 0.0, "s",
+       "time the host link carried at least one transfer"},
       {"avg_latency", completed_ ? latency_sum_ / completed_ * 1e-12 : 0, "s",
        "start to completion, mean per descriptor"},
   };

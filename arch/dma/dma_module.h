@@ -5,6 +5,10 @@
 // bytes / the slower memory's bandwidth (when given), CMEM's bandwidth
 // being one server shared by all engines. Implements the sequencer's
 // DmaBackend; this is the engine's memory system (sim/engine/memory_system).
+// Copies between HBM and host memory (MemSpace::host) also cross the
+// chip's host link (HostLinkTiming: pcie_bandwidth per chip, shared by the
+// transfers on it); such a copy completes when both its HBM side and its
+// link transfer, which starts when the engine starts issuing, are done.
 // start() returns at once; nothing ticks.
 // Leaves out: VMEM/SMEM bank contention on the on-chip side of HBM copies
 // (VMEM's bandwidth bounds each copy on its own),
@@ -12,6 +16,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <queue>
 #include <vector>
 
@@ -20,6 +26,7 @@
 #include "arch/chip/dma_backend.h"
 #include "arch/dma/dma_descriptor.h"
 #include "arch/dma/dma_timing.h"
+#include "arch/dma/host_link.h"
 #include "arch/hbm/hbm_module.h"
 
 namespace tpusim::arch {
@@ -30,9 +37,12 @@ namespace tpusim::arch {
 // bound the VMEM side of an HBM copy: it cannot complete before its rows,
 // each rounded up to whole granules, have passed VMEM at that bandwidth
 // from the start of its issue (arch/memory/vmem_feed.h).
+// `host`: the host link's bandwidth (bytes/s, the chip's pcie_bandwidth);
+// 0 = no host link (a host copy is then a ConfigError).
 struct OnChipBandwidth {
   double vmem = 0, smem = 0, cmem = 0;
   std::uint64_t vmem_granule = 0;
+  double host = 0;
 };
 
 class DmaModule : public sc_core::sc_module, public DmaBackend {
@@ -63,6 +73,9 @@ class DmaModule : public sc_core::sc_module, public DmaBackend {
   };
   void at(Ps t, std::function<void()> fn);
   void timers();
+  // The host link: a transfer joins at `t`; `fn` runs when it is done.
+  void host_transfer(Ps t, std::uint64_t bytes, std::function<void(Ps)> fn);
+  void host_wake();
 
   HbmModule& hbm_;
   Ps on_chip_end(const DmaDescriptor& d, const DmaPlan& p);
@@ -80,7 +93,10 @@ class DmaModule : public sc_core::sc_module, public DmaBackend {
   std::uint64_t timer_seq_ = 0;
   sc_core::sc_event timer_wake_;
   std::uint64_t descriptors_ = 0, completed_ = 0, bytes_ = 0, hbm_bytes_ = 0, requests_ = 0;
-  std::uint64_t vmem_bytes_ = 0, cmem_bytes_ = 0;
+  std::uint64_t vmem_bytes_ = 0, cmem_bytes_ = 0, host_bytes_ = 0;
+  std::unique_ptr<HostLinkTiming> host_;  // null without a host link
+  std::map<std::uint64_t, std::function<void(Ps)>> host_done_;
+  std::uint64_t host_wake_gen_ = 0;
   double latency_sum_ = 0;
 };
 

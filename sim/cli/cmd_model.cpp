@@ -144,7 +144,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache")(
       "recompute", po::bool_switch(), "train: the same as --remat full")(
-      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full")(
+      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded")(
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");

@@ -1,5 +1,5 @@
 // The rematerialization options shared by `tpusim run` and `tpusim model
-// export`: --remat none|minimal|selective|full, and --recompute, the older spelling
+// export`: --remat none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, and --recompute, the older spelling
 // of --remat full. Giving both is allowed only when they agree.
 #pragma once
 
@@ -17,7 +17,7 @@ inline models::RematPolicy remat_option(const std::string& cmd, const boost::pro
   if (vm.count("remat")) {
     const std::string text = vm["remat"].as<std::string>();
     if (!models::parse_remat(text, &r))
-      throw UsageError(cmd + ": --remat expects none, minimal, selective or full, found '" + text + "'");
+      throw UsageError(cmd + ": --remat expects none, minimal, selective, full, qkv_proj_offloaded or minimal_offloaded, found '" + text + "'");
     if (recompute && r != models::RematPolicy::full)
       throw UsageError(cmd + ": --recompute means --remat full, but --remat " + text + " is given too");
   } else if (recompute) {

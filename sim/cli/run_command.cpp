@@ -52,7 +52,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
-      "--model train: rematerialization policy none|minimal|selective|full (docs/remat.md)")(
+      "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded (docs/remat.md)")(
       "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
       "all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")(
       "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(

@@ -19,7 +19,8 @@ class MemorySystem : public arch::DmaBackend, public sc_core::sc_module {
         hbm_("hbm", cfg.hbm),
         dma_("dma", cfg.dma, cfg.hbm, cfg.chip.clock_hz, hbm_,
              arch::OnChipBandwidth{cfg.vmem.bandwidth, cfg.smem.bandwidth,
-                                   cfg.cmem.present ? cfg.cmem.bandwidth : 0.0, cfg.vmem.granule_bytes}) {}
+                                   cfg.cmem.present ? cfg.cmem.bandwidth : 0.0, cfg.vmem.granule_bytes,
+                                   cfg.pcie_bandwidth}) {}
 
   void start(const arch::DmaWork& w, int engine, std::function<void()> on_done) override {
     dma_.start(w, engine, std::move(on_done));

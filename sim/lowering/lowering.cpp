@@ -136,6 +136,20 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     const lowering::Epilogue ep = lowering::epilogue_for(cx, i);
     const auto deps = deps_of(i);
     const std::vector<lowering::Step> steps = rule(cx, i, ep, plan);
+    if (op.kind == workloads::OpKind::copy) {
+      // Asynchronous (lower_host_copy.cpp): its DMAs wait for the producer
+      // only, outside the kernel order, like a collective.
+      std::vector<InstrId> done;
+      for (const lowering::Step& s : steps)
+        for (arch::Instr in : s.epilogue) {
+          in.op = static_cast<std::uint32_t>(i);
+          in.core = static_cast<std::uint16_t>(s.core);
+          in.deps = deps;
+          done.push_back(pb.add(std::move(in)));
+        }
+      ready[op.outputs[0]] = done;
+      continue;
+    }
     for (std::size_t j : fusion.chain[i]) plan.fused.push_back(static_cast<std::uint32_t>(j));
     lowering::fill_roofline(cx, i, steps, plan);
     const std::vector<InstrId> done = pb.emit_op(static_cast<std::uint32_t>(i), steps, deps);

@@ -67,20 +67,24 @@ void place_alternate(const Workload& wl, const FusionPlan& fusion, MemSpace spac
   for (const Tensor& t : wl.tensors) {
     Class& c = classes[find(t.name)];
     c.members.push_back(t.name);
-    if (t.is_source() || t.kind == workloads::TensorKind::output || internal.count(t.name)) c.excluded = true;
+    if (t.is_source() || t.kind == workloads::TensorKind::output || internal.count(t.name) ||
+        t.space == workloads::MemSpace::host)
+      c.excluded = true;
   }
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
     const Op& op = wl.ops[i];
     for (const std::string& o : op.outputs) {
       if (op.kind == OpKind::reshape) continue;
       Class& c = classes[find(o)];
-      if (workloads::is_collective(op.kind)) c.excluded = true;
+      // Copies to and from host move between HBM and host memory.
+      if (workloads::is_collective(op.kind) || op.kind == OpKind::copy) c.excluded = true;
       if (!c.produced) c.first = i;
       c.produced = true;
     }
     if (op.kind == OpKind::reshape) continue;
     for (const std::string& in : op.inputs) {
       Class& c = classes[find(in)];
+      if (op.kind == OpKind::copy) c.excluded = true;
       c.last = std::max(c.last, i);
       ++c.readers;
     }
@@ -238,6 +242,14 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
 MemoryPlan plan_memory(const Workload& wl, const workloads::TensorIndex& index, const FusionPlan& fusion,
                        const arch::TpuConfig& cfg, const LoweringOptions& opt, std::uint64_t kernel_vmem) {
   MemoryPlan plan;
+  // Tensors in host memory (offloaded activations, the results of copies
+  // to host) get host addresses and take no HBM.
+  std::uint64_t host_at = 0;
+  for (const workloads::Tensor& t : wl.tensors)
+    if (t.space == workloads::MemSpace::host) {
+      plan.at[t.name] = Ref{MemSpace::host, host_at};
+      host_at += aligned(t.bytes());
+    }
   if (cfg.cmem.present && cfg.cmem.size_bytes > 0 && cfg.cmem.bandwidth > 0) {
     if (opt.cmem) place_alternate(wl, fusion, MemSpace::cmem, cfg.cmem.size_bytes, plan);
   } else if (opt.vmem_residency && cfg.vmem.size_bytes > kernel_vmem) {

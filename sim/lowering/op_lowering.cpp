@@ -27,6 +27,7 @@ LowerFn lowering_for(OpKind kind) {
     case OpKind::all_to_all:
     case OpKind::collective_permute:
     case OpKind::broadcast: return lower_collective;
+    case OpKind::copy: return lower_host_copy;
   }
   return nullptr;
 }

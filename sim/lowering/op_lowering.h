@@ -50,6 +50,9 @@ std::vector<Step> lower_rows(const LowerContext& cx, std::size_t op, const Epilo
 std::vector<Step> lower_attention(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 std::vector<Step> lower_gather(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 std::vector<Step> lower_copy(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+// Sets plan's roofline itself; its DMAs (in the steps' epilogues) are
+// emitted asynchronously by the driver.
+std::vector<Step> lower_host_copy(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 // Sets plan.roofline_cycles itself: a collective's bound is its links'.
 std::vector<Step> lower_collective(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 

@@ -199,7 +199,7 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     models::RematPolicy r = models::RematPolicy::none;
     const bool known = wl.remat.empty() || models::parse_remat(wl.remat, &r);  // empty: text() reported it
     if (!known)
-      c.add(w["remat"], where + ".remat", "a remat policy: none, minimal, selective, full", "'" + wl.remat + "'");
+      c.add(w["remat"], where + ".remat", "a remat policy: none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded", "'" + wl.remat + "'");
     else if (!wl.remat.empty() && wl.recompute && r != models::RematPolicy::full)
       c.add(w["remat"], where + ".remat", "full, as recompute: true says", "'" + wl.remat + "'");
   }

@@ -243,7 +243,10 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
 
   Result r = run_tpusim(base + d.path() + "/x --remat partial", d);
   EXPECT_EQ(r.rc, 2) << r.err;
-  EXPECT_NE(r.err.find("--remat expects none, minimal, selective or full, found 'partial'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--remat expects none, minimal, selective, full, qkv_proj_offloaded or minimal_offloaded, found "
+                       "'partial'"),
+            std::string::npos)
+      << r.err;
   r = run_tpusim(base + d.path() + "/x --remat selective --recompute", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--recompute means --remat full"), std::string::npos) << r.err;
@@ -254,6 +257,37 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
 }
 
+// --remat qkv_proj_offloaded on the one-layer encoder: its q, k and v
+// (64 tokens x 128 x bf16 = 16384 bytes each) go to host memory and come
+// back: 6 x 16384 = 98304 bytes over the host link (units.csv), which is
+// busy at least that over v5e's 16 GB/s (6.144 us). Hardware FLOPs: the
+// encoder is post-norm (each residual sum is a norm's input, which the
+// norm's backward reads), so everything but q, k, v is recomputed: the
+// output projection 2*64*128*128 = 2097152, fc1 and fc2 2 x 4194304, and
+// the attention 2097152. A chip without a host link rejects the run.
+TEST(CliRun, OffloadedRematMovesActivationsOverTheHostLink) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/off --remat qkv_proj_offloaded", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  double host_bytes = -1, busy = -1;
+  for (const auto& u : read_rows(d.path() + "/off/units.csv")) {
+    if (u.at("block") != "dma") continue;
+    if (u.at("stat") == "host_bytes") host_bytes = std::stod(u.at("value"));
+    if (u.at("stat") == "host_link_busy") busy = std::stod(u.at("value"));
+  }
+  EXPECT_EQ(host_bytes, 98304.0);
+  EXPECT_GE(busy, 98304.0 / 16e9 - 1e-12);
+  const auto s = read_rows(d.path() + "/off/summary.csv").at(0);
+  EXPECT_EQ(std::stod(s.at("hardware_flops")) - std::stod(s.at("model_flops")), 2097152.0 + 2 * 4194304.0 + 2097152.0);
+  const std::string ops = slurp(d.path() + "/off/ops.csv");
+  EXPECT_NE(ops.find("layers.0.attn.q_proj.offload,copy"), std::string::npos);
+  EXPECT_NE(ops.find("layers.0.reload.attn.q_proj,copy"), std::string::npos);
+  r = run_tpusim(base + d.path() + "/x --remat qkv_proj_offloaded --set pcie_bandwidth=0", d);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("pcie_bandwidth"), std::string::npos) << r.err;
+}
 
 // DLRM-v2 inference on v5p: with its 4 SparseCores (configs/v5p.yaml) the
 // 26 embedding lookups run on them (blocking "... on 4 SparseCores", the

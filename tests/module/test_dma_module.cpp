@@ -313,3 +313,56 @@ TEST(DmaModule, RejectsIciToOnChipAndBadDims) {
   d.dims = 5;
   EXPECT_THROW(rig.dma.start(d, 0, [] {}), ConfigError);
 }
+
+// HBM <-> host copies cross the host link at its bandwidth, shared. Two
+// 1 MiB copies to host on engines 0 and 1 start on the link when their
+// engines start issuing (after setup) and share 16 GB/s: both end at
+// setup + 2 MiB / 16 GB/s = setup + 131072000 ps (their HBM reads, about
+// 1.3 us each on this HBM, end long before). A 1 MiB copy back from host
+// on engine 2 started when they are done runs alone: + 65536000 ps.
+TEST(DmaModule, HostCopiesShareTheHostLink) {
+  HbmModule hbm("hbm", v5e_hbm("calibrated"));
+  OnChipBandwidth bw;
+  bw.host = 16e9;
+  DmaModule dma("dma", fast_dma(), v5e_hbm("calibrated"), kClock, hbm, bw);
+  std::vector<Ps> done(3, -1);
+  DmaDescriptor out = hbm_read(0, 1 << 20);
+  out.dst = MemSpace::host;
+  DmaDescriptor back = out;
+  back.src = MemSpace::host;
+  back.dst = MemSpace::hbm;
+  back.dst_addr = 4 << 20;
+  sc_core::sc_event both;
+  sc_core::sc_spawn([&] {
+    dma.start(out, 0, [&] { done[0] = ps_now(); });
+    dma.start(out, 1, [&] {
+      done[1] = ps_now();
+      both.notify(sc_core::SC_ZERO_TIME);
+    });
+    sc_core::wait(both);
+    dma.start(back, 2, [&] { done[2] = ps_now(); });
+  });
+  sc_core::sc_start();
+  const Ps setup = setup_ps(fast_dma());
+  EXPECT_EQ(done[0], setup + 131072000);
+  EXPECT_EQ(done[1], setup + 131072000);
+  EXPECT_EQ(done[2], done[1] + setup + 65536000);
+  const StatList s = dma.stats();
+  auto stat = [&](const char* n) {
+    for (const auto& x : s)
+      if (x.name == n) return x.value;
+    return -1.0;
+  };
+  EXPECT_EQ(stat("host_bytes"), 3.0 * (1 << 20));
+  // Busy while the two share it, then while the copy back runs alone.
+  EXPECT_NEAR(stat("host_link_busy"), (131072000.0 + 65536000.0) * 1e-12, 1e-15);
+}
+
+TEST(DmaModule, RejectsHostCopiesWithoutALinkOrToOnChip) {
+  Rig rig(v5e_hbm("calibrated"), fast_dma());  // no host link
+  DmaDescriptor d = hbm_read(0, 1024);
+  d.dst = MemSpace::host;
+  EXPECT_THROW(rig.dma.start(d, 0, [] {}), ConfigError);
+  d.src = MemSpace::vmem;
+  EXPECT_THROW(rig.dma.start(d, 0, [] {}), ConfigError);
+}

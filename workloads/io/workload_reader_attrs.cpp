@@ -30,6 +30,7 @@ std::vector<std::string> Reader::attr_keys(OpKind k) {
     case OpKind::all_to_all: return {"mesh_axes", "split_dim", "concat_dim"};
     case OpKind::collective_permute: return {"mesh_axes", "pairs"};
     case OpKind::broadcast: return {"mesh_axes", "root"};
+    case OpKind::copy: return {"to"};
   }
   return {};
 }
@@ -214,6 +215,16 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
                     "expected [source, target], found " + std::to_string(pr->size()) + " values");
           }
         }
+      }
+      break;
+    }
+    case OpKind::copy: {
+      if (auto v = n["to"]) {
+        if (auto s = get_enum<MemSpace>(v, key("to"), "memory space", {MemSpace::hbm, MemSpace::host}, parse_mem_space,
+                                        mem_space_name))
+          op.as<CopyAttrs>().to = *s;
+      } else {
+        error(n, key("to"), "missing key (expected the memory space to copy to: hbm or host)");
       }
       break;
     }

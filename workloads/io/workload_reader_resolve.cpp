@@ -62,7 +62,7 @@ void Reader::resolve(Workload& wl, std::vector<PendingTensor>& tensors, std::vec
           Tensor t{name,
                    outs[k].shape,
                    outs[k].dtype,
-                   MemSpace::hbm,
+                   op.kind == OpKind::copy ? op.as<CopyAttrs>().to : MemSpace::hbm,  // a copy's result lives where it goes
                    consumed.count(name) ? TensorKind::activation : TensorKind::output,
                    op.loc,
                    {},

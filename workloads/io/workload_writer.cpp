@@ -161,6 +161,7 @@ void attrs_doc(const Op& op, Doc& d) {
       break;
     }
     case OpKind::broadcast: collective_doc(op, d).add("root", Doc::num(op.as<CollectiveAttrs>().root)); break;
+    case OpKind::copy: d.add("to", Doc::str(std::string(mem_space_name(op.as<CopyAttrs>().to)))); break;
   }
 }
 

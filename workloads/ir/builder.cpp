@@ -1,6 +1,7 @@
 // WorkloadBuilder implementation (see builder.h).
 #include "workloads/ir/builder.h"
 
+#include <algorithm>
 #include <set>
 
 namespace tpusim::workloads {
@@ -67,12 +68,23 @@ TensorRef WorkloadBuilder::add_op(Op op) {
                           "output tensor '" + op.outputs[i] + "' already exists (tensor produced twice or name clash)");
   for (std::size_t i = 0; i < op.outputs.size(); ++i) {
     tensor_index_[op.outputs[i]] = wl_.tensors.size();
+    // A copy's result lives where it copies to (host memory for an
+    // offloaded activation).
+    const MemSpace space = op.kind == OpKind::copy ? op.as<CopyAttrs>().to : MemSpace::hbm;
     wl_.tensors.push_back(
-        Tensor{op.outputs[i], types[i].shape, types[i].dtype, MemSpace::hbm, TensorKind::activation, {}, {}, {}});
+        Tensor{op.outputs[i], types[i].shape, types[i].dtype, space, TensorKind::activation, {}, {}, {}});
   }
   op_index_[op.name] = wl_.ops.size();
   TensorRef r{op.outputs[0], types[0].shape, types[0].dtype};
   wl_.ops.push_back(std::move(op));
+  return r;
+}
+
+TensorRef WorkloadBuilder::insert_op(std::size_t at, Op op) {
+  if (at > wl_.ops.size()) throw WorkloadInternalError("insert_op: position past the end");
+  TensorRef r = add_op(std::move(op));
+  std::rotate(wl_.ops.begin() + static_cast<std::ptrdiff_t>(at), wl_.ops.end() - 1, wl_.ops.end());
+  for (std::size_t i = at; i < wl_.ops.size(); ++i) op_index_[wl_.ops[i].name] = i;
   return r;
 }
 

@@ -91,6 +91,10 @@ class WorkloadBuilder {
   // output tensor(s) by inference. op.outputs empty = one output named
   // like the op. Returns the first output.
   TensorRef add_op(Op op);
+  // The same, but the op goes before the op at index `at` of the ops so
+  // far (training generators insert forward ops after the fact, e.g. an
+  // activation's copy to host right after the op producing it).
+  TensorRef insert_op(std::size_t at, Op op);
 
   // Marks a produced tensor as a workload result (TensorKind::output).
   void mark_output(const TensorRef& t);

@@ -185,7 +185,8 @@ OpCost cost_impl(Find find, const Op& op) {
     case OpKind::all_reduce:
     case OpKind::all_to_all:
     case OpKind::collective_permute:
-    case OpKind::broadcast: break;
+    case OpKind::broadcast:
+    case OpKind::copy: break;
   }
   return c;
 }

@@ -27,6 +27,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::all_to_all: return "all_to_all";
     case OpKind::collective_permute: return "collective_permute";
     case OpKind::broadcast: return "broadcast";
+    case OpKind::copy: return "copy";
   }
   return "?";
 }
@@ -57,7 +58,8 @@ bool is_collective(OpKind k) {
     case OpKind::transpose:
     case OpKind::reshape:
     case OpKind::concat:
-    case OpKind::slice: return false;
+    case OpKind::slice:
+    case OpKind::copy: return false;
   }
   throw WorkloadInternalError("is_collective: unknown op kind");
 }
@@ -260,6 +262,7 @@ OpAttrs default_attrs(OpKind k) {
     case OpKind::all_to_all:
     case OpKind::collective_permute:
     case OpKind::broadcast: return CollectiveAttrs{};
+    case OpKind::copy: return CopyAttrs{};
   }
   throw WorkloadInternalError("default_attrs: unknown op kind");
 }
@@ -292,7 +295,8 @@ Arity op_arity(const Op& op) {
     case OpKind::all_reduce:
     case OpKind::all_to_all:
     case OpKind::collective_permute:
-    case OpKind::broadcast: return {1, 1};
+    case OpKind::broadcast:
+    case OpKind::copy: return {1, 1};
   }
   throw WorkloadInternalError("op_arity: unknown op kind");
 }

@@ -40,6 +40,7 @@ enum class OpKind : std::uint8_t {
   all_to_all,
   collective_permute,
   broadcast,
+  copy,
 };
 inline constexpr OpKind kAllOpKinds[] = {OpKind::matmul,     OpKind::conv2d,     OpKind::elementwise,
                                          OpKind::reduce,     OpKind::softmax,    OpKind::layer_norm,
@@ -47,7 +48,7 @@ inline constexpr OpKind kAllOpKinds[] = {OpKind::matmul,     OpKind::conv2d,    
                                          OpKind::transpose,  OpKind::reshape,    OpKind::concat,
                                          OpKind::slice,      OpKind::all_gather, OpKind::reduce_scatter,
                                          OpKind::all_reduce, OpKind::all_to_all, OpKind::collective_permute,
-                                         OpKind::broadcast};
+                                         OpKind::broadcast,  OpKind::copy};
 
 std::string_view op_kind_name(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);
@@ -215,6 +216,16 @@ struct SliceAttrs {
   bool operator==(const SliceAttrs& o) const { return start == o.start && limit == o.limit && stride == o.stride; }
 };
 
+// ---- copy ---------------------------------------------------------------
+// The input, unchanged, in memory space `to`: `host` writes it to host
+// memory over the host link (an activation offloaded in forward), `hbm`
+// reads a host tensor back (before its backward use). Asynchronous: it
+// runs on the DMA engines and the host link while kernels compute.
+struct CopyAttrs {
+  MemSpace to = MemSpace::hbm;
+  bool operator==(const CopyAttrs& o) const { return to == o.to; }
+};
+
 // ---- collectives --------------------------------------------------------
 // Shapes are per participant (SPMD). The group is the product of the sizes
 // of mesh_axes, which must be declared in Workload::mesh.
@@ -237,7 +248,7 @@ struct CollectiveAttrs {
 
 using OpAttrs =
     std::variant<MatmulAttrs, Conv2dAttrs, ElementwiseAttrs, ReduceAttrs, SoftmaxAttrs, NormAttrs, AttentionAttrs,
-                 GatherAttrs, TransposeAttrs, ReshapeAttrs, ConcatAttrs, SliceAttrs, CollectiveAttrs>;
+                 GatherAttrs, TransposeAttrs, ReshapeAttrs, ConcatAttrs, SliceAttrs, CollectiveAttrs, CopyAttrs>;
 
 // Default-constructed attributes of the type a kind uses.
 OpAttrs default_attrs(OpKind k);

@@ -259,6 +259,12 @@ class Inferer {
       case OpKind::all_to_all:
       case OpKind::collective_permute:
       case OpKind::broadcast: return collective();
+      case OpKind::copy: {
+        const MemSpace to = op_.as<CopyAttrs>().to;
+        if (to != MemSpace::hbm && to != MemSpace::host)
+          fail("to: expected hbm or host, found " + std::string(mem_space_name(to)));
+        return in_[0];
+      }
     }
     throw WorkloadInternalError("shape inference: unknown op kind");
   }
@@ -541,7 +547,8 @@ class Inferer {
       case OpKind::transpose:
       case OpKind::reshape:
       case OpKind::concat:
-      case OpKind::slice: throw WorkloadInternalError("shape inference: collective() on a non-collective op");
+      case OpKind::slice:
+      case OpKind::copy: throw WorkloadInternalError("shape inference: collective() on a non-collective op");
     }
     return t;
   }

@@ -12,12 +12,13 @@ std::string_view mem_space_name(MemSpace s) {
     case MemSpace::hbm: return "hbm";
     case MemSpace::vmem: return "vmem";
     case MemSpace::cmem: return "cmem";
+    case MemSpace::host: return "host";
   }
   return "?";
 }
 
 std::optional<MemSpace> parse_mem_space(std::string_view s) {
-  for (MemSpace m : {MemSpace::hbm, MemSpace::vmem, MemSpace::cmem})
+  for (MemSpace m : {MemSpace::hbm, MemSpace::vmem, MemSpace::cmem, MemSpace::host})
     if (mem_space_name(m) == s) return m;
   return std::nullopt;
 }

@@ -21,7 +21,9 @@ using arch::DType;
 using Shape = std::vector<std::int64_t>;
 
 // Where a tensor is placed before the program runs; a hint to the lowering.
-enum class MemSpace : std::uint8_t { hbm, vmem, cmem };
+// host: the hosts memory behind the chips host link (PCIe); only the
+// output of a `copy` op to host (offloaded activations) lives there.
+enum class MemSpace : std::uint8_t { hbm, vmem, cmem, host };
 // Role of a tensor. activation = produced by an op and consumed inside the
 // workload; output = a result the workload returns.
 enum class TensorKind : std::uint8_t { input, weight, activation, kv_cache, output };

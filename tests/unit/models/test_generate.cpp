@@ -196,6 +196,75 @@ TEST(Generate, MinimalAndSelectiveRematRecomputeAllButKeptMatmuls) {
   EXPECT_THROW(generate(m, p), ModelError);
 }
 
+// qkv_proj_offloaded: each layer's q, k, v projection outputs are copied
+// to host right after their matmul (results in host memory), read back
+// (layers.<i>.reload.*) before the layer's backward, layer i-1's together
+// with layer i's (prefetch), and never recomputed; everything else the
+// backward reads is recomputed. minimal_offloaded offloads every matmul
+// output of a layer (q, k, v, o, gate, up, down: 7) and recomputes no
+// matmul. MXU work: phase_matmul_flops (within 1%).
+TEST(Generate, OffloadedRematCopiesToHostAndReadsBack) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 3;
+  PhaseOptions o = small(Phase::train);
+  o.remat = RematPolicy::qkv_proj_offloaded;
+  Workload w = generate(m, o);
+  auto index_of = [&](const std::string& n) {
+    for (std::size_t i = 0; i < w.ops.size(); ++i)
+      if (w.ops[i].name == n) return static_cast<long>(i);
+    return -1L;
+  };
+  int to_host = 0, back = 0;
+  for (const auto& op : w.ops) {
+    if (op.kind != OpKind::copy) continue;
+    const MemSpace to = op.as<CopyAttrs>().to;
+    EXPECT_EQ(w.find_tensor(op.outputs[0])->space, to) << op.name;
+    (to == MemSpace::host ? to_host : back) += 1;
+  }
+  EXPECT_EQ(to_host, 9);
+  EXPECT_EQ(back, 9);
+  for (const char* p : {"q_proj", "k_proj", "v_proj"}) {
+    const std::string l1 = std::string("layers.1.attn.") + p;
+    EXPECT_EQ(index_of(l1 + ".offload"), index_of(l1) + 1) << p;  // right after its matmul
+    EXPECT_EQ(w.find_op(l1 + ".offload")->outputs[0], l1 + ".host");
+    EXPECT_EQ(w.find_op(std::string("layers.1.recompute.attn.") + p), nullptr);
+    // Layer 1's copy back comes before layer 2's backward starts, after
+    // layer 2's own.
+    const long reload = index_of(std::string("layers.1.reload.attn.") + p);
+    ASSERT_GE(reload, 0);
+    EXPECT_GT(reload, index_of(std::string("layers.2.reload.attn.") + p));
+    EXPECT_LT(reload, index_of("layers.2.recompute.attn.core"));
+  }
+  // The backward reads the copies: layer 1's attention recomputation takes
+  // the rotated q of the reloaded q.
+  EXPECT_NE(w.find_op("layers.1.recompute.attn.core"), nullptr);
+  EXPECT_NE(w.find_op("layers.1.recompute.mlp.gate_proj"), nullptr);
+  EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01);
+
+  o.remat = RematPolicy::minimal_offloaded;
+  Workload wm = generate(m, o);
+  int offloads = 0;
+  for (const auto& op : wm.ops) {
+    if (op.kind == OpKind::copy && op.as<CopyAttrs>().to == MemSpace::host) ++offloads;
+    if (op.name.find(".recompute.") != std::string::npos) {
+      EXPECT_NE(op.kind, OpKind::matmul) << op.name;
+    }
+  }
+  EXPECT_EQ(offloads, 3 * 7);
+  EXPECT_NEAR(mm_attn_flops(wm) / phase_matmul_flops(m, o), 1.0, 0.01);
+  // MXU work: minimal_offloaded as minimal; qkv_proj_offloaded rebuilds
+  // what selective does plus the output projection (the residual sum
+  // after attention, read by the FFN norm's backward, is rebuilt from it).
+  PhaseOptions r = o;
+  r.remat = RematPolicy::minimal;
+  EXPECT_DOUBLE_EQ(phase_matmul_flops(m, o), phase_matmul_flops(m, r));
+  o.remat = RematPolicy::qkv_proj_offloaded;
+  r.remat = RematPolicy::selective;
+  const double o_proj = 2.0 * 2 * 16 * 3 * 4096.0 * 4096;  // batch 2 x seq 16 tokens, 3 layers, 4096 x 4096
+  EXPECT_NEAR(phase_matmul_flops(m, o) - phase_matmul_flops(m, r), o_proj, 1.0);
+  EXPECT_NE(w.find_op("layers.1.recompute.attn.o_proj"), nullptr);
+}
+
 TEST(Generate, RejectsBadOptions) {
   ModelSpec m = load_model("resnet50");
   PhaseOptions o = small(Phase::decode);

@@ -157,13 +157,19 @@ TEST(FitCheck, TrainingAddsGradientsAndAdamState) {
 //   full:      h (the layer input)                         =   8192
 // plus one layer rebuilt at a time (182272) when recomputing, and the
 // logits with their gradient (2 x 32000), all x 4096 tokens x 2 bytes.
-TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
-  ModelSpec m = load_model("llama2-70b");
+// One 4096-token sequence per chip, FSDP over 512 chips.
+static PhaseOptions llama2_70b_on_v5p512() {
   PhaseOptions o;
   o.phase = Phase::train;
   o.batch = 512;
   o.seq_len = 4096;
   o.mesh = tpusim::workloads::parse_mesh("fsdp=512", mesh_axis_names());
+  return o;
+}
+
+TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o = llama2_70b_on_v5p512();
   const double tok_bytes = 4096.0 * 2.0, logits = 2.0 * 32000;
   auto act = [&](RematPolicy r) {
     o.remat = r;
@@ -182,4 +188,29 @@ TEST(FitCheck, RematPolicyActivationsPerChipLlama2_70bOnV5p512) {
   }
   o.remat = RematPolicy::full;
   EXPECT_TRUE(check_fit(m, o, v5p).fits);
+}
+
+// The offloaded policies keep in HBM the layer inputs (h per layer), the
+// layer being rebuilt (182272) and the offloaded tensors of two layers
+// (the one in backward and the prefetched one); the rest is in host
+// memory. Llama 2 70B as above, 4096 tokens per chip:
+//   qkv_proj_offloaded: q, k, v = 64*128 + 2*8*128 = 10240 per layer:
+//     HBM 80*8192 + 182272 + 2*10240, host 80*10240
+//   minimal_offloaded: minimal's kept matmul outputs but the input,
+//     92160 - 8192 = 83968 per layer: HBM 80*8192 + 182272 + 2*83968,
+//     host 80*83968
+TEST(FitCheck, OffloadedRematKeepsActivationsInHostMemory) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o = llama2_70b_on_v5p512();
+  const double tok_bytes = 4096.0 * 2.0, logits = 2.0 * 32000;
+  o.remat = RematPolicy::qkv_proj_offloaded;
+  MemoryFootprint f = memory_footprint(m, o);
+  EXPECT_NEAR(static_cast<double>(f.activations), tok_bytes * (80 * 8192.0 + 182272 + 2 * 10240 + logits), 1.0);
+  EXPECT_NEAR(static_cast<double>(f.host_activations), tok_bytes * 80 * 10240.0, 1.0);
+  o.remat = RematPolicy::minimal_offloaded;
+  f = memory_footprint(m, o);
+  EXPECT_NEAR(static_cast<double>(f.activations), tok_bytes * (80 * 8192.0 + 182272 + 2 * 83968 + logits), 1.0);
+  EXPECT_NEAR(static_cast<double>(f.host_activations), tok_bytes * 80 * 83968.0, 1.0);
+  o.remat = RematPolicy::full;
+  EXPECT_EQ(memory_footprint(m, o).host_activations, 0u);
 }

@@ -294,10 +294,10 @@ TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
 TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   const SweepSpec s = parse_sweep_spec(
       "base: {arch: v5p, model: bert-base, phase: train, batch: 1, seq: 128}\n"
-      "axes:\n  grid:\n    model.remat: [none, minimal, selective, full]\n",
+      "axes:\n  grid:\n    model.remat: [none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded]\n",
       "ok.yaml");
   const auto pts = prepare_points(s, default_search_path());
-  ASSERT_EQ(pts.size(), 4u);
+  ASSERT_EQ(pts.size(), 6u);
   std::set<std::string> seen;
   for (const auto& p : pts) {
     ASSERT_TRUE(p.error.empty()) << p.error;
@@ -307,7 +307,8 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
     ASSERT_NE(it + 1, a.end());
     seen.insert(*(it + 1));
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"none", "minimal", "selective", "full"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"none", "minimal", "selective", "full", "qkv_proj_offloaded",
+                                         "minimal_offloaded"}));
   try {
     parse_sweep_spec("base: {model: bert-base, phase: train}\naxes:\n  grid:\n    model.remat: [full, some]\n",
                      "bad.yaml");

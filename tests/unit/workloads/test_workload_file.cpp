@@ -76,6 +76,16 @@ Workload every_op_kind() {
   auto cp = b.collective_permute("cp", a2a, {"model"}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
   auto bc = b.broadcast("bc", cp, {"model", "data"}, 5);
   b.mark_output(bc);
+  Op off;  // to host memory and back (an offloaded activation)
+  off.name = "offload";
+  off.kind = OpKind::copy;
+  off.inputs = {bc.name};
+  off.attrs = CopyAttrs{MemSpace::host};
+  Op back = off;
+  back.name = "reload";
+  back.inputs = {b.add_op(off).name};
+  back.attrs = CopyAttrs{MemSpace::hbm};
+  b.mark_output(b.add_op(back));
   auto dg = b.matmul("dg", x, x, dot_general_equation(3, 3, {0}, {0}, {2}, {2}));
   b.elementwise("gelu", "gelu", {dg});
   Workload wl = b.build();
@@ -354,4 +364,19 @@ TEST(WorkloadFile, BadQuantizationKeysAreLocated) {
   EXPECT_NE(s.find("bad.yaml:4:"), std::string::npos) << s;
   EXPECT_NE(s.find("tensors[0].sparsity (tensor 'w')"), std::string::npos) << s;
   EXPECT_NE(err("{name: w, shape: [8], dtype: bf16, sparsity: \"2:4\"}").find("rank >= 2"), std::string::npos);
+}
+
+// A copy names where it goes: hbm or host, nothing else, and must say so.
+TEST(WorkloadFile, CopyNeedsHbmOrHostDestination) {
+  const std::string base = std::string(kHeader) +
+                           "tensors:\n"
+                           "  - {name: a, shape: [4, 8], dtype: bf16}\n"
+                           "ops:\n";
+  std::string msg = error_of(base + "  - {name: off, op: copy, inputs: [a]}\n");
+  EXPECT_NE(msg.find("bad.yaml:6:5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("missing key (expected the memory space to copy to: hbm or host)"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: off, op: copy, inputs: [a], to: vmem}\n");
+  EXPECT_NE(msg.find("to"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("vmem"), std::string::npos) << msg;
+  EXPECT_EQ(error_of(base + "  - {name: off, op: copy, inputs: [a], to: host}\n"), "");
 }
