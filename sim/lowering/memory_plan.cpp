@@ -194,7 +194,29 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     return it != plan.at.end() && it->second.space != MemSpace::hbm;
   };
   const auto aliased = reshape_aliases(wl);
-  std::unordered_set<std::string> donors;
+  // Alias classes: a reshape's result is its input's bytes relabelled, so
+  // a class (named by its first tensor) holds one range, released after
+  // the last use of any member, and never when a member is a source or a
+  // result.
+  std::unordered_map<std::string, std::string> root;
+  auto find = [&](const std::string& n) -> std::string {
+    auto it = root.find(n);
+    return it == root.end() ? n : it->second;
+  };
+  for (const Op& op : wl.ops)
+    if (op.kind == OpKind::reshape) {
+      std::string r = find(op.inputs[0]);
+      root[op.outputs[0]] = std::move(r);
+    }
+  std::unordered_map<std::string, std::size_t> class_last;
+  std::unordered_set<std::string> class_permanent;
+  for (const Tensor& t : wl.tensors) {
+    const std::string r = find(t.name);
+    if (t.is_source() || t.kind == workloads::TensorKind::output) class_permanent.insert(r);
+    auto lu = last_use.find(t.name);
+    if (lu != last_use.end()) class_last[r] = std::max(class_last[r], lu->second);
+  }
+  std::unordered_set<std::string> donors, donated_to, released;
   for (const Tensor& t : wl.tensors)
     if (t.is_source()) alloc(t.name, t.bytes());
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
@@ -219,6 +241,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
               !aliased.count(in)) {
             plan.at[o] = plan.of(in);
             donors.insert(in);
+            donated_to.insert(o);
             donated = true;
             break;
           }
@@ -228,9 +251,16 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
       if (permanent(t) || last_use.at(in) != i || on_chip(in)) continue;
-      // A reshape's input and result share one range; it is kept (not
-      // reused) rather than tracking the alias's combined lifetime.
-      if (aliased.count(in)) continue;
+      if (aliased.count(in)) {
+        // The class's range goes once its last member's last use is here.
+        const std::string r = find(in);
+        if (class_permanent.count(r) || donated_to.count(r) || class_last.at(r) != i || on_chip(r) ||
+            !plan.at.count(r))
+          continue;
+        if (!released.insert(r).second) continue;
+        release(r, tensor(r).bytes());
+        continue;
+      }
       release(in, t.bytes());
     }
   }
