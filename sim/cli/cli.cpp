@@ -42,11 +42,10 @@ void register_suite_commands();
 
 namespace {
 
-void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
-                                     register_run_command,     register_sweep_commands, register_validate_command,
-                                     register_check_commands, register_compare_command,
-                                     register_sweep_plot_command, register_serve_commands,
-                                     register_suite_commands};
+void (*const kCommandModules[])() = {register_config_commands, register_list_command,    register_model_commands,
+                                     register_run_command,     register_sweep_commands,  register_validate_command,
+                                     register_check_commands,  register_compare_command, register_sweep_plot_command,
+                                     register_serve_commands,  register_suite_commands};
 
 struct Command {
   std::string summary;

@@ -225,8 +225,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                      "data-parallel replicas, each its own server on its own slice")(
       "requests", po::value<std::int64_t>()->default_value(100), "synthetic requests")(
       "arrival", po::value<std::string>()->default_value("poisson"), "poisson, closed or offline")(
-      "rate", po::value<double>(), "poisson: requests per second")(
-      "concurrency", po::value<int>()->default_value(8), "closed: clients")(
+      "rate", po::value<double>(), "poisson: requests per second")("concurrency", po::value<int>()->default_value(8),
+                                                                   "closed: clients")(
       "input", po::value<std::string>()->default_value("fixed:1024"),
       "input length: fixed:N, uniform:LO:HI, normal:MEAN:SD, hist:V=W,... or hist:FILE.csv")(
       "output", po::value<std::string>()->default_value("fixed:1024"), "output length (as --input)")(
@@ -239,25 +239,25 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "policy", po::value<std::string>()->default_value("decode-first"), "decode-first or prefill-first")(
       "page-size", po::value<std::int64_t>()->default_value(16), "tokens per KV page")(
       "kv-pages", po::value<std::int64_t>(), "KV pages per replica (default: HBM free after weights)")(
+      "preemption", po::value<std::string>()->default_value("recompute"),
+      "recompute or swap (K/V pages to host memory over the chip's pcie_bandwidth and back)")(
       "step-cache", po::value<std::string>(), "step-cost cache file, read and updated")(
       "jobs", po::value<int>()->default_value(0), "step simulations at a time (0: all cores)")(
       "slo", po::value<std::string>(), "latency limits, e.g. ttft_p99=2s,tpot_p99=100ms (goodput)")(
-      "spec-tokens", po::value<int>()->default_value(0),
-      "speculative decoding: tokens drafted per step (0: off)")(
+      "spec-tokens", po::value<int>()->default_value(0), "speculative decoding: tokens drafted per step (0: off)")(
       "draft-model", po::value<std::string>(),
       "draft model on the same chips (zoo name or file); without it drafting costs nothing (n-gram lookup)")(
       "acceptance", po::value<std::string>()->default_value("0.8"),
       "draft acceptance: RATE, pos:R1,...,Rk (per position) or hist:W0,...,Wk (weights of 0..k accepted)")(
-      "rates", po::value<std::string>(),
-      "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
+      "rates", po::value<std::string>(), "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
       "find-max-rate", po::bool_switch(),
       "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
       "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
       "interp-check", po::value<int>()->default_value(0),
       "simulate N of the run's off-grid step shapes directly and report the interpolation error")(
       "out", po::value<std::string>()->default_value("results/serve"), "output directory")(
-      "trace", po::bool_switch(), "write trace.json (one track per request and per engine)")(
-      "quiet", po::bool_switch(), "no progress bar");
+      "trace", po::bool_switch(), "write trace.json (one track per request and per engine)")("quiet", po::bool_switch(),
+                                                                                             "no progress bar");
   po::variables_map vm;
   if (!parse_command_args("serve", "tpusim serve --model NAME [--arch A --slice S --mesh M] [workload] [server]",
                           args, opts, {}, vm, ctx))
@@ -392,6 +392,17 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     // The longest decode reads input + output - 1 cached tokens.
     so.kv_pages = kv_pages_from_hbm(d, max_prefill, std::max<std::int64_t>(max_len - 1, 1), so.page_tokens, &kv_note,
                                     so.spec.k > 0 && has_draft ? &draft_spec : nullptr);
+  }
+  so.preemption = choice<Preemption>("preemption", vm["preemption"].as<std::string>(),
+                                     {{"recompute", Preemption::recompute}, {"swap", Preemption::swap}});
+  if (so.preemption == Preemption::swap) {
+    // K/V bytes of one token on one chip (the zoo's footprint at the
+    // longest decode, per token), moved over that chip's own host link.
+    const std::int64_t ctx = std::max<std::int64_t>(max_len - 1, 1);
+    const models::FitReport f =
+        models::check_fit(d.spec, step_phase({0, 1, ctx}, d.mesh, d.dtype), d.cfg.hbm.capacity_bytes);
+    so.kv_bytes_per_token = static_cast<double>(f.footprint.kv_cache) / static_cast<double>(ctx);
+    so.host_link_bw = d.cfg.pcie_bandwidth;
   }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
@@ -634,6 +645,12 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                 sum.itl.p99, sum.e2e.p50, sum.e2e.p99, 100 * sum.kv_util_mean, 100 * sum.kv_util_peak,
                 static_cast<long long>(sum.preemptions), static_cast<long long>(sum.steps));
   ctx.out << line;
+  if (so.preemption == Preemption::swap) {
+    std::snprintf(line, sizeof line, "  swap: %lld tokens to host memory, %lld back, %.4f s of host-link transfers\n",
+                  static_cast<long long>(res.swapped_out_tokens), static_cast<long long>(res.swapped_in_tokens),
+                  res.swap_seconds);
+    ctx.out << line;
+  }
   ctx.out << spec_line;
   if (!slo.empty()) {
     std::snprintf(line, sizeof line, "  goodput %.3f req/s (%.1f%% of requests within %s); summary limits %s\n",

@@ -19,10 +19,13 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
   // below 1 us into 0 (no limit).
   char limit[32];
   std::snprintf(limit, sizeof limit, "%.17g", max_sim_time);
-  std::vector<std::string> a = {"serve",     "step",   "--arch",    arch,
-                                "--model",   model,    "--dtype",   dtype,
-                                "--prefill", std::to_string(p.prefill), "--decode", std::to_string(p.decode),
-                                "--context", std::to_string(std::max<std::int64_t>(1, p.context)),
+  std::vector<std::string> a = {"serve",          "step",
+                                "--arch",         arch,
+                                "--model",        model,
+                                "--dtype",        dtype,
+                                "--prefill",      std::to_string(p.prefill),
+                                "--decode",       std::to_string(p.decode),
+                                "--context",      std::to_string(std::max<std::int64_t>(1, p.context)),
                                 "--max-sim-time", limit};
   for (const auto& s : sets) {
     a.push_back("--set");
