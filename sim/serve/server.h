@@ -14,8 +14,8 @@
 // generated tokens again) and data-parallel replicas (each its own server,
 // arrivals routed to the one with the fewest requests).
 // Preemption by swap moves the K/V pages to host memory and back instead.
-// Leaves out: prefix caching, disaggregated prefill and decode, network
-// and tokenizer time.
+// Leaves out: prefix caching (disaggregated prefill and decode is its own
+// loop, disaggregated.h), network and tokenizer time.
 #pragma once
 
 #include <cstdint>
