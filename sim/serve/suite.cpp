@@ -12,6 +12,7 @@
 
 #include "sim/cli/cli.h"
 #include "sim/config/config_error.h"
+#include "sim/config/node_diagnostics.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
 #include "sim/sweep/results_table.h"
@@ -59,32 +60,7 @@ const std::map<std::string, Kind>& value_keys() {
 
 const char* const kKinds[] = {"offline", "server", "poisson", "closed"};
 
-class Diags {
- public:
-  explicit Diags(std::string file) : file_(std::move(file)) {}
-  void add(const YAML::Node& n, const std::string& key, const std::string& expected, const std::string& found,
-           const std::string& suggestion = "") {
-    Diagnostic d;
-    d.file = file_;
-    const YAML::Mark m = n.Mark();
-    if (m.line >= 0) {
-      d.line = m.line + 1;
-      d.column = m.column + 1;
-    }
-    d.key = key;
-    d.expected = expected;
-    d.found = found;
-    d.suggestion = suggestion;
-    diags_.push_back(std::move(d));
-  }
-  void check() const {
-    if (!diags_.empty()) throw ConfigError(diags_);
-  }
-
- private:
-  std::string file_;
-  std::vector<Diagnostic> diags_;
-};
+using Diags = NodeDiagnostics;
 
 std::string text_of(const YAML::Node& n) {
   if (n.IsScalar()) return n.Scalar();
