@@ -68,7 +68,8 @@ TEST(CliSuite, EachScenarioIsAServeRunAndTheTableHoldsItsSummary) {
   ASSERT_EQ(r.rc, 0) << r.err << r.out;
   const auto t = tpusim::test::rows_of(s.d / "out/suite.csv");
   ASSERT_EQ(t.size(), 2u);
-  const auto off = t[0], srv = t[1];
+  const auto& off = t[0];
+  const auto& srv = t[1];
   EXPECT_EQ(off.at("scenario"), "off");
   EXPECT_EQ(off.at("kind"), "offline");
   EXPECT_EQ(off.at("model"), "tiny-decoder");
