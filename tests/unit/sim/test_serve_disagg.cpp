@@ -5,6 +5,7 @@
 // prefill, so long prompts no longer stretch the decoders' TPOT.
 #include <gtest/gtest.h>
 
+#include "serve_test_costs.h"
 #include "sim/serve/disaggregated.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
@@ -14,27 +15,10 @@
 namespace tpusim::sim::serve {
 namespace {
 
-// Multilinear (the grid reproduces it exactly): launch, prefill tokens,
-// decodes and their KV reads.
-double cost_fn(double P, double B, double C) { return 4e-3 + 2e-6 * P + 1e-5 * B + 4e-9 * B * C; }
-
-// The decode instance's steps cost `scale` times the function (its own
+using test::cost_fn;
+// The decode instance's steps may cost `scale` times cost_fn (its own
 // slice): the two instances' costs must not be mixed up.
-StepCostModel filled(double scale = 1) {
-  StepCostModel m(make_grid(512, 32, 2048), "0123456789abcdef");
-  const auto& g = m.grid();
-  for (auto p : g.prefill)
-    for (auto b : g.decode) {
-      if (p + b == 0) continue;
-      if (b == 0) {
-        m.add({p, 0, 0}, scale * cost_fn(static_cast<double>(p), 0, 0));
-        continue;
-      }
-      for (auto c : g.context)
-        m.add({p, b, c}, scale * cost_fn(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c)));
-    }
-  return m;
-}
+StepCostModel filled(double scale = 1) { return test::filled(512, 32, 2048, scale); }
 
 ServerOptions opts() {
   ServerOptions o;

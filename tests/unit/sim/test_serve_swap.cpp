@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "serve_test_costs.h"
 #include "sim/serve/request_workload.h"
 #include "sim/serve/server.h"
 #include "sim/serve/step_cost.h"
@@ -14,26 +15,9 @@
 namespace tpusim::sim::serve {
 namespace {
 
-// As tests/unit/sim/test_serve.cpp: launch, prefill tokens, decodes and
-// their KV reads; multilinear, so the grid reproduces it exactly.
-constexpr double kPrefillPerToken = 2e-6;
-double cost_fn(double P, double B, double C) { return 4e-3 + kPrefillPerToken * P + 1e-5 * B + 4e-9 * B * C; }
-
-StepCostModel filled() {
-  StepCostModel m(make_grid(512, 32, 2048), "0123456789abcdef");
-  const auto& g = m.grid();
-  for (auto p : g.prefill)
-    for (auto b : g.decode) {
-      if (p + b == 0) continue;
-      if (b == 0) {
-        m.add({p, 0, 0}, cost_fn(static_cast<double>(p), 0, 0));
-        continue;
-      }
-      for (auto c : g.context)
-        m.add({p, b, c}, cost_fn(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c)));
-    }
-  return m;
-}
+using test::cost_fn;
+// The marginal prefill cost of a token in cost_fn.
+constexpr double kPrefillPerToken = cost_fn(1, 0, 0) - cost_fn(0, 0, 0);
 
 std::vector<Request> requests() {
   WorkloadSpec w;
@@ -67,7 +51,7 @@ std::int64_t prefill_tokens(const ServeResult& r) {
 }
 
 TEST(ServeSwap, EverySwappedTokenComesBackAndTheLinkTimeIsInTheSteps) {
-  StepCostModel m = filled();
+  StepCostModel m = test::filled();
   const auto reqs = requests();
   const ServerOptions o = tight(Preemption::swap, 16e9);
   const ServeResult r = simulate_serving(reqs, o, m);
@@ -98,7 +82,7 @@ TEST(ServeSwap, EverySwappedTokenComesBackAndTheLinkTimeIsInTheSteps) {
 TEST(ServeSwap, SwapWinsAboveTheBreakEvenBandwidthAndLosesBelowIt) {
   const auto reqs = requests();
   const double breakeven = 2 * 1e5 / kPrefillPerToken;
-  StepCostModel m1 = filled(), m2 = filled(), m3 = filled();
+  StepCostModel m1 = test::filled(), m2 = test::filled(), m3 = test::filled();
   const ServeResult rc = simulate_serving(reqs, tight(Preemption::recompute, breakeven), m1);
   const ServeResult fast = simulate_serving(reqs, tight(Preemption::swap, 100 * breakeven), m2);
   const ServeResult slow = simulate_serving(reqs, tight(Preemption::swap, breakeven / 100), m3);
@@ -112,7 +96,7 @@ TEST(ServeSwap, SwapWinsAboveTheBreakEvenBandwidthAndLosesBelowIt) {
 }
 
 TEST(ServeSwap, SwapNeedsTheBytesAndTheLink) {
-  StepCostModel m = filled();
+  StepCostModel m = test::filled();
   ServerOptions o = tight(Preemption::swap, 0);
   EXPECT_THROW(simulate_serving(requests(), o, m), std::runtime_error);
 }
