@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "sim/config/config_error.h"
+#include "sim/serve/step_runner.h"
 
 namespace tpusim::sim {
 
@@ -38,14 +39,15 @@ void register_check_commands();
 void register_compare_command();
 void register_sweep_plot_command();
 void register_shard_search_commands();
+void register_suite_commands();
 
 namespace {
 
-void (*const kCommandModules[])() = {register_config_commands, register_list_command,   register_model_commands,
-                                     register_run_command,     register_sweep_commands, register_validate_command,
-                                     register_check_commands, register_compare_command,
+void (*const kCommandModules[])() = {register_config_commands,    register_list_command,   register_model_commands,
+                                     register_run_command,        register_sweep_commands, register_validate_command,
+                                     register_check_commands,     register_compare_command,
                                      register_sweep_plot_command, register_serve_commands,
-                                     register_shard_search_commands};
+                                     register_shard_search_commands, register_suite_commands};
 
 struct Command {
   std::string summary;
@@ -263,6 +265,12 @@ int cli_main_unchecked(int argc, char* argv[]) {
     out.flush();
     err << "tpusim: cannot map the workload onto the chip: " << e.what() << "\n";
     return 2;
+  } catch (const serve::StepSimError& e) {
+    // A step simulation of `tpusim serve` failed in its child process:
+    // its message is the child's own error.
+    out.flush();
+    err << "tpusim: step simulation failed: " << e.what() << "\n";
+    return e.child_exit();
   } catch (const std::exception& e) {
     out.flush();
     err << "tpusim: internal error: " << e.what() << "\n";

@@ -25,6 +25,8 @@
 #include "sim/engine/slice_setup.h"
 #include "sim/run/run.h"
 #include "sim/serve/adapters.h"
+#include "sim/config/units.h"
+#include "sim/serve/disaggregated.h"
 #include "sim/serve/rate_search.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
@@ -243,8 +245,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                      "data-parallel replicas, each its own server on its own slice")(
       "requests", po::value<std::int64_t>()->default_value(100), "synthetic requests")(
       "arrival", po::value<std::string>()->default_value("poisson"), "poisson, closed or offline")(
-      "rate", po::value<double>(), "poisson: requests per second")(
-      "concurrency", po::value<int>()->default_value(8), "closed: clients")(
+      "rate", po::value<double>(), "poisson: requests per second")("concurrency", po::value<int>()->default_value(8),
+                                                                   "closed: clients")(
       "input", po::value<std::string>()->default_value("fixed:1024"),
       "input length: fixed:N, uniform:LO:HI, normal:MEAN:SD, hist:V=W,... or hist:FILE.csv")(
       "output", po::value<std::string>()->default_value("fixed:1024"), "output length (as --input)")(
@@ -257,17 +259,22 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "policy", po::value<std::string>()->default_value("decode-first"), "decode-first or prefill-first")(
       "page-size", po::value<std::int64_t>()->default_value(16), "tokens per KV page")(
       "kv-pages", po::value<std::int64_t>(), "KV pages per replica (default: HBM free after weights)")(
+      "prefill-slice", po::value<std::string>(),
+      "disaggregation: the prefill instance's slice (the decode instance is --slice/--mesh)")(
+      "prefill-mesh", po::value<std::string>(), "disaggregation: the prefill instance's mesh (tensor/expert axes)")(
+      "kv-link-bandwidth", po::value<std::string>(),
+      "disaggregation: bandwidth of the K/V transfer from prefill to decode slice, e.g. '100 GB/s' (ICI or DCN)")(
+      "preemption", po::value<std::string>()->default_value("recompute"),
+      "recompute or swap (K/V pages to host memory over the chip's pcie_bandwidth and back)")(
       "step-cache", po::value<std::string>(), "step-cost cache file, read and updated")(
       "jobs", po::value<int>()->default_value(0), "step simulations at a time (0: all cores)")(
       "slo", po::value<std::string>(), "latency limits, e.g. ttft_p99=2s,tpot_p99=100ms (goodput)")(
-      "spec-tokens", po::value<int>()->default_value(0),
-      "speculative decoding: tokens drafted per step (0: off)")(
+      "spec-tokens", po::value<int>()->default_value(0), "speculative decoding: tokens drafted per step (0: off)")(
       "draft-model", po::value<std::string>(),
       "draft model on the same chips (zoo name or file); without it drafting costs nothing (n-gram lookup)")(
       "acceptance", po::value<std::string>()->default_value("0.8"),
       "draft acceptance: RATE, pos:R1,...,Rk (per position) or hist:W0,...,Wk (weights of 0..k accepted)")(
-      "rates", po::value<std::string>(),
-      "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
+      "rates", po::value<std::string>(), "a throughput-latency curve: Poisson rates R1,R2,... in one run (curve.csv)")(
       "find-max-rate", po::bool_switch(),
       "search the highest Poisson --rate (the start, default 1) whose run meets every --slo limit")(
       "rate-tolerance", po::value<double>()->default_value(0.02), "--find-max-rate: relative precision")(
@@ -449,6 +456,17 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                                     so.spec.k > 0 && has_draft ? &draft_spec : nullptr,
                                     static_cast<double>(so.lora.slots) * adapter_bytes);
   }
+  so.preemption = choice<Preemption>("preemption", vm["preemption"].as<std::string>(),
+                                     {{"recompute", Preemption::recompute}, {"swap", Preemption::swap}});
+  if (so.preemption == Preemption::swap) {
+    // K/V bytes of one token on one chip (the zoo's footprint at the
+    // longest decode, per token), moved over that chip's own host link.
+    const std::int64_t ctx = std::max<std::int64_t>(max_len - 1, 1);
+    const models::FitReport f =
+        models::check_fit(d.spec, step_phase({0, 1, ctx}, d.mesh, d.dtype), d.cfg.hbm.capacity_bytes);
+    so.kv_bytes_per_token = static_cast<double>(f.footprint.kv_cache) / static_cast<double>(ctx);
+    so.host_link_bw = d.cfg.pcie_bandwidth;
+  }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0 || jobs > 1024) throw UsageError("serve: --jobs must be in [0, 1024]");
   const int check = vm["interp-check"].as<int>();
@@ -493,6 +511,47 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   };
   const bool spec_on = so.spec.k > 0;
   Costs target = make_costs(d.spec, d.setup.model, spec_on ? so.spec.k + 1 : 1);
+  // Disaggregation: the prefill instance's steps are a cost model of its
+  // own slice and mesh (sim/serve/disaggregated.h).
+  std::optional<Costs> prefill_costs;
+  Disaggregation dis;
+  if (vm.count("prefill-slice")) {
+    if (!vm.count("kv-link-bandwidth") || spec_on || so.batching != Batching::continuous)
+      throw UsageError("serve: --prefill-slice (disaggregation) needs --kv-link-bandwidth and takes neither "
+                       "--spec-tokens nor --batching static");
+    const std::string pslice = vm["prefill-slice"].as<std::string>();
+    const std::string pmesh = vm.count("prefill-mesh") ? vm["prefill-mesh"].as<std::string>() : "";
+    const arch::ici::Slice ps(d.cfg.ici, pslice, d.setup.twisted);  // arch::ConfigError
+    if (!pmesh.empty()) {
+      const workloads::MeshSpec m = workloads::parse_mesh(pmesh, models::mesh_axis_names());
+      for (const auto& a : m.axes)
+        if (a.name != "tensor" && a.name != "expert")
+          throw UsageError("serve: --prefill-mesh '" + pmesh + "': axis '" + a.name + "' is not served");
+      try {
+        map_mesh(ps, m);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("serve: --prefill-mesh: ") + e.what());
+      }
+    }
+    try {
+      dis.link_bw = parse_quantity(vm["kv-link-bandwidth"].as<std::string>(), UnitKind::bandwidth);
+    } catch (const UnitError& e) {
+      throw UsageError("serve: --kv-link-bandwidth '" + vm["kv-link-bandwidth"].as<std::string>() + "': " + e.what());
+    }
+    // What crosses the link: the K/V of a token on every chip (the zoo's
+    // footprint of one unsharded replica).
+    const std::int64_t ctx = std::max<std::int64_t>(max_len - 1, 1);
+    dis.kv_bytes_per_token =
+        static_cast<double>(
+            models::check_fit(d.spec, step_phase({0, 1, ctx}, {}, d.dtype), d.cfg.hbm.capacity_bytes).footprint.kv_cache) /
+        static_cast<double>(ctx);
+    const std::string dslice = d.setup.slice, dmesh = d.setup.mesh;
+    d.setup.slice = pslice;
+    d.setup.mesh = pmesh;
+    prefill_costs = make_costs(d.spec, d.setup.model, 1);
+    d.setup.slice = dslice;
+    d.setup.mesh = dmesh;
+  }
   std::optional<Costs> plain, draft;
   if (spec_on) {
     plain = make_costs(d.spec, d.setup.model, 1);
@@ -501,6 +560,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   std::vector<Costs*> all_costs = {&target};
   if (plain) all_costs.push_back(&*plain);
   if (draft) all_costs.push_back(&*draft);
+  if (prefill_costs) all_costs.push_back(&*prefill_costs);
   std::size_t from_cache = 0;
   for (auto* c : all_costs) from_cache += c->model->size();
   const bool tty = ::isatty(2) && !vm["quiet"].as<bool>();
@@ -532,9 +592,10 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     for (int pass = 0;; ++pass, ++passes) {
       main.model->clear_missing();
       if (dr) dr->model->clear_missing();
-      ServeResult r = simulate_serving(
-          rs, o, *main.model, [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); },
-          dr ? dr->model.get() : nullptr);
+      auto prog = [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); };
+      // Disaggregated: `dr` is the prefill instance's costs.
+      ServeResult r = prefill_costs ? simulate_disaggregated(rs, o, dis, *dr->model, *main.model, prog)
+                                    : simulate_serving(rs, o, *main.model, prog, dr ? dr->model.get() : nullptr);
       if (main.model->missing().empty() && (!dr || dr->model->missing().empty())) return r;
       if (pass > 64) throw std::logic_error("serve: step-cost discovery did not converge");
       run_points(main, sorted(main.model->missing()));
@@ -547,7 +608,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     return rs;
   };
   auto run_all = [&](const std::vector<Request>& rs) {
-    return run_with(tagged(rs), so, target, draft ? &*draft : nullptr);
+    return run_with(tagged(rs), so, target, prefill_costs ? &*prefill_costs : draft ? &*draft : nullptr);
   };
   StepCostModel& costs = *target.model;
   ServeResult res;
@@ -678,6 +739,13 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                   step_adapters);
     lora_line = line;
   }
+  if (prefill_costs) {
+    char bw[40];
+    std::snprintf(bw, sizeof bw, "%.9g", dis.link_bw);
+    setup.insert(setup.end(), {{"prefill_slice", prefill_costs->setup.slice},
+                               {"prefill_mesh", prefill_costs->setup.mesh},
+                               {"kv_link_bandwidth", bw}});
+  }
   write_serve_results(out, res, sum, setup, vm["trace"].as<bool>());
 
   // Interpolation against direct simulation on the run's own shapes.
@@ -737,6 +805,21 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                 sum.itl.p99, sum.e2e.p50, sum.e2e.p99, 100 * sum.kv_util_mean, 100 * sum.kv_util_peak,
                 static_cast<long long>(sum.preemptions), static_cast<long long>(sum.steps));
   ctx.out << line;
+  if (prefill_costs) {
+    std::snprintf(line, sizeof line,
+                  "  disaggregated: prefill on %s (%s), decode on the slice above; K/V %.0f B per token over %.4g "
+                  "GB/s\n",
+                  prefill_costs->setup.slice.c_str(),
+                  prefill_costs->setup.mesh.empty() ? "no mesh" : prefill_costs->setup.mesh.c_str(),
+                  dis.kv_bytes_per_token, dis.link_bw / 1e9);
+    ctx.out << line;
+  }
+  if (so.preemption == Preemption::swap) {
+    std::snprintf(line, sizeof line, "  swap: %lld tokens to host memory, %lld back, %.4f s of host-link transfers\n",
+                  static_cast<long long>(res.swapped_out_tokens), static_cast<long long>(res.swapped_in_tokens),
+                  res.swap_seconds);
+    ctx.out << line;
+  }
   ctx.out << spec_line << lora_line;
   if (!slo.empty()) {
     std::snprintf(line, sizeof line, "  goodput %.3f req/s (%.1f%% of requests within %s); summary limits %s\n",

@@ -21,6 +21,7 @@ struct Seq {
   std::int64_t cache = 0;      // tokens whose K/V are cached
   std::int64_t pages = 0;
   bool decoding = false;
+  bool swapped = false;  // K/V in host memory (swap preemption)
   double last_token = -1;
 };
 
@@ -36,6 +37,7 @@ struct Replica {
   bool busy = false;
   double step_end = 0;
   std::vector<Work> step;
+  double swap_bytes = 0;  // host-link traffic planned for the next step
   // static batching: the batch being served (padding included)
   std::vector<int> batch;
   AdapterCache adapters;                                  // LoRA: resident adapters, host link
@@ -204,10 +206,18 @@ class Loop {
       Seq& s = seq(v);
       rp.free_pages += s.pages;
       s.pages = 0;
-      s.prompt = rec(v).req.input + s.generated;
-      s.prefilled = 0;
-      s.cache = 0;
-      s.decoding = false;
+      if (opt_.preemption == Preemption::swap) {
+        // Its cached tokens go to host memory; prompt, progress and
+        // generated tokens stay.
+        s.swapped = true;
+        rp.swap_bytes += static_cast<double>(s.cache) * opt_.kv_bytes_per_token;
+        res_.swapped_out_tokens += s.cache;
+      } else {
+        s.prompt = rec(v).req.input + s.generated;
+        s.prefilled = 0;
+        s.cache = 0;
+        s.decoding = false;
+      }
       ++rec(v).preemptions;
       ++*count;
       rp.running.erase(std::next(it).base());
@@ -273,6 +283,12 @@ class Loop {
     }
     st.adapter_loads = rp.adapters.loads() - loads0;
     double dt = costs_.cost(shape);
+    if (rp.swap_bytes > 0) {
+      const double t = rp.swap_bytes / opt_.host_link_bw;
+      dt += t;
+      res_.swap_seconds += t;
+      rp.swap_bytes = 0;
+    }
     if (opt_.spec.k > 0 && draft_) {
       if (shape.prefill > 0) dt += draft_->cost({shape.prefill, 0, 0});
       if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});
@@ -303,7 +319,7 @@ class Loop {
       for (std::size_t i = 0; i < rp.running.size() && budget > 0; ++i) {
         const int id = rp.running[i];
         Seq& s = seq(id);
-        if (!s.decoding) continue;
+        if (!s.decoding || planned(rp, id)) continue;
         while (!grow(rp, id, s.cache + 1 + lookahead()))
           if (!preempt_one(rp, id, preempted)) throw std::logic_error("serve: a lone sequence outgrew the KV cache");
         i = static_cast<std::size_t>(std::find(rp.running.begin(), rp.running.end(), id) - rp.running.begin());
@@ -330,6 +346,10 @@ class Loop {
       while (!rp.waiting.empty() && budget > 0 && static_cast<std::int64_t>(rp.running.size()) < opt_.max_batch) {
         const int id = rp.waiting.front();
         Seq& s = seq(id);
+        if (s.swapped) {
+          if (!swap_in(rp, id, &budget)) return;  // FCFS: no overtaking
+          continue;
+        }
         std::int64_t chunk = std::min(s.prompt, budget);
         if (!opt_.chunked_prefill && chunk < s.prompt) {
           // A prompt longer than the budget runs alone in its own step.
@@ -396,6 +416,39 @@ class Loop {
       pin.insert(a);
       if (ready > now_) rp.wake = std::min(rp.wake, ready);
     }
+  }
+
+  bool planned(const Replica& rp, int id) const {
+    return std::any_of(rp.step.begin(), rp.step.end(), [&](const Work& w) { return w.seq == id; });
+  }
+
+  // Readmits a swapped sequence when its pages fit: its K/V come back over
+  // the host link, and it goes on where it stopped in this same step (a
+  // decode, or its next prefill chunk). False when it does not fit.
+  bool swap_in(Replica& rp, int id, std::int64_t* budget) {
+    Seq& s = seq(id);
+    // Room for its cache and the next token: a sequence readmitted alone
+    // always fits (its whole length was checked against the capacity).
+    if (pages(s.cache + 1 + (s.decoding ? lookahead() : 0)) > rp.free_pages) return false;
+    rp.waiting.pop_front();
+    admit(rp, id);
+    grow(rp, id, s.cache);
+    s.swapped = false;
+    rp.swap_bytes += static_cast<double>(s.cache) * opt_.kv_bytes_per_token;
+    res_.swapped_in_tokens += s.cache;
+    if (s.decoding) {
+      if (grow(rp, id, s.cache + 1 + lookahead())) {
+        rp.step.push_back({id, 0});
+        --*budget;
+      }
+    } else {
+      const std::int64_t chunk = std::min(s.prompt - s.prefilled, *budget);
+      if (chunk > 0 && (opt_.chunked_prefill || chunk == s.prompt - s.prefilled) && grow(rp, id, s.prefilled + chunk)) {
+        rp.step.push_back({id, chunk});
+        *budget -= chunk;
+      }
+    }
+    return true;
   }
 
   void plan_static(Replica& rp) {
@@ -544,6 +597,10 @@ ServeResult simulate_serving(const std::vector<Request>& requests, const ServerO
                        (sp.kind == SpecDecoding::Kind::histogram ? " weights >= 0 (not all 0)" : " rates in [0, 1]") +
                        " for --spec-tokens " + std::to_string(sp.k) + ", found " + std::to_string(sp.a.size()));
   }
+  if (opt.preemption == Preemption::swap && !(opt.kv_bytes_per_token > 0 && opt.host_link_bw > 0))
+    throw UsageError(
+        "serve: swap preemption needs the K/V bytes per token and the host link bandwidth "
+        "(pcie_bandwidth of the chip config), both > 0");
   Loop loop(requests, opt, costs, progress, draft);
   return loop.run();
 }

@@ -13,8 +13,9 @@
 // admitted sequence frees its pages and later prefills its prompt and its
 // generated tokens again) and data-parallel replicas (each its own server,
 // arrivals routed to the one with the fewest requests).
-// Leaves out: swapping to host memory, prefix caching, disaggregated
-// prefill and decode, network and tokenizer time.
+// Preemption by swap moves the K/V pages to host memory and back instead.
+// Leaves out: prefix caching (disaggregated prefill and decode is its own
+// loop, disaggregated.h), network and tokenizer time.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,13 @@ struct SpecDecoding {
   double expected_tokens() const;  // per verification, from the model
 };
 enum class Priority { decode_first, prefill_first };
+// What a preempted sequence loses: `recompute` drops its K/V and prefills
+// its prompt and generated tokens again when readmitted; `swap` moves its
+// K/V pages to host memory over the host link (each chip its own shard
+// over its own link, in parallel) and back when it is readmitted, the
+// transfers adding to the step that plans them (they sit between steps on
+// the replica's critical path, as vLLM's swap does).
+enum class Preemption { recompute, swap };
 
 struct ServerOptions {
   Batching batching = Batching::continuous;
@@ -68,6 +76,9 @@ struct ServerOptions {
   // the queue head waits for its load); the adapters of waiting requests
   // are loaded ahead while slots are free or evictable.
   LoraServing lora;
+  Preemption preemption = Preemption::recompute;
+  double kv_bytes_per_token = 0;  // swap: K/V bytes of one token on one chip
+  double host_link_bw = 0;        // swap: bytes/s of one chip's host link (pcie_bandwidth)
 };
 
 struct RequestRecord {
@@ -103,6 +114,10 @@ struct ServeResult {
   std::int64_t kv_pages_peak = 0; // on any one replica
   std::int64_t kv_capacity = 0;   // pages per replica
   std::int64_t adapter_loads = 0, adapter_evictions = 0;  // over all replicas
+  // Swap preemption: tokens whose K/V went to host memory and came back,
+  // and the seconds of those transfers (inside the steps' durations).
+  std::int64_t swapped_out_tokens = 0, swapped_in_tokens = 0;
+  double swap_seconds = 0;
 };
 
 // Runs the simulation. Throws UsageError when a request can never fit in

@@ -2,6 +2,8 @@
 // step_cost.h).
 #include "sim/serve/step_cost.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -212,7 +214,11 @@ void StepCostModel::save(const std::string& path, const std::string& description
       if (!line.empty() && k != key_) others.push_back(line);
     }
   }
-  const std::string tmp = path + ".tmp";
+  // A temporary file of this process's own, renamed over the cache: the
+  // serve points of a sweep share one cache from parallel processes, and a
+  // common temporary name would interleave their writes. A concurrent
+  // writer's points may be lost (simulated again later), never garbled.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);

@@ -1,7 +1,10 @@
 // Step simulations in child processes (see step_runner.h).
 #include "sim/serve/step_runner.h"
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <sstream>
@@ -12,11 +15,18 @@
 namespace tpusim::sim::serve {
 
 std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
-  std::vector<std::string> a = {"serve",     "step",   "--arch",    arch,
-                                "--model",   model,    "--dtype",   dtype,
-                                "--prefill", std::to_string(p.prefill), "--decode", std::to_string(p.decode),
-                                "--context", std::to_string(std::max<std::int64_t>(1, p.context)),
-                                "--max-sim-time", std::to_string(max_sim_time)};
+  // Every digit of the limit: std::to_string's six decimals turned a limit
+  // below 1 us into 0 (no limit).
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%.17g", max_sim_time);
+  std::vector<std::string> a = {"serve",          "step",
+                                "--arch",         arch,
+                                "--model",        model,
+                                "--dtype",        dtype,
+                                "--prefill",      std::to_string(p.prefill),
+                                "--decode",       std::to_string(p.decode),
+                                "--context",      std::to_string(std::max<std::int64_t>(1, p.context)),
+                                "--max-sim-time", limit};
   for (const auto& s : sets) {
     a.push_back("--set");
     a.push_back(s);
@@ -74,6 +84,7 @@ void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& s
   sweep::ChildPoolOptions po;
   po.jobs = jobs;
   std::string failure;
+  int failure_exit = 1;
   auto dir = [&](std::size_t i) { return (base / std::to_string(i)).string(); };
   sweep::run_children(
       points.size(), po,
@@ -91,7 +102,10 @@ void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& s
                                  " context=" + std::to_string(p.context);
         const std::string why = sweep::child_failure(e, dir(i));
         if (!why.empty()) {
-          if (failure.empty()) failure = what + ": " + why;
+          if (failure.empty()) {
+            failure = what + ": " + why;
+            failure_exit = WIFEXITED(e.status) && WEXITSTATUS(e.status) == 2 ? 2 : 1;
+          }
           return;
         }
         std::istringstream out(sweep::slurp_file(dir(i) + "/stdout.txt"));
@@ -108,7 +122,7 @@ void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& s
       tick);
   std::error_code ec;
   fs::remove_all(base, ec);
-  if (!failure.empty()) throw std::runtime_error("serve: simulating " + failure);
+  if (!failure.empty()) throw StepSimError("serve: simulating " + failure, failure_exit);
 }
 
 }  // namespace tpusim::sim::serve

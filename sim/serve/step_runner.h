@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,23 @@ struct StepSimSetup {
 models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,
                                 int decode_tokens = 1, const models::LoraOptions& lora = {});
 
+// A step simulation that failed: the child's own error (a simulation
+// limit, a workload that does not map onto the chip, ...), not a bug of
+// the serving simulation. `child_exit` is the child's exit code (2: the
+// user's setup, 1: otherwise), which `tpusim serve` exits with.
+class StepSimError : public std::runtime_error {
+ public:
+  StepSimError(const std::string& what, int child_exit) : std::runtime_error(what), child_exit_(child_exit) {}
+  int child_exit() const { return child_exit_; }
+
+ private:
+  int child_exit_;
+};
+
 // Simulates `points` (at most `jobs` children at a time, in a temporary
 // folder under `work_dir`) and adds each one's seconds to `model`.
-// `tick` is called while waiting. Throws std::runtime_error naming the
-// point and the child's error when one fails.
+// `tick` is called while waiting. Throws StepSimError naming the point and
+// the child's error message when one fails.
 void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& setup, int jobs,
                      const std::string& work_dir, StepCostModel& model, const std::function<void()>& tick = {});
 

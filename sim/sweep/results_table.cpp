@@ -70,7 +70,7 @@ std::vector<std::string> results_header(const SweepSpec& spec) {
   for (const auto& a : spec.axes) h.push_back(a);
   h.push_back("status");
   h.push_back("message");
-  for (const auto& m : summary_columns()) {
+  for (const auto& m : metric_columns(spec)) {
     if (m == "config_hash") continue;
     if (std::find(spec.axes.begin(), spec.axes.end(), m) != spec.axes.end()) continue;
     h.push_back(m);

@@ -13,6 +13,7 @@
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
 #include "sim/results/results_writer.h"
+#include "sim/sweep/serve_points.h"
 #include "sim/sweep/source_keys.h"
 #include "sim/sweep/sweep_spec.h"
 #include "workloads/builtin.h"
@@ -116,6 +117,20 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     std::vector<std::string>& a = pp.run_args;
     // --quiet: a child's stderr is kept for its error message only.
     a = {"run", "--quiet", "--arch", arch_name};
+    if (spec.serve) {
+      try {
+        std::string model = params.count("model.name") ? params["model.name"] : "";
+        if (looks_like_path(model)) model = resolve_path(spec.dir, model);
+        std::string cache;
+        if (params.count("serve.step_cache"))
+          cache = fs::absolute(fs::path(spec.dir) / params["serve.step_cache"]).string();
+        a = serve_point_args(params, arch_name, sets, dtype_text, model, cache);
+      } catch (const std::exception& e) {
+        pp.error = one_line(e.what());
+      }
+      out.push_back(std::move(pp));
+      continue;
+    }
     try {
       if (params.count("model.name")) {
         const std::string model =

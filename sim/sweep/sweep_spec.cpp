@@ -16,6 +16,7 @@
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
 #include "sim/results/results_writer.h"
+#include "sim/sweep/serve_points.h"
 #include "sim/sweep/source_keys.h"
 #include "workloads/io/input_file.h"
 #include "workloads/io/yaml_strict.h"
@@ -28,30 +29,35 @@ namespace {
 
 // Base keys (short, as `tpusim run` spells its options) -> canonical names.
 const std::vector<std::pair<std::string, std::string>>& base_keys() {
-  static const std::vector<std::pair<std::string, std::string>> k = {
-      {"arch", "arch"},
-      {"model", "model.name"},
-      {"phase", "model.phase"},
-      {"batch", "model.batch"},
-      {"seq", "model.seq"},
-      {"context", "model.context"},
-      {"image", "model.image"},
-      {"remat", "model.remat"},
-      {"workload", "workload.file"},
-      {"gemm", "workload.gemm"},
-      {"conv", "workload.conv"},
-      {"attention", "workload.attention"},
-      {"dtype", "workload.dtype"},
-      {"fusion", "workload.fusion"},
-      {"cmem", "workload.cmem"},
-      // Quantization of --model runs (models/quantize.h).
-      {"weight_dtype", "model.weight_dtype"},
-      {"act_dtype", "model.act_dtype"},
-      {"kv_dtype", "model.kv_dtype"},
-      {"weight_scales", "model.weight_scales"},
-      {"act_quant", "model.act_quant"},
-      {"sparsity", "model.sparsity"},
-  };
+  static const std::vector<std::pair<std::string, std::string>> k = [] {
+    std::vector<std::pair<std::string, std::string>> v = {
+        {"arch", "arch"},
+        {"model", "model.name"},
+        {"phase", "model.phase"},
+        {"batch", "model.batch"},
+        {"seq", "model.seq"},
+        {"context", "model.context"},
+        {"image", "model.image"},
+        {"remat", "model.remat"},
+        {"workload", "workload.file"},
+        {"gemm", "workload.gemm"},
+        {"conv", "workload.conv"},
+        {"attention", "workload.attention"},
+        {"dtype", "workload.dtype"},
+        {"fusion", "workload.fusion"},
+        {"cmem", "workload.cmem"},
+        // Quantization of --model runs (models/quantize.h).
+        {"weight_dtype", "model.weight_dtype"},
+        {"act_dtype", "model.act_dtype"},
+        {"kv_dtype", "model.kv_dtype"},
+        {"weight_scales", "model.weight_scales"},
+        {"act_quant", "model.act_quant"},
+        {"sparsity", "model.sparsity"},
+    };
+    // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
+    v.insert(v.end(), serve_keys().begin(), serve_keys().end());
+    return v;
+  }();
   return k;
 }
 
@@ -137,7 +143,9 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   all.push_back("arch");
   c.add(p, where.empty() ? key : where + "." + key,
         "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat|weight_dtype|act_dtype|"
-        "kv_dtype|weight_scales|act_quant|sparsity, workload.file|gemm|conv|attention|dtype|fusion",
+        "kv_dtype|weight_scales|act_quant|sparsity, workload.file|gemm|conv|attention|dtype|fusion, "
+        "serve.slice|mesh|replicas|rate|concurrency|arrival|requests|input|output|seed|max_batch|max_tokens|policy|"
+        "slo|step_cache",
         "unknown key '" + key + "'", nearest_word(key, all));
   return false;
 }
@@ -145,6 +153,11 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
 // Checks a value of a run parameter whose form is known up front.
 void check_value(const std::string& key, const std::string& text, SpecPos p, const std::string& where, Collector& c) {
   const std::string k = where.empty() ? key : where + "." + key;
+  if (is_serve_key(key)) {
+    const std::string expected = check_serve_value(key, text);
+    if (!expected.empty()) c.add(p, k, expected, "'" + text + "'");
+    return;
+  }
   if (key == "model.batch" || key == "model.seq" || key == "model.context" || key == "model.image") {
     const Value v = Value::from_text(text);
     if (!v.is_number || v.number < 1 || v.number != static_cast<double>(static_cast<long long>(v.number)))
@@ -512,7 +525,10 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   // some point (filters), plus summary.csv metrics (derived).
   std::set<std::string> names;
   for (const auto& p : all)
-    for (const auto& [k, v] : point_params(spec, p)) names.insert(k);
+    for (const auto& [k, v] : point_params(spec, p)) {
+      names.insert(k);
+      spec.serve = spec.serve || is_serve_key(k);
+    }
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
                         "model.remat", "workload.dtype", "workload.fusion", "workload.cmem"})
     names.insert(k);
@@ -520,7 +536,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {
     std::vector<std::string> cands = name_list;
     if (metrics)
-      for (const auto& m : summary_columns()) cands.push_back(m);
+      for (const auto& m : metric_columns(spec)) cands.push_back(m);
     for (const auto& [n, col] : e.expr.names())
       if (std::find(cands.begin(), cands.end(), n) == cands.end())
         c.add({e.pos.line, e.pos.column + col - 1}, key,
@@ -529,7 +545,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   };
   for (const auto& f : spec.filters) check_names(f, "filters", false);
   std::set<std::string> columns(spec.axes.begin(), spec.axes.end());
-  for (const auto& m : summary_columns()) columns.insert(m);
+  for (const auto& m : metric_columns(spec)) columns.insert(m);
   for (const char* fixed : {"point", "config_hash", "status", "message"}) columns.insert(fixed);
   for (const auto& d : spec.derived) {
     check_names(d, "derived." + d.name, true);
@@ -559,6 +575,10 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
   }
   c.check();
   return spec;
+}
+
+const std::vector<std::string>& metric_columns(const SweepSpec& spec) {
+  return spec.serve ? serve_summary_columns() : summary_columns();
 }
 
 const std::vector<std::string>& summary_columns() {

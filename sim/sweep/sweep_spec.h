@@ -64,6 +64,7 @@ struct SweepSpec {
   std::vector<NamedExpr> derived;
   std::vector<SweepPoint> points;  // after filters
   std::size_t expanded = 0;        // points before filters
+  bool serve = false;              // some point sets a serve.* key: points run `tpusim serve` (serve_points.h)
 };
 
 // Parses and expands `file`. Throws ConfigError whose diagnostics name the
@@ -109,5 +110,8 @@ bool in_shard(const SweepPoint& p, int index, int count);
 // The columns of summary.csv that `tpusim run` writes (from the writer
 // itself, so that they never drift).
 const std::vector<std::string>& summary_columns();
+// The metric columns of a row: summary_columns(), or for a serve sweep
+// those of `tpusim serve`'s summary.csv (serve_points.h).
+const std::vector<std::string>& metric_columns(const SweepSpec& spec);
 
 }  // namespace tpusim::sim::sweep

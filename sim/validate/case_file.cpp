@@ -16,6 +16,7 @@
 #include "models/model_spec.h"
 #include "models/zoo.h"
 #include "sim/config/config_error.h"
+#include "sim/config/node_diagnostics.h"
 #include "sim/sweep/sweep_spec.h"
 
 namespace tpusim::sim::validate {
@@ -49,30 +50,8 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-class Collector {
- public:
-  explicit Collector(std::string file) : file_(std::move(file)) {}
-  void add(const YAML::Node& at, const std::string& key, const std::string& expected, const std::string& found,
-           const std::string& suggestion = "") {
-    Diagnostic d;
-    d.file = file_;
-    const YAML::Mark m = at.Mark();
-    if (m.line >= 0) {
-      d.line = m.line + 1;
-      d.column = m.column + 1;
-    }
-    d.key = key;
-    d.expected = expected;
-    d.found = found;
-    d.suggestion = suggestion;
-    diags.push_back(std::move(d));
-  }
-  const std::string& file() const { return file_; }
-  std::vector<Diagnostic> diags;
-
- private:
-  std::string file_;
-};
+// Diagnostics at YAML nodes (sim/config/node_diagnostics.h).
+using Collector = NodeDiagnostics;
 
 std::string kind_of(const YAML::Node& n) {
   if (n.IsMap()) return "a map";

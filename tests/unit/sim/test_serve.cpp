@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "serve_test_costs.h"
 #include "sim/cli/cli.h"
 #include "sim/serve/rate_search.h"
 #include "sim/serve/report.h"
@@ -20,26 +21,8 @@
 namespace tpusim::sim::serve {
 namespace {
 
-// A step of P prefill tokens and B decodes over mean context C: a fixed
-// launch cost, weights streamed once, per-token compute and KV reads.
-// Multilinear in (P, B, C), so grid interpolation reproduces it exactly.
-double cost_fn(double P, double B, double C) { return 4e-3 + 2e-6 * P + 1e-5 * B + 4e-9 * B * C; }
-
-StepCostModel filled(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_ctx) {
-  StepCostModel m(make_grid(max_tokens, max_batch, max_ctx), "0123456789abcdef");
-  const auto& g = m.grid();
-  for (auto p : g.prefill)
-    for (auto b : g.decode) {
-      if (p + b == 0) continue;
-      if (b == 0) {
-        m.add({p, 0, 0}, cost_fn(static_cast<double>(p), 0, 0));
-        continue;
-      }
-      for (auto c : g.context)
-        m.add({p, b, c}, cost_fn(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c)));
-    }
-  return m;
-}
+using test::cost_fn;
+using test::filled;
 
 std::vector<Request> poisson(std::int64_t n, double rate, std::int64_t in, std::int64_t out, std::uint64_t seed = 7) {
   WorkloadSpec w;
