@@ -19,6 +19,7 @@ namespace tpusim::arch {
 ChannelHbm::ChannelHbm(const HbmConfig& config)
     : CalibratedHbmBase(config, "ChannelHbm", "time with at least one pseudo-channel serving") {
   pcs_.resize(map_.pseudo_channels_total());
+  events_.resize(pcs_.size());
   spread_.assign(pcs_.size(), 0.0);
   last_atom_.assign(pcs_.size(), 0);
   // With column bits lowest and the channel and pseudo-channel fields just
@@ -230,18 +231,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
 // Capacity of one PC for what it serves at its frontier: reads and writes
 // served at once cost bus turnarounds (tWTR, tRTW), so the measured
 // read+write capacity applies.
-double ChannelHbm::pc_capacity(const PcState& s, bool masses) {
-  bool reads = false, writes = false;
-  std::uint64_t atom = 0;
-  for (const Piece& x : s.q) {
-    if (x.a > s.f) break;
-    const bool at_f = masses ? (x.e == x.a && x.a <= s.f) : (x.e > x.a && x.e > s.f);
-    if (!at_f) continue;
-    (x.write ? writes : reads) = true;
-    atom = std::max(atom, x.atom_bytes);
-  }
-  return reads && writes ? mixed_capacity(atom) : 1.0;
-}
+double ChannelHbm::capacity(const Mix& m) { return m.reads && m.writes ? mixed_capacity(m.atom) : 1.0; }
 
 void ChannelHbm::settle(std::size_t pc) {
   PcState& s = pcs_[pc];
@@ -302,10 +292,12 @@ void ChannelHbm::process(std::size_t pc) {
   for (std::size_t i = 0; i < s.q.size(); ++i) {
     Piece& x = s.q[i];
     const bool done = x.e == x.a ? (x.a <= s.f && x.left <= eps) : x.e <= s.f;
-    if (done)
+    if (done) {
       piece_done(x);
-    else
-      s.q[keep++] = x;
+    } else {
+      if (keep != i) s.q[keep] = x;
+      ++keep;
+    }
   }
   s.q.resize(keep);
   // Refreshes due: postponed while work waits (up to refresh_postpone),
@@ -338,7 +330,6 @@ double ChannelHbm::breakpoint(const PcState& s) {
 
 void ChannelHbm::schedule(std::size_t pc) {
   PcState& s = pcs_[pc];
-  if (s.next < 1e300) next_set_.erase({s.next, pc});
   s.next = s.serve_next = 1e300;
   const bool was_serving = s.mode == Mode::mass || s.mode == Mode::paced;
   s.v = 0;
@@ -355,28 +346,34 @@ void ChannelHbm::schedule(std::size_t pc) {
   } else {
     for (;;) {
       // Point masses at (or, by rounding, behind) the frontier first: they
-      // arrived before any later atom. Served evenly.
+      // arrived before any later atom. Served evenly. One pass over the
+      // pieces that have arrived by F gathers everything below.
       std::size_t masses = 0;
       double least = 1e300;
       double density = 0;  // paced demand per ps of arrival at F
+      double b = 1e300;    // breakpoint()
+      Mix mass_mix, paced_mix;  // for capacity()
       for (const Piece& x : s.q) {
-        if (x.a > s.f) break;
+        if (x.a > s.f) {
+          b = std::min(b, static_cast<double>(x.a));  // ordered by a
+          break;
+        }
+        if (x.e > s.f) b = std::min(b, static_cast<double>(x.e));
         if (x.e == x.a) {
-          if (x.a <= s.f) {
-            ++masses;
-            least = std::min(least, x.left);
-          }
+          ++masses;
+          least = std::min(least, x.left);
+          mass_mix.add(x);
         } else if (x.e > s.f) {
           density += x.w / static_cast<double>(x.e - x.a);
+          if (x.e > x.a) paced_mix.add(x);
         }
       }
       if (masses > 0) {
         s.mode = Mode::mass;
-        s.v = pc_capacity(s, true) / static_cast<double>(masses);
+        s.v = capacity(mass_mix) / static_cast<double>(masses);
         s.next = s.serve_next = now_ + least / s.v;
         break;
       }
-      const double b = breakpoint(s);
       if (b >= 1e300) {  // nothing left to arrive or serve
         s.mode = Mode::idle;
         s.f = now_;
@@ -390,7 +387,7 @@ void ChannelHbm::schedule(std::size_t pc) {
       }
       s.mode = Mode::paced;
       s.target = b;
-      const double speed = density > 0 ? pc_capacity(s, false) / density : 1e300;
+      const double speed = density > 0 ? capacity(paced_mix) / density : 1e300;
       const bool caught_up = s.f >= now_;
       s.v = caught_up ? std::min(1.0, speed) : speed;
       double dt = (b - s.f) / s.v;
@@ -405,7 +402,7 @@ void ChannelHbm::schedule(std::size_t pc) {
   }
   // A refresh falling due while work waits is an event too.
   if (!s.q.empty()) s.next = std::min(s.next, static_cast<double>(s.ref_due));
-  if (s.next < 1e300) next_set_.insert({s.next, pc});
+  events_.set(pc, s.next < 1e300 ? s.next : MinTree::kNone);
   const bool serving = s.mode == Mode::mass || s.mode == Mode::paced;
   if (serving != was_serving) serving ? ++serving_ : --serving_;
 }
@@ -445,15 +442,15 @@ void ChannelHbm::advance(Ps to) {
   for (;;) {
     Ps next_arr = kNever;
     for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
-    const double next_pc = next_set_.empty() ? 1e300 : next_set_.begin()->first;
+    const double next_pc = events_.empty() ? 1e300 : events_.top_key();
     const double step_to = std::min({static_cast<double>(to), static_cast<double>(next_arr), next_pc});
     if (step_to > now_) {
       if (serving_ > 0) busy_ps_ += step_to - now_;
       now_ = step_to;
     }
     bool changed = false;
-    while (!next_set_.empty() && next_set_.begin()->first <= now_) {
-      const std::size_t pc = next_set_.begin()->second;
+    while (!events_.empty() && events_.top_key() <= now_) {
+      const std::size_t pc = events_.top();
       settle(pc);
       process(pc);
       changed = true;
@@ -469,7 +466,7 @@ void ChannelHbm::advance(Ps to) {
       }
     }
     if (!changed && now_ >= static_cast<double>(to)) return;
-    if (!changed && next_set_.empty() && pending_.empty()) {
+    if (!changed && events_.empty() && pending_.empty()) {
       now_ = std::max(now_, static_cast<double>(to));
       return;
     }
@@ -484,9 +481,9 @@ Ps ChannelHbm::next_event_time() const {
   // a transfer finishing at one completes a burst's latency later, so the
   // next completion is no earlier than the next internal event plus the
   // least latency among the transfers in service.
-  if (!next_set_.empty())
+  if (!events_.empty())
     t = std::min(
-        t, static_cast<Ps>(std::ceil(next_set_.begin()->first)) + (in_service_.empty() ? 0 : *in_service_.begin()));
+        t, static_cast<Ps>(std::ceil(events_.top_key())) + (in_service_.empty() ? 0 : *in_service_.begin()));
   return std::max(t, limit_);
 }
 

@@ -40,12 +40,14 @@
 // capacity), row sizes between powers of two in the slope, queue depth.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
 #include <tuple>
 #include <vector>
 
+#include "arch/common/min_tree.h"
 #include "arch/hbm/calibrated_hbm_base.h"
 
 namespace tpusim::arch {
@@ -97,7 +99,7 @@ class ChannelHbm final : public CalibratedHbmBase {
     Mode mode = Mode::idle;
     double v = 0;               // paced: dF/dt; mass: rate of each mass at F
     double target = 0;          // paced: the breakpoint F heads for
-    double next = 1e300;        // next event (in next_set_)
+    double next = 1e300;        // next event (in events_ when < 1e300)
     double serve_next = 1e300;  // mass mode: when the least mass is served
   };
   struct Pending {
@@ -126,7 +128,15 @@ class ChannelHbm final : public CalibratedHbmBase {
   };
   Plan plan(const HbmTransfer& t);                    // leaves t's bytes per PC in spread_
   Ps time_at_base0(const HbmTransfer& t);             // T from calibration
-  double pc_capacity(const PcState& s, bool masses);  // with read+write mixing
+  struct Mix {  // what a PC serves at once: reads, writes, largest atom
+    bool reads = false, writes = false;
+    std::uint64_t atom = 0;
+    void add(const Piece& x) {
+      (x.write ? writes : reads) = true;
+      atom = std::max(atom, x.atom_bytes);
+    }
+  };
+  double capacity(const Mix& m);  // of one PC, with read+write mixing
   void advance(Ps to) override;
   void model_stats(StatList& s) const override;
   void settle(std::size_t pc);    // state up to now_ (no event in between)
@@ -143,7 +153,7 @@ class ChannelHbm final : public CalibratedHbmBase {
 
   double now_ = 0;  // ps
   std::vector<PcState> pcs_;
-  std::set<std::pair<double, std::size_t>> next_set_;  // (next event, pc)
+  MinTree events_;  // pc -> next event (in (time, pc) order)
   std::size_t serving_ = 0;                            // PCs serving (mass or paced mode)
   std::vector<Xfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
