@@ -52,7 +52,7 @@ class MinTree {
   void clear(std::size_t i) { set(i, kNone); }
 
   bool empty() const { return top_key() == kNone; }
-  double top_key() const { return unpack(node_[1]); }  // kNone when empty
+  double top_key() const { return unpack(node_[1]); }                       // kNone when empty
   std::size_t top() const { return static_cast<std::uint32_t>(node_[1]); }  // meaningful unless empty
   double key(std::size_t i) const { return unpack(node_[leaves_ + i]); }
 

@@ -350,8 +350,8 @@ void ChannelHbm::schedule(std::size_t pc) {
       // pieces that have arrived by F gathers everything below.
       std::size_t masses = 0;
       double least = 1e300;
-      double density = 0;  // paced demand per ps of arrival at F
-      double b = 1e300;    // breakpoint()
+      double density = 0;       // paced demand per ps of arrival at F
+      double b = 1e300;         // breakpoint()
       Mix mass_mix, paced_mix;  // for capacity()
       for (const Piece& x : s.q) {
         if (x.a > s.f) {
@@ -482,8 +482,7 @@ Ps ChannelHbm::next_event_time() const {
   // next completion is no earlier than the next internal event plus the
   // least latency among the transfers in service.
   if (!events_.empty())
-    t = std::min(
-        t, static_cast<Ps>(std::ceil(events_.top_key())) + (in_service_.empty() ? 0 : *in_service_.begin()));
+    t = std::min(t, static_cast<Ps>(std::ceil(events_.top_key())) + (in_service_.empty() ? 0 : *in_service_.begin()));
   return std::max(t, limit_);
 }
 

@@ -126,9 +126,10 @@ class ChannelHbm final : public CalibratedHbmBase {
     Ps latency = 0;       // one burst's, unloaded: paid after service
     Ps atom_latency = 0;  // one atom's, unloaded
   };
-  Plan plan(const HbmTransfer& t);                    // leaves t's bytes per PC in spread_
-  Ps time_at_base0(const HbmTransfer& t);             // T from calibration
-  struct Mix {  // what a PC serves at once: reads, writes, largest atom
+  Plan plan(const HbmTransfer& t);         // leaves t's bytes per PC in spread_
+  Ps time_at_base0(const HbmTransfer& t);  // T from calibration
+  // What a PC serves at once: reads, writes, the largest atom.
+  struct Mix {
     bool reads = false, writes = false;
     std::uint64_t atom = 0;
     void add(const Piece& x) {
@@ -153,8 +154,8 @@ class ChannelHbm final : public CalibratedHbmBase {
 
   double now_ = 0;  // ps
   std::vector<PcState> pcs_;
-  MinTree events_;  // pc -> next event (in (time, pc) order)
-  std::size_t serving_ = 0;                            // PCs serving (mass or paced mode)
+  MinTree events_;           // pc -> next event (in (time, pc) order)
+  std::size_t serving_ = 0;  // PCs serving (mass or paced mode)
   std::vector<Xfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::vector<Pending> pending_;

@@ -179,7 +179,8 @@ bool save_hbm_calibration(const std::string& path, const std::string& key, const
   std::ostringstream o;
   o << header_line() << "\nkey " << hex(key) << "\n";
   for (const auto& [k, e] : all.exact)
-    o << "exact " << pattern_text(std::get<0>(k)) << " " << std::get<1>(k) << " " << std::get<2>(k) << " " << e.v << "\n";
+    o << "exact " << pattern_text(std::get<0>(k)) << " " << std::get<1>(k) << " " << std::get<2>(k) << " " << e.v
+      << "\n";
   for (const auto& [k, e] : all.slopes) o << "slope " << pattern_text(k) << " " << hexfloat(e.v) << "\n";
   for (const auto& [k, e] : all.read_write) o << "rw " << k.first << " " << k.second << " " << e.v << "\n";
   o << "end " << all.exact.size() + all.slopes.size() + all.read_write.size() << "\n";

@@ -147,9 +147,9 @@ TEST(CalibrationCache, OtherHbmConfigHasItsOwnFile) {
   TmpDir d("tpusim_calcache_");
   const std::string cache = d / "cache";
   run(d, "a", "TPUSIM_CACHE_DIR=" + cache);
-  const auto r = tpusim::test::run_tpusim_in(d.p.string(),
-                                             std::string(kRun) + " --set hbm.refresh_postpone=4 --out " + (d / "b"),
-                                             "TPUSIM_CACHE_DIR=" + cache);
+  const auto r =
+      tpusim::test::run_tpusim_in(d.p.string(), std::string(kRun) + " --set hbm.refresh_postpone=4 --out " + (d / "b"),
+                                  "TPUSIM_CACHE_DIR=" + cache);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(cache_files(cache).size(), 2u);
 }
