@@ -218,7 +218,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
   Pending pend;
   pend.arrival = arrival;
   pend.x = x;
-  pend.proto = Piece{arrival, last, id, x, t.write, t.atom_bytes, 0, 0, p.ramp};
+  pend.proto = Piece{static_cast<double>(arrival), static_cast<double>(last), id, x, t.write, t.atom_bytes, 0, 0, p.ramp};
   pend.pieces.reserve(touched_.size());
   // Each PC's demand arrives evenly from the copy's arrival to its last
   // atom there. (From its first atom there was no more accurate on whole
@@ -322,8 +322,8 @@ void ChannelHbm::process(std::size_t pc) {
 double ChannelHbm::breakpoint(const PcState& s) {
   double b = 1e300;
   for (const Piece& x : s.q) {
-    if (x.a > s.f) return std::min(b, static_cast<double>(x.a));  // ordered by a
-    if (x.e > s.f) b = std::min(b, static_cast<double>(x.e));
+    if (x.a > s.f) return std::min(b, x.a);  // ordered by a
+    if (x.e > s.f) b = std::min(b, x.e);
   }
   return b;
 }
@@ -355,16 +355,16 @@ void ChannelHbm::schedule(std::size_t pc) {
       Mix mass_mix, paced_mix;  // for capacity()
       for (const Piece& x : s.q) {
         if (x.a > s.f) {
-          b = std::min(b, static_cast<double>(x.a));  // ordered by a
+          b = std::min(b, x.a);  // ordered by a
           break;
         }
-        if (x.e > s.f) b = std::min(b, static_cast<double>(x.e));
+        if (x.e > s.f) b = std::min(b, x.e);
         if (x.e == x.a) {
           ++masses;
           least = std::min(least, x.left);
           mass_mix.add(x);
         } else if (x.e > s.f) {
-          density += x.w / static_cast<double>(x.e - x.a);
+          density += x.w / (x.e - x.a);
           if (x.e > x.a) paced_mix.add(x);
         }
       }
@@ -413,8 +413,8 @@ void ChannelHbm::activate(const Pending& p) {
     settle(pc);
     PcState& s = pcs_[pc];
     Piece piece = p.proto;
-    piece.a = part.a;
-    piece.e = part.e;
+    piece.a = static_cast<double>(part.a);
+    piece.e = static_cast<double>(part.e);
     piece.w = part.demand;
     piece.left = part.demand;
     if (s.q.empty()) {

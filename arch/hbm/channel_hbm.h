@@ -75,7 +75,9 @@ class ChannelHbm final : public CalibratedHbmBase {
   // One transfer's demand on one PC. Its atoms arrive evenly over [a, e]
   // (e = a: all at once, a point mass of demand).
   struct Piece {
-    Ps a, e;
+    // Times in ps held as doubles (exact: whole numbers below 2^53), as
+    // every use compares them with the frontier.
+    double a, e;
     std::uint64_t id;  // submission order: ties at equal a
     std::uint32_t x;   // index into xfers_
     bool write;
