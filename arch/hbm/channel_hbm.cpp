@@ -273,7 +273,7 @@ void ChannelHbm::piece_done(const Piece& p) {
 // snapped, pieces that are done finished, then rescheduled.
 void ChannelHbm::process(std::size_t pc) {
   PcState& s = pcs_[pc];
-  const double eps = 1e-6 * std::max(1.0, now_ * 1e-9);
+  const double eps = snap_eps();
   if (s.f > now_ - eps) s.f = now_;
   if (s.mode == Mode::mass) {
     // The earliest finisher is done by construction (at large now_ a tiny
@@ -395,6 +395,16 @@ void ChannelHbm::schedule(std::size_t pc) {
       s.next = now_ + dt;
       if (s.next <= now_ && b <= now_) {  // below time's resolution: at the breakpoint already
         s.f = b;
+        continue;
+      }
+      // Catching up in less than time's resolution (at now_ ~1e9 ps a
+      // step of 1e-7 ps does not move now_), but too far behind for
+      // process() to snap the frontier to now_ or to the breakpoint, with
+      // no refresh due: processed at now_ the PC would come back to this
+      // state for ever. The frontier has caught up.
+      if (s.next <= now_ && !caught_up && s.f <= now_ - snap_eps() && b - s.f >= snap_eps() &&
+          static_cast<double>(s.ref_due) > now_) {
+        s.f = now_;
         continue;
       }
       break;

@@ -147,6 +147,9 @@ class ChannelHbm final : public CalibratedHbmBase {
   void schedule(std::size_t pc);  // mode, speed and next event of one PC
   void refresh(PcState& s, double start);
   static double breakpoint(const PcState& s);
+  // Below this a frontier counts as at now_ or at its breakpoint (relative
+  // to now_: a double holds ps to ~1e-7 at 1e9).
+  double snap_eps() const { return 1e-6 * std::max(1.0, now_ * 1e-9); }
   void piece_done(const Piece& x);
   void activate(const Pending& p);
 
