@@ -19,6 +19,7 @@ namespace tpusim::arch {
 ChannelHbm::ChannelHbm(const HbmConfig& config)
     : CalibratedHbmBase(config, "ChannelHbm", "time with at least one pseudo-channel serving") {
   pcs_.resize(map_.pseudo_channels_total());
+  events_.resize(pcs_.size());
   spread_.assign(pcs_.size(), 0.0);
   last_atom_.assign(pcs_.size(), 0);
   // With column bits lowest and the channel and pseudo-channel fields just
@@ -217,7 +218,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
   Pending pend;
   pend.arrival = arrival;
   pend.x = x;
-  pend.proto = Piece{arrival, last, id, x, t.write, t.atom_bytes, 0, 0, p.ramp};
+  pend.proto = Piece{static_cast<double>(arrival), static_cast<double>(last), id, x, t.write, t.atom_bytes, 0, 0, p.ramp};
   pend.pieces.reserve(touched_.size());
   // Each PC's demand arrives evenly from the copy's arrival to its last
   // atom there. (From its first atom there was no more accurate on whole
@@ -230,18 +231,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
 // Capacity of one PC for what it serves at its frontier: reads and writes
 // served at once cost bus turnarounds (tWTR, tRTW), so the measured
 // read+write capacity applies.
-double ChannelHbm::pc_capacity(const PcState& s, bool masses) {
-  bool reads = false, writes = false;
-  std::uint64_t atom = 0;
-  for (const Piece& x : s.q) {
-    if (x.a > s.f) break;
-    const bool at_f = masses ? (x.e == x.a && x.a <= s.f) : (x.e > x.a && x.e > s.f);
-    if (!at_f) continue;
-    (x.write ? writes : reads) = true;
-    atom = std::max(atom, x.atom_bytes);
-  }
-  return reads && writes ? mixed_capacity(atom) : 1.0;
-}
+double ChannelHbm::capacity(const Mix& m) { return m.reads && m.writes ? mixed_capacity(m.atom) : 1.0; }
 
 void ChannelHbm::settle(std::size_t pc) {
   PcState& s = pcs_[pc];
@@ -283,7 +273,7 @@ void ChannelHbm::piece_done(const Piece& p) {
 // snapped, pieces that are done finished, then rescheduled.
 void ChannelHbm::process(std::size_t pc) {
   PcState& s = pcs_[pc];
-  const double eps = 1e-6 * std::max(1.0, now_ * 1e-9);
+  const double eps = snap_eps();
   if (s.f > now_ - eps) s.f = now_;
   if (s.mode == Mode::mass) {
     // The earliest finisher is done by construction (at large now_ a tiny
@@ -302,10 +292,12 @@ void ChannelHbm::process(std::size_t pc) {
   for (std::size_t i = 0; i < s.q.size(); ++i) {
     Piece& x = s.q[i];
     const bool done = x.e == x.a ? (x.a <= s.f && x.left <= eps) : x.e <= s.f;
-    if (done)
+    if (done) {
       piece_done(x);
-    else
-      s.q[keep++] = x;
+    } else {
+      if (keep != i) s.q[keep] = x;
+      ++keep;
+    }
   }
   s.q.resize(keep);
   // Refreshes due: postponed while work waits (up to refresh_postpone),
@@ -330,15 +322,14 @@ void ChannelHbm::process(std::size_t pc) {
 double ChannelHbm::breakpoint(const PcState& s) {
   double b = 1e300;
   for (const Piece& x : s.q) {
-    if (x.a > s.f) return std::min(b, static_cast<double>(x.a));  // ordered by a
-    if (x.e > s.f) b = std::min(b, static_cast<double>(x.e));
+    if (x.a > s.f) return std::min(b, x.a);  // ordered by a
+    if (x.e > s.f) b = std::min(b, x.e);
   }
   return b;
 }
 
 void ChannelHbm::schedule(std::size_t pc) {
   PcState& s = pcs_[pc];
-  if (s.next < 1e300) next_set_.erase({s.next, pc});
   s.next = s.serve_next = 1e300;
   const bool was_serving = s.mode == Mode::mass || s.mode == Mode::paced;
   s.v = 0;
@@ -355,28 +346,34 @@ void ChannelHbm::schedule(std::size_t pc) {
   } else {
     for (;;) {
       // Point masses at (or, by rounding, behind) the frontier first: they
-      // arrived before any later atom. Served evenly.
+      // arrived before any later atom. Served evenly. One pass over the
+      // pieces that have arrived by F gathers everything below.
       std::size_t masses = 0;
       double least = 1e300;
-      double density = 0;  // paced demand per ps of arrival at F
+      double density = 0;       // paced demand per ps of arrival at F
+      double b = 1e300;         // breakpoint()
+      Mix mass_mix, paced_mix;  // for capacity()
       for (const Piece& x : s.q) {
-        if (x.a > s.f) break;
+        if (x.a > s.f) {
+          b = std::min(b, x.a);  // ordered by a
+          break;
+        }
+        if (x.e > s.f) b = std::min(b, x.e);
         if (x.e == x.a) {
-          if (x.a <= s.f) {
-            ++masses;
-            least = std::min(least, x.left);
-          }
+          ++masses;
+          least = std::min(least, x.left);
+          mass_mix.add(x);
         } else if (x.e > s.f) {
-          density += x.w / static_cast<double>(x.e - x.a);
+          density += x.w / (x.e - x.a);
+          if (x.e > x.a) paced_mix.add(x);
         }
       }
       if (masses > 0) {
         s.mode = Mode::mass;
-        s.v = pc_capacity(s, true) / static_cast<double>(masses);
+        s.v = capacity(mass_mix) / static_cast<double>(masses);
         s.next = s.serve_next = now_ + least / s.v;
         break;
       }
-      const double b = breakpoint(s);
       if (b >= 1e300) {  // nothing left to arrive or serve
         s.mode = Mode::idle;
         s.f = now_;
@@ -390,7 +387,7 @@ void ChannelHbm::schedule(std::size_t pc) {
       }
       s.mode = Mode::paced;
       s.target = b;
-      const double speed = density > 0 ? pc_capacity(s, false) / density : 1e300;
+      const double speed = density > 0 ? capacity(paced_mix) / density : 1e300;
       const bool caught_up = s.f >= now_;
       s.v = caught_up ? std::min(1.0, speed) : speed;
       double dt = (b - s.f) / s.v;
@@ -400,12 +397,22 @@ void ChannelHbm::schedule(std::size_t pc) {
         s.f = b;
         continue;
       }
+      // Catching up in less than time's resolution (at now_ ~1e9 ps a
+      // step of 1e-7 ps does not move now_), but too far behind for
+      // process() to snap the frontier to now_ or to the breakpoint, with
+      // no refresh due: processed at now_ the PC would come back to this
+      // state for ever. The frontier has caught up.
+      if (s.next <= now_ && !caught_up && s.f <= now_ - snap_eps() && b - s.f >= snap_eps() &&
+          static_cast<double>(s.ref_due) > now_) {
+        s.f = now_;
+        continue;
+      }
       break;
     }
   }
   // A refresh falling due while work waits is an event too.
   if (!s.q.empty()) s.next = std::min(s.next, static_cast<double>(s.ref_due));
-  if (s.next < 1e300) next_set_.insert({s.next, pc});
+  events_.set(pc, s.next < 1e300 ? s.next : MinTree::kNone);
   const bool serving = s.mode == Mode::mass || s.mode == Mode::paced;
   if (serving != was_serving) serving ? ++serving_ : --serving_;
 }
@@ -416,8 +423,8 @@ void ChannelHbm::activate(const Pending& p) {
     settle(pc);
     PcState& s = pcs_[pc];
     Piece piece = p.proto;
-    piece.a = part.a;
-    piece.e = part.e;
+    piece.a = static_cast<double>(part.a);
+    piece.e = static_cast<double>(part.e);
     piece.w = part.demand;
     piece.left = part.demand;
     if (s.q.empty()) {
@@ -445,15 +452,15 @@ void ChannelHbm::advance(Ps to) {
   for (;;) {
     Ps next_arr = kNever;
     for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
-    const double next_pc = next_set_.empty() ? 1e300 : next_set_.begin()->first;
+    const double next_pc = events_.empty() ? 1e300 : events_.top_key();
     const double step_to = std::min({static_cast<double>(to), static_cast<double>(next_arr), next_pc});
     if (step_to > now_) {
       if (serving_ > 0) busy_ps_ += step_to - now_;
       now_ = step_to;
     }
     bool changed = false;
-    while (!next_set_.empty() && next_set_.begin()->first <= now_) {
-      const std::size_t pc = next_set_.begin()->second;
+    while (!events_.empty() && events_.top_key() <= now_) {
+      const std::size_t pc = events_.top();
       settle(pc);
       process(pc);
       changed = true;
@@ -469,7 +476,7 @@ void ChannelHbm::advance(Ps to) {
       }
     }
     if (!changed && now_ >= static_cast<double>(to)) return;
-    if (!changed && next_set_.empty() && pending_.empty()) {
+    if (!changed && events_.empty() && pending_.empty()) {
       now_ = std::max(now_, static_cast<double>(to));
       return;
     }
@@ -484,9 +491,8 @@ Ps ChannelHbm::next_event_time() const {
   // a transfer finishing at one completes a burst's latency later, so the
   // next completion is no earlier than the next internal event plus the
   // least latency among the transfers in service.
-  if (!next_set_.empty())
-    t = std::min(
-        t, static_cast<Ps>(std::ceil(next_set_.begin()->first)) + (in_service_.empty() ? 0 : *in_service_.begin()));
+  if (!events_.empty())
+    t = std::min(t, static_cast<Ps>(std::ceil(events_.top_key())) + (in_service_.empty() ? 0 : *in_service_.begin()));
   return std::max(t, limit_);
 }
 

@@ -40,12 +40,14 @@
 // capacity), row sizes between powers of two in the slope, queue depth.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
 #include <tuple>
 #include <vector>
 
+#include "arch/common/min_tree.h"
 #include "arch/hbm/calibrated_hbm_base.h"
 
 namespace tpusim::arch {
@@ -73,7 +75,9 @@ class ChannelHbm final : public CalibratedHbmBase {
   // One transfer's demand on one PC. Its atoms arrive evenly over [a, e]
   // (e = a: all at once, a point mass of demand).
   struct Piece {
-    Ps a, e;
+    // Times in ps held as doubles (exact: whole numbers below 2^53), as
+    // every use compares them with the frontier.
+    double a, e;
     std::uint64_t id;  // submission order: ties at equal a
     std::uint32_t x;   // index into xfers_
     bool write;
@@ -97,7 +101,7 @@ class ChannelHbm final : public CalibratedHbmBase {
     Mode mode = Mode::idle;
     double v = 0;               // paced: dF/dt; mass: rate of each mass at F
     double target = 0;          // paced: the breakpoint F heads for
-    double next = 1e300;        // next event (in next_set_)
+    double next = 1e300;        // next event (in events_ when < 1e300)
     double serve_next = 1e300;  // mass mode: when the least mass is served
   };
   struct Pending {
@@ -124,9 +128,18 @@ class ChannelHbm final : public CalibratedHbmBase {
     Ps latency = 0;       // one burst's, unloaded: paid after service
     Ps atom_latency = 0;  // one atom's, unloaded
   };
-  Plan plan(const HbmTransfer& t);                    // leaves t's bytes per PC in spread_
-  Ps time_at_base0(const HbmTransfer& t);             // T from calibration
-  double pc_capacity(const PcState& s, bool masses);  // with read+write mixing
+  Plan plan(const HbmTransfer& t);         // leaves t's bytes per PC in spread_
+  Ps time_at_base0(const HbmTransfer& t);  // T from calibration
+  // What a PC serves at once: reads, writes, the largest atom.
+  struct Mix {
+    bool reads = false, writes = false;
+    std::uint64_t atom = 0;
+    void add(const Piece& x) {
+      (x.write ? writes : reads) = true;
+      atom = std::max(atom, x.atom_bytes);
+    }
+  };
+  double capacity(const Mix& m);  // of one PC, with read+write mixing
   void advance(Ps to) override;
   void model_stats(StatList& s) const override;
   void settle(std::size_t pc);    // state up to now_ (no event in between)
@@ -134,6 +147,9 @@ class ChannelHbm final : public CalibratedHbmBase {
   void schedule(std::size_t pc);  // mode, speed and next event of one PC
   void refresh(PcState& s, double start);
   static double breakpoint(const PcState& s);
+  // Below this a frontier counts as at now_ or at its breakpoint (relative
+  // to now_: a double holds ps to ~1e-7 at 1e9).
+  double snap_eps() const { return 1e-6 * std::max(1.0, now_ * 1e-9); }
   void piece_done(const Piece& x);
   void activate(const Pending& p);
 
@@ -143,8 +159,8 @@ class ChannelHbm final : public CalibratedHbmBase {
 
   double now_ = 0;  // ps
   std::vector<PcState> pcs_;
-  std::set<std::pair<double, std::size_t>> next_set_;  // (next event, pc)
-  std::size_t serving_ = 0;                            // PCs serving (mass or paced mode)
+  MinTree events_;           // pc -> next event (in (time, pc) order)
+  std::size_t serving_ = 0;  // PCs serving (mass or paced mode)
   std::vector<Xfer> xfers_;
   std::vector<std::uint32_t> free_xfers_;
   std::vector<Pending> pending_;

@@ -8,6 +8,7 @@
 
 #include "arch/common/errors.h"
 #include "arch/hbm/detailed_dram.h"
+#include "arch/hbm/hbm_calibration_cache.h"
 
 namespace tpusim::arch {
 
@@ -129,22 +130,63 @@ Ps detailed_read_write_time(const HbmConfig& c, std::uint64_t atom_bytes, std::u
   return last;
 }
 
+namespace {
+
+// Every config's tables of this process; those with figures measured here
+// are merged into the on-disk cache when the process exits.
+class Registry {
+ public:
+  std::shared_ptr<HbmCalibrationTables> get(const HbmConfig& c) {
+    const std::string key = hbm_calibration_key(c);
+    Slot& s = all_[key];
+    if (!s.tables) {
+      s.tables = std::make_shared<HbmCalibrationTables>();
+      s.path = hbm_calibration_cache_path(key);
+      if (!s.path.empty()) load_hbm_calibration(s.path, key, *s.tables);
+    }
+    return s.tables;
+  }
+  ~Registry() {
+    for (const auto& [key, s] : all_)
+      if (s.tables->measured && !s.path.empty()) save_hbm_calibration(s.path, key, *s.tables);
+  }
+
+ private:
+  struct Slot {
+    std::shared_ptr<HbmCalibrationTables> tables;
+    std::string path;  // "" with the cache off
+  };
+  std::map<std::string, Slot> all_;
+};
+
+}  // namespace
+
 HbmCalibration::HbmCalibration(const HbmConfig& c) : cfg_(c) {
   // Simulation is single-threaded (one SystemC kernel per process).
-  static std::map<std::string, std::shared_ptr<Tables>> all;
-  std::shared_ptr<Tables>& t = all[hbm_calibration_key(c)];
-  if (!t) t = std::make_shared<Tables>();
-  tables_ = t;
+  static Registry registry;
+  tables_ = registry.get(c);
+}
+
+// The figure under `key` in m; measured (`runs` detailed runs) when this
+// process has none yet. The runs behind it are counted by the first
+// instance that uses it, wherever it came from.
+template <class Map, class Measure>
+auto HbmCalibration::lookup(Map& m, const typename Map::key_type& key, std::uint64_t runs, Measure measure) {
+  auto it = m.find(key);
+  if (it == m.end()) {
+    it = m.emplace(key, typename Map::mapped_type{measure(), false}).first;
+    tables_->measured = true;
+  }
+  if (!it->second.counted) {
+    it->second.counted = true;
+    runs_ += runs;
+  }
+  return it->second.v;
 }
 
 Ps HbmCalibration::time_alone(const HbmTransfer& t, bool refresh) {
   const auto key = std::make_tuple(exact_pattern(t), t.contiguous() ? t.bytes() : t.rows, refresh);
-  auto it = tables_->exact.find(key);
-  if (it != tables_->exact.end()) return it->second;
-  ++runs_;
-  const Ps v = detailed_time_alone(cfg_, t, refresh);
-  tables_->exact.emplace(key, v);
-  return v;
+  return lookup(tables_->exact, key, 1, [&] { return detailed_time_alone(cfg_, t, refresh); });
 }
 
 Ps HbmCalibration::time_alone_extrapolated(const HbmTransfer& t, bool refresh, double slope) {
@@ -162,22 +204,12 @@ Ps HbmCalibration::time_alone_extrapolated(const HbmTransfer& t, bool refresh, d
 }
 
 double HbmCalibration::slope0(const HbmPattern& k) {
-  auto it = tables_->slopes.find(k);
-  if (it != tables_->slopes.end()) return it->second;
-  runs_ += 2;
-  const double v = detailed_class_slope(cfg_, k);
-  tables_->slopes.emplace(k, v);
-  return v;
+  return lookup(tables_->slopes, k, 2, [&] { return detailed_class_slope(cfg_, k); });
 }
 
 Ps HbmCalibration::read_write_time(std::uint64_t atom_bytes, std::uint64_t bytes) {
-  const auto key = std::make_pair(atom_bytes, bytes);
-  auto it = tables_->read_write.find(key);
-  if (it != tables_->read_write.end()) return it->second;
-  ++runs_;
-  const Ps v = detailed_read_write_time(cfg_, atom_bytes, bytes);
-  tables_->read_write.emplace(key, v);
-  return v;
+  return lookup(tables_->read_write, std::make_pair(atom_bytes, bytes), 1,
+                [&] { return detailed_read_write_time(cfg_, atom_bytes, bytes); });
 }
 
 void HbmCompletionQueue::push(Ps t, std::uint64_t id) {

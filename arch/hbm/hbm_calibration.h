@@ -47,9 +47,28 @@ double detailed_class_slope(const HbmConfig& c, const HbmPattern& k);
 // refresh off: when the later one ends (one run).
 Ps detailed_read_write_time(const HbmConfig& c, std::uint64_t atom_bytes, std::uint64_t bytes);
 
+// The figures measured for one HBM config. `counted`: an HbmCalibration
+// of this process has counted the detailed runs behind the figure (a
+// figure read from the on-disk cache is counted by the first instance
+// that uses it, so the calibration_runs statistic is the same with and
+// without the cache).
+struct HbmCalibrationTables {
+  template <class V>
+  struct Entry {
+    V v;
+    bool counted;
+  };
+  std::map<std::tuple<HbmPattern, std::uint64_t, bool>, Entry<Ps>> exact;  // shape, bytes or rows, refresh
+  std::map<HbmPattern, Entry<double>> slopes;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Entry<Ps>> read_write;  // atom, bytes
+  bool measured = false;  // figures measured by this process (not yet saved)
+};
+
 // Detailed-model figures of one HBM config: measured once per process and
 // shared by every model of that config (the chips of an --all-chips run
-// calibrate once), keyed by every config field.
+// calibrate once), keyed by every config field. Across processes they are
+// kept in the on-disk cache (hbm_calibration_cache.h): loaded when a
+// process first needs the config, saved when it exits.
 class HbmCalibration {
  public:
   explicit HbmCalibration(const HbmConfig& c);
@@ -65,19 +84,17 @@ class HbmCalibration {
   double slope0(const HbmPattern& k);
   // detailed_read_write_time(), cached.
   Ps read_write_time(std::uint64_t atom_bytes, std::uint64_t bytes);
-  // Detailed runs this instance made (figures an earlier instance of the
-  // same config measured are not measured again).
+  // Detailed runs behind the figures this instance used first in this
+  // process (figures an earlier instance of the same config used are not
+  // counted again; a figure from the on-disk cache counts as measured).
   std::uint64_t detailed_runs() const { return runs_; }
   std::size_t classes() const { return tables_->slopes.size(); }
 
  private:
-  struct Tables {
-    std::map<std::tuple<HbmPattern, std::uint64_t, bool>, Ps> exact;  // shape, bytes or rows, refresh
-    std::map<HbmPattern, double> slopes;
-    std::map<std::pair<std::uint64_t, std::uint64_t>, Ps> read_write;  // atom, bytes
-  };
+  template <class Map, class Measure>
+  auto lookup(Map& m, const typename Map::key_type& key, std::uint64_t runs, Measure measure);
   HbmConfig cfg_;
-  std::shared_ptr<Tables> tables_;
+  std::shared_ptr<HbmCalibrationTables> tables_;
   std::uint64_t runs_ = 0;
 };
 

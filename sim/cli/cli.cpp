@@ -135,6 +135,15 @@ bool parse_command_args(const std::string& name, const std::string& usage, const
   return true;
 }
 
+bool parse_command_args(const std::string& name, const std::string& usage, const std::vector<std::string>& args,
+                        boost::program_options::options_description& opts,
+                        std::initializer_list<std::pair<const char*, int>> positional,
+                        boost::program_options::variables_map& vm, CommandContext& ctx) {
+  boost::program_options::positional_options_description pos;
+  for (const auto& [option, count] : positional) pos.add(option, count);
+  return parse_command_args(name, usage, args, opts, pos, vm, ctx);
+}
+
 void check_output_dir(const std::string& what, const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) throw UsageError(what + ": expected a directory path, found ''");

@@ -10,10 +10,8 @@
 //     namespace po = boost::program_options;
 //     po::options_description opts;
 //     opts.add_options()("arch", po::value<std::string>()->required(), "chip config");
-//     po::positional_options_description pos;
-//     pos.add("arch", 1);
 //     po::variables_map vm;
-//     if (!parse_command_args("run", "tpusim run <arch> [options]", args, opts, pos, vm, ctx))
+//     if (!parse_command_args("run", "tpusim run <arch> [options]", args, opts, {{"arch", 1}}, vm, ctx))
 //       return 0;  // --help was printed
 //     ... throw ConfigError / UsageError / anything else; never exit() ...
 //     return 0;
@@ -31,9 +29,11 @@
 
 #include <boost/program_options.hpp>
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/config_loader.h"
@@ -68,6 +68,12 @@ void register_command(const std::string& name, const std::string& summary, Comma
 bool parse_command_args(const std::string& name, const std::string& usage, const std::vector<std::string>& args,
                         boost::program_options::options_description& opts,
                         const boost::program_options::positional_options_description& pos,
+                        boost::program_options::variables_map& vm, CommandContext& ctx);
+// The same with the positional arguments given as (option, count) in
+// order, count -1 for all the rest: {{"spec", 1}, {"inputs", -1}}; {} for none.
+bool parse_command_args(const std::string& name, const std::string& usage, const std::vector<std::string>& args,
+                        boost::program_options::options_description& opts,
+                        std::initializer_list<std::pair<const char*, int>> positional,
                         boost::program_options::variables_map& vm, CommandContext& ctx);
 
 // Checks of paths given on the command line; each throws UsageError naming

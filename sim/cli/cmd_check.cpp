@@ -57,10 +57,9 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "timeout", po::value<double>()->default_value(0), "seconds per simulation before it is stopped (0 = none)")(
       "no-simulate", po::bool_switch(), "analysis only: simulate neither the model nor the candidates")(
       "report", po::bool_switch(), "write report.html (always written; accepted for symmetry with run)");
-  po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("check", "tpusim check --model FILE|NAME [--arch v5e,v6e,v7] [--phase decode,prefill]", args,
-                          opts, pos, vm, ctx))
+                          opts, {}, vm, ctx))
     return 0;
   check_sizes("check", vm);
   codesign::CheckOptions o;
@@ -111,10 +110,9 @@ int check_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "change", po::value<std::vector<std::string>>()->composing(), "model change key=value (repeatable)")(
       "weight-dtype", po::value<std::string>(), "weight dtype (activations and KV cache stay bf16)")(
       "out", po::value<std::string>()->required(), "output directory");
-  po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("check point", "tpusim check point --model M --arch A --phase P --out DIR [--change k=v]...",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {}, vm, ctx))
     return 0;
   check_sizes("check point", vm);
   const std::string out = vm["out"].as<std::string>();

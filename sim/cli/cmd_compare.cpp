@@ -26,13 +26,11 @@ int compare_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "out", po::value<std::string>()->default_value("results/compare"), "writes compare.csv and report.html here")(
       "top", po::value<int>()->default_value(10), "operators shown on stdout")(
       "report", po::bool_switch(), "write report.html (always written; accepted for symmetry with run)");
-  po::positional_options_description pos;
-  pos.add("a", 1).add("b", 1);
   po::variables_map vm;
   if (!parse_command_args("compare",
                           "tpusim compare RUN_DIR_A RUN_DIR_B [--out DIR]\n"
                           "       tpusim compare --run-a 'RUN ARGS' --run-b 'RUN ARGS' [--out DIR]",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {{"a", 1}, {"b", 1}}, vm, ctx))
     return 0;
   const std::string out = vm["out"].as<std::string>();
   check_output_dir("compare: --out", out);

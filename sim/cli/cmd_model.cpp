@@ -61,9 +61,8 @@ arch::DType dtype_opt(const po::variables_map& vm, const char* key) {
 int list_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("Options");
   opts.add_options()("zoo", po::value<std::string>(), "model directory (default: the source tree's models/zoo)");
-  po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_command_args("model list", "tpusim model list [--zoo DIR]", args, opts, pos, vm, ctx)) return 0;
+  if (!parse_command_args("model list", "tpusim model list [--zoo DIR]", args, opts, {}, vm, ctx)) return 0;
   try {
     for (const auto& n : list_models(zoo_dir(vm))) {
       ModelSpec m = load_model(n, zoo_dir(vm));
@@ -83,10 +82,9 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                                                           "decoders: KV-cache tokens for FLOPs per token")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache");
   add_quant_options(opts);
-  po::positional_options_description pos;
-  pos.add("model", 1);
   po::variables_map vm;
-  if (!parse_command_args("model show", "tpusim model show <name> [--context N]", args, opts, pos, vm, ctx)) return 0;
+  if (!parse_command_args("model show", "tpusim model show <name> [--context N]", args, opts, {{"model", 1}}, vm, ctx))
+    return 0;
   try {
     ModelSpec m = load_model(vm["model"].as<std::string>(), zoo_dir(vm));
     ParamCounts c = count_params(m);
@@ -148,14 +146,12 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");
-  po::positional_options_description pos;
-  pos.add("model", 1);
   po::variables_map vm;
   add_quant_options(opts);
   if (!parse_command_args(
           "model export",
           "tpusim model export <name> --phase decode --batch 8 --context 4096 [--seq N] [--format yaml|json]", args,
-          opts, pos, vm, ctx))
+          opts, {{"model", 1}}, vm, ctx))
     return 0;
   PhaseOptions p;
   if (!parse_phase(vm["phase"].as<std::string>(), &p.phase))

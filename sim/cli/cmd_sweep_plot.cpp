@@ -24,11 +24,9 @@ int sweep_plot_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "max-y", po::bool_switch(&o.max_y), "Pareto front: larger y is better")(
       "log-x", po::bool_switch(&o.log_x), "logarithmic x axis")("log-y", po::bool_switch(&o.log_y), "logarithmic y axis")(
       "out", po::value<std::string>(), "HTML file to write (default DIR/plot.html)");
-  po::positional_options_description pos;
-  pos.add("dir", 1);
   po::variables_map vm;
-  if (!parse_command_args("sweep plot", "tpusim sweep plot DIR --x KEY --y METRIC [--color KEY]", args, opts, pos, vm,
-                          ctx))
+  if (!parse_command_args("sweep plot", "tpusim sweep plot DIR --x KEY --y METRIC [--color KEY]", args, opts,
+                          {{"dir", 1}}, vm, ctx))
     return 0;
   const std::string dir = vm["dir"].as<std::string>();
   const std::string csv = dir + "/results.csv";

@@ -22,15 +22,13 @@ int show(const std::vector<std::string>& args, CommandContext& ctx) {
       "set", po::value<std::vector<std::string>>(&sets)->composing(),
       "override a key: --set mxu.rows=256 (repeatable)")(
       "format", po::value<std::string>(&format)->default_value("yaml"), "yaml or json");
-  po::positional_options_description pos;
-  pos.add("arch", 1);
   po::variables_map vm;
   if (!parse_command_args("config show",
                           "tpusim config show <arch|file> [--set key=value ...] "
                           "[--format yaml|json]\n\nPrints the fully resolved config (extends, "
                           "preset and overrides applied, defaults filled in) with its derived "
                           "figures.",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {{"arch", 1}}, vm, ctx))
     return 0;
   if (format != "yaml" && format != "json")
     throw UsageError("config show: --format must be yaml or json, not '" + format + "'");
@@ -45,13 +43,11 @@ int check(const std::vector<std::string>& args, CommandContext& ctx) {
   opts.add_options()("file", po::value<std::vector<std::string>>(&files)->required(),
                      "config files (or names) to check")("set", po::value<std::vector<std::string>>(&sets)->composing(),
                                                          "override applied to every file (repeatable)");
-  po::positional_options_description pos;
-  pos.add("file", -1);
   po::variables_map vm;
   if (!parse_command_args("config check",
                           "tpusim config check <file>...\n\nValidates each config and prints "
                           "'<file>: ok', or every error found in it.",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {{"file", -1}}, vm, ctx))
     return 0;
   // Every file is checked; the errors of all of them are raised together.
   std::vector<Diagnostic> all;
@@ -69,12 +65,11 @@ int check(const std::vector<std::string>& args, CommandContext& ctx) {
 
 int keys(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts;
-  po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("config keys",
                           "tpusim config keys\n\nPrints every config key as a Markdown table: "
                           "type, unit, default, meaning.",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {}, vm, ctx))
     return 0;
   const arch::TpuConfig defaults;
   ctx.out << "| key | type | default | meaning |\n|---|---|---|---|\n";

@@ -12,13 +12,12 @@ namespace {
 
 int list(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts;
-  po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("list",
                           "tpusim list\n\nLists every chip config found on the config path: "
                           "peak TFLOP/s (bf16, or int8 where the MXU has no bf16), HBM capacity "
                           "and bandwidth, ICI ports and bandwidth per link per direction.",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {}, vm, ctx))
     return 0;
   const ConfigSearchPath path = ctx.global.search_path();
   std::vector<Diagnostic> errors;

@@ -66,12 +66,11 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "than this (0 = no limit)");
   add_quant_options(opts);
   add_lora_options(opts);
-  po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_command_args("run",
                           "tpusim run --arch <name|file> (--workload FILE | --gemm M,K,N | "
                           "--conv ... | --attention ...) [options]",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {}, vm, ctx))
     return 0;
   // Output paths are checked before anything is simulated: a mistake in
   // them must not cost a whole run and then end as an internal error.

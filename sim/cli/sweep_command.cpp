@@ -39,8 +39,6 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "keep-runs", po::bool_switch(), "keep each point's run folder under OUT/runs/<point id>/")(
       "quiet,q", po::bool_switch(), "no progress on stderr")(
       "dry-run", po::bool_switch(), "list the points (id, values, config hash or error) and run nothing");
-  po::positional_options_description pos;
-  pos.add("spec", 1);
   po::variables_map vm;
   if (!parse_command_args("sweep",
                           "tpusim sweep SPEC --out DIR [--jobs N] [--resume [--retry-failed]] [--shard I/N] "
@@ -48,7 +46,7 @@ int sweep_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                           "       tpusim sweep merge SPEC --out DIR SHARD_DIR...\n"
                           "       tpusim sweep slurm SPEC --shards N --out DIR\n"
                           "       tpusim sweep status SPEC DIR",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {{"spec", 1}}, vm, ctx))
     return 0;
   sweep::SweepRunOptions o;
   o.out_dir = vm["out"].as<std::string>();
@@ -105,10 +103,9 @@ int merge_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   opts.add_options()("spec", po::value<std::string>()->required(), "the sweep spec the shards ran")(
       "out", po::value<std::string>()->required(), "directory for the merged results.csv")(
       "inputs", po::value<std::vector<std::string>>()->required(), "shard directories (or results CSV files)");
-  po::positional_options_description pos;
-  pos.add("spec", 1).add("inputs", -1);
   po::variables_map vm;
-  if (!parse_command_args("sweep merge", "tpusim sweep merge SPEC --out DIR SHARD_DIR...", args, opts, pos, vm, ctx))
+  if (!parse_command_args("sweep merge", "tpusim sweep merge SPEC --out DIR SHARD_DIR...", args, opts,
+                          {{"spec", 1}, {"inputs", -1}}, vm, ctx))
     return 0;
   const sweep::SweepSpec spec = sweep::load_sweep_spec(vm["spec"].as<std::string>());
   const auto rep = sweep::merge_results(spec, vm["inputs"].as<std::vector<std::string>>(), vm["out"].as<std::string>());
@@ -141,10 +138,9 @@ int slurm_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "partition", po::value<std::string>()->default_value(""), "Slurm partition")(
       "job-name", po::value<std::string>()->default_value(""), "Slurm job name (default: tpusim-<spec name>)")(
       "point-timeout", po::value<double>()->default_value(0), "passed on to each shard");
-  po::positional_options_description pos;
-  pos.add("spec", 1);
   po::variables_map vm;
-  if (!parse_command_args("sweep slurm", "tpusim sweep slurm SPEC --shards N --out DIR", args, opts, pos, vm, ctx))
+  if (!parse_command_args("sweep slurm", "tpusim sweep slurm SPEC --shards N --out DIR", args, opts, {{"spec", 1}}, vm,
+                          ctx))
     return 0;
   sweep::SlurmOptions o;
   o.shards = vm["shards"].as<int>();
@@ -191,10 +187,10 @@ int status_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "dir", po::value<std::string>()->required(), "sweep output (or the parent of shard-*/ folders)")(
       "shards", po::value<int>()->default_value(0), "shard count (default: DIR/shards.txt)")(
       "list", po::bool_switch(), "list every missing point id");
-  po::positional_options_description pos;
-  pos.add("spec", 1).add("dir", 1);
   po::variables_map vm;
-  if (!parse_command_args("sweep status", "tpusim sweep status SPEC DIR", args, opts, pos, vm, ctx)) return 0;
+  if (!parse_command_args("sweep status", "tpusim sweep status SPEC DIR", args, opts, {{"spec", 1}, {"dir", 1}}, vm,
+                          ctx))
+    return 0;
   const sweep::SweepSpec spec = sweep::load_sweep_spec(vm["spec"].as<std::string>());
   const std::string dir = vm["dir"].as<std::string>();
   const auto st = sweep::sweep_status(spec, dir, vm["shards"].as<int>());

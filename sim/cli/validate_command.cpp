@@ -41,13 +41,11 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "reference", po::value<std::string>(),
       "committed validation.csv to compare the cases' rows with (exit 1 on a difference)")(
       "quiet,q", po::bool_switch(), "no progress lines on stderr");
-  po::positional_options_description pos;
-  pos.add("cases", 1);
   po::variables_map vm;
   if (!parse_command_args("validate",
                           "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown] "
                           "[--reference FILE]",
-                          args, opts, pos, vm, ctx))
+                          args, opts, {{"cases", 1}}, vm, ctx))
     return 0;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0) throw UsageError("validate: --jobs must be >= 0");
