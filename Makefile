@@ -27,9 +27,11 @@ run: configure
 
 # clang-tidy on the changed files (scripts/tidy), the whole test suite,
 # the unit tests again under ASan + UBSan, then a short run of every fuzzer.
+# The tests keep their HBM calibration cache in the build folder, not the
+# user's ~/.cache/tpusim.
 test: build
 	JOBS=$(JOBS) scripts/tidy $(BUILD)
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && TPUSIM_CACHE_DIR=$(abspath $(BUILD))/hbm-cache ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=3
 
@@ -63,8 +65,8 @@ ASAN_EXTRA = ^(IciModule\..*|MultiChip\.(CollectiveTakesTheNetworkModelsTime|Col
 test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -L unit_
-	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -R '$(ASAN_EXTRA)'
+	cd $(BUILD)-asan && TPUSIM_CACHE_DIR=$(abspath $(BUILD))-asan/hbm-cache ctest --output-on-failure -j $(JOBS) -L unit_
+	cd $(BUILD)-asan && TPUSIM_CACHE_DIR=$(abspath $(BUILD))-asan/hbm-cache ctest --output-on-failure -j $(JOBS) -R '$(ASAN_EXTRA)'
 
 # Rewrites results/reference/ from the runs listed in results/reference/RUNS
 # (the CTest tests reference.* compare them); commit the diff with its reason.
