@@ -429,11 +429,17 @@ TEST(ResultsWriter, SummaryColumnsFollowTheFormulas) {
   const auto rows = read_table(d / "summary.csv");
   ASSERT_EQ(rows.size(), 1u);
   const auto& s = rows[0];
-  // 15 run figures, 4 model/hardware FLOP figures, then 8 energy columns
-  // (empty: the fixture's config has no energy model).
-  EXPECT_EQ(s.size(), 27u);
+  // 15 run figures, 4 model/hardware FLOP figures, 8 energy columns
+  // (empty: the fixture's config has no energy model), then 4 figures of
+  // where the time went (tests/unit/sim/test_time_breakdown.cpp checks
+  // their formulas).
+  EXPECT_EQ(s.size(), 31u);
   EXPECT_EQ(s.at("energy_j"), "");
   EXPECT_EQ(s.at("over_tdp"), "");
+  for (const char* k : {"compute_busy_seconds", "ici_busy_seconds", "ici_exposed_seconds", "hbm_exposed_seconds"}) {
+    EXPECT_GE(num(s.at(k)), 0) << k;
+    EXPECT_LE(num(s.at(k)), 60110 / 1e9 * (1 + 1e-9)) << k;
+  }
   EXPECT_EQ(s.at("arch"), "testchip");
   EXPECT_EQ(s.at("workload"), "tiny_mlp");
   EXPECT_EQ(s.at("total_cycles"), "60110");
