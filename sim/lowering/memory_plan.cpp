@@ -197,7 +197,8 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
   // Alias classes: a reshape's result is its input's bytes relabelled, so
   // a class (named by its first tensor) holds one range, released after
   // the last use of any member, and never when a member is a source or a
-  // result.
+  // result. (A class whose first tensor took a dead source's range by
+  // donation releases that range, as an unaliased donated tensor does.)
   std::unordered_map<std::string, std::string> root;
   auto find = [&](const std::string& n) -> std::string {
     auto it = root.find(n);
@@ -216,7 +217,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     auto lu = last_use.find(t.name);
     if (lu != last_use.end()) class_last[r] = std::max(class_last[r], lu->second);
   }
-  std::unordered_set<std::string> donors, donated_to, released;
+  std::unordered_set<std::string> donors, released;
   for (const Tensor& t : wl.tensors)
     if (t.is_source()) alloc(t.name, t.bytes());
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
@@ -241,7 +242,6 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
               !aliased.count(in)) {
             plan.at[o] = plan.of(in);
             donors.insert(in);
-            donated_to.insert(o);
             donated = true;
             break;
           }
@@ -254,9 +254,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
       if (aliased.count(in)) {
         // The class's range goes once its last member's last use is here.
         const std::string r = find(in);
-        if (class_permanent.count(r) || donated_to.count(r) || class_last.at(r) != i || on_chip(r) ||
-            !plan.at.count(r))
-          continue;
+        if (class_permanent.count(r) || class_last.at(r) != i || on_chip(r) || !plan.at.count(r)) continue;
         if (!released.insert(r).second) continue;
         release(r, tensor(r).bytes());
         continue;
