@@ -20,15 +20,30 @@ constexpr std::uint64_t kAlign = 4096;
 
 std::uint64_t aligned(std::uint64_t b) { return std::max<std::uint64_t>(kAlign, (b + kAlign - 1) / kAlign * kAlign); }
 
-std::unordered_set<std::string> reshape_aliases(const Workload& wl) {
-  std::unordered_set<std::string> aliased;
-  for (const Op& op : wl.ops)
-    if (op.kind == OpKind::reshape) {
-      aliased.insert(op.inputs[0]);
-      aliased.insert(op.outputs[0]);
-    }
-  return aliased;
-}
+// Alias classes: a reshape's result is its input's bytes relabelled, so it
+// joins its input's class, named by the class's first tensor (its root).
+class AliasClasses {
+ public:
+  explicit AliasClasses(const Workload& wl) {
+    for (const Op& op : wl.ops)
+      if (op.kind == OpKind::reshape) {
+        std::string r = root(op.inputs[0]);
+        aliased_.insert(op.inputs[0]);
+        aliased_.insert(op.outputs[0]);
+        root_[op.outputs[0]] = std::move(r);
+      }
+  }
+  std::string root(const std::string& n) const {
+    auto it = root_.find(n);
+    return it == root_.end() ? n : it->second;
+  }
+  // True for a reshape's input or result.
+  bool aliased(const std::string& n) const { return aliased_.count(n) != 0; }
+
+ private:
+  std::unordered_map<std::string, std::string> root_;
+  std::unordered_set<std::string> aliased_;
+};
 
 // Alternate-memory placement, in the spirit of XLA's memory-space
 // assignment: CMEM on chips that have it (v4, v4i: 128 MiB shared by the
@@ -50,14 +65,8 @@ void place_alternate(const Workload& wl, const FusionPlan& fusion, MemSpace spac
     internal.insert(wl.ops[a].outputs[0]);
     for (std::size_t k = 0; k + 1 < fusion.chain[a].size(); ++k) internal.insert(wl.ops[fusion.chain[a][k]].outputs[0]);
   }
-  // Alias classes: a reshape's result belongs to its input's class.
-  std::unordered_map<std::string, std::string> root;
-  auto find = [&](const std::string& n) -> std::string {
-    auto it = root.find(n);
-    return it == root.end() ? n : it->second;
-  };
-  for (const Op& op : wl.ops)
-    if (op.kind == OpKind::reshape) root[op.outputs[0]] = find(op.inputs[0]);
+  const AliasClasses alias(wl);
+  auto find = [&](const std::string& n) { return alias.root(n); };
   struct Class {
     std::vector<std::string> members;
     std::size_t first = 0, last = 0, readers = 0;
@@ -193,22 +202,12 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     auto it = plan.at.find(n);
     return it != plan.at.end() && it->second.space != MemSpace::hbm;
   };
-  const auto aliased = reshape_aliases(wl);
-  // Alias classes: a reshape's result is its input's bytes relabelled, so
-  // a class (named by its first tensor) holds one range, released after
-  // the last use of any member, and never when a member is a source or a
-  // result. (A class whose first tensor took a dead source's range by
-  // donation releases that range, as an unaliased donated tensor does.)
-  std::unordered_map<std::string, std::string> root;
-  auto find = [&](const std::string& n) -> std::string {
-    auto it = root.find(n);
-    return it == root.end() ? n : it->second;
-  };
-  for (const Op& op : wl.ops)
-    if (op.kind == OpKind::reshape) {
-      std::string r = find(op.inputs[0]);
-      root[op.outputs[0]] = std::move(r);
-    }
+  // An alias class holds one range, released after the last use of any
+  // member, and never when a member is a source or a result. (A class
+  // whose root took a dead source's range by donation releases that range,
+  // as an unaliased donated tensor does.)
+  const AliasClasses alias(wl);
+  auto find = [&](const std::string& n) { return alias.root(n); };
   std::unordered_map<std::string, std::size_t> class_last;
   std::unordered_set<std::string> class_permanent;
   for (const Tensor& t : wl.tensors) {
@@ -239,7 +238,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
         for (const std::string& in : op.inputs) {
           const Tensor& src = tensor(in);
           if (src.is_source() && src.bytes() == t.bytes() && last_use.at(in) == i && !donors.count(in) &&
-              !aliased.count(in)) {
+              !alias.aliased(in)) {
             plan.at[o] = plan.of(in);
             donors.insert(in);
             donated = true;
@@ -251,7 +250,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
       if (permanent(t) || last_use.at(in) != i || on_chip(in)) continue;
-      if (aliased.count(in)) {
+      if (alias.aliased(in)) {
         // The class's range goes once its last member's last use is here.
         const std::string r = find(in);
         if (class_permanent.count(r) || class_last.at(r) != i || on_chip(r) || !plan.at.count(r)) continue;
