@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/cli/cli.h"
+#include "sim/serve/request_loop.h"
 
 namespace tpusim::sim::serve {
 
@@ -35,43 +36,23 @@ struct Pair {
   double dend = 0;
 };
 
-class DisaggLoop {
+class DisaggLoop : RequestLoop<DSeq> {
  public:
   DisaggLoop(const std::vector<Request>& reqs, const ServerOptions& opt, const Disaggregation& dis,
              StepCostModel& prefill, StepCostModel& decode,
              const std::function<void(std::int64_t, std::int64_t)>& progress)
-      : opt_(opt),
+      : RequestLoop(reqs, opt, progress, 0, "a decode instance"),
         dis_(dis),
         prefill_(prefill),
         decode_(decode),
-        progress_(progress),
-        pairs_(static_cast<std::size_t>(opt.replicas)),
-        seqs_(reqs.size()) {
-    res_.kv_capacity = opt.kv_pages;
-    res_.requests.resize(reqs.size());
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      res_.requests[i].req = reqs[i];
-      const std::int64_t need = pages(reqs[i].input + reqs[i].output);
-      if (need > opt.kv_pages)
-        throw UsageError("serve: request " + std::to_string(i) + " (" + std::to_string(reqs[i].input) + " in, " +
-                         std::to_string(reqs[i].output) + " out) needs " + std::to_string(need) +
-                         " KV pages but a decode instance holds " + std::to_string(opt.kv_pages));
-    }
+        pairs_(static_cast<std::size_t>(opt.replicas)) {
     for (auto& p : pairs_) p.free_pages = opt.kv_pages;
-    if (opt.arrival == Arrival::closed) {
-      for (auto& r : res_.requests) r.req.arrival = 0;
-      next_closed_ = std::min<std::size_t>(reqs.size(), static_cast<std::size_t>(opt.concurrency));
-      for (std::size_t i = 0; i < next_closed_; ++i) arrivals_.push_back(static_cast<int>(i));
-    } else {
-      for (std::size_t i = 0; i < reqs.size(); ++i) arrivals_.push_back(static_cast<int>(i));
-      std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) { return arr(a) < arr(b); });
-    }
   }
 
   ServeResult run() {
     const double inf = std::numeric_limits<double>::infinity();
     while (done_ < static_cast<std::int64_t>(seqs_.size())) {
-      const double t_arr = next_arrival_ < arrivals_.size() ? arr(arrivals_[next_arrival_]) : inf;
+      const double t_arr = next_arrival_time();
       const double t_xfer = transfers_.empty() ? inf : transfers_.begin()->first;
       double t_step = inf;
       std::size_t who = 0;
@@ -112,66 +93,25 @@ class DisaggLoop {
   }
 
  private:
-  const ServerOptions& opt_;
   const Disaggregation& dis_;
   StepCostModel& prefill_;
   StepCostModel& decode_;
-  const std::function<void(std::int64_t, std::int64_t)>& progress_;
   std::vector<Pair> pairs_;
-  std::vector<DSeq> seqs_;
-  ServeResult res_;
-  std::vector<int> arrivals_;
   std::multimap<double, std::pair<int, std::size_t>> transfers_;  // arrival at the decode instance
-  std::size_t next_arrival_ = 0, next_closed_ = 0;
-  double now_ = 0;
-  std::int64_t in_system_ = 0, waiting_ = 0, done_ = 0;
-
-  double arr(int id) const { return res_.requests[static_cast<std::size_t>(id)].req.arrival; }
-  std::int64_t pages(std::int64_t tokens) const { return (tokens + opt_.page_tokens - 1) / opt_.page_tokens; }
-  DSeq& seq(int id) { return seqs_[static_cast<std::size_t>(id)]; }
-  RequestRecord& rec(int id) { return res_.requests[static_cast<std::size_t>(id)]; }
 
   void advance(double t) {
-    const double dt = t - now_;
-    res_.in_system_integral += static_cast<double>(in_system_) * dt;
-    res_.waiting_integral += static_cast<double>(waiting_) * dt;
+    const double dt = step_clock(t);
     for (const auto& p : pairs_) res_.kv_pages_integral += static_cast<double>(opt_.kv_pages - p.free_pages) * dt;
-    now_ = t;
   }
 
   void dispatch(int id) {
-    std::size_t best = 0, load = std::numeric_limits<std::size_t>::max();
-    for (std::size_t r = 0; r < pairs_.size(); ++r) {
-      const std::size_t l = pairs_[r].pwait.size() + pairs_[r].dwait.size() + pairs_[r].running.size();
-      if (l < load) {
-        load = l;
-        best = r;
-      }
-    }
+    const std::size_t best = least_loaded(pairs_.size(), [&](std::size_t r) {
+      return pairs_[r].pwait.size() + pairs_[r].dwait.size() + pairs_[r].running.size();
+    });
     rec(id).replica = static_cast<int>(best);
     pairs_[best].pwait.push_back(id);
     ++in_system_;
     ++waiting_;
-  }
-
-  void token(int id) {
-    DSeq& s = seq(id);
-    RequestRecord& r = rec(id);
-    ++s.generated;
-    if (r.first_token < 0) r.first_token = now_;
-    if (s.last_token >= 0) r.itl.push_back(now_ - s.last_token);
-    s.last_token = now_;
-  }
-
-  void finish(int id) {
-    rec(id).finish = now_;
-    --in_system_;
-    ++done_;
-    if (opt_.arrival == Arrival::closed && next_closed_ < seqs_.size()) {
-      rec(static_cast<int>(next_closed_)).req.arrival = now_;
-      arrivals_.push_back(static_cast<int>(next_closed_++));
-    }
-    if (progress_) progress_(done_, static_cast<std::int64_t>(seqs_.size()));
   }
 
   void start_prefill(std::size_t r) {
@@ -220,7 +160,7 @@ class DisaggLoop {
       p.pwait.erase(std::find(p.pwait.begin(), p.pwait.end(), id));
       token(id);  // the first token, from the prefill instance
       if (s.generated >= rec(id).req.output) {
-        finish(id);
+        request_done(id);
         continue;
       }
       // Its K/V cross to the decode instance, after the link's earlier
@@ -277,7 +217,7 @@ class DisaggLoop {
       if (s.generated >= rec(id).req.output) {
         p.free_pages += s.pages;
         s.pages = 0;
-        finish(id);
+        request_done(id);
       } else {
         keep.push_back(id);
       }

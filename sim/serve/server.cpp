@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/cli/cli.h"
+#include "sim/serve/request_loop.h"
 
 namespace tpusim::sim::serve {
 
@@ -71,46 +72,25 @@ std::int64_t accepted(const SpecDecoding& s, Rng& rng) {
   return 0;
 }
 
-class Loop {
+class Loop : RequestLoop<Seq> {
  public:
   Loop(const std::vector<Request>& reqs, const ServerOptions& opt, StepCostModel& costs,
        const std::function<void(std::int64_t, std::int64_t)>& progress, StepCostModel* draft)
-      : opt_(opt),
+      : RequestLoop(reqs, opt, progress, opt.spec.k, "a replica"),
         costs_(costs),
         draft_(draft),
-        progress_(progress),
         reps_(static_cast<std::size_t>(opt.replicas)),
         accept_rng_(opt.spec.seed * 2 + 3) {
-    res_.kv_capacity = opt.kv_pages;
-    res_.requests.resize(reqs.size());
-    seqs_.resize(reqs.size());
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-      res_.requests[i].req = reqs[i];
-      const std::int64_t need = pages(reqs[i].input + reqs[i].output + opt.spec.k);
-      if (need > opt.kv_pages)
-        throw UsageError("serve: request " + std::to_string(i) + " (" + std::to_string(reqs[i].input) + " in, " +
-                         std::to_string(reqs[i].output) + " out) needs " + std::to_string(need) +
-                         " KV pages but a replica holds " + std::to_string(opt.kv_pages));
-    }
     for (auto& r : reps_) {
       r.free_pages = opt.kv_pages;
       r.adapters = AdapterCache(opt.lora.slots, opt.lora.load_seconds);
-    }
-    if (opt.arrival == Arrival::closed) {
-      for (std::size_t i = 0; i < reqs.size(); ++i) res_.requests[i].req.arrival = 0;
-      next_closed_ = std::min<std::size_t>(reqs.size(), static_cast<std::size_t>(opt.concurrency));
-      for (std::size_t i = 0; i < next_closed_; ++i) arrivals_.push_back(static_cast<int>(i));
-    } else {
-      for (std::size_t i = 0; i < reqs.size(); ++i) arrivals_.push_back(static_cast<int>(i));
-      std::stable_sort(arrivals_.begin(), arrivals_.end(),
-                       [&](int a, int b) { return arr(a) < arr(b); });
     }
   }
 
   ServeResult run() {
     const double inf = std::numeric_limits<double>::infinity();
     while (done_ < static_cast<std::int64_t>(seqs_.size())) {
-      double t_arr = next_arrival_ < arrivals_.size() ? arr(arrivals_[next_arrival_]) : inf;
+      double t_arr = next_arrival_time();
       double t_step = inf;
       std::size_t who = 0;
       double t_wake = inf;
@@ -145,43 +125,21 @@ class Loop {
   }
 
  private:
-  const ServerOptions& opt_;
   StepCostModel& costs_;
   StepCostModel* draft_;
-  const std::function<void(std::int64_t, std::int64_t)>& progress_;
   std::vector<Replica> reps_;
-  std::vector<Seq> seqs_;
-  ServeResult res_;
-  std::vector<int> arrivals_;
-  std::size_t next_arrival_ = 0, next_closed_ = 0;
-  double now_ = 0;
-  std::int64_t in_system_ = 0, waiting_ = 0, done_ = 0;
   Rng accept_rng_;
   std::int64_t lookahead() const { return opt_.spec.k; }  // extra K/V slots a verification writes
 
-  double arr(int id) const { return res_.requests[static_cast<std::size_t>(id)].req.arrival; }
-  std::int64_t pages(std::int64_t tokens) const { return (tokens + opt_.page_tokens - 1) / opt_.page_tokens; }
-  Seq& seq(int id) { return seqs_[static_cast<std::size_t>(id)]; }
-  RequestRecord& rec(int id) { return res_.requests[static_cast<std::size_t>(id)]; }
-
   void advance(double t) {
-    const double dt = t - now_;
-    res_.in_system_integral += static_cast<double>(in_system_) * dt;
-    res_.waiting_integral += static_cast<double>(waiting_) * dt;
+    const double dt = step_clock(t);
     for (const auto& r : reps_) res_.kv_pages_integral += static_cast<double>(opt_.kv_pages - r.free_pages) * dt;
-    now_ = t;
   }
 
   void dispatch(int id) {
-    std::size_t best = 0;
-    std::size_t load = std::numeric_limits<std::size_t>::max();
-    for (std::size_t r = 0; r < reps_.size(); ++r) {
-      const std::size_t l = reps_[r].running.size() + reps_[r].waiting.size() + reps_[r].batch.size();
-      if (l < load) {
-        load = l;
-        best = r;
-      }
-    }
+    const std::size_t best = least_loaded(reps_.size(), [&](std::size_t r) {
+      return reps_[r].running.size() + reps_[r].waiting.size() + reps_[r].batch.size();
+    });
     rec(id).replica = static_cast<int>(best);
     Seq& s = seq(id);
     s.prompt = rec(id).req.input;
@@ -479,15 +437,6 @@ class Loop {
       if (seq(id).generated < rec(id).req.output) rp.step.push_back({id, 0});
   }
 
-  void token(int id) {
-    Seq& s = seq(id);
-    RequestRecord& r = rec(id);
-    ++s.generated;
-    if (r.first_token < 0) r.first_token = now_;
-    if (s.last_token >= 0) r.itl.push_back(now_ - s.last_token);
-    s.last_token = now_;
-  }
-
   void finish_step(std::size_t ri) {
     Replica& rp = reps_[ri];
     rp.busy = false;
@@ -515,19 +464,12 @@ class Loop {
     }
     for (int id : finished) {
       Seq& s = seq(id);
-      rec(id).finish = now_;
-      --in_system_;
-      ++done_;
       if (opt_.batching == Batching::continuous) {
         rp.free_pages += s.pages;
         s.pages = 0;
         rp.running.erase(std::find(rp.running.begin(), rp.running.end(), id));
       }
-      if (opt_.arrival == Arrival::closed && next_closed_ < seqs_.size()) {
-        rec(static_cast<int>(next_closed_)).req.arrival = now_;
-        arrivals_.push_back(static_cast<int>(next_closed_++));
-      }
-      if (progress_) progress_(done_, static_cast<std::int64_t>(seqs_.size()));
+      request_done(id);
     }
     if (opt_.batching == Batching::static_batch) {
       bool all = true;
