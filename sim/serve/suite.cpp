@@ -13,6 +13,7 @@
 #include "sim/cli/cli.h"
 #include "sim/config/config_error.h"
 #include "sim/config/node_diagnostics.h"
+#include "sim/results/format.h"
 #include "sim/serve/report.h"
 #include "sim/serve/request_workload.h"
 #include "sim/sweep/results_table.h"
@@ -347,15 +348,6 @@ std::vector<std::string> suite_row(const Suite& s, const SuiteScenario& sc, cons
   }
   return r;
 }
-
-namespace {
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-}  // namespace
 
 void write_suite_table(const std::string& path, const SuiteTable& t) {
   std::ofstream f(path);
