@@ -28,11 +28,19 @@ std::string sci(double v) {
   return buf;
 }
 
+// The simulated-time limit as the user gave it (--max-sim-time 1e-9 reads
+// back as 1e-09, 3600 as 3600).
+std::string limit_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 // The up-front ceiling on simulated work (SimOptions::max_events,
 // max_sim_seconds): refused before anything is elaborated.
 void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const SimOptions& opt, int chips) {
   if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
-    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + std::to_string(opt.max_sim_seconds));
+    throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + limit_text(opt.max_sim_seconds));
   const WorkEstimate w = estimate_work(cfg, program, chips);
   if (opt.max_events > 0 && w.events() > opt.max_events)
     throw SimLimitError("the lowered program is " + std::to_string(w.events()) + " events (" +
@@ -44,7 +52,7 @@ void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const 
     throw SimLimitError("the lowered program needs at least " + sci(w.min_seconds()) +
                         " s of simulated time (MXU work at peak " + sci(w.mxu_seconds) + " s, HBM traffic at peak " +
                         sci(w.hbm_seconds) + " s), beyond the simulated-time limit of " +
-                        std::to_string(opt.max_sim_seconds) +
+                        limit_text(opt.max_sim_seconds) +
                         " s; raise --max-sim-time (seconds) or shrink the workload");
 }
 
@@ -92,7 +100,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
   auto limit_error = [&] {
     const std::size_t total = program.instrs.size() * chips.size();
-    return SimLimitError("the run passed the simulated-time limit of " + std::to_string(opt.max_sim_seconds) +
+    return SimLimitError("the run passed the simulated-time limit of " + limit_text(opt.max_sim_seconds) +
                          " s with " + std::to_string(completed()) + " of " + std::to_string(total) +
                          " instructions done; raise --max-sim-time (seconds) or shrink the workload");
   };
