@@ -545,7 +545,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   return f;
 }
 
-FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes) {
+FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes, std::uint64_t host_bytes) {
   if (hbm_bytes == 0) throw ModelError(Diagnostic{"", 0, 0, "hbm", "a capacity > 0 bytes", "0", ""});
   FitReport r;
   r.footprint = memory_footprint(m, o);
@@ -581,6 +581,14 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
     s << " but a chip has " << r.available_gib << " GiB of HBM: does not fit; " << r.chips << " chips hold "
       << total_need / gib << " GiB in all, so at least " << r.min_chips
       << " chips with weights, state and activations sharded evenly (e.g. a larger fsdp or tensor axis)";
+  // Offloaded activations live in the host's DRAM, shared by its chips.
+  if (host_bytes > 0 && f.host_activations > host_bytes) {
+    r.host_fits = false;
+    r.fits = false;
+    s << "; but its " << f.host_activations / gib << " GiB of offloaded activations per chip exceed the host memory's "
+      << static_cast<double>(host_bytes) / gib << " GiB per chip: does not fit (a non-offloading remat policy, or more "
+      << "chips)";
+  }
   r.message = s.str();
   return r;
 }

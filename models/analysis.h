@@ -103,10 +103,14 @@ struct FitReport {
   double available_gib = 0;
   std::int64_t min_chips = 0;  // smallest chip count with even sharding
   std::int64_t chips = 1;      // chips of o.mesh (needed/available are per chip)
+  bool host_fits = true;       // offloaded activations fit the host memory given (or it was not given)
   MemoryFootprint footprint;
   std::string message;
 };
 // Throws ModelError for hbm_bytes == 0 or options the model does not take.
-FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes);
+// `host_bytes`: host memory per chip for offloaded activations (0: not
+// checked); a run whose offloaded activations exceed it does not fit.
+FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes,
+                    std::uint64_t host_bytes = 0);
 
 }  // namespace tpusim::models

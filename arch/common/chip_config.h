@@ -281,6 +281,12 @@ struct TpuConfig {
   IciConfig ici;
   double dcn_bandwidth = 0;   // bytes/s per chip
   double pcie_bandwidth = 0;  // bytes/s per chip
+  // Host DRAM per host, shared by its ici.chips_per_host chips (0: not
+  // published; offloaded activations are then not checked against it).
+  std::uint64_t host_memory_bytes = 0;
+  std::uint64_t host_memory_per_chip() const {
+    return ici.chips_per_host > 0 ? host_memory_bytes / static_cast<std::uint64_t>(ici.chips_per_host) : 0;
+  }
   int sparsecores = 0;
   SparseCoreConfig sparsecore;
   KernelConfig kernel;

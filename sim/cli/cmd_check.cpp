@@ -144,7 +144,7 @@ int check_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     }
     ro.sim.mesh = p.mesh;
   }
-  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes);
+  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
   if (!fit.fits) throw UsageError("check point: " + fit.message);
   const workloads::Workload wl = models::generate(spec, p);
   const RunReport r = run_workload(arch_name, cfg, wl, ro);

@@ -175,7 +175,7 @@ int shard_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
   ro.sim.mesh = p.mesh;
   // Fit is the full model's, whatever the layers simulated.
-  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes);
+  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
   if (!fit.fits) throw UsageError("shard-search point: " + fit.message);
   if (vm.count("layers")) {
     const std::int64_t layers = vm["layers"].as<std::int64_t>();

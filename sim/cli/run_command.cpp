@@ -125,7 +125,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
     po.remat = remat_option("run", vm);
     po.lora = read_lora_options(vm, "run");
-    const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes);
+    const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     if (!fit.fits) throw UsageError("run: " + fit.message);
     wl = models::generate(spec, po);
     // Tokens the run processes, for tokens per joule: one per sequence in

@@ -199,7 +199,7 @@ std::vector<FitRow> fit_table(const models::ModelSpec& m, const models::PhaseOpt
     models::PhaseOptions p = o;
     p.weight_dtype = dt;
     p.mesh = {};
-    const models::FitReport f = models::check_fit(m, p, cfg.hbm.capacity_bytes);
+    const models::FitReport f = models::check_fit(m, p, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     FitRow r;
     r.dtype = std::string(arch::dtype_name(dt));
     r.weight_bytes = f.footprint.weights;

@@ -224,7 +224,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
       for (auto rm : remats) {
         po.remat = rm;
         pt.remat = rm;
-        const models::FitReport fit = models::check_fit(spec, po, r.config.hbm.capacity_bytes);
+        const models::FitReport fit = models::check_fit(spec, po, r.config.hbm.capacity_bytes, r.config.host_memory_per_chip());
         pt.memory_bytes = fit.needed_bytes;
         if (!fit.fits) {
           pt.status = "no_fit";

@@ -303,6 +303,9 @@ std::vector<FieldSpec> build() {
       .bounded(1e15);
   b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth), "Host PCIe bandwidth per chip", true)
       .bounded(1e15);
+  b.qty("host_memory", U::size, TPUSIM_FIELD(c.host_memory_bytes),
+        "Host DRAM per host, shared by its chips (0: unknown, offloaded activations unchecked)", true)
+      .bounded(1125899906842624.0);
   b.integer("sparsecores", TPUSIM_FIELD(c.sparsecores), 0, "SparseCores per chip").bounded(64);
   b.integer("sparsecore.tiles", TPUSIM_FIELD(c.sparsecore.tiles), 1, "Vector subcores (tiles) per SparseCore")
       .bounded(1024);

@@ -158,7 +158,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
-        const models::FitReport fit = models::check_fit(ms, po, cfg.hbm.capacity_bytes);
+        const models::FitReport fit = models::check_fit(ms, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
         if (!fit.fits) throw std::runtime_error("run: " + fit.message);
         a.insert(a.end(), {"--model", model});
         for (const char* k : {"phase", "batch", "seq", "context", "image", "remat"})

@@ -214,3 +214,26 @@ TEST(FitCheck, OffloadedRematKeepsActivationsInHostMemory) {
   o.remat = RematPolicy::full;
   EXPECT_EQ(memory_footprint(m, o).host_activations, 0u);
 }
+
+// The host's DRAM bounds the offloaded activations: with 32 GiB of host
+// memory per chip, minimal_offloaded's 8192 B x 80 x 83968 = 51.25 GiB per
+// chip (above) does not fit, qkv_proj_offloaded's 80 x 10240 x 8192 B =
+// 6.25 GiB does; an unknown host memory (0) is not checked.
+TEST(FitCheck, OffloadedActivationsMustFitTheHostMemory) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o = llama2_70b_on_v5p512();
+  const std::uint64_t v5p = 96ull << 30, host = 32ull << 30;
+  o.remat = RematPolicy::minimal_offloaded;
+  ASSERT_TRUE(check_fit(m, o, v5p).fits);
+  FitReport r = check_fit(m, o, v5p, host);
+  EXPECT_FALSE(r.fits);
+  EXPECT_FALSE(r.host_fits);
+  EXPECT_NE(r.message.find("51.25 GiB of offloaded activations per chip exceed the host memory's 32.00 GiB"),
+            std::string::npos)
+      << r.message;
+  EXPECT_TRUE(check_fit(m, o, v5p, 52ull << 30).fits);
+  o.remat = RematPolicy::qkv_proj_offloaded;
+  r = check_fit(m, o, v5p, host);
+  EXPECT_TRUE(r.fits) << r.message;
+  EXPECT_TRUE(r.host_fits);
+}
