@@ -34,6 +34,7 @@
 #include "sim/serve/server.h"
 #include "sim/serve/step_cost.h"
 #include "sim/serve/step_runner.h"
+#include "sim/sweep/progress.h"
 #include "sim/sweep/child_pool.h"
 
 namespace tpusim::sim {
@@ -44,31 +45,6 @@ using namespace serve;
 namespace {
 
 // --- serve ---------------------------------------------------------------
-
-class Progress {
- public:
-  explicit Progress(bool on) : on_(on) {}
-  void show(const std::string& what, std::int64_t done, std::int64_t total) {
-    if (!on_ || total <= 0) return;
-    const int width = 30;
-    const auto filled = static_cast<int>(width * done / total);
-    if (filled == last_ && what == what_ && done != total) return;
-    last_ = filled;
-    what_ = what;
-    std::cerr << "\r" << what << " [" << std::string(static_cast<std::size_t>(filled), '#')
-              << std::string(static_cast<std::size_t>(width - filled), ' ') << "] " << done << "/" << total
-              << "   " << std::flush;
-    if (done == total) {
-      std::cerr << "\n";
-      last_ = -1;
-    }
-  }
-
- private:
-  bool on_;
-  int last_ = -1;
-  std::string what_;
-};
 
 std::vector<GridPoint> sorted(const std::set<GridPoint>& s) { return {s.begin(), s.end()}; }
 
@@ -413,16 +389,16 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   std::size_t from_cache = 0;
   for (auto* c : all_costs) from_cache += c->model->size();
   const bool tty = ::isatty(2) && !vm["quiet"].as<bool>();
-  Progress bar(tty);
+  std::ostream* bar_os = tty ? &std::cerr : nullptr;
   std::size_t simulated = 0;
   auto run_points = [&](Costs& c, const std::vector<GridPoint>& pts) {
     if (pts.empty()) return;
     StepCostModel& m = *c.model;
     const std::size_t done0 = m.size();
-    simulate_points(pts, c.setup, jobs, out, m, [&] {
-      bar.show("step simulations", static_cast<std::int64_t>(m.size() - done0), static_cast<std::int64_t>(pts.size()));
-    });
-    bar.show("step simulations", static_cast<std::int64_t>(pts.size()), static_cast<std::int64_t>(pts.size()));
+    sweep::Progress bar(bar_os, tty, pts.size(), 0, "serve", "step simulations");
+    simulate_points(pts, c.setup, jobs, out, m, [&] { bar.set_done(m.size() - done0); });
+    bar.set_done(pts.size());
+    bar.end();
     simulated += pts.size();
     if (!cache.empty()) m.save(cache, c.desc);
   };
@@ -441,7 +417,12 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     for (int pass = 0;; ++pass, ++passes) {
       main.model->clear_missing();
       if (dr) dr->model->clear_missing();
-      auto prog = [&](std::int64_t a, std::int64_t b) { bar.show("requests", a, b); };
+      std::optional<sweep::Progress> bar;
+      auto prog = [&](std::int64_t a, std::int64_t b) {
+        if (!bar) bar.emplace(bar_os, tty, static_cast<std::size_t>(b), 0, "serve", "requests");
+        bar->set_done(static_cast<std::size_t>(a));
+        if (a == b) bar->end();
+      };
       // Disaggregated: `dr` is the prefill instance's costs.
       ServeResult r = prefill_costs ? simulate_disaggregated(rs, o, dis, *dr->model, *main.model, prog)
                                     : simulate_serving(rs, o, *main.model, prog, dr ? dr->model.get() : nullptr);

@@ -36,6 +36,12 @@ void Progress::finished(bool ok) {
   show(false);
 }
 
+void Progress::set_done(std::size_t done) {
+  session_ += done > done_ ? done - done_ : 0;
+  done_ = done;
+  show(false);
+}
+
 void Progress::show(bool final) {
   if (!os_) return;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };

@@ -1,5 +1,5 @@
 // The progress display of a batch of child processes (sweeps,
-// shard-search): done/total, failures, rate, elapsed time and ETA, as a
+// shard-search, serve's step simulations and requests): done/total, failures, rate, elapsed time and ETA, as a
 // live bar on a terminal or a line every 5 s otherwise.
 // Leaves out: per-child detail (the callers print failures themselves).
 #pragma once
@@ -21,6 +21,9 @@ class Progress {
   Progress(std::ostream* os, bool tty, std::size_t total, std::size_t already, std::string label, std::string unit);
 
   void finished(bool ok);
+  // Progress reported as a running count (serve's step simulations and
+  // requests): `done` items finished in all, none failed.
+  void set_done(std::size_t done);
   void tick() { show(false); }
   void end() { show(true); }
 
