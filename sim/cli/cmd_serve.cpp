@@ -35,6 +35,7 @@
 #include "sim/serve/step_cost.h"
 #include "sim/serve/step_runner.h"
 #include "sim/sweep/progress.h"
+#include "sim/serve/step_model_hash.h"  // generated: TPUSIM_STEP_MODEL_HASH
 #include "sim/sweep/child_pool.h"
 
 namespace tpusim::sim {
@@ -327,7 +328,8 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
              (d.setup.twisted ? " twisted" : "") +
              (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "") +
              (d.lora.enabled() ? " lora=" + std::to_string(d.lora.rank) + ":" + c.setup.lora_targets : "");
-    const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + "\n" +
+    const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + " " +
+                                   TPUSIM_STEP_MODEL_HASH + "\n" +
                                    write_config(d.cfg) + "\n" +
                                    (m.file.empty() ? m.name : sweep::slurp_file(m.file)) + "\n" + c.desc);
     c.model = std::make_unique<StepCostModel>(grid, key);
