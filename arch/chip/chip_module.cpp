@@ -66,7 +66,15 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
   sc_core::sc_spawn([this] { completer(); }, "completer", &opt);
 }
 
-std::uint64_t ChipModule::now_cycles() const { return time_to_cycles(sc_core::sc_time_stamp(), clock_hz_); }
+std::uint64_t ChipModule::now_cycles() const {
+  // Asked several times per instruction at the same simulated time.
+  const sc_core::sc_time& t = sc_core::sc_time_stamp();
+  if (t.value() != now_value_) {
+    now_value_ = t.value();
+    now_cycles_ = time_to_cycles(t, clock_hz_);
+  }
+  return now_cycles_;
+}
 
 sc_core::sc_time ChipModule::at_cycle(std::uint64_t c) const {
   const std::uint64_t now = now_cycles();

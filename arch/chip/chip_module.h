@@ -100,6 +100,7 @@ class ChipModule : public sc_core::sc_module {
   void complete(InstrId id, std::uint64_t cycle);
   void completer();
   std::uint64_t now_cycles() const;
+  mutable std::uint64_t now_value_ = 0, now_cycles_ = 0;  // now_cycles() of the last time stamp asked
   sc_core::sc_time at_cycle(std::uint64_t c) const;
 
   const TpuConfig& cfg_;

@@ -37,7 +37,7 @@ void DmaModule::timers() {
     if (timers_.empty())
       sc_core::wait(timer_wake_);
     else
-      sc_core::wait(cycles_to_time(static_cast<Cycles>(timers_.top().at - now), 1e12), timer_wake_);
+      sc_core::wait(ps_to_time(static_cast<std::uint64_t>(timers_.top().at - now)), timer_wake_);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/dram_timing.h"
 
 namespace tpusim::arch {
@@ -87,7 +88,7 @@ DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
     std::uint64_t before = 0;
     for (HbmTransfer& t : v) {
       t.atom_interval_ps = interval_ps_;
-      p.hbm.push_back({t, p.issue_start + static_cast<Ps>(std::llround(static_cast<double>(before) * interval_ps_))});
+      p.hbm.push_back({t, p.issue_start + static_cast<Ps>(round_half_up(static_cast<double>(before) * interval_ps_))});
       before += atoms_of(t);
     }
     return before;
@@ -96,7 +97,7 @@ DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
   // and writes go out side by side.
   const std::uint64_t n = std::max(schedule(rd), schedule(wr));
   p.requests = n != 0 ? n : (d.bytes() + dma_.request_bytes - 1) / dma_.request_bytes;
-  p.issue_end = p.issue_start + static_cast<Ps>(std::llround(static_cast<double>(p.requests) * interval_ps_));
+  p.issue_end = p.issue_start + static_cast<Ps>(round_half_up(static_cast<double>(p.requests) * interval_ps_));
   free_at_ = p.issue_end;
   return p;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
 #include "arch/hbm/dram_timing.h"
@@ -91,14 +92,14 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
       std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
   const double stretched = fluid_alone(a.remaining);
   const double forced_alone = std::max(0.0, stretched - credit_cap_);
-  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(stretched + slowest_channel(a.pcs, forced_alone))));
+  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(round_half_up(stretched + slowest_channel(a.pcs, forced_alone))));
   a.write = t.write;
   a.atom_bytes = t.atom_bytes;
   const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
   const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
   // arrived and been served: last arrival + one atom's unloaded latency.
-  a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) + lat;
+  a.floor = arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(atoms - 1))) + lat;
   pending_.push_back({arrival, a});
   return id;
 }
@@ -190,7 +191,7 @@ void CalibratedHbm::advance(Ps to) {
     for (std::size_t i = 0; i < active_.size();) {
       if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
         const Active& a = active_[i];
-        const Ps slowest = static_cast<Ps>(std::llround(slowest_channel(a.pcs, a.forced)));
+        const Ps slowest = static_cast<Ps>(round_half_up(slowest_channel(a.pcs, a.forced)));
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
         done_.push(std::max(fin + a.tail, a.floor), a.id);
         active_[i] = active_.back();

@@ -8,12 +8,6 @@
 
 namespace tpusim::arch {
 
-namespace {
-constexpr double kPsClock = 1e12;  // picoseconds as cycles of a 1 THz clock
-}
-
-Ps HbmModule::now_ps() { return static_cast<Ps>(time_to_cycles(sc_core::sc_time_stamp(), kPsClock)); }
-
 HbmModule::HbmModule(sc_core::sc_module_name name, const HbmConfig& config)
     : sc_core::sc_module(name), model_(make_hbm_model(config)) {
   SC_HAS_PROCESS(HbmModule);
@@ -42,7 +36,7 @@ void HbmModule::run() {
       sc_core::wait(wake_);
     } else {
       const Ps dt = std::max<Ps>(next - now, 1);
-      sc_core::wait(cycles_to_time(static_cast<Cycles>(dt), kPsClock), wake_);
+      sc_core::wait(ps_to_time(static_cast<std::uint64_t>(dt)), wake_);
     }
   }
 }

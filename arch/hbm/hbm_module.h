@@ -14,6 +14,7 @@
 #include <systemc>
 
 #include "arch/common/stats.h"
+#include "arch/common/time.h"
 #include "arch/hbm/hbm_model.h"
 
 namespace tpusim::arch {
@@ -29,7 +30,7 @@ class HbmModule : public sc_core::sc_module {
   HbmModel& model() { return *model_; }
   StatList stats() const { return model_->stats(); }
 
-  static Ps now_ps();
+  static Ps now_ps() { return static_cast<Ps>(now_ps_value()); }
 
  private:
   void run();
