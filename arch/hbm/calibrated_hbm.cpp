@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <numeric>
 #include <string>
 
 #include "arch/common/errors.h"
@@ -70,12 +69,11 @@ double CalibratedHbm::steady_efficiency(const HbmTransfer& t) { return 1.0 / (sl
 // mixed_capacity() (the base's): measured with refresh off, the refresh
 // credit and share apply on top, as for one direction.
 
-std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
-  const std::uint64_t id = accept(t, arrival);
-  if (t.bytes() == 0) return id;
-  Active a{};
-  a.id = id;
-  a.arrival = arrival;
+const CalibratedHbm::Shaped& CalibratedHbm::shaped(const HbmTransfer& t) {
+  const ShapeKey key{t.row_bytes, t.rows, t.stride, t.atom_bytes, t.write};
+  auto it = shapes_.find(key);
+  if (it != shapes_.end()) return it->second;
+  Shaped s{};
   // Service demand D at the class's refresh-free steady rate on the whole
   // memory, never less than its bytes at peak (the pins' limit: with large
   // atoms T alone less one atom's latency can be shorter than that); the
@@ -84,22 +82,36 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   // exactly T. The refresh credit and share in advance() stretch the
   // service, so the tail is what T alone has beyond that stretch.
   const Ps alone = alone_time(t);
-  const Ps lat = std::min(atom_latency(t), alone);
+  s.lat = std::min(atom_latency(t), alone);
   const double need = static_cast<double>(t.bytes()) * slope0(class_of(t));
   const double at_peak = static_cast<double>(t.bytes()) / peak_ * 1e12;
-  a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
-  a.remaining =
-      std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
-  const double stretched = fluid_alone(a.remaining);
+  s.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
+  s.remaining =
+      std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - s.lat))));
+  const double stretched = fluid_alone(s.remaining);
   const double forced_alone = std::max(0.0, stretched - credit_cap_);
-  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(round_half_up(stretched + slowest_channel(a.pcs, forced_alone))));
+  s.tail = std::max<Ps>(0, alone - static_cast<Ps>(round_half_up(stretched + slowest_channel(s.pcs, forced_alone))));
+  const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
+  s.atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
+  if (shapes_.size() >= (1u << 16)) shapes_.clear();  // bounded: runs use a few hundred shapes
+  return shapes_.emplace(key, s).first->second;
+}
+
+std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
+  const std::uint64_t id = accept(t, arrival);
+  if (t.bytes() == 0) return id;
+  const Shaped& s = shaped(t);
+  Active a{};
+  a.id = id;
+  a.arrival = arrival;
+  a.pcs = s.pcs;
+  a.remaining = s.remaining;
+  a.tail = s.tail;
   a.write = t.write;
   a.atom_bytes = t.atom_bytes;
-  const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
-  const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
   // arrived and been served: last arrival + one atom's unloaded latency.
-  a.floor = arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(atoms - 1))) + lat;
+  a.floor = arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(s.atoms - 1))) + s.lat;
   pending_.push_back({arrival, a});
   return id;
 }
@@ -109,22 +121,19 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
 // nearly one after another); transfers that arrived together split what is
 // left evenly (their requests are admitted in turn).
 void CalibratedHbm::split(double capacity) {
-  std::vector<std::size_t>& order = order_;
-  order.resize(active_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    return active_[x].arrival != active_[y].arrival ? active_[x].arrival < active_[y].arrival
-                                                    : active_[x].id < active_[y].id;
-  });
-  double left = capacity;
-  for (std::size_t g = 0; g < order.size();) {
-    std::size_t end = g;
-    while (end < order.size() && active_[order[end]].arrival == active_[order[g]].arrival) ++end;
-    const double each = left / static_cast<double>(end - g);
-    for (std::size_t i = g; i < end; ++i) active_[order[i]].rate = each;
-    left = 0;
-    g = end;
+  // Only the earliest arrivals are served (what they leave is nothing),
+  // so one pass finds them.
+  Ps first = kNever;
+  std::size_t together = 0;
+  for (const Active& a : active_) {
+    if (a.arrival < first) {
+      first = a.arrival;
+      together = 0;
+    }
+    if (a.arrival == first) ++together;
   }
+  const double each = together > 0 ? capacity / static_cast<double>(together) : 0.0;
+  for (Active& a : active_) a.rate = a.arrival == first ? each : 0.0;
 }
 
 void CalibratedHbm::share_out() {
