@@ -57,10 +57,16 @@ std::uint64_t CalibratedHbmBase::accept(const HbmTransfer& t, Ps arrival) {
 }
 
 std::vector<HbmCompletion> CalibratedHbmBase::run_until(Ps limit) {
+  std::vector<HbmCompletion> out;
+  collect_until(limit, out);
+  return out;
+}
+
+void CalibratedHbmBase::collect_until(Ps limit, std::vector<HbmCompletion>& out) {
   if (limit < limit_) limit = limit_;
   advance(limit);
   limit_ = limit;
-  return done_.take_until(limit);
+  done_.take_until(limit, out);
 }
 
 StatList CalibratedHbmBase::stats() const {

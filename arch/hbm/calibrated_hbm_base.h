@@ -25,6 +25,7 @@ class CalibratedHbmBase : public HbmModel {
   static constexpr std::uint64_t kMixBytes = 4ull << 20;  // read+write capacity run, each way
 
   std::vector<HbmCompletion> run_until(Ps limit) final;
+  void collect_until(Ps limit, std::vector<HbmCompletion>& out) final;
   StatList stats() const final;
   double peak_bandwidth() const final { return peak_; }
 

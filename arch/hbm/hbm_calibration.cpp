@@ -220,12 +220,16 @@ void HbmCompletionQueue::push(Ps t, std::uint64_t id) {
 
 std::vector<HbmCompletion> HbmCompletionQueue::take_until(Ps limit) {
   std::vector<HbmCompletion> out;
+  take_until(limit, out);
+  return out;
+}
+
+void HbmCompletionQueue::take_until(Ps limit, std::vector<HbmCompletion>& out) {
   while (!heap_.empty() && heap_.front().first <= limit) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     out.push_back({heap_.back().second, heap_.back().first});
     heap_.pop_back();
   }
-  return out;
 }
 
 }  // namespace tpusim::arch
