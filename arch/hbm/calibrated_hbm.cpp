@@ -113,6 +113,7 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   // arrived and been served: last arrival + one atom's unloaded latency.
   a.floor = arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(s.atoms - 1))) + s.lat;
   pending_.push_back({arrival, a});
+  next_arrival_ = std::min(next_arrival_, arrival);
   return id;
 }
 
@@ -157,8 +158,7 @@ void CalibratedHbm::share_out() {
 void CalibratedHbm::advance(Ps to) {
   for (;;) {
     share_out();
-    Ps next_arr = kNever;
-    for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
+    const Ps next_arr = next_arrival_;
     double next_fin = 1e300;
     std::size_t first = 0;
     for (std::size_t i = 0; i < active_.size(); ++i) {
@@ -186,9 +186,10 @@ void CalibratedHbm::advance(Ps to) {
         // restoring one tREFI of credit.
         credit_used_ = std::max(0.0, credit_used_ - (step_to - now_) * payback_);
       }
+      const double dt = step_to - now_;
       for (Active& a : active_) {
-        a.remaining -= (step_to - now_) * a.rate;
-        if (forced) a.forced += step_to - now_;
+        if (a.rate != 0) a.remaining -= dt * a.rate;  // unserved: minus +0, unchanged
+        if (forced) a.forced += dt;
       }
       now_ = step_to;
     }
@@ -197,8 +198,9 @@ void CalibratedHbm::advance(Ps to) {
     // a rounding residue finish with it.
     if (finishing) active_[first].remaining = 0;
     bool changed = false;
+    const double residue = 1e-6 * std::max(1.0, now_ * 1e-9);
     for (std::size_t i = 0; i < active_.size();) {
-      if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
+      if (active_[i].remaining <= residue) {
         const Active& a = active_[i];
         const Ps slowest = static_cast<Ps>(round_half_up(slowest_channel(a.pcs, a.forced)));
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
@@ -210,14 +212,18 @@ void CalibratedHbm::advance(Ps to) {
         ++i;
       }
     }
-    for (std::size_t i = 0; i < pending_.size();) {
-      if (static_cast<double>(pending_[i].arrival) <= now_) {
-        active_.push_back(pending_[i].a);
-        pending_[i] = pending_.back();
-        pending_.pop_back();
-        changed = true;
-      } else {
-        ++i;
+    if (static_cast<double>(next_arrival_) <= now_) {
+      next_arrival_ = kNever;
+      for (std::size_t i = 0; i < pending_.size();) {
+        if (static_cast<double>(pending_[i].arrival) <= now_) {
+          active_.push_back(pending_[i].a);
+          pending_[i] = pending_.back();
+          pending_.pop_back();
+          changed = true;
+        } else {
+          next_arrival_ = std::min(next_arrival_, pending_[i].arrival);
+          ++i;
+        }
       }
     }
     if (changed) shares_valid_ = false;
@@ -231,8 +237,7 @@ void CalibratedHbm::advance(Ps to) {
 }
 
 Ps CalibratedHbm::next_event_time() const {
-  Ps t = done_.next();
-  for (const Pending& p : pending_) t = std::min(t, p.arrival);
+  Ps t = std::min(done_.next(), next_arrival_);
   // Shares are current: advance() leaves them valid whenever it returns
   // with transfers active.
   for (const Active& a : active_)

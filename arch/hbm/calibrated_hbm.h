@@ -110,6 +110,7 @@ class CalibratedHbm final : public CalibratedHbmBase {
   double now_ = 0;  // ps, service clock
   std::vector<Active> active_;
   std::vector<Pending> pending_;
+  Ps next_arrival_ = kNever;  // earliest arrival in pending_
   bool shares_valid_ = false;
   std::unordered_map<ShapeKey, Shaped, ShapeHash> shapes_;
   // busy_ps_: time with at least one transfer in service

@@ -137,6 +137,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       const long w = wait_step();
       if (w >= 0) wait = em[static_cast<std::size_t>(w)].compute;
       load_steps.push_back(i);
+      em[i].loads.reserve(s.loads.size() * static_cast<std::size_t>(std::max(1, engines_)));
       for (const Instr& l : s.loads) {
         if (in_place(l)) continue;
         pieces.clear();
@@ -179,6 +180,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         const Emitted& old = em[static_cast<std::size_t>(store_steps[store_steps.size() - 2])];
         if (!old.epilogue.empty()) append_last_group(out_wait, old.epilogue, p_);
       }
+      em[i].compute.reserve(s.compute.size());
       for (std::size_t k = 0; k < s.compute.size(); ++k) {
         Instr in = s.compute[k].instr;
         in.op = op;
