@@ -176,7 +176,8 @@ int sc_main(int argc, char* argv[]) {
     std::printf(
         "%s: process wall %.3f s, run_workload %.3f s (engine %.3f s), %zu ops, "
         "simulated %llu cycles (fingerprint %016llx), goal %.1f s: %s  [%s]\n",
-        c.name, wall, run_wall, sim_wall, ops, cycles, hash, c.goal_s, run_wall <= c.goal_s ? "met" : "NOT met", c.what);
+        c.name, wall, run_wall, sim_wall, ops, cycles, hash, c.goal_s, run_wall <= c.goal_s ? "met" : "NOT met",
+        c.what);
     std::fflush(stdout);
   }
   return 0;

@@ -34,6 +34,13 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const TpuConfig& cfg, const
   }
   records_.resize(program.instrs.size());
   done_.assign(program.instrs.size(), 0);
+  {  // each core's list sized once (millions of instructions in a large run)
+    std::vector<std::size_t> per_core(static_cast<std::size_t>(ncores), 0);
+    for (const Instr& in : program.instrs)
+      if (in.core < ncores) ++per_core[in.core];
+    for (int c = 0; c < ncores; ++c)
+      cores_[static_cast<std::size_t>(c)].instrs.reserve(per_core[static_cast<std::size_t>(c)]);
+  }
   for (InstrId id = 0; id < program.instrs.size(); ++id) {
     const Instr& in = program.instrs[id];
     if (in.core >= ncores)
@@ -175,8 +182,7 @@ void ChipModule::sequencer(int c) {
       CollectiveJoin& join = collectives_[id];
       join.core = c;
       join.left = 2;
-      const CollectiveStart cs =
-          ici_->start(work, program_.group(work), id, [this, id] { collective_part_done(id); });
+      const CollectiveStart cs = ici_->start(work, program_.group(work), id, [this, id] { collective_part_done(id); });
       // The collective's own HBM traffic, on the chip's DMA engines: it
       // reads what it sends and writes what it receives, contending with
       // the compute's copies (see CollectiveStart).

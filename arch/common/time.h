@@ -26,7 +26,7 @@ inline bool ps_resolution() {
 }
 // Below these, the integer paths equal the double ones exactly (the double
 // products carry a relative error of a few 2^-53, far below half a unit).
-inline constexpr std::uint64_t kExactPs = 1ull << 48;        // ~281 s of simulated time
+inline constexpr std::uint64_t kExactPs = 1ull << 48;         // ~281 s of simulated time
 inline constexpr double kExactPsDouble = 4503599627370496.0;  // 2^52: an integer double + 0.5 stays exact
 }  // namespace time_detail
 

@@ -99,9 +99,8 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
   if (link) {
     host_bytes_ += d.bytes();
     const std::uint64_t bytes = d.bytes();
-    at(p.issue_start, [this, bytes, j] {
-      host_transfer(HbmModule::now_ps(), bytes, [this, j](Ps t) { part_done(j, t); });
-    });
+    at(p.issue_start,
+       [this, bytes, j] { host_transfer(HbmModule::now_ps(), bytes, [this, j](Ps t) { part_done(j, t); }); });
   }
   part_done(j, floor);
 }

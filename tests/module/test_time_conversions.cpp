@@ -35,8 +35,8 @@ TEST(TimeConversions, RoundHalfUpIsLlround) {
     if (round_half_up(half) != std::llround(half)) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0);
-  for (double x : {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 4503599627370495.5, 4503599627370497.0, 9.1e18, -0.5,
-                   -2.5, 1e19})
+  for (double x :
+       {0.0, 0.49999999999999994, 0.5, 1.5, 2.5, 4503599627370495.5, 4503599627370497.0, 9.1e18, -0.5, -2.5, 1e19})
     EXPECT_EQ(round_half_up(x), std::llround(x)) << x;
 }
 
