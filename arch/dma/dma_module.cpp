@@ -30,7 +30,8 @@ void DmaModule::timers() {
   for (;;) {
     const Ps now = HbmModule::now_ps();
     while (!timers_.empty() && timers_.top().at <= now) {
-      auto fn = timers_.top().fn;
+      // Moved out before the pop (the heap orders by time and sequence only).
+      std::function<void()> fn = std::move(const_cast<Timer&>(timers_.top()).fn);
       timers_.pop();
       fn();
     }
