@@ -100,6 +100,7 @@ class ChipModule : public sc_core::sc_module {
   void complete(InstrId id, std::uint64_t cycle);
   void completer();
   std::uint64_t now_cycles() const;
+  mutable std::uint64_t now_value_ = 0, now_cycles_ = 0;  // now_cycles() of the last time stamp asked
   sc_core::sc_time at_cycle(std::uint64_t c) const;
 
   const TpuConfig& cfg_;
@@ -130,6 +131,11 @@ class ChipModule : public sc_core::sc_module {
   using Pending = std::pair<std::uint64_t, InstrId>;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
   sc_core::sc_event wake_completer_;
+  // Its pending notification, if any: at cycle completer_at_ (the current
+  // cycle for a delta notification).
+  bool completer_armed_ = false;
+  std::uint64_t completer_at_ = 0;
+  void arm_completer();
 
   // VCD tracing (only when trace() was called).
   struct Activity {

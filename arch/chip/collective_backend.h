@@ -32,9 +32,11 @@ struct CollectiveStart {
 class CollectiveBackend {
  public:
   virtual ~CollectiveBackend() = default;
-  // Called from a SystemC process; `instr` is the instruction's id, for
-  // the backend's own records. `on_done` runs at the completion time.
-  virtual CollectiveStart start(const IciWork& work, InstrId instr, std::function<void()> on_done) = 0;
+  // Called from a SystemC process; `group` is the work's CollectiveGroup,
+  // `instr` the instruction's id, for the backend's own records. `on_done`
+  // runs at the completion time.
+  virtual CollectiveStart start(const IciWork& work, const CollectiveGroup& group, InstrId instr,
+                                std::function<void()> on_done) = 0;
   virtual std::vector<std::pair<std::string, StatList>> block_stats() const = 0;
 };
 

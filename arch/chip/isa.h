@@ -15,6 +15,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -95,12 +96,22 @@ struct DmaWork {
   std::uint64_t bytes() const { return row_bytes * rows; }
 };
 
+// Who takes part in a collective: the named mesh axes of the slice it
+// runs over, and for a collective_permute the (source, destination) pairs.
+// Kept once per program (Program::groups) rather than in the instruction,
+// so that Instr holds no heap memory.
+struct CollectiveGroup {
+  std::vector<std::string> axes;
+  std::vector<std::pair<int, int>> pairs;
+};
+
 // A collective over named mesh axes of the slice, executed by the ICI
 // network with every chip taking part (SPMD). `bytes` is per chip, on the
 // larger side of the collective (all_gather output, reduce_scatter input,
 // all_reduce and all_to_all buffer). `kind` is an arch::ici::CollectiveKind.
 // `dtype`: element type of the buffer, which sets how many elements a
-// reduction adds on the VPU.
+// reduction adds on the VPU. `group`: its CollectiveGroup in
+// Program::groups.
 // Fields are ordered so that the small ones share one word: a program
 // holds millions of instructions, and the largest alternative sets the
 // size of every Instr.
@@ -109,15 +120,15 @@ struct IciWork {
   DType dtype = DType::bf16;
   int root = 0;
   std::uint64_t bytes = 0;
-  std::vector<std::string> axes;
-  std::vector<std::pair<int, int>> pairs;
+  std::uint32_t group = 0;
 };
 
 using InstrId = std::uint32_t;
 
-// 96 bytes (the small fields first, packed into 24): a large training
-// step lowers to millions of instructions, so their size is much of the
-// lowering's time (allocating and moving the program).
+// 88 bytes (the small fields first, packed into 24), and trivially
+// copyable: a large training step lowers to millions of instructions, so
+// their size and the cost of moving them are much of the lowering's time
+// (allocating and growing the program).
 struct Instr {
   UnitKind unit = UnitKind::vpu;
   std::uint16_t core = 0;   // TensorCore that issues it
@@ -136,7 +147,8 @@ struct Instr {
   std::uint32_t dep_begin = 0;
   std::variant<MxuWork, VpuWork, XluWork, DmaWork, IciWork> work;
 };
-static_assert(sizeof(void*) != 8 || sizeof(Instr) <= 96, "Instr grew: see the comment above it");
+static_assert(sizeof(void*) != 8 || sizeof(Instr) <= 88, "Instr grew: see the comment above it");
+static_assert(std::is_trivially_copyable_v<Instr>, "Instr must stay trivially copyable: see the comment above it");
 
 // The ids in [begin, end), for range-for.
 struct DepRange {
@@ -154,6 +166,7 @@ struct Program {
   std::vector<Instr> instrs;
   std::vector<InstrId> dep_pool;      // every instruction's waits, back to back
   std::vector<std::string> op_names;  // indexed by Instr::op
+  std::vector<CollectiveGroup> groups;  // indexed by IciWork::group
   int cores = 1;
 
   // Appends `in`, waiting for `deps` (any range of InstrId); returns its id.
@@ -177,6 +190,12 @@ struct Program {
     return {b, b + in.dep_count};
   }
   DepRange deps(InstrId id) const { return deps(instrs[id]); }
+  // Adds a collective's group; returns its IciWork::group.
+  std::uint32_t add_group(CollectiveGroup g) {
+    groups.push_back(std::move(g));
+    return static_cast<std::uint32_t>(groups.size() - 1);
+  }
+  const CollectiveGroup& group(const IciWork& w) const { return groups.at(w.group); }
 };
 
 // When each instruction ran, in cycles of the TensorCore clock.

@@ -30,14 +30,15 @@ void DmaModule::timers() {
   for (;;) {
     const Ps now = HbmModule::now_ps();
     while (!timers_.empty() && timers_.top().at <= now) {
-      auto fn = timers_.top().fn;
+      // Moved out before the pop (the heap orders by time and sequence only).
+      std::function<void()> fn = std::move(const_cast<Timer&>(timers_.top()).fn);
       timers_.pop();
       fn();
     }
     if (timers_.empty())
       sc_core::wait(timer_wake_);
     else
-      sc_core::wait(cycles_to_time(static_cast<Cycles>(timers_.top().at - now), 1e12), timer_wake_);
+      sc_core::wait(ps_to_time(static_cast<std::uint64_t>(timers_.top().at - now)), timer_wake_);
   }
 }
 
@@ -56,7 +57,8 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     throw ConfigError("dma descriptor: a copy to or from host memory needs the chip's pcie_bandwidth");
   const Ps now = HbmModule::now_ps();
   DmaEngineTiming& eng = engines_[static_cast<std::size_t>(engine)];
-  DmaPlan p = eng.plan(d, now);
+  DmaPlan& p = plan_;
+  eng.plan(d, now, p);
   if (p.hbm.empty()) {
     // On-chip copy: the engine moves the data itself, at the slower
     // memory's bandwidth, and is busy until it is done.
@@ -78,11 +80,6 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
   es.issue_ps += p.issue_end - p.issue_start;
   // Completion: all HBM transfers done, and never before the last request
   // has been issued (on-chip copies take the issue time only).
-  struct Join {
-    std::size_t left;
-    Ps done;
-    std::function<void()> fn;
-  };
   Ps floor = p.issue_end;
   if (!p.hbm.empty() && on_chip_.vmem > 0 && (d.src == MemSpace::vmem || d.dst == MemSpace::vmem)) {
     // The VMEM side of an HBM copy: whole granules at VMEM's bandwidth.
@@ -93,27 +90,50 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     floor = std::max(floor, p.issue_start + static_cast<Ps>(bytes / on_chip_.vmem * 1e12));
   }
   const bool link = to_host && d.bytes() > 0;
-  auto j = std::make_shared<Join>(Join{p.hbm.size() + 1 + (link ? 1 : 0), floor, std::move(on_done)});
-  auto finish = [this, j, now](Ps t) {
-    j->done = std::max(j->done, t);
-    if (--j->left == 0) {
-      ++completed_;
-      latency_sum_ += static_cast<double>(j->done - now);
-      at(j->done, j->fn);  // j->done >= now: runs at that exact time
-    }
-  };
+  const std::uint32_t j = new_join(p.hbm.size() + 1 + (link ? 1 : 0), floor, now, std::move(on_done));
   for (auto& [t, arrival] : p.hbm) {
     hbm_bytes_ += t.bytes();
-    hbm_.submit(t, arrival, finish);
+    hbm_.submit(t, arrival, *this, j);
   }
   // The link side: the data crosses the host link from when the engine
   // starts issuing (the HBM side streams at HBM's rate alongside).
   if (link) {
     host_bytes_ += d.bytes();
     const std::uint64_t bytes = d.bytes();
-    at(p.issue_start, [this, bytes, finish] { host_transfer(HbmModule::now_ps(), bytes, finish); });
+    at(p.issue_start,
+       [this, bytes, j] { host_transfer(HbmModule::now_ps(), bytes, [this, j](Ps t) { part_done(j, t); }); });
   }
-  finish(floor);
+  part_done(j, floor);
+}
+
+std::uint32_t DmaModule::new_join(std::size_t parts, Ps floor, Ps now, std::function<void()> fn) {
+  std::uint32_t slot;
+  if (!free_joins_.empty()) {
+    slot = free_joins_.back();
+    free_joins_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(joins_.size());
+    joins_.emplace_back();
+  }
+  Join& j = joins_[slot];
+  j.left = parts;
+  j.done = floor;
+  j.started = now;
+  j.fn = std::move(fn);
+  return slot;
+}
+
+void DmaModule::part_done(std::uint32_t slot, Ps t) {
+  Join& j = joins_[slot];
+  j.done = std::max(j.done, t);
+  if (--j.left > 0) return;
+  ++completed_;
+  latency_sum_ += static_cast<double>(j.done - j.started);
+  const Ps done = j.done;
+  std::function<void()> fn = std::move(j.fn);
+  j.fn = nullptr;
+  free_joins_.push_back(slot);
+  at(done, std::move(fn));  // done >= the start time: runs at that exact time
 }
 
 void DmaModule::host_transfer(Ps t, std::uint64_t bytes, std::function<void(Ps)> fn) {

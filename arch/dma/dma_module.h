@@ -45,7 +45,7 @@ struct OnChipBandwidth {
   double host = 0;
 };
 
-class DmaModule : public sc_core::sc_module, public DmaBackend {
+class DmaModule : public sc_core::sc_module, public DmaBackend, private HbmWaiter {
  public:
   // `clock_hz`: the engines' (TensorCore) clock, for issue rate and setup.
   DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config, double clock_hz,
@@ -73,6 +73,20 @@ class DmaModule : public sc_core::sc_module, public DmaBackend {
   };
   void at(Ps t, std::function<void()> fn);
   void timers();
+  // A descriptor in flight completes when its HBM transfers, its issue
+  // (and its host-link transfer) are done: joins_[slot], slots reused.
+  struct Join {
+    std::size_t left = 0;
+    Ps done = 0;
+    Ps started = 0;
+    std::function<void()> fn;
+  };
+  std::uint32_t new_join(std::size_t parts, Ps floor, Ps now, std::function<void()> fn);
+  void part_done(std::uint32_t slot, Ps t);
+  void hbm_done(std::uint64_t tag, Ps done) override { part_done(static_cast<std::uint32_t>(tag), done); }
+  std::vector<Join> joins_;
+  std::vector<std::uint32_t> free_joins_;
+  DmaPlan plan_;  // start()'s scratch
   // The host link: a transfer joins at `t`; `fn` runs when it is done.
   void host_transfer(Ps t, std::uint64_t bytes, std::function<void(Ps)> fn);
   void host_wake();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/dram_timing.h"
 
 namespace tpusim::arch {
@@ -63,6 +64,12 @@ std::uint64_t atoms_of(const HbmTransfer& t) {
 }  // namespace
 
 DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
+  DmaPlan p;
+  plan(d, now, p);
+  return p;
+}
+
+void DmaEngineTiming::plan(const DmaDescriptor& d, Ps now, DmaPlan& p) {
   if (d.dims < 1 || d.dims > 4) throw ConfigError("dma descriptor: dims must be 1..4, got " + std::to_string(d.dims));
   // HBM <-> ICI: a collective's own traffic, timed on the HBM side only
   // (the network side is the ICI model's); ICI to on-chip memory is not
@@ -77,17 +84,20 @@ DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
     if (d.shape[kk] > 1 && d.dst == MemSpace::hbm && d.dst_stride[kk] == 0)
       throw ConfigError("dma descriptor: destination stride of dim " + std::to_string(k) + " is 0");
   }
-  DmaPlan p;
   p.interval_ps = interval_ps_;
   p.issue_start = std::max(now, free_at_) + setup_ps_;
-  std::vector<HbmTransfer> rd, wr;
+  p.hbm.clear();
+  std::vector<HbmTransfer>& rd = rd_;
+  std::vector<HbmTransfer>& wr = wr_;
+  rd.clear();
+  wr.clear();
   if (d.src == MemSpace::hbm) slabs(d, d.src_addr, d.src_stride, false, dma_.request_bytes, rd);
   if (d.dst == MemSpace::hbm) slabs(d, d.dst_addr, d.dst_stride, true, dma_.request_bytes, wr);
   auto schedule = [&](std::vector<HbmTransfer>& v) {
     std::uint64_t before = 0;
     for (HbmTransfer& t : v) {
       t.atom_interval_ps = interval_ps_;
-      p.hbm.push_back({t, p.issue_start + static_cast<Ps>(std::llround(static_cast<double>(before) * interval_ps_))});
+      p.hbm.push_back({t, p.issue_start + static_cast<Ps>(round_half_up(static_cast<double>(before) * interval_ps_))});
       before += atoms_of(t);
     }
     return before;
@@ -96,9 +106,8 @@ DmaPlan DmaEngineTiming::plan(const DmaDescriptor& d, Ps now) {
   // and writes go out side by side.
   const std::uint64_t n = std::max(schedule(rd), schedule(wr));
   p.requests = n != 0 ? n : (d.bytes() + dma_.request_bytes - 1) / dma_.request_bytes;
-  p.issue_end = p.issue_start + static_cast<Ps>(std::llround(static_cast<double>(p.requests) * interval_ps_));
+  p.issue_end = p.issue_start + static_cast<Ps>(round_half_up(static_cast<double>(p.requests) * interval_ps_));
   free_at_ = p.issue_end;
-  return p;
 }
 
 }  // namespace tpusim::arch

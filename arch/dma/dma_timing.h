@@ -35,6 +35,8 @@ class DmaEngineTiming {
   // Plans a descriptor handed to this engine at `now`; the engine is then
   // busy issuing until the plan's issue_end.
   DmaPlan plan(const DmaDescriptor& d, Ps now);
+  // The same into `out`, reusing its storage (no allocation once warm).
+  void plan(const DmaDescriptor& d, Ps now, DmaPlan& out);
   double interval_ps() const { return interval_ps_; }
   Ps free_at() const { return free_at_; }
   // The engine stays busy until `t` (it moves an on-chip copy's data).
@@ -46,6 +48,7 @@ class DmaEngineTiming {
   double interval_ps_;
   Ps setup_ps_;
   Ps free_at_ = 0;
+  std::vector<HbmTransfer> rd_, wr_;  // plan()'s scratch
 };
 
 // Unloaded latency of one request of `bytes` on this HBM (row miss):

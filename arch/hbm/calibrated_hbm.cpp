@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <numeric>
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
 #include "arch/hbm/dram_timing.h"
@@ -69,12 +69,11 @@ double CalibratedHbm::steady_efficiency(const HbmTransfer& t) { return 1.0 / (sl
 // mixed_capacity() (the base's): measured with refresh off, the refresh
 // credit and share apply on top, as for one direction.
 
-std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
-  const std::uint64_t id = accept(t, arrival);
-  if (t.bytes() == 0) return id;
-  Active a{};
-  a.id = id;
-  a.arrival = arrival;
+const CalibratedHbm::Shaped& CalibratedHbm::shaped(const HbmTransfer& t) {
+  const ShapeKey key{t.row_bytes, t.rows, t.stride, t.atom_bytes, t.write};
+  auto it = shapes_.find(key);
+  if (it != shapes_.end()) return it->second;
+  Shaped s{};
   // Service demand D at the class's refresh-free steady rate on the whole
   // memory, never less than its bytes at peak (the pins' limit: with large
   // atoms T alone less one atom's latency can be shorter than that); the
@@ -83,23 +82,38 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
   // exactly T. The refresh credit and share in advance() stretch the
   // service, so the tail is what T alone has beyond that stretch.
   const Ps alone = alone_time(t);
-  const Ps lat = std::min(atom_latency(t), alone);
+  s.lat = std::min(atom_latency(t), alone);
   const double need = static_cast<double>(t.bytes()) * slope0(class_of(t));
   const double at_peak = static_cast<double>(t.bytes()) / peak_ * 1e12;
-  a.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
-  a.remaining =
-      std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - lat))));
-  const double stretched = fluid_alone(a.remaining);
+  s.pcs = std::min(pcs_total_, std::ceil(static_cast<double>(t.bytes()) / static_cast<double>(interleave_)));
+  s.remaining =
+      std::min(static_cast<double>(alone), std::max(at_peak, std::min(need, static_cast<double>(alone - s.lat))));
+  const double stretched = fluid_alone(s.remaining);
   const double forced_alone = std::max(0.0, stretched - credit_cap_);
-  a.tail = std::max<Ps>(0, alone - static_cast<Ps>(std::llround(stretched + slowest_channel(a.pcs, forced_alone))));
+  s.tail = std::max<Ps>(0, alone - static_cast<Ps>(round_half_up(stretched + slowest_channel(s.pcs, forced_alone))));
+  const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
+  s.atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
+  if (shapes_.size() >= (1u << 16)) shapes_.clear();  // bounded: runs use a few hundred shapes
+  return shapes_.emplace(key, s).first->second;
+}
+
+std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
+  const std::uint64_t id = accept(t, arrival);
+  if (t.bytes() == 0) return id;
+  const Shaped& s = shaped(t);
+  Active a{};
+  a.id = id;
+  a.arrival = arrival;
+  a.pcs = s.pcs;
+  a.remaining = s.remaining;
+  a.tail = s.tail;
   a.write = t.write;
   a.atom_bytes = t.atom_bytes;
-  const std::uint64_t per_row = (t.row_bytes + t.atom_bytes - 1) / t.atom_bytes;
-  const std::uint64_t atoms = per_row * std::max<std::uint64_t>(t.rows, 1);
   // An issue-rate-limited transfer cannot end before its last atom has
   // arrived and been served: last arrival + one atom's unloaded latency.
-  a.floor = arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(atoms - 1))) + lat;
+  a.floor = arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(s.atoms - 1))) + s.lat;
   pending_.push_back({arrival, a});
+  next_arrival_ = std::min(next_arrival_, arrival);
   return id;
 }
 
@@ -108,22 +122,19 @@ std::uint64_t CalibratedHbm::submit(const HbmTransfer& t, Ps arrival) {
 // nearly one after another); transfers that arrived together split what is
 // left evenly (their requests are admitted in turn).
 void CalibratedHbm::split(double capacity) {
-  std::vector<std::size_t>& order = order_;
-  order.resize(active_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    return active_[x].arrival != active_[y].arrival ? active_[x].arrival < active_[y].arrival
-                                                    : active_[x].id < active_[y].id;
-  });
-  double left = capacity;
-  for (std::size_t g = 0; g < order.size();) {
-    std::size_t end = g;
-    while (end < order.size() && active_[order[end]].arrival == active_[order[g]].arrival) ++end;
-    const double each = left / static_cast<double>(end - g);
-    for (std::size_t i = g; i < end; ++i) active_[order[i]].rate = each;
-    left = 0;
-    g = end;
+  // Only the earliest arrivals are served (what they leave is nothing),
+  // so one pass finds them.
+  Ps first = kNever;
+  std::size_t together = 0;
+  for (const Active& a : active_) {
+    if (a.arrival < first) {
+      first = a.arrival;
+      together = 0;
+    }
+    if (a.arrival == first) ++together;
   }
+  const double each = together > 0 ? capacity / static_cast<double>(together) : 0.0;
+  for (Active& a : active_) a.rate = a.arrival == first ? each : 0.0;
 }
 
 void CalibratedHbm::share_out() {
@@ -147,8 +158,7 @@ void CalibratedHbm::share_out() {
 void CalibratedHbm::advance(Ps to) {
   for (;;) {
     share_out();
-    Ps next_arr = kNever;
-    for (const Pending& p : pending_) next_arr = std::min(next_arr, p.arrival);
+    const Ps next_arr = next_arrival_;
     double next_fin = 1e300;
     std::size_t first = 0;
     for (std::size_t i = 0; i < active_.size(); ++i) {
@@ -176,9 +186,10 @@ void CalibratedHbm::advance(Ps to) {
         // restoring one tREFI of credit.
         credit_used_ = std::max(0.0, credit_used_ - (step_to - now_) * payback_);
       }
+      const double dt = step_to - now_;
       for (Active& a : active_) {
-        a.remaining -= (step_to - now_) * a.rate;
-        if (forced) a.forced += step_to - now_;
+        if (a.rate != 0) a.remaining -= dt * a.rate;  // unserved: minus +0, unchanged
+        if (forced) a.forced += dt;
       }
       now_ = step_to;
     }
@@ -187,10 +198,11 @@ void CalibratedHbm::advance(Ps to) {
     // a rounding residue finish with it.
     if (finishing) active_[first].remaining = 0;
     bool changed = false;
+    const double residue = 1e-6 * std::max(1.0, now_ * 1e-9);
     for (std::size_t i = 0; i < active_.size();) {
-      if (active_[i].remaining <= 1e-6 * std::max(1.0, now_ * 1e-9)) {
+      if (active_[i].remaining <= residue) {
         const Active& a = active_[i];
-        const Ps slowest = static_cast<Ps>(std::llround(slowest_channel(a.pcs, a.forced)));
+        const Ps slowest = static_cast<Ps>(round_half_up(slowest_channel(a.pcs, a.forced)));
         const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
         done_.push(std::max(fin + a.tail, a.floor), a.id);
         active_[i] = active_.back();
@@ -200,14 +212,18 @@ void CalibratedHbm::advance(Ps to) {
         ++i;
       }
     }
-    for (std::size_t i = 0; i < pending_.size();) {
-      if (static_cast<double>(pending_[i].arrival) <= now_) {
-        active_.push_back(pending_[i].a);
-        pending_[i] = pending_.back();
-        pending_.pop_back();
-        changed = true;
-      } else {
-        ++i;
+    if (static_cast<double>(next_arrival_) <= now_) {
+      next_arrival_ = kNever;
+      for (std::size_t i = 0; i < pending_.size();) {
+        if (static_cast<double>(pending_[i].arrival) <= now_) {
+          active_.push_back(pending_[i].a);
+          pending_[i] = pending_.back();
+          pending_.pop_back();
+          changed = true;
+        } else {
+          next_arrival_ = std::min(next_arrival_, pending_[i].arrival);
+          ++i;
+        }
       }
     }
     if (changed) shares_valid_ = false;
@@ -221,8 +237,7 @@ void CalibratedHbm::advance(Ps to) {
 }
 
 Ps CalibratedHbm::next_event_time() const {
-  Ps t = done_.next();
-  for (const Pending& p : pending_) t = std::min(t, p.arrival);
+  Ps t = std::min(done_.next(), next_arrival_);
   // Shares are current: advance() leaves them valid whenever it returns
   // with transfers active.
   for (const Active& a : active_)

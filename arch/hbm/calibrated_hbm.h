@@ -30,9 +30,11 @@
 // of a particular transfer, row sizes between powers of two in the slope.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "arch/hbm/calibrated_hbm_base.h"
@@ -68,6 +70,35 @@ class CalibratedHbm final : public CalibratedHbmBase {
     Ps arrival;
     Active a;
   };
+  // What submit() derives from a transfer's shape alone (not its base,
+  // arrival or pacing): a run submits millions of transfers of a few
+  // hundred shapes, and the calibration lookups behind these were much of
+  // its time.
+  struct ShapeKey {
+    std::uint64_t row_bytes, rows, stride, atom_bytes;
+    bool write;
+    bool operator==(const ShapeKey& o) const {
+      return row_bytes == o.row_bytes && rows == o.rows && stride == o.stride && atom_bytes == o.atom_bytes &&
+             write == o.write;
+    }
+  };
+  struct ShapeHash {
+    std::size_t operator()(const ShapeKey& k) const {
+      std::uint64_t h = k.row_bytes * 0x9E3779B97F4A7C15ull;
+      h = (h ^ k.rows) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ k.stride) * 0x94D049BB133111EBull;
+      h = (h ^ (k.atom_bytes << 1 | static_cast<std::uint64_t>(k.write))) * 0x9E3779B97F4A7C15ull;
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  struct Shaped {
+    Ps lat;            // one atom's unloaded latency (at most the time alone)
+    double remaining;  // service demand
+    double pcs;        // pseudo-channels spanned
+    Ps tail;           // paid after service
+    std::uint64_t atoms;
+  };
+  const Shaped& shaped(const HbmTransfer& t);
 
   double slope(const Key& k);  // steady, with refresh's share (slope0 is refresh-free)
   double fluid_alone(double service) const;
@@ -79,8 +110,9 @@ class CalibratedHbm final : public CalibratedHbmBase {
   double now_ = 0;  // ps, service clock
   std::vector<Active> active_;
   std::vector<Pending> pending_;
+  Ps next_arrival_ = kNever;  // earliest arrival in pending_
   bool shares_valid_ = false;
-  std::vector<std::size_t> order_;  // scratch for split()
+  std::unordered_map<ShapeKey, Shaped, ShapeHash> shapes_;
   // busy_ps_: time with at least one transfer in service
   // Refresh: share of each pseudo-channel's time (tRFC / tREFI), the busy
   // time the postponed refreshes cover (refresh_postpone x tREFI), the busy

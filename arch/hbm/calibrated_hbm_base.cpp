@@ -25,8 +25,14 @@ CalibratedHbmBase::CalibratedHbmBase(const HbmConfig& config, const char* name, 
 }
 
 double CalibratedHbmBase::mixed_capacity(std::uint64_t atom_bytes) {
+  // Asked on every share change, nearly always for the same atom size.
+  if (atom_bytes == last_mixed_atom_) return last_mixed_;
   auto it = mixed_.find(atom_bytes);
-  if (it != mixed_.end()) return it->second;
+  if (it != mixed_.end()) {
+    last_mixed_atom_ = atom_bytes;
+    last_mixed_ = it->second;
+    return it->second;
+  }
   const Ps last = calib_.read_write_time(atom_bytes, kMixBytes);
   HbmTransfer r;
   r.atom_bytes = atom_bytes;
@@ -57,10 +63,16 @@ std::uint64_t CalibratedHbmBase::accept(const HbmTransfer& t, Ps arrival) {
 }
 
 std::vector<HbmCompletion> CalibratedHbmBase::run_until(Ps limit) {
+  std::vector<HbmCompletion> out;
+  collect_until(limit, out);
+  return out;
+}
+
+void CalibratedHbmBase::collect_until(Ps limit, std::vector<HbmCompletion>& out) {
   if (limit < limit_) limit = limit_;
   advance(limit);
   limit_ = limit;
-  return done_.take_until(limit);
+  done_.take_until(limit, out);
 }
 
 StatList CalibratedHbmBase::stats() const {

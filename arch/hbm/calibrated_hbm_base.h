@@ -25,6 +25,7 @@ class CalibratedHbmBase : public HbmModel {
   static constexpr std::uint64_t kMixBytes = 4ull << 20;  // read+write capacity run, each way
 
   std::vector<HbmCompletion> run_until(Ps limit) final;
+  void collect_until(Ps limit, std::vector<HbmCompletion>& out) final;
   StatList stats() const final;
   double peak_bandwidth() const final { return peak_; }
 
@@ -77,6 +78,8 @@ class CalibratedHbmBase : public HbmModel {
   double pcs_total_;                       // pseudo-channels
   std::uint64_t extra_runs_ = 0;           // detailed runs made outside calib_
   std::map<std::uint64_t, double> mixed_;  // atom bytes -> read+write capacity
+  std::uint64_t last_mixed_atom_ = ~0ull;  // the last one asked (~0: none)
+  double last_mixed_ = 0;
 
   Ps limit_ = 0;  // last run_until() limit
   HbmCompletionQueue done_;

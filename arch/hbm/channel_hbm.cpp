@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/address_mapping.h"
 #include "arch/hbm/detailed_dram.h"
 #include "arch/hbm/dram_timing.h"
@@ -192,7 +193,7 @@ std::uint64_t ChannelHbm::submit(const HbmTransfer& t, Ps arrival) {
   const std::uint64_t ab = t.atom_bytes;
   const std::uint64_t atoms = atoms_;
   auto at = [&](std::uint64_t i) {
-    return arrival + static_cast<Ps>(std::llround(t.atom_interval_ps * static_cast<double>(i)));
+    return arrival + static_cast<Ps>(round_half_up(t.atom_interval_ps * static_cast<double>(i)));
   };
   const Ps last = at(atoms - 1);
   // The transfer cannot end before its last atom has arrived and been

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 #include "arch/hbm/detailed_dram.h"
 #include "arch/hbm/hbm_calibration_cache.h"
 
@@ -200,7 +201,7 @@ Ps HbmCalibration::time_alone_extrapolated(const HbmTransfer& t, bool refresh, d
   } else {
     head.rows = std::max<std::uint64_t>(1, kExactBytes / t.row_bytes);
   }
-  return time_alone(head, refresh) + static_cast<Ps>(std::llround(slope * static_cast<double>(b - head.bytes())));
+  return time_alone(head, refresh) + static_cast<Ps>(round_half_up(slope * static_cast<double>(b - head.bytes())));
 }
 
 double HbmCalibration::slope0(const HbmPattern& k) {
@@ -219,12 +220,16 @@ void HbmCompletionQueue::push(Ps t, std::uint64_t id) {
 
 std::vector<HbmCompletion> HbmCompletionQueue::take_until(Ps limit) {
   std::vector<HbmCompletion> out;
+  take_until(limit, out);
+  return out;
+}
+
+void HbmCompletionQueue::take_until(Ps limit, std::vector<HbmCompletion>& out) {
   while (!heap_.empty() && heap_.front().first <= limit) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     out.push_back({heap_.back().second, heap_.back().first});
     heap_.pop_back();
   }
-  return out;
 }
 
 }  // namespace tpusim::arch

@@ -56,6 +56,11 @@ class HbmModel {
   // Advances to `limit` and returns transfers completed at or before it, in
   // completion-time order.
   virtual std::vector<HbmCompletion> run_until(Ps limit) = 0;
+  // run_until(), appending to `out` (a caller's buffer, reused across calls:
+  // a SystemC shell calls this millions of times).
+  virtual void collect_until(Ps limit, std::vector<HbmCompletion>& out) {
+    for (const HbmCompletion& c : run_until(limit)) out.push_back(c);
+  }
   // Earliest time after the last run_until limit at which a command may
   // issue or a transfer complete; kNever when idle.
   virtual Ps next_event_time() const = 0;

@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "arch/common/errors.h"
+#include "arch/common/rounding.h"
 
 namespace tpusim::arch::ici {
 
@@ -31,7 +32,7 @@ Network::Network(const Slice& slice, const NetworkOptions& options)
 }
 
 Ps Network::tx_ps(std::uint64_t bytes) const {
-  return static_cast<Ps>(std::llround(static_cast<double>(bytes) * ps_per_byte_));
+  return static_cast<Ps>(round_half_up(static_cast<double>(bytes) * ps_per_byte_));
 }
 
 std::uint64_t Network::packet_size(const Msg& m, std::uint64_t index) const {

@@ -12,13 +12,14 @@ namespace tpusim::sim {
 
 namespace {
 
-arch::ici::CollectiveRequest to_request(const arch::IciWork& work, arch::InstrId instr) {
+arch::ici::CollectiveRequest to_request(const arch::IciWork& work, const arch::CollectiveGroup& group,
+                                        arch::InstrId instr) {
   arch::ici::CollectiveRequest req;
   req.kind = static_cast<arch::ici::CollectiveKind>(work.kind);
   req.bytes = work.bytes;
-  req.axes = work.axes;
+  req.axes = group.axes;
   req.root = work.root;
-  req.pairs = work.pairs;
+  req.pairs = group.pairs;
   req.label = std::to_string(instr);
   return req;
 }
@@ -47,7 +48,7 @@ class IciBackendImpl {
   class Port : public arch::CollectiveBackend {
    public:
     Port(IciBackendImpl* impl, int chip) : impl_(impl), chip_(chip) {}
-    arch::CollectiveStart start(const arch::IciWork& work, arch::InstrId instr,
+    arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
                                 std::function<void()> on_done) override {
       // The first chip to reach the instruction plans the collective; the
       // others join the same instance (every chip runs the same program).
@@ -55,7 +56,7 @@ class IciBackendImpl {
       if (it == impl_->deferred.end()) {
         IciBackendImpl* impl = impl_;
         const std::uint64_t id = impl->module.start_deferred(
-            to_request(work, instr),
+            to_request(work, group, instr),
             [impl, instr](const arch::ici::CollectiveResult& r) { impl->records.push_back(to_record(instr, r)); });
         it = impl_->deferred.emplace(instr, id).first;
       }
@@ -86,10 +87,11 @@ IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, con
 
 IciBackend::~IciBackend() = default;
 
-arch::CollectiveStart IciBackend::start(const arch::IciWork& work, arch::InstrId instr, std::function<void()> on_done) {
+arch::CollectiveStart IciBackend::start(const arch::IciWork& work, const arch::CollectiveGroup& group,
+                                        arch::InstrId instr, std::function<void()> on_done) {
   IciBackendImpl* impl = impl_.get();
   const std::uint64_t id = impl->module.start_collective_with_result(
-      to_request(work, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
+      to_request(work, group, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
         impl->records.push_back(to_record(instr, r));
         done();
       });

@@ -23,7 +23,8 @@ class IciBackend : public arch::CollectiveBackend {
  public:
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh, bool twisted);
   ~IciBackend() override;
-  arch::CollectiveStart start(const arch::IciWork& work, arch::InstrId instr, std::function<void()> on_done) override;
+  arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
+                              std::function<void()> on_done) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;
   const std::vector<CollectiveRecord>& records() const;
   int chips() const;

@@ -51,9 +51,10 @@ std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const 
   w.kind = static_cast<std::uint8_t>(collective_kind(op.kind));
   w.bytes = std::max(in.bytes(), out.bytes());
   w.dtype = in.dtype;  // the VPU adds reductions in the operand's dtype
-  w.axes = a.mesh_axes;
   w.root = static_cast<int>(a.root);
-  for (const auto& [s, d] : a.pairs) w.pairs.emplace_back(static_cast<int>(s), static_cast<int>(d));
+  arch::CollectiveGroup g;
+  g.axes = a.mesh_axes;
+  for (const auto& [s, d] : a.pairs) g.pairs.emplace_back(static_cast<int>(s), static_cast<int>(d));
   const double n = static_cast<double>(group);
   const double v = static_cast<double>(w.bytes);
   double received = v * (n - 1) / n;
@@ -67,6 +68,7 @@ std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const 
   Step s;
   s.core = 0;
   s.compute.push_back({ici, {}});
+  s.collective = std::move(g);
   plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
   return {s};
 }

@@ -10,10 +10,12 @@ using arch::InstrId;
 
 InstrId ProgramBuilder::add(Instr in, const std::vector<InstrId>& deps) { return p_.add(std::move(in), deps); }
 
-std::vector<Instr> ProgramBuilder::split(const Instr& in) const {
+void ProgramBuilder::split(const Instr& in, std::vector<Instr>& out) const {
   const auto& w = std::get<arch::DmaWork>(in.work);
-  if (engines_ <= 1 || w.bytes() < split_bytes_) return {in};
-  std::vector<Instr> out;
+  if (engines_ <= 1 || w.bytes() < split_bytes_) {
+    out.push_back(in);
+    return;
+  }
   if (w.rows >= 2) {
     const std::uint64_t n = std::min<std::uint64_t>(static_cast<std::uint64_t>(engines_), w.rows);
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -41,7 +43,6 @@ std::vector<Instr> ProgramBuilder::split(const Instr& in) const {
       out.push_back(std::move(piece));
     }
   }
-  return out;
 }
 
 namespace {
@@ -64,16 +65,16 @@ void append(std::vector<InstrId>& to, const std::vector<InstrId>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
-// The last epilogue instruction and the pieces split from the same store
-// (they share its waits).
-std::vector<InstrId> last_group(const std::vector<InstrId>& epi, const arch::Program& p) {
-  std::vector<InstrId> out{epi.back()};
+// Appends the last epilogue instruction and the pieces split from the same
+// store (they share its waits).
+void append_last_group(std::vector<InstrId>& out, const std::vector<InstrId>& epi, const arch::Program& p) {
+  out.push_back(epi.back());
+  const arch::DepRange b = p.deps(epi.back());
   for (std::size_t k = epi.size() - 1; k-- > 0;) {
-    const arch::DepRange a = p.deps(epi[k]), b = p.deps(epi.back());
+    const arch::DepRange a = p.deps(epi[k]);
     if (!std::equal(a.begin(), a.end(), b.begin(), b.end())) break;
     out.push_back(epi[k]);
   }
-  return out;
 }
 
 }  // namespace
@@ -108,7 +109,8 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     // Adds `in` waiting for `d`; the operator's first instruction on this
     // core also waits for `entry_wait` (its producers' completion and the
     // previous kernel's end).
-    std::vector<InstrId> scratch, deps_scratch;
+    std::vector<InstrId> scratch, deps_scratch, out_wait, wait, ids;
+    std::vector<Instr> pieces;
     auto add_waiting = [&](Instr in, const std::vector<InstrId>& d) {
       if (!first) return add(std::move(in), d);
       first = false;
@@ -131,16 +133,21 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     };
     auto emit_loads = [&](std::size_t i) {
       const Step& s = *list[i];
-      std::vector<InstrId> wait;
+      wait.clear();
       const long w = wait_step();
       if (w >= 0) wait = em[static_cast<std::size_t>(w)].compute;
       load_steps.push_back(i);
-      for (const Instr& l : s.loads)
-        for (Instr in : in_place(l) ? std::vector<Instr>{} : split(l)) {
+      em[i].loads.reserve(s.loads.size() * static_cast<std::size_t>(std::max(1, engines_)));
+      for (const Instr& l : s.loads) {
+        if (in_place(l)) continue;
+        pieces.clear();
+        split(l, pieces);
+        for (Instr& in : pieces) {
           in.op = op;
           in.core = static_cast<std::uint16_t>(core);
-          em[i].loads.push_back(add_waiting(std::move(in), wait));
+          em[i].loads.push_back(add_waiting(in, wait));
         }
+      }
     };
     // Emits the loads of steps before `upto` whose buffer is free once the
     // compute of step `free_after` has been issued (force: regardless).
@@ -159,22 +166,26 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       const Step& s = *list[i];
       // The loads this step computes on: its own, or the last loading
       // step's (resident blocks).
-      std::vector<InstrId> operands;
+      static const std::vector<InstrId> kNoLoads;
+      const std::vector<InstrId>* operands_of = &kNoLoads;
       for (long j = static_cast<long>(i); j >= 0; --j)
         if (!em[static_cast<std::size_t>(j)].loads.empty()) {
-          operands = em[static_cast<std::size_t>(j)].loads;
+          operands_of = &em[static_cast<std::size_t>(j)].loads;
           break;
         }
+      const std::vector<InstrId>& operands = *operands_of;
       // An output buffer is reused two stores later.
-      std::vector<InstrId> out_wait;
+      out_wait.clear();
       if (store_steps.size() >= 2) {
         const Emitted& old = em[static_cast<std::size_t>(store_steps[store_steps.size() - 2])];
-        if (!old.epilogue.empty()) append(out_wait, last_group(old.epilogue, p_));
+        if (!old.epilogue.empty()) append_last_group(out_wait, old.epilogue, p_);
       }
+      em[i].compute.reserve(s.compute.size());
       for (std::size_t k = 0; k < s.compute.size(); ++k) {
         Instr in = s.compute[k].instr;
         in.op = op;
         in.core = static_cast<std::uint16_t>(core);
+        if (in.unit == arch::UnitKind::ici) std::get<arch::IciWork>(in.work).group = p_.add_group(s.collective);
         std::vector<InstrId>& d = deps_scratch;
         d.assign(operands.begin(), operands.end());
         if (k == 0) {
@@ -193,19 +204,24 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       const Step& s = *list[i];
       if (s.epilogue.empty()) return;
       store_steps.push_back(static_cast<long>(i));
-      std::vector<InstrId> wait = em[i].compute;
+      wait = em[i].compute;
       for (const Instr& e : s.epilogue) {
         if (in_place(e)) continue;
         // A store split over engines: its pieces run together, and what
         // follows waits for all of them.
-        std::vector<InstrId> ids;
-        for (Instr in : e.unit == arch::UnitKind::dma ? split(e) : std::vector<Instr>{e}) {
+        ids.clear();
+        pieces.clear();
+        if (e.unit == arch::UnitKind::dma)
+          split(e, pieces);
+        else
+          pieces.push_back(e);
+        for (Instr& in : pieces) {
           in.op = op;
           in.core = static_cast<std::uint16_t>(core);
-          ids.push_back(add_waiting(std::move(in), wait));
+          ids.push_back(add_waiting(in, wait));
           em[i].epilogue.push_back(ids.back());
         }
-        wait = ids;
+        wait.swap(ids);
       }
     };
 
@@ -225,7 +241,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     }
     std::vector<InstrId> core_done;
     for (std::size_t i = 0; i < n; ++i)
-      if (!em[i].epilogue.empty()) append(core_done, last_group(em[i].epilogue, p_));
+      if (!em[i].epilogue.empty()) append_last_group(core_done, em[i].epilogue, p_);
     if (n > 0 && list[n - 1]->epilogue.empty()) append(core_done, em[n - 1].compute);
     if (!async && first_id != kNone) {
       p_.instrs[first_id].scalar_cycles += launch_overhead_;

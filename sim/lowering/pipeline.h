@@ -36,6 +36,9 @@ struct Step {
   // the block still accumulates). Each waits for the whole step's compute
   // and for the previous instruction of the epilogue.
   std::vector<arch::Instr> epilogue;
+  // Who takes part in the step's collective (an ICI instruction in
+  // `compute`): emitted into Program::groups, the instruction pointing to it.
+  arch::CollectiveGroup collective;
 };
 
 class ProgramBuilder {
@@ -73,7 +76,8 @@ class ProgramBuilder {
   arch::Program& program() { return p_; }
 
  private:
-  std::vector<arch::Instr> split(const arch::Instr& dma) const;
+  // Appends the pieces of `dma` (itself when it is not split) to `out`.
+  void split(const arch::Instr& dma, std::vector<arch::Instr>& out) const;
 
   arch::Program& p_;
   int engines_;

@@ -119,7 +119,7 @@ namespace {
 std::string ici_axes(const RunReport& r, const CollectiveRecord& c) {
   const auto& w = std::get<arch::IciWork>(r.lowered.program.instrs.at(c.instr).work);
   std::string out;
-  for (const auto& a : w.axes) out += (out.empty() ? "" : "+") + a;
+  for (const auto& a : r.lowered.program.group(w).axes) out += (out.empty() ? "" : "+") + a;
   return out;
 }
 }  // namespace

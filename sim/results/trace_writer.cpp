@@ -26,6 +26,7 @@ namespace {
 
 struct ArgWriter {
   std::ostream& os;
+  const arch::Program& prog;
   void operator()(const arch::MxuWork& w) const {
     os << ",\"m\":" << w.m << ",\"k\":" << w.k << ",\"n\":" << w.n
        << ",\"dtype\":" << json_string(std::string(arch::dtype_name(w.dtype)));
@@ -47,7 +48,7 @@ struct ArgWriter {
   }
   void operator()(const arch::IciWork& w) const {
     std::string axes;
-    for (const auto& a : w.axes) axes += (axes.empty() ? "" : ",") + a;
+    for (const auto& a : prog.group(w).axes) axes += (axes.empty() ? "" : ",") + a;
     os << ",\"collective\":" << static_cast<int>(w.kind) << ",\"bytes\":" << w.bytes
        << ",\"axes\":" << json_string(axes);
   }
@@ -113,7 +114,7 @@ void write_chrome_trace(const RunReport& r, std::ostream& os, const EnergyMetric
        << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << tid[track_key(in, rec)] << ",\"ts\":" << format_fixed(ts, 6)
        << ",\"dur\":" << format_fixed(dur, 6) << ",\"args\":{\"instr\":" << id << ",\"op\":" << in.op << ",\"kind\":\""
        << arch::unit_kind_name(in.unit) << "\"";
-    std::visit(ArgWriter{os}, in.work);
+    std::visit(ArgWriter{os, prog}, in.work);
     os << ",\"issue_cycle\":" << rec.issue << ",\"start_cycle\":" << rec.start << ",\"finish_cycle\":" << rec.finish
        << "}}";
   }
