@@ -101,4 +101,13 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
   return best;
 }
 
+const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
+                                                               int cores) {
+  const Key k{a.batch,   a.q_len,   a.heads,    a.kv_heads, a.head_dim, a.v_dim, a.kv_len,
+              a.causal, a.q_dtype, a.kv_dtype, a.out_dtype, cores};
+  auto it = memo_.find(k);
+  if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
+  return it->second;
+}
+
 }  // namespace tpusim::sim::lowering

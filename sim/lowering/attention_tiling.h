@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "arch/common/dtype.h"
 #include "sim/lowering/chip_figures.h"
@@ -52,5 +54,17 @@ std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv);
 constexpr std::int64_t kAttentionLookahead = 2;
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);
+
+// The search's results for one lowering (one chip's figures): the layers
+// of a model repeat the same attention shapes, searched once each.
+class AttentionTilingCache {
+ public:
+  const std::optional<AttentionTiling>& get(const AttentionShape& a, const ChipFigures& f, int cores);
+
+ private:
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, bool, arch::DType, arch::DType, arch::DType, int>;
+  std::map<Key, std::optional<AttentionTiling>> memo_;
+};
 
 }  // namespace tpusim::sim::lowering

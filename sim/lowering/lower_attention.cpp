@@ -95,7 +95,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
     return sb == 0 || n == 0 ? 0 : (sb * elems + n - 1) / n;
   };
   const int cores = cx.cores();
-  const auto tiling = choose_attention_tiling(a, f, cores);
+  const auto& tiling = cx.attention_tilings.get(a, f, cores);
   if (!tiling)
     throw LoweringError("no block of " + plan.name + " fits the VMEM budget of " + std::to_string(f.vmem_budget) +
                         " bytes");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/lowering/attention_tiling.h"
 #include "sim/lowering/chip_figures.h"
 #include "sim/lowering/fusion.h"
 #include "sim/lowering/instrs.h"
@@ -33,6 +34,8 @@ struct LowerContext {
   const MemoryPlan& mem;
   const FusionPlan& fusion;
   const LoweringOptions& opt;
+  // Searches repeated across layers, done once per shape.
+  mutable AttentionTilingCache attention_tilings{};
 
   const workloads::Op& op(std::size_t i) const { return wl.ops[i]; }
   const workloads::Tensor& tensor(const std::string& name) const { return *index.find(name); }
