@@ -218,12 +218,6 @@ void HbmCompletionQueue::push(Ps t, std::uint64_t id) {
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
 }
 
-std::vector<HbmCompletion> HbmCompletionQueue::take_until(Ps limit) {
-  std::vector<HbmCompletion> out;
-  take_until(limit, out);
-  return out;
-}
-
 void HbmCompletionQueue::take_until(Ps limit, std::vector<HbmCompletion>& out) {
   while (!heap_.empty() && heap_.front().first <= limit) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());

@@ -102,7 +102,6 @@ class HbmCalibration {
 class HbmCompletionQueue {
  public:
   void push(Ps t, std::uint64_t id);
-  std::vector<HbmCompletion> take_until(Ps limit);  // in time order
   void take_until(Ps limit, std::vector<HbmCompletion>& out);  // appended, in time order
   Ps next() const { return heap_.empty() ? kNever : heap_.front().first; }
 
