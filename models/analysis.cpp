@@ -190,6 +190,22 @@ double mlpwi_macs_per_token(const TransformerSpec& t) {
   return m;
 }
 
+// Forward MACs per token of the matmuls whose outputs only a residual add
+// reads (a dense FFN's or the shared experts' output projection, and in a
+// parallel block the attention's too): full remat does not recompute
+// them, their results being dead in backward. (The routed experts' outputs
+// are not: the router's gradient reads them.)
+double residual_only_macs_per_token(const TransformerSpec& t) {
+  const double h = static_cast<double>(t.hidden);
+  double m = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    m += t.is_moe_layer(i) ? h * static_cast<double>(t.moe.shared_experts * t.moe.expert_ffn_size)
+                           : h * static_cast<double>(t.ffn.size);
+    if (t.parallel_block) m += h * static_cast<double>(t.attention.heads * t.attention.v_dim());
+  }
+  return m;
+}
+
 // Elements per token of layer `layer`'s activations an offloaded policy
 // keeps in host memory: q, k and v (qkv_proj_offloaded) or every matmul
 // output (minimal_offloaded, as layer_matmul_out_elems without the
@@ -339,14 +355,15 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       if (o.phase == Phase::prefill)
         return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
       const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
-      // Recomputed: the layers' forward once more (full); their attention
-      // (minimal), and the FFN input projections (selective).
+      // Recomputed: the layers' forward once more but the matmuls only a
+      // residual add reads (full); their attention (minimal), and the FFN
+      // input projections (selective).
       const double attn = B * prefill_attention(t, o.seq_len, true);
       switch (o.remat) {
         case RematPolicy::none: return 3.0 * fwd;
         case RematPolicy::minimal: return 3.0 * fwd + attn;
         case RematPolicy::selective: return 3.0 * fwd + attn + 2.0 * B * S * mlpwi_macs_per_token(t);
-        case RematPolicy::full: return 4.0 * fwd - B * S * head;
+        case RematPolicy::full: return 4.0 * fwd - B * S * (head + 2.0 * residual_only_macs_per_token(t));
         case RematPolicy::minimal_offloaded: return 3.0 * fwd + attn;
         // What backward reads but q, k, v (read back from host): as
         // selective plus the output projection (the residual sum after
@@ -439,7 +456,14 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   const auto& t = m.transformer;
   // Quantization scales and N:M compression (models/quantize.h).
   f.weights = stored_weight_bytes(o, params, t.hidden);
-  if (o.mesh.size("fsdp") > 1) f.weights += stored_weight_bytes(o, 2 * largest_gathered_layer(m, o.mesh), t.hidden);
+  // FSDP: two layers' gathered weights (the one in use and the prefetched
+  // next), or the gathered output head at the loss if that is larger.
+  if (o.mesh.size("fsdp") > 1) {
+    u64 gathered = 2 * largest_gathered_layer(m, o.mesh);
+    if (m.family == Family::decoder || m.family == Family::encoder)
+      gathered = std::max(gathered, div_up(U(t.vocab) * U(t.hidden), U(tp)));
+    f.weights += stored_weight_bytes(o, gathered, t.hidden);
+  }
   const double ab = arch::dtype_bits(o.activation_dtype) / 8.0;
   const std::int64_t local_b = local_batch(o);
   const double B = static_cast<double>(local_b);
@@ -486,25 +510,38 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     const double logits_cols =
         dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
     if (o.phase == Phase::train) {
-      const double inputs =
-          static_cast<double>(t.layers) * static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
-      // Kept for backward, plus, when recomputing, one layer's activations
-      // rebuilt at a time.
-      double kept = sum_layers;
+      const double h = static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
+      const double inputs = static_cast<double>(t.layers) * h;
+      // Kept for backward: every activation (none), the layer inputs
+      // (full), the inputs and matmul outputs (minimal, selective), or the
+      // inputs in HBM and the rest in host memory (offloaded).
+      double kept = sum_layers, rebuilt = max_layer;
       switch (o.remat) {
-        case RematPolicy::none: break;
-        case RematPolicy::full: kept = inputs + max_layer; break;
+        case RematPolicy::none: rebuilt = 0; break;
+        case RematPolicy::full: kept = inputs; break;
         case RematPolicy::minimal:
-        case RematPolicy::selective: kept = sum_matmul_outs + max_layer; break;
-        // In HBM: the layer inputs, the layer being rebuilt, and the
-        // offloaded tensors of two layers read back (the one in backward
-        // and the one prefetched); the rest is in host memory.
+        case RematPolicy::selective: kept = sum_matmul_outs; break;
+        // Backward also holds the offloaded tensors of two layers read
+        // back (the one in backward and the one prefetched).
         case RematPolicy::qkv_proj_offloaded:
-        case RematPolicy::minimal_offloaded: kept = inputs + max_layer + 2 * max_offloaded; break;
+        case RematPolicy::minimal_offloaded:
+          kept = inputs;
+          rebuilt = max_layer + 2 * max_offloaded;
+          break;
       }
       f.host_activations = remat_offloads(o.remat) ? static_cast<u64>(std::ceil(tokens * sum_offloaded * ab)) : 0;
-      act =
-          tokens * (kept + 2 * logits_cols / static_cast<double>(tp)) * ab;  // logits and their gradient (vocab split)
+      // The activations peak at the loss (what is kept, the final norm's
+      // input and output and the head's input gradient, and the logits,
+      // vocab split, which the loss gradient overwrites in place) or at
+      // the first layer of backward (what is kept and the layer rebuilt),
+      // before the weight gradients accumulate; when they all are, the
+      // first layer's rebuilt activations and the embedding table's dense
+      // gradient (the gather's, before it is reduced or scattered) are left.
+      const double at_loss = kept + 3 * h + logits_cols / static_cast<double>(tp);
+      act = tokens * std::max(at_loss, kept + rebuilt) * ab;
+      const double embedding_grad =
+          m.family == Family::vit ? 0.0 : static_cast<double>(t.vocab) * static_cast<double>(t.hidden) / static_cast<double>(tp);
+      f.activations_with_gradients = static_cast<u64>(std::ceil((tokens * max_layer + embedding_grad) * ab));
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
       act = tokens * max_layer * ab + out_rows * logits_cols * ab;
@@ -570,7 +607,16 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
   s << " needs " << r.needed_gib << " GiB" << (sharded ? " per chip" : "") << " (weights " << f.weights / gib
     << ", KV cache " << f.kv_cache / gib << ", activations " << f.activations / gib;
   if (o.phase == Phase::train) s << ", gradients " << f.gradients / gib << ", optimizer " << f.optimizer / gib;
-  s << " GiB)";
+  s << " GiB";
+  if (o.phase == Phase::train) {
+    // The activations' peak and the full gradients are not live together.
+    if (f.activations >= f.gradients + f.activations_with_gradients)
+      s << "; at its peak, at the loss or the first layer of backward, no weight gradient is live yet";
+    else
+      s << "; at its peak, the end of backward, " << f.activations_with_gradients / gib
+        << " GiB of the activations are live with every gradient";
+  }
+  s << ")";
   if (f.host_activations > 0) s << ", plus " << f.host_activations / gib << " GiB of activations in host memory";
   if (r.fits)
     s << " and fits in " << r.available_gib << " GiB of HBM" << (sharded ? " per chip" : "");

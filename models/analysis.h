@@ -7,7 +7,9 @@
 //    FLOPs per unmasked (query, key) pair and head (the IR's cost rule).
 //  - memory: weights at the weight dtype; KV cache at the KV dtype; an
 //    estimate of activations (flash attention, no L^2 scores); training adds
-//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param);
+//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param),
+//    and its activations peak (at the loss or the first layer of backward)
+//    before the gradients accumulate (MemoryFootprint::total);
 //    LoRA adapters (models/lora.h) add their weights, and LoRA training
 //    keeps gradients and Adam state of the adapters only (base frozen;
 //    activations estimated as for full training).
@@ -17,11 +19,13 @@
 //    local tokens (seq / sequence) with heads/FFN/vocab split over tensor
 //    (with sequence parallelism every activation term split), context
 //    parallelism's gathered K/V of the whole sequence, and with fsdp two
-//    layers' gathered weights (the one in use and the prefetched next).
+//    layers' gathered weights (the one in use and the prefetched next) or
+//    the gathered output head, whichever is larger.
 // Leaves out: framework overheads, fragmentation, collective buffers other
 // than FSDP's gathered layers; min_chips assumes every term shards evenly.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -91,7 +95,14 @@ struct MemoryFootprint {
   // Activations an offloaded remat policy keeps in host memory (not HBM:
   // not part of total()).
   std::uint64_t host_activations = 0;
-  std::uint64_t total() const { return weights + kv_cache + activations + gradients + optimizer; }
+  // Training: the activations still live once every weight gradient is
+  // (the first layer's, rebuilt at the end of backward). `activations` is
+  // their peak, at the loss or the first layer of backward, before the
+  // gradients accumulate; the step's peak is the larger of the two.
+  std::uint64_t activations_with_gradients = 0;
+  std::uint64_t total() const {
+    return weights + kv_cache + optimizer + std::max(activations, gradients + activations_with_gradients);
+  }
 };
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o);
 

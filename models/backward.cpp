@@ -1,12 +1,14 @@
 // Training tail of a generated workload: loss gradient, reverse-mode
 // backward of the recorded forward ops, per-layer recomputation by the
 // remat policy, and an Adam update with f32 master weights.
-// Remat (PhaseOptions::remat, docs/remat.md): `full` re-emits every forward
-// op of a layer (layers.<i>.recompute.*) before the layer's backward;
-// `minimal` keeps matmul and collective outputs, `selective` the same but
-// the FFN input projections' (gate_proj, up_proj, fc1), and both re-emit
-// only the other ops whose outputs the layer's backward reads, directly or
-// through other re-emitted ops (dead ones, e.g. residual adds, are left out).
+// Remat (PhaseOptions::remat, docs/remat.md): before a layer's backward
+// the policy re-emits (layers.<i>.recompute.*) the forward ops of the
+// layer whose outputs it did not keep and that the backward reads,
+// directly or through other re-emitted ops (dead ones, e.g. the last
+// residual add, are left out): `full` keeps nothing but the layer inputs
+// (its weight gathers are re-emitted too), `minimal` keeps matmul and
+// collective outputs, `selective` the same but the FFN input projections'
+// (gate_proj, up_proj, fc1).
 // The offloaded policies (qkv_proj_offloaded, minimal_offloaded) keep their
 // matmul outputs in host memory: a `copy` to host is inserted in forward
 // right after each such matmul (<matmul>.offload, result <tensor>.host),
@@ -39,9 +41,9 @@
 // tensors needing gradients, so base weights get no weight-gradient
 // matmul and no Adam state.
 // Leaves out: the -onehot(label) term of the loss gradient (one element per
-// row), FlashAttention's extra score recomputation in backward, a
-// dependency of the backward attention ops on the output gradient (their
-// operands are q/k/v), gradient clipping, weight decay, conv2d backward.
+// row), FlashAttention's extra score recomputation in backward, the dK/dV
+// op's read of the output gradient (the dQ op reads it in q's place),
+// gradient clipping, weight decay, conv2d backward.
 #include <map>
 #include <set>
 
@@ -237,22 +239,21 @@ class Backward {
     }
   }
 
-  // Ops of the layer the policy re-emits: all of them (full), or (minimal,
-  // selective) the ops whose outputs are not kept and that the backward
-  // reads from, walked back through their inputs until a kept tensor.
+  // Ops of the layer the policy re-emits: the ops whose outputs are not
+  // kept (full: none is, not even the weight gathers) and that the
+  // backward reads from, walked back through their inputs until a kept
+  // tensor or the layer's input. Ops nobody reads again (the layer's last
+  // residual add) are not re-emitted, as XLA drops dead code.
   std::vector<bool> to_recompute(int layer) const {
     std::vector<bool> emit(fwd_.size(), false);
-    if (o_.remat == RematPolicy::full) {
-      for (std::size_t i = 0; i < fwd_.size(); ++i) emit[i] = layer_of(fwd_[i].name) == layer;
-      return emit;
-    }
+    const bool full = o_.remat == RematPolicy::full;
     std::set<std::string> needed;
     for (const Op& op : fwd_)
       if (layer_of(op.name) == layer && rg_.count(op.outputs[0]))
         for (auto& t : backward_reads(op)) needed.insert(t);
     for (std::size_t i = fwd_.size(); i-- > 0;) {
       const Op& op = fwd_[i];
-      if (layer_of(op.name) != layer || kept(op)) continue;
+      if (layer_of(op.name) != layer || (!full && kept(op))) continue;
       bool used = false;
       for (const auto& out : op.outputs) used = used || needed.count(out);
       if (!used) continue;
@@ -355,7 +356,12 @@ class Backward {
       case OpKind::attention: {
         bool causal = op.as<AttentionAttrs>().causal;
         TensorRef q = in(0), k = in(1), v = in(2);
-        TensorRef dq = b_.attention(n + ".grad_q", q, k, k, causal);
+        // The dQ kernel reads the output gradient (dP = dO V^T): it takes
+        // q's place (same shape and cost), so that the op waits for dO and
+        // dO's buffer is freed once read; the dK/dV op reads q. With a
+        // value width other than the query's (MLA) q stays.
+        const bool do_as_q = dy.shape == q.shape && dy.dtype == q.dtype;
+        TensorRef dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal);
         TensorRef dv = b_.attention(n + ".grad_kv", q, k, v, causal);
         const std::int64_t H = q.dim(2), KV = k.dim(2);
         auto group_sum = [&](const std::string& nn, const TensorRef& x) {

@@ -144,6 +144,12 @@ void place_alternate(const Workload& wl, const FusionPlan& fusion, MemSpace spac
   }
 }
 
+// Ops whose result may overwrite an operand that dies at them (element by
+// element: the operand's bytes are read before the result's are written).
+bool shares_operand(OpKind k) {
+  return k == OpKind::elementwise || k == OpKind::softmax || k == OpKind::rms_norm || k == OpKind::layer_norm;
+}
+
 // HBM placement by liveness, as XLA's buffer assignment does: sources
 // (inputs, weights, KV caches) and results live throughout; an activation
 // lives from its producer to its last consumer, and its range is reused
@@ -216,7 +222,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     auto lu = last_use.find(t.name);
     if (lu != last_use.end()) class_last[r] = std::max(class_last[r], lu->second);
   }
-  std::unordered_set<std::string> donors, released;
+  std::unordered_set<std::string> donors, released, shared;
   for (const Tensor& t : wl.tensors)
     if (t.is_source()) alloc(t.name, t.bytes());
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
@@ -245,15 +251,38 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
             break;
           }
         }
+      // Buffer sharing: an elementwise, softmax or norm result takes the
+      // HBM range of an activation operand of its size that dies here, as
+      // XLA's buffer assignment lets a loop fusion write over an operand
+      // it is the last reader of (HloDataflowAnalysis::
+      // CanShareOperandBufferWithUser); e.g. the loss gradient overwrites
+      // the logits.
+      // An aliased operand (a reshape's class) gives its class's range if
+      // the whole class dies here.
+      if (!donated && shares_operand(op.kind) && !alias.aliased(o))
+        for (const std::string& in : op.inputs) {
+          const std::string r = alias.aliased(in) ? find(in) : in;
+          const Tensor& src = tensor(r);
+          const bool dies = alias.aliased(in) ? !class_permanent.count(r) && class_last.at(r) == i
+                                              : !permanent(src) && last_use.at(in) == i;
+          if (!dies || src.bytes() != t.bytes() || on_chip(r) || shared.count(r) || released.count(r) ||
+              !plan.at.count(r))
+            continue;
+          plan.at[o] = plan.of(r);
+          shared.insert(r);
+          donated = true;
+          break;
+        }
       if (!donated) alloc(o, t.bytes());
     }
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
-      if (permanent(t) || last_use.at(in) != i || on_chip(in)) continue;
+      if (permanent(t) || last_use.at(in) != i || on_chip(in) || shared.count(in)) continue;
       if (alias.aliased(in)) {
         // The class's range goes once its last member's last use is here.
         const std::string r = find(in);
-        if (class_permanent.count(r) || class_last.at(r) != i || on_chip(r) || !plan.at.count(r)) continue;
+        if (class_permanent.count(r) || class_last.at(r) != i || on_chip(r) || !plan.at.count(r) || shared.count(r))
+          continue;
         if (!released.insert(r).second) continue;
         release(r, tensor(r).bytes());
         continue;
