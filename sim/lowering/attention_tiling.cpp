@@ -63,7 +63,8 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         const double h = static_cast<double>(hb);
         const std::int64_t sub = attention_sub_block(f, bkv);
         const double vmem = 2 * (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) +
-                            (kAttentionLookahead + 1) * h * rows * static_cast<double>(sub) * 4 + h * rows * a.v_dim * 4 +
+                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 +
+                            h * rows * a.v_dim * 4 +
                             2 * h * rows * a.v_dim * ob;
         if (vmem > static_cast<double>(f.vmem_budget)) continue;
         // Steps: (batch, head group, query block) units, each over the key

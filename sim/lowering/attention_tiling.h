@@ -50,8 +50,17 @@ struct AttentionTiling {
 std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv);
 
 // How many sub-blocks ahead of the softmax the kernel issues QK^T: the
-// scores of kAttentionLookahead + 1 sub-blocks are live in VMEM at once.
+// scores of attention_lookahead + 1 sub-blocks are live in VMEM at once.
+// Two hide the softmax behind the MXU when a sub-block's matmuls stream
+// many rows (prefill). With fewer rows per head than an MXU tile (decode:
+// a KV group's query heads), a sub-block's matmuls are short, so the
+// latency of its QK^T -> softmax -> PV chain would leave the MXUs idle:
+// the kernel runs QK^T eight sub-blocks ahead, its scores a few KiB.
 constexpr std::int64_t kAttentionLookahead = 2;
+constexpr std::int64_t kAttentionLookaheadFewRows = 8;
+inline std::int64_t attention_lookahead(const ChipFigures& f, std::int64_t rows) {
+  return rows < f.rows ? kAttentionLookaheadFewRows : kAttentionLookahead;
+}
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);
 

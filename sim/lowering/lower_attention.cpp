@@ -20,12 +20,18 @@ using arch::DType;
 
 namespace {
 
-// The MXU work of one matmul over `hb` heads: heads take MXUs in turn (one
-// instruction per MXU when N is whole MXU tiles), or each head is spread
-// over its share of the MXUs when there are more MXUs than heads. Returns
-// the indices of the instructions added.
+// The MXU work of one matmul over `hb` heads for sub-block `turn`: heads
+// take MXUs in turn (one instruction per MXU when N is whole MXU tiles).
+// With more MXUs than heads, each head is spread over its share of the
+// MXUs by rows, unless that leaves an MXU fewer rows than its weight load
+// takes (decode: a KV group's few query rows), where every MXU would load
+// the same K or V tile for a row or two: then each head's matmul runs on
+// one MXU and successive sub-blocks take the MXUs in turn, as a kernel
+// spreads independent key sub-blocks over them. Returns the indices of the
+// instructions added.
 std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, std::int64_t m, std::int64_t k,
-                              std::int64_t n, DType t, const std::vector<int>& after, std::uint64_t& slots) {
+                              std::int64_t n, DType t, const std::vector<int>& after, std::uint64_t& slots,
+                              std::int64_t turn) {
   std::vector<int> ids;
   const int mx = f.mxus;
   if (hb >= mx && n % f.cols == 0) {
@@ -39,12 +45,15 @@ std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, st
     }
     return ids;
   }
+  const int share = hb >= mx ? 1 : mx / static_cast<int>(hb);
+  const bool rotate = share > 1 && static_cast<double>(m) / (share * f.throughput(t)) < static_cast<double>(f.rows);
   for (std::int64_t h = 0; h < hb; ++h) {
     const std::size_t before = s.compute.size();
     if (hb >= mx) {
       slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h % mx), 1);
+    } else if (rotate) {
+      slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>((h + turn * hb) % mx), 1);
     } else {
-      const int share = mx / static_cast<int>(hb);
       slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h) * share, share);
     }
     for (std::size_t i = before; i < s.compute.size(); ++i) ids.push_back(static_cast<int>(i));
@@ -157,13 +166,14 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
-          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, kAttentionLookahead); ++j)
+          const std::int64_t ahead = attention_lookahead(f, rows);
+          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, ahead); ++j)
             qk[static_cast<std::size_t>(j)] =
-                heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs);
+                heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs, j);
           for (std::int64_t j = 0; j < ns; ++j) {
-            if (j + kAttentionLookahead < ns)
-              qk[static_cast<std::size_t>(j + kAttentionLookahead)] =
-                  heads_matmul(s, f, hb, rows, D, width(j + kAttentionLookahead), t, converted, plan.padded_macs);
+            if (j + ahead < ns)
+              qk[static_cast<std::size_t>(j + ahead)] =
+                  heads_matmul(s, f, hb, rows, D, width(j + ahead), t, converted, plan.padded_macs, j + ahead);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
             s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
@@ -171,7 +181,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
             s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
             const int red = static_cast<int>(s.compute.size()) - 1;
-            heads_matmul(s, f, hb, rows, width(j), Dv, t, {red - 1, red}, plan.padded_macs);
+            heads_matmul(s, f, hb, rows, width(j), Dv, t, {red - 1, red}, plan.padded_macs, j);
           }
           if (kj == kv_blocks - 1) {
             const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);
