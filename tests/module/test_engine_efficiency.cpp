@@ -99,6 +99,13 @@ TEST(EngineEfficiency, DecodeAttentionStreamsKvNearPeak) {
   EXPECT_LE(op_ratio(workloads::builtin::attention(8, 1, 2048, 32, 8, 128, false)), 1.0 / 0.70);
 }
 
+// The same with tensor parallelism's share per chip: one KV head (and its 4
+// query heads), 32 sequences, so that a step's matmuls are 4 rows against
+// one K or V tile: 32 MiB of K/V at >= 70% of HBM peak.
+TEST(EngineEfficiency, DecodeAttentionOneKvHeadStreamsKvNearPeak) {
+  EXPECT_LE(op_ratio(workloads::builtin::attention(32, 1, 2048, 4, 1, 128, false)), 1.0 / 0.70);
+}
+
 // Decode matmuls with >= 8 MiB of weights at >= 80% of HBM peak for any N,
 // including a tensor-parallel shard whose N (1728) is not a multiple of 128.
 TEST(EngineEfficiency, DecodeMatmulShardNearPeak) {
