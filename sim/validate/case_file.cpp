@@ -33,10 +33,11 @@ const std::vector<std::string> kRequired = {"id",       "title",  "source",   "s
                                             "workload", "metric", "measured", "tolerance"};
 const std::vector<std::string> kWorkloadKeys = {
     "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
-    "fusion", "cmem", "sequence_parallel", "recompute", "remat"};
+    "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
-const std::vector<std::string> kModelOnly = {"phase",    "batch", "seq", "context", "image", "sequence_parallel",
-                                             "recompute", "remat"};
+const std::vector<std::string> kModelOnly = {"phase",     "batch", "seq",          "context",   "image",
+                                             "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype",
+                                             "kv_dtype"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -154,10 +155,13 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (wl.source != "model")
     for (const auto& m : kModelOnly)
       if (w[m]) c.add(w[m], where + "." + m, "'" + m + "' only with model", "workload source " + wl.source);
-  if (w["dtype"]) {
-    wl.dtype = text(w["dtype"], where + ".dtype", c);
-    if (!wl.dtype.empty() && !arch::parse_dtype(wl.dtype))
-      c.add(w["dtype"], where + ".dtype", "a dtype (f32, bf16, fp8_e4m3, int8, ...)", "'" + wl.dtype + "'");
+  const std::pair<const char*, std::string*> dtypes[] = {
+      {"dtype", &wl.dtype}, {"weight_dtype", &wl.weight_dtype}, {"act_dtype", &wl.act_dtype}, {"kv_dtype", &wl.kv_dtype}};
+  for (const auto& [key, dst] : dtypes) {
+    if (!w[key]) continue;
+    *dst = text(w[key], where + "." + key, c);
+    if (!dst->empty() && !arch::parse_dtype(*dst))
+      c.add(w[key], where + "." + key, "a dtype (f32, bf16, fp8_e4m3, int8, ...)", "'" + *dst + "'");
   }
   if (w["phase"]) {
     wl.phase = text(w["phase"], where + ".phase", c);
@@ -483,7 +487,10 @@ std::vector<std::string> run_args(const Case& c) {
                                                                    {"--batch", &w.batch},
                                                                    {"--seq", &w.seq},
                                                                    {"--context", &w.context},
-                                                                   {"--image", &w.image}};
+                                                                   {"--image", &w.image},
+                                                                   {"--weight-dtype", &w.weight_dtype},
+                                                                   {"--act-dtype", &w.act_dtype},
+                                                                   {"--kv-dtype", &w.kv_dtype}};
   for (const auto& [flag, v] : model_opts)
     if (!v->empty()) a.insert(a.end(), {flag, *v});
   if (w.sequence_parallel) a.push_back("--sequence-parallel");

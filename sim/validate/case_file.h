@@ -50,6 +50,7 @@ struct Workload {
   std::string dtype;   // empty = tpusim run's default (bf16)
   // model only (empty = run's default)
   std::string phase, batch, seq, context, image;
+  std::string weight_dtype, act_dtype, kv_dtype;  // --weight-dtype etc. (empty: dtype)
   bool sequence_parallel = false;
   bool recompute = false;
   std::string remat;  // empty = run's default (none, or full with recompute)

@@ -108,6 +108,12 @@ TEST(ValidateCases, RunArguments) {
   EXPECT_EQ(r[2].workload.remat, "selective");
   const auto a = run_args(r[2]);
   EXPECT_EQ(std::vector<std::string>(a.end() - 2, a.end()), (std::vector<std::string>{"--remat", "selective"}));
+  // Per-tensor dtypes of a model become --weight-dtype, --act-dtype, --kv-dtype.
+  text = kGood;
+  text.replace(text.find(from), from.size(), "seq: 256, weight_dtype: int8, kv_dtype: int8, act_dtype: bf16}");
+  const auto q = run_args(parse_in(d, text)[2]);
+  EXPECT_EQ(std::vector<std::string>(q.end() - 6, q.end()),
+            (std::vector<std::string>{"--weight-dtype", "int8", "--act-dtype", "bf16", "--kv-dtype", "int8"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -194,6 +200,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"missing workload file", replace(g, "file: wl.yaml", "file: nope.yaml"), "nope.yaml' does not exist"},
       {"unknown model", replace(g, "model: llama3-8b", "model: llama9"), "cases[step-c].workload.model"},
       {"model key on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, batch: 4}"), "'batch' only with model"},
+      {"weight dtype on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, weight_dtype: int8}"),
+       "'weight_dtype' only with model"},
+      {"unknown kv dtype", replace(g, "seq: 256,", "seq: 256, kv_dtype: int9,"),
+       "cases[step-c].workload.kv_dtype: expected a dtype"},
       {"duplicate id", replace(g, "id: copy-b", "id: gemm-a"), "already the id of the case at line 9"},
       {"bad override", replace(g, "hbm.model=channel", "hbm.modle=channel"), "cases[copy-b].set"},
       {"unknown chip", replace(g, "arch: v6e", "arch: v99"), "cases[step-c].arch"},
