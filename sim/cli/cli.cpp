@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <filesystem>
 
 #include "models/model_spec.h"
@@ -280,6 +281,14 @@ int cli_main_unchecked(int argc, char* argv[]) {
     out.flush();
     err << "tpusim: step simulation failed: " << e.what() << "\n";
     return e.child_exit();
+  } catch (const std::bad_alloc&) {
+    // Not a bug in the input: the lowered program (every instruction of
+    // the step, held at once) or the event queue outgrew this machine.
+    out.flush();
+    err << "tpusim: out of memory: this simulation needs more memory than the machine gives it (the lowered "
+           "program holds every instruction of the step); simulate fewer tokens or sequences per chip, or fewer "
+           "layers (a model file), or run it on a larger machine\n";
+    return 1;
   } catch (const std::exception& e) {
     out.flush();
     err << "tpusim: internal error: " << e.what() << "\n";

@@ -116,17 +116,20 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
 
   // The program grows by projection rather than doubling: once it is three
   // quarters full, it is reserved for 1.5x the whole workload at the
-  // instructions per operator emitted so far (at least double). A training
-  // step's millions of instructions were otherwise copied through five
-  // doublings, each a fresh block of memory the kernel had to fault in;
-  // reserved and untouched capacity costs address space only. The pool of
-  // waits (Program::dep_pool) grows the same way.
+  // instructions per operator emitted so far (at least double, at most 8x:
+  // an instruction-heavy first operator, e.g. a long sequence's attention,
+  // would otherwise project terabytes, which the allocator refuses). A
+  // training step's millions of instructions were otherwise copied through
+  // five doublings, each a fresh block of memory the kernel had to fault
+  // in; reserved and untouched capacity costs address space only. The pool
+  // of waits (Program::dep_pool) grows the same way.
   std::size_t done_ops = 0;
   auto grow_by_projection = [&](auto& v) {
     if (done_ops == 0 || v.size() * 4 < v.capacity() * 3) return;
     const double per_op = static_cast<double>(v.size()) / static_cast<double>(done_ops);
     const double projected = per_op * static_cast<double>(wl.ops.size()) * 1.5;
-    v.reserve(std::max(2 * v.size(), static_cast<std::size_t>(std::min(projected, 1e10))));
+    const double most = 8.0 * static_cast<double>(v.size());
+    v.reserve(std::max(2 * v.size(), static_cast<std::size_t>(std::min(projected, most))));
   };
   for (const std::size_t i : emission_order(wl, fusion, opt.prefetch_collectives && opt.multi_chip)) {
     grow_by_projection(out.program.instrs);
