@@ -183,9 +183,9 @@ void ChipModule::sequencer(int c) {
       join.core = c;
       join.left = 2;
       const CollectiveStart cs = ici_->start(work, program_.group(work), id, [this, id] { collective_part_done(id); });
-      // The collective's own HBM traffic, on the chip's DMA engines: it
+      // The collective's own HBM traffic, on the ICI's DMA engines: it
       // reads what it sends and writes what it receives, contending with
-      // the compute's copies (see CollectiveStart).
+      // the compute's copies for HBM (see CollectiveStart).
       for (const auto& [bytes, read] : {std::pair{cs.hbm_read_bytes, true}, std::pair{cs.hbm_write_bytes, false}}) {
         if (bytes == 0) continue;
         DmaWork w;
@@ -193,9 +193,11 @@ void ChipModule::sequencer(int c) {
         w.dst = read ? MemSpace::ici : MemSpace::hbm;
         w.row_bytes = bytes;
         core.collective_hbm_bytes += bytes;
-        const int engine = static_cast<int>(next_dma_engine_++ % static_cast<std::size_t>(cfg_.dma.engines));
+        // Reads on the ICI's first engine, writes on its second (the
+        // sequencer's round robin where the backend has no ICI engines).
+        const int engine = read ? 0 : 1;
         collectives_[id].left += 1;
-        dma_.start(w, engine, [this, id] { collective_part_done(id); });
+        dma_.start_collective(w, engine, [this, id] { collective_part_done(id); });
       }
       if (cs.reduce_bytes > 0) {
         // The element-wise adds of the arriving partial results, as one

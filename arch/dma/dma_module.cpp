@@ -11,10 +11,11 @@
 namespace tpusim::arch {
 
 DmaModule::DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config, double clock_hz,
-                     HbmModule& hbm, OnChipBandwidth on_chip)
+                     HbmModule& hbm, OnChipBandwidth on_chip, int ici_engines)
     : sc_core::sc_module(name), hbm_(hbm), on_chip_(on_chip) {
   if (dma.engines <= 0) throw ConfigError("dma.engines must be positive");
-  for (int i = 0; i < dma.engines; ++i) engines_.emplace_back(dma, hbm_config, clock_hz);
+  core_engines_ = static_cast<std::size_t>(dma.engines);
+  for (int i = 0; i < dma.engines + std::max(0, ici_engines); ++i) engines_.emplace_back(dma, hbm_config, clock_hz);
   per_engine_.resize(engines_.size());
   if (on_chip.host > 0) host_ = std::make_unique<HostLinkTiming>(on_chip.host);
   SC_HAS_PROCESS(DmaModule);
@@ -48,7 +49,7 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
                         std::to_string(engines_.size()));
   if (engine < 0) {
     engine = static_cast<int>(next_engine_);
-    next_engine_ = (next_engine_ + 1) % engines_.size();
+    next_engine_ = (next_engine_ + 1) % core_engines_;
   }
   const bool to_host = d.src == MemSpace::host || d.dst == MemSpace::host;
   if (to_host && !(d.src == MemSpace::hbm || d.dst == MemSpace::hbm))
@@ -196,8 +197,15 @@ void DmaModule::start(const DmaDescriptor& d, sc_core::sc_event& done, int engin
 
 void DmaModule::start(const DmaWork& work, int engine, std::function<void()> on_done) {
   // The sequencer names engines of the program's config; fold any extra.
-  if (engine >= 0) engine %= static_cast<int>(engines_.size());
+  if (engine >= 0) engine %= static_cast<int>(core_engines_);
   start(DmaDescriptor::from_work(work), engine, std::move(on_done));
+}
+
+void DmaModule::start_collective(const DmaWork& work, int engine, std::function<void()> on_done) {
+  const std::size_t ici = engines_.size() - core_engines_;
+  if (ici == 0) return start(work, engine, std::move(on_done));
+  const std::size_t e = core_engines_ + static_cast<std::size_t>(std::max(0, engine)) % ici;
+  start(DmaDescriptor::from_work(work), static_cast<int>(e), std::move(on_done));
 }
 
 StatList DmaModule::stats() const {
@@ -221,7 +229,7 @@ std::vector<std::pair<std::string, StatList>> DmaModule::block_stats() const {
   std::vector<std::pair<std::string, StatList>> out;
   for (std::size_t i = 0; i < per_engine_.size(); ++i) {
     const EngineStats& e = per_engine_[i];
-    out.push_back({"dma" + std::to_string(i),
+    out.push_back({i < core_engines_ ? "dma" + std::to_string(i) : "ici_dma" + std::to_string(i - core_engines_),
                    {{"descriptors", static_cast<double>(e.descriptors), "count", "descriptors started"},
                     {"bytes", static_cast<double>(e.bytes), "bytes", "bytes copied"},
                     {"issue_time", ps_to_seconds(e.issue_ps), "s",

@@ -48,8 +48,10 @@ struct OnChipBandwidth {
 class DmaModule : public sc_core::sc_module, public DmaBackend, private HbmWaiter {
  public:
   // `clock_hz`: the engines' (TensorCore) clock, for issue rate and setup.
+  // `ici_engines`: engines of the chip's ICI, beside the dma.engines the
+  // sequencer uses, for collectives' own HBM traffic (start_collective).
   DmaModule(sc_core::sc_module_name name, const DmaConfig& dma, const HbmConfig& hbm_config, double clock_hz,
-            HbmModule& hbm, OnChipBandwidth on_chip = {});
+            HbmModule& hbm, OnChipBandwidth on_chip = {}, int ici_engines = 0);
 
   // Starts `d` on `engine` (0..engines-1; -1 = round robin); `on_done` runs
   // in a SystemC process at the completion time. Call from a SystemC process.
@@ -58,6 +60,8 @@ class DmaModule : public sc_core::sc_module, public DmaBackend, private HbmWaite
   void start(const DmaDescriptor& d, sc_core::sc_event& done, int engine = -1);
   // DmaBackend.
   void start(const DmaWork& work, int engine, std::function<void()> on_done) override;
+  // On ICI engine `engine` % ici_engines (the sequencer's engines without any).
+  void start_collective(const DmaWork& work, int engine, std::function<void()> on_done) override;
   std::vector<std::pair<std::string, StatList>> block_stats() const override;
 
   StatList stats() const;
@@ -94,7 +98,8 @@ class DmaModule : public sc_core::sc_module, public DmaBackend, private HbmWaite
   HbmModule& hbm_;
   Ps on_chip_end(const DmaDescriptor& d, const DmaPlan& p);
 
-  std::vector<DmaEngineTiming> engines_;
+  std::vector<DmaEngineTiming> engines_;  // the sequencer's, then the ICI's
+  std::size_t core_engines_ = 0;
   OnChipBandwidth on_chip_;
   Ps cmem_free_ = 0;  // CMEM busy until (one server for every engine)
   struct EngineStats {
