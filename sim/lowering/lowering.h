@@ -46,6 +46,11 @@ struct LoweringOptions {
   // scheduler does with async collectives. Off: collectives start where
   // the workload lists them.
   bool prefetch_collectives = true;
+  // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
+  // cost probes: `tpusim serve` simulates the corners of its step grid
+  // (the largest batch at the longest context) to interpolate between,
+  // though its KV-cache budget never lets the scheduler form them.
+  bool check_hbm_capacity = true;
 };
 
 // What the lowering decided and knows about one workload operator.

@@ -313,7 +313,7 @@ MemoryPlan plan_memory(const Workload& wl, const workloads::TensorIndex& index, 
     place_alternate(wl, fusion, MemSpace::vmem, (cfg.vmem.size_bytes - kernel_vmem) * cores, plan);
   }
   place_in_hbm(wl, index, plan);
-  if (cfg.hbm.capacity_bytes > 0 && plan.hbm_peak_bytes > cfg.hbm.capacity_bytes)
+  if (opt.check_hbm_capacity && cfg.hbm.capacity_bytes > 0 && plan.hbm_peak_bytes > cfg.hbm.capacity_bytes)
     throw LoweringError("workload '" + wl.name + "' needs " + std::to_string(plan.hbm_peak_bytes) +
                         " bytes of HBM at its peak but " + cfg.chip.name + " has " +
                         std::to_string(cfg.hbm.capacity_bytes));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -163,6 +164,29 @@ TEST(CliServe, RatesGiveAThroughputLatencyCurve) {
       s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") + " --rates 1,x --out " + (s.d / "out2"));
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("found 'x'"), std::string::npos) << bad.err;
+}
+
+// The step grid spans --max-batch sequences at the longest context, a
+// corner whose KV cache (64 x 2047 tokens x 1 KiB = 128 MiB here) exceeds
+// the 64 MiB of HBM: the KV budget (about 28 full-length sequences) keeps
+// the scheduler from ever forming it, so the grid still simulates it as a
+// cost probe rather than refusing the deployment; a plain run of that
+// step is refused.
+TEST(CliServe, GridCornersBeyondHbmAreProbedNotRefused) {
+  Serve s;
+  const CliResult r = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") +
+                          " --arrival offline --requests 32 --max-batch 64 --jobs 2 --quiet --set hbm.capacity=64MiB"
+                          " --input fixed:1024 --output fixed:1000 --out " +
+                          (s.d / "out"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(s.d / "out/summary.csv"));
+  const CliResult run = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "run --arch v5e --model " + (s.d / "tiny.yaml") +
+                          " --phase decode --batch 64 --context 2047 --set hbm.capacity=64MiB --quiet --out " +
+                          (s.d / "run"));
+  EXPECT_EQ(run.rc, 2);
+  EXPECT_NE(run.err.find("does not fit"), std::string::npos) << run.err;
 }
 
 TEST(CliServe, BadInputIsAnErrorNamingIt) {
