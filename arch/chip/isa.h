@@ -178,13 +178,13 @@ struct Program {
       throw std::length_error("program has more than 2^32 dependencies");
     in.dep_begin = static_cast<std::uint32_t>(begin);
     in.dep_count = static_cast<std::uint32_t>(dep_pool.size() - begin);
-    instrs.push_back(std::move(in));
+    instrs.push_back(in);
     return static_cast<InstrId>(instrs.size() - 1);
   }
   InstrId add(Instr in, std::initializer_list<InstrId> deps) {
-    return add<std::initializer_list<InstrId>>(std::move(in), deps);
+    return add<std::initializer_list<InstrId>>(in, deps);
   }
-  InstrId add(Instr in) { return add(std::move(in), std::initializer_list<InstrId>{}); }
+  InstrId add(Instr in) { return add(in, std::initializer_list<InstrId>{}); }
   DepRange deps(const Instr& in) const {
     const InstrId* b = dep_pool.data() + in.dep_begin;
     return {b, b + in.dep_count};

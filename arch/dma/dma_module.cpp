@@ -87,7 +87,8 @@ void DmaModule::start(const DmaDescriptor& d, int engine, std::function<void()> 
     const std::uint64_t g = on_chip_.vmem_granule > 0 ? on_chip_.vmem_granule : 1;
     std::uint64_t rows = 1;
     for (int k = 1; k < d.dims; ++k) rows *= d.shape[static_cast<std::size_t>(k)];
-    const double bytes = static_cast<double>(rows) * static_cast<double>((d.shape[0] + g - 1) / g * g);
+    const std::uint64_t row_bytes = (d.shape[0] + g - 1) / g * g;  // whole granules
+    const double bytes = static_cast<double>(rows) * static_cast<double>(row_bytes);
     floor = std::max(floor, p.issue_start + static_cast<Ps>(bytes / on_chip_.vmem * 1e12));
   }
   const bool link = to_host && d.bytes() > 0;

@@ -164,7 +164,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
         for (arch::Instr in : s.epilogue) {
           in.op = static_cast<std::uint32_t>(i);
           in.core = static_cast<std::uint16_t>(s.core);
-          done.push_back(pb.add(std::move(in), deps));
+          done.push_back(pb.add(in, deps));
         }
       ready[op.outputs[0]] = done;
       continue;

@@ -6,6 +6,8 @@
 // with the detailed and the calibrated HBM model.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -52,7 +54,7 @@ void expect_memory_bound_within(const workloads::Workload& wl, const std::string
   // Memory-bound: the HBM time is the roofline.
   ASSERT_DOUBLE_EQ(op.roofline_cycles, op.memory_cycles);
   const double cycles = static_cast<double>(r.sim.end_cycle);
-  ::testing::Test::RecordProperty("ratio_permille", static_cast<int>(cycles / op.roofline_cycles * 1000 + 0.5));
+  ::testing::Test::RecordProperty("ratio_permille", static_cast<int>(std::lround(cycles / op.roofline_cycles * 1000)));
   EXPECT_GE(cycles, op.roofline_cycles);
   EXPECT_LE(cycles, 1.15 * op.roofline_cycles)
       << hbm_model << ": " << cycles << " cycles, HBM bound " << op.roofline_cycles;
@@ -146,7 +148,7 @@ TEST(EngineEfficiency, Llama3DecodeStepNearItsBytes) {
   for (const auto& op : r.lowered.ops) bytes += op.hbm_bytes;
   const double bound = static_cast<double>(bytes) / (arch::hbm_peak_bandwidth(cfg.hbm) / cfg.chip.clock_hz);
   const double ratio = static_cast<double>(r.sim.end_cycle) / bound;
-  ::testing::Test::RecordProperty("ratio_permille", static_cast<int>(ratio * 1000 + 0.5));
+  ::testing::Test::RecordProperty("ratio_permille", static_cast<int>(std::lround(ratio * 1000)));
   EXPECT_GE(ratio, 1.0);
   EXPECT_LE(ratio, 1.25) << r.sim.end_cycle << " cycles for " << bytes << " bytes";
 }

@@ -9,6 +9,7 @@
 // gradients accumulate. One process per case.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "models/analysis.h"
@@ -39,7 +40,7 @@ TEST_P(FitAgreement, ClosedFormBoundsTheSimulatedPeakWithin10Percent) {
   lo.mesh = {{"fsdp", 8}};
   const std::uint64_t plan = sim::lower(models::generate(m, o), cfg, lo).hbm_peak_bytes;
   ::testing::Test::RecordProperty("estimate_over_plan_permille",
-                                  static_cast<int>(1000.0 * static_cast<double>(fit.needed_bytes) / plan + 0.5));
+                                  static_cast<int>(std::lround(1000.0 * static_cast<double>(fit.needed_bytes) / plan)));
   EXPECT_GE(fit.needed_bytes, plan) << fit.message;
   EXPECT_LE(static_cast<double>(fit.needed_bytes), 1.10 * static_cast<double>(plan)) << fit.message;
 }
