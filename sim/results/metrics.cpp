@@ -54,6 +54,8 @@ RunMetrics compute_metrics(const RunReport& r) {
   RunMetrics m;
   m.total_cycles = r.sim.end_cycle;
   m.clock_hz = r.sim.clock_hz;
+  m.hbm_peak_bytes = r.lowered.hbm_peak_bytes;
+  m.hbm_capacity_bytes = cfg.hbm.capacity_bytes;
   m.seconds = static_cast<double>(m.total_cycles) / m.clock_hz;
   m.peak_macs_per_cycle = chip_macs_per_cycle(cfg, arch::DType::bf16);
   m.hbm_peak_bandwidth = arch::hbm_peak_bandwidth(cfg.hbm);

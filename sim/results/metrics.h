@@ -52,6 +52,8 @@ struct RunMetrics {
   double hbm_peak_bandwidth = 0;                    // bytes/s, arch::hbm_peak_bandwidth
   std::uint64_t hbm_bytes = 0;                      // bytes of DMA instructions with an HBM end
   std::uint64_t vmem_peak_bytes = 0;                // max OpPlan::vmem_peak (bytes per core)
+  std::uint64_t hbm_peak_bytes = 0;                 // HBM in use at the memory plan's peak (per chip)
+  std::uint64_t hbm_capacity_bytes = 0;             // the chip's hbm.capacity
   std::optional<double> achieved_tflops;            // total_flops / seconds / 1e12
   // sum over ops of macs / (its MXU dtype's peak) / total_cycles
   std::optional<double> mxu_utilization;

@@ -103,13 +103,13 @@ void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os
   write_row(os,
             {"arch", "workload", "total_cycles", "clock_hz", "seconds", "total_flops", "achieved_tflops",
              "mxu_utilization", "hbm_bytes", "hbm_bandwidth", "hbm_bandwidth_utilization", "vmem_peak_bytes",
-             "sim_wall_seconds", "tpusim_version", "config_hash", "model_flops", "hardware_flops", "mfu", "hfu"},
+             "hbm_peak_bytes", "sim_wall_seconds", "tpusim_version", "config_hash", "model_flops", "hardware_flops", "mfu", "hfu"},
             energy_header(), time_header());
   write_row(os,
             {r.arch_name, r.workload_name, u64(m.total_cycles), format_real(m.clock_hz, 12), format_real(m.seconds, 9),
              u64(m.total_flops), format_real(m.achieved_tflops), format_real(m.mxu_utilization), u64(m.hbm_bytes),
              format_real(m.hbm_bandwidth, 9), format_real(m.hbm_bandwidth_utilization), u64(m.vmem_peak_bytes),
-             format_real(r.sim.wall_seconds), r.version,
+             u64(m.hbm_peak_bytes), format_real(r.sim.wall_seconds), r.version,
              r.config_hash.empty() ? config_hash(r.config_yaml) : r.config_hash, u64(m.model_flops),
              u64(m.hardware_flops), format_real(m.mfu), format_real(m.hfu)},
             energy_cells(m), time_cells(m));
@@ -320,6 +320,12 @@ void print_summary(const RunReport& r, std::ostream& os, int top) {
      << pct(m.hbm_bandwidth_utilization) << " of " << fmt::format("{:.1f} GB/s", m.hbm_peak_bandwidth / 1e9)
      << " peak\n";
   os << "  VMEM peak   " << human_bytes(static_cast<double>(m.vmem_peak_bytes)) << " per core\n";
+  os << "  HBM peak    " << human_bytes(static_cast<double>(m.hbm_peak_bytes)) << " in use";
+  if (m.hbm_capacity_bytes > 0)
+    os << " of " << human_bytes(static_cast<double>(m.hbm_capacity_bytes)) << " ("
+       << fmt::format("{:.1f}%", 100.0 * static_cast<double>(m.hbm_peak_bytes) / static_cast<double>(m.hbm_capacity_bytes))
+       << ")";
+  os << " (memory plan: tensors placed by liveness)\n";
   if (m.energy) {
     const EnergyMetrics& e = *m.energy;
     std::string parts;

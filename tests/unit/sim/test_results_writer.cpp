@@ -84,6 +84,7 @@ struct Fixture {
     r.version = "0.1.0";
     r.sim.clock_hz = 1e9;
     r.sim.wall_seconds = 0.5;
+    r.lowered.hbm_peak_bytes = 6291456;  // the matmul's inputs and output, 2 MiB each
 
     auto& ops = r.lowered.ops;
     ops.resize(4);
@@ -141,7 +142,7 @@ struct Fixture {
     auto& p = r.lowered.program;
     p.op_names = {"mm", "bias", "softmax", "tiny,\"norm\""};
     auto add = [&](arch::Instr in, std::uint64_t issue, std::uint64_t start, std::uint64_t finish, std::int16_t unit) {
-      p.instrs.push_back(std::move(in));
+      p.instrs.push_back(in);
       r.sim.records.push_back({issue, start, finish, unit});
     };
     // mm: loads on dma0/dma1, two MXU halves, store on dma2: cycles 10..40010.
@@ -429,11 +430,11 @@ TEST(ResultsWriter, SummaryColumnsFollowTheFormulas) {
   const auto rows = read_table(d / "summary.csv");
   ASSERT_EQ(rows.size(), 1u);
   const auto& s = rows[0];
-  // 15 run figures, 4 model/hardware FLOP figures, 8 energy columns
+  // 16 run figures, 4 model/hardware FLOP figures, 8 energy columns
   // (empty: the fixture's config has no energy model), then 4 figures of
   // where the time went (tests/unit/sim/test_time_breakdown.cpp checks
   // their formulas).
-  EXPECT_EQ(s.size(), 31u);
+  EXPECT_EQ(s.size(), 32u);
   EXPECT_EQ(s.at("energy_j"), "");
   EXPECT_EQ(s.at("over_tdp"), "");
   for (const char* k : {"compute_busy_seconds", "ici_busy_seconds", "ici_exposed_seconds", "hbm_exposed_seconds"}) {
@@ -461,6 +462,8 @@ TEST(ResultsWriter, SummaryColumnsFollowTheFormulas) {
   EXPECT_NEAR(num(s.at("hbm_bandwidth")), bw, 1e-8 * bw);
   EXPECT_NEAR(num(s.at("hbm_bandwidth_utilization")), bw / 256e9, 1e-5 * bw / 256e9);
   EXPECT_EQ(s.at("vmem_peak_bytes"), "2500000");  // softmax's
+  // The memory plan's HBM peak, as the lowering reported it.
+  EXPECT_EQ(s.at("hbm_peak_bytes"), "6291456");
   EXPECT_EQ(num(s.at("sim_wall_seconds")), 0.5);
   EXPECT_EQ(s.at("tpusim_version"), "0.1.0");
   // No digest in the report: the writer hashes config_yaml.
