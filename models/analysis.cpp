@@ -610,7 +610,7 @@ FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm
   s << " GiB";
   if (o.phase == Phase::train) {
     // The activations' peak and the full gradients are not live together.
-    if (f.activations >= f.gradients + f.activations_with_gradients)
+    if (!f.peaks_with_gradients())
       s << "; at its peak, at the loss or the first layer of backward, no weight gradient is live yet";
     else
       s << "; at its peak, the end of backward, " << f.activations_with_gradients / gib

@@ -100,8 +100,11 @@ struct MemoryFootprint {
   // their peak, at the loss or the first layer of backward, before the
   // gradients accumulate; the step's peak is the larger of the two.
   std::uint64_t activations_with_gradients = 0;
+  // True when the step's peak is the end of backward (every gradient live).
+  bool peaks_with_gradients() const { return gradients + activations_with_gradients > activations; }
   std::uint64_t total() const {
-    return weights + kv_cache + optimizer + std::max(activations, gradients + activations_with_gradients);
+    return weights + kv_cache + optimizer +
+           (peaks_with_gradients() ? gradients + activations_with_gradients : activations);
   }
 };
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o);

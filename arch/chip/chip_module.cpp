@@ -193,8 +193,8 @@ void ChipModule::sequencer(int c) {
         w.dst = read ? MemSpace::ici : MemSpace::hbm;
         w.row_bytes = bytes;
         core.collective_hbm_bytes += bytes;
-        // Reads on the ICI's first engine, writes on its second (the
-        // sequencer's round robin where the backend has no ICI engines).
+        // Reads on the ICI's first engine, writes on its second (engines 0
+        // and 1 of the sequencer's where the backend has no ICI engines).
         const int engine = read ? 0 : 1;
         collectives_[id].left += 1;
         dma_.start_collective(w, engine, [this, id] { collective_part_done(id); });
