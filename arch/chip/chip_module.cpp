@@ -139,6 +139,55 @@ void ChipModule::collective_part_done(InstrId id) {
   }
 }
 
+// One step of a collective on this chip (CollectiveProgress), at the time
+// it happens: the DMA read of what it sends (on the ICI's first engine),
+// the DMA write of what it receives (on its second; engines 0 and 1 of the
+// sequencer's where the backend has none) and the element-wise adds of the
+// partial results that arrived, as one VPU stream (two operands in, the
+// sum out, one ALU op per element), queued behind the VPU work already
+// issued. The collective completes only when the writes and adds have.
+void ChipModule::collective_step(InstrId id, int c, DType dtype, std::uint32_t op, const CollectiveProgress& p) {
+  Core& core = cores_[static_cast<std::size_t>(c)];
+  auto it = collectives_.find(id);
+  for (const auto& [bytes, read] : {std::pair{p.sent, true}, std::pair{p.received, false}}) {
+    if (bytes == 0) continue;
+    DmaWork w;
+    w.src = read ? MemSpace::hbm : MemSpace::ici;
+    w.dst = read ? MemSpace::ici : MemSpace::hbm;
+    w.row_bytes = bytes;
+    core.collective_hbm_bytes += bytes;
+    if (read || it == collectives_.end()) {
+      // A read feeds a message already under way (HBM outpaces a link), so
+      // the sender's part ends with its messages, as the network says;
+      // traffic after the chip's part ended does not extend it either.
+      dma_.start_collective(w, read ? 0 : 1, [] {});
+      continue;
+    }
+    it->second.left += 1;
+    dma_.start_collective(w, read ? 0 : 1, [this, id] { collective_part_done(id); });
+  }
+  if (p.reduce == 0) return;
+  Instr red;
+  red.unit = UnitKind::vpu;
+  red.core = static_cast<std::uint16_t>(c);
+  red.op = op;
+  VpuWork vw;
+  vw.dtype = dtype;
+  vw.elements = p.reduce * 8 / static_cast<std::uint64_t>(std::max(1, dtype_bits(dtype)));
+  vw.alu_ops = 1;
+  vw.inputs = 2;
+  vw.outputs = 1;
+  red.work = vw;
+  const Interval iv = core.vpu[0]->issue(red, now_cycles());
+  if (it != collectives_.end()) it->second.until = std::max(it->second.until, iv.finish);
+  ++core.reductions;
+  core.reduction_cycles += iv.finish - iv.start;
+  if (tracing_) {
+    note(iv.start, signal_of(c, UnitKind::vpu), +1);
+    note(iv.finish, signal_of(c, UnitKind::vpu), -1);
+  }
+}
+
 void ChipModule::sequencer(int c) {
   Core& core = cores_[static_cast<std::size_t>(c)];
   std::uint64_t next_slot = 0;  // the scalar core issues one instruction per cycle
@@ -177,51 +226,17 @@ void ChipModule::sequencer(int c) {
       rec.start = issue;
       if (tracing_) note(issue, signal_of(c, UnitKind::ici), +1);
       const IciWork& work = std::get<IciWork>(in.work);
-      // Parts: the network, each DMA below, and this issue itself (so that
-      // no part completing early can close the join before all are known).
+      // Parts: the network, each DMA of its steps, and this issue itself
+      // (so that no part completing early can close the join before all
+      // are known).
       CollectiveJoin& join = collectives_[id];
       join.core = c;
       join.left = 2;
-      const CollectiveStart cs = ici_->start(work, program_.group(work), id, [this, id] { collective_part_done(id); });
-      // The collective's own HBM traffic, on the ICI's DMA engines: it
-      // reads what it sends and writes what it receives, contending with
-      // the compute's copies for HBM (see CollectiveStart).
-      for (const auto& [bytes, read] : {std::pair{cs.hbm_read_bytes, true}, std::pair{cs.hbm_write_bytes, false}}) {
-        if (bytes == 0) continue;
-        DmaWork w;
-        w.src = read ? MemSpace::hbm : MemSpace::ici;
-        w.dst = read ? MemSpace::ici : MemSpace::hbm;
-        w.row_bytes = bytes;
-        core.collective_hbm_bytes += bytes;
-        // Reads on the ICI's first engine, writes on its second (engines 0
-        // and 1 of the sequencer's where the backend has no ICI engines).
-        const int engine = read ? 0 : 1;
-        collectives_[id].left += 1;
-        dma_.start_collective(w, engine, [this, id] { collective_part_done(id); });
-      }
-      if (cs.reduce_bytes > 0) {
-        // The element-wise adds of the arriving partial results, as one
-        // VPU stream: two operands in, the sum out, one ALU op per element.
-        Instr red;
-        red.unit = UnitKind::vpu;
-        red.core = static_cast<std::uint16_t>(c);
-        red.op = in.op;
-        VpuWork vw;
-        vw.dtype = work.dtype;
-        vw.elements = cs.reduce_bytes * 8 / static_cast<std::uint64_t>(std::max(1, dtype_bits(work.dtype)));
-        vw.alu_ops = 1;
-        vw.inputs = 2;
-        vw.outputs = 1;
-        red.work = vw;
-        const Interval iv = core.vpu[0]->issue(red, issue);
-        collectives_[id].until = iv.finish;
-        ++core.reductions;
-        core.reduction_cycles += iv.finish - iv.start;
-        if (tracing_) {
-          note(iv.start, signal_of(c, UnitKind::vpu), +1);
-          note(iv.finish, signal_of(c, UnitKind::vpu), -1);
-        }
-      }
+      ici_->start(
+          work, program_.group(work), id, [this, id] { collective_part_done(id); },
+          [this, id, c, dtype = work.dtype, op = in.op](const CollectiveProgress& p) {
+            collective_step(id, c, dtype, op, p);
+          });
       collective_part_done(id);
       continue;
     }

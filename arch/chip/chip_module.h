@@ -116,7 +116,8 @@ class ChipModule : public sc_core::sc_module {
   std::size_t next_dma_engine_ = 0;
   // A collective in flight completes when the network part and its own
   // HBM traffic (the DMA reads of what it sends, the writes of what it
-  // receives) are done, and not before its reduction on the VPU ends.
+  // receives, issued step by step: collective_step) are done, and not
+  // before its reductions on the VPU end.
   struct CollectiveJoin {
     int left = 0;                 // parts still running (network, HBM DMAs, issue)
     std::uint64_t until = 0;      // cycle the reduction ends
@@ -125,6 +126,7 @@ class ChipModule : public sc_core::sc_module {
   };
   std::unordered_map<InstrId, CollectiveJoin> collectives_;
   void collective_part_done(InstrId id);
+  void collective_step(InstrId id, int core, DType dtype, std::uint32_t op, const CollectiveProgress& p);
   // Per core: notified when the instruction its sequencer waits for completes.
   std::vector<std::unique_ptr<sc_core::sc_event>> wake_;
   // Compute completions not yet posted, earliest first.

@@ -182,6 +182,22 @@ class IciSimulator {
     Ps time;
   };
   std::vector<ChipDone> take_chip_completions();
+  // Progress of one chip in a collective, reported as each of its messages
+  // starts to move: `sent` bytes leave the chip (its DMA engines read them
+  // from HBM as they go) or `received` bytes come to it (written to HBM as
+  // they arrive; `reduce` of them are partial results the chip adds).
+  struct ChipProgress {
+    std::uint64_t id;
+    int chip;
+    Ps time;
+    std::uint64_t sent = 0, received = 0, reduce = 0;
+  };
+  // Reports chip `chip`'s progress in collective `id` (take_progress) from
+  // now on: call before the collective's traffic starts (right after
+  // start(), or before the chip's chip_start()).
+  void watch(std::uint64_t id, int chip);
+  // Progress of watched chips since the last call, in time order.
+  std::vector<ChipProgress> take_progress();
   // Processes everything up to and including time t; returns the
   // collectives that completed (in completion order). now() becomes t.
   std::vector<CollectiveResult> run_until(Ps t);
@@ -227,6 +243,7 @@ class IciSimulator {
   void maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveResult>& done);
   void complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
   void release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
+  std::vector<ChipProgress> progress_;
 
   Slice slice_;
   Mesh mesh_;

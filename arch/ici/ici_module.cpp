@@ -2,6 +2,7 @@
 #include "arch/ici/ici_module.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "arch/common/errors.h"
 
@@ -45,6 +46,11 @@ void IciModule::chip_start(std::uint64_t id, int chip, std::function<void()> on_
   if (sc_core::sc_is_running()) wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void IciModule::watch(std::uint64_t id, int chip, ProgressCallback on_progress) {
+  sim_.watch(id, chip);
+  watchers_[{id, chip}] = std::move(on_progress);
+}
+
 void IciModule::run() {
   for (;;) {
     const Ps now = now_ps();
@@ -63,6 +69,10 @@ void IciModule::run() {
 }
 
 void IciModule::deliver(std::vector<CollectiveResult> finished) {
+  for (const IciSimulator::ChipProgress& p : sim_.take_progress()) {
+    auto it = watchers_.find({p.id, p.chip});
+    if (it != watchers_.end() && it->second) it->second(p);
+  }
   for (const IciSimulator::ChipDone& d : sim_.take_chip_completions()) {
     auto it = chip_waiting_.find({d.id, d.chip});
     if (it == chip_waiting_.end()) continue;
@@ -75,6 +85,7 @@ void IciModule::deliver(std::vector<CollectiveResult> finished) {
     if (it == waiting_.end()) continue;
     ResultCallback cb = std::move(it->second);
     waiting_.erase(it);
+    watchers_.erase(watchers_.lower_bound({r.id, INT_MIN}), watchers_.lower_bound({r.id + 1, INT_MIN}));
     if (cb) cb(r);
   }
 }

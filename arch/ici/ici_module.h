@@ -4,9 +4,11 @@
 // to the current time and sleeps until its next event or a new request, so
 // no clock is ticked and collectives overlap freely with other modules'
 // work and with each other (they contend on the shared links).
+// Callers may watch a chip's messages (watch) to pace their own work, the
+// HBM reads and writes and the reductions, with the transfer.
 // Leaves out: TLM sockets (callers hold a reference), charging the
-// reduction arithmetic (the result's reduce_bytes_per_chip is for the
-// caller's VPU model).
+// reduction arithmetic (the result's reduce_bytes_per_chip and the
+// watched progress are for the caller's VPU model).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,11 @@ class IciModule : public sc_core::sc_module {
   // part is complete, on_all_done when the whole collective is.
   std::uint64_t start_deferred(const CollectiveRequest& req, ResultCallback on_all_done);
   void chip_start(std::uint64_t id, int chip, std::function<void()> on_chip_done);
+  // Calls on_progress in this module's thread each time chip `chip` sends
+  // or receives a message of collective `id` (IciSimulator::watch, same
+  // timing rule), before any completion callback of the same instant.
+  using ProgressCallback = std::function<void(const IciSimulator::ChipProgress&)>;
+  void watch(std::uint64_t id, int chip, ProgressCallback on_progress);
 
   IciSimulator& simulator() { return sim_; }
   const IciSimulator& simulator() const { return sim_; }
@@ -58,6 +65,7 @@ class IciModule : public sc_core::sc_module {
   IciSimulator sim_;
   std::unordered_map<std::uint64_t, ResultCallback> waiting_;
   std::map<std::pair<std::uint64_t, int>, std::function<void()>> chip_waiting_;
+  std::map<std::pair<std::uint64_t, int>, ProgressCallback> watchers_;
   sc_core::sc_event wake_;
 };
 

@@ -60,6 +60,7 @@ struct IciSimulator::Active {
   std::vector<int> group_waiting;
   std::vector<std::uint8_t> chip_started;
   std::size_t groups_left = 0;
+  std::vector<std::uint8_t> watched;  // per chip, empty = none (watch)
 };
 
 IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOptions& options)
@@ -221,6 +222,20 @@ std::pair<std::uint64_t, std::uint64_t> IciSimulator::planned_traffic(std::uint6
   return {info.planned_sent[c], info.planned_received[c]};
 }
 
+void IciSimulator::watch(std::uint64_t id, int chip) {
+  if (id >= colls_.size() || chip < 0 || chip >= slice_.num_chips() || !colls_[id]->info)
+    throw InternalError("IciSimulator::watch: no such running collective or chip");
+  Active& a = *colls_[id];
+  if (a.watched.empty()) a.watched.assign(static_cast<std::size_t>(slice_.num_chips()), 0);
+  a.watched[static_cast<std::size_t>(chip)] = 1;
+}
+
+std::vector<IciSimulator::ChipProgress> IciSimulator::take_progress() {
+  std::vector<ChipProgress> out;
+  out.swap(progress_);
+  return out;
+}
+
 std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {
   std::vector<ChipDone> out;
   out.swap(chip_done_);
@@ -255,6 +270,7 @@ void IciSimulator::maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveRe
   std::vector<std::uint32_t>().swap(a.chip_left);
   std::vector<std::uint8_t>().swap(a.by_incoming);
   std::vector<std::vector<std::uint32_t>>().swap(a.group_roots);
+  std::vector<std::uint8_t>().swap(a.watched);
 }
 
 void IciSimulator::activate(std::size_t index, int group, Ps t, std::vector<CollectiveResult>& done) {
@@ -291,6 +307,22 @@ void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vect
   for (std::size_t h = 0; h < hops; ++h) a.res.bytes_per_link[static_cast<std::size_t>(route[h])] += n.bytes;
   a.res.sent_per_chip[static_cast<std::size_t>(n.src)] += n.bytes;
   a.res.messages += 1;
+  // Both ends stream the message as it moves: the sender's DMA reads it
+  // from HBM and the receiver's writes it there (adding what it reduces)
+  // from the moment it starts.
+  if (!a.watched.empty()) {
+    if (a.watched[static_cast<std::size_t>(n.src)]) {
+      ChipProgress p{a.res.id, n.src, t};
+      p.sent = n.bytes;
+      progress_.push_back(p);
+    }
+    if (a.watched[static_cast<std::size_t>(n.dst)]) {
+      ChipProgress p{a.res.id, n.dst, t};
+      p.received = n.bytes;
+      p.reduce = n.reduce_bytes;
+      progress_.push_back(p);
+    }
+  }
   if (coll > UINT32_MAX) throw InternalError("IciSimulator: too many collectives for a message tag");
   net_->send(n.src, n.dst, n.bytes, t, route, hops, static_cast<std::uint64_t>(coll) << 32 | node);
 }

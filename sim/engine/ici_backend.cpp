@@ -12,6 +12,17 @@ namespace tpusim::sim {
 
 namespace {
 
+arch::ici::IciModule::ProgressCallback progress_of(std::function<void(const arch::CollectiveProgress&)> fn) {
+  if (!fn) return {};
+  return [f = std::move(fn)](const arch::ici::IciSimulator::ChipProgress& p) {
+    arch::CollectiveProgress cp;
+    cp.sent = p.sent;
+    cp.received = p.received;
+    cp.reduce = p.reduce;
+    f(cp);
+  };
+}
+
 arch::ici::CollectiveRequest to_request(const arch::IciWork& work, const arch::CollectiveGroup& group,
                                         arch::InstrId instr) {
   arch::ici::CollectiveRequest req;
@@ -49,7 +60,8 @@ class IciBackendImpl {
    public:
     Port(IciBackendImpl* impl, int chip) : impl_(impl), chip_(chip) {}
     arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
-                                std::function<void()> on_done) override {
+                                std::function<void()> on_done,
+                                std::function<void(const arch::CollectiveProgress&)> on_progress) override {
       // The first chip to reach the instruction plans the collective; the
       // others join the same instance (every chip runs the same program).
       auto it = impl_->deferred.find(instr);
@@ -64,6 +76,7 @@ class IciBackendImpl {
       const auto& sim = impl_->module.simulator();
       cs.reduce_bytes = sim.planned_reduce_bytes(it->second, chip_);
       std::tie(cs.hbm_read_bytes, cs.hbm_write_bytes) = sim.planned_traffic(it->second, chip_);
+      impl_->module.watch(it->second, chip_, progress_of(std::move(on_progress)));
       impl_->module.chip_start(it->second, chip_, std::move(on_done));
       return cs;
     }
@@ -88,23 +101,31 @@ IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, con
 IciBackend::~IciBackend() = default;
 
 arch::CollectiveStart IciBackend::start(const arch::IciWork& work, const arch::CollectiveGroup& group,
-                                        arch::InstrId instr, std::function<void()> on_done) {
+                                        arch::InstrId instr, std::function<void()> on_done,
+                                        std::function<void(const arch::CollectiveProgress&)> on_progress) {
   IciBackendImpl* impl = impl_.get();
   const std::uint64_t id = impl->module.start_collective_with_result(
       to_request(work, group, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
         impl->records.push_back(to_record(instr, r));
         done();
       });
-  // The simulated chip stands for all: it does the largest reduction and
-  // the most HBM traffic any chip does (all the same on a torus).
+  // The simulated chip stands for all: it does what the chip that moves
+  // the most bytes does (the first such; all the same on a torus), its
+  // HBM traffic and reductions paced by that chip's messages.
   arch::CollectiveStart cs;
+  int busiest = 0;
+  std::uint64_t most = 0;
+  const auto& sim = impl->module.simulator();
   for (int c = 0; c < impl->slice.num_chips(); ++c) {
-    const auto& sim = impl->module.simulator();
-    cs.reduce_bytes = std::max(cs.reduce_bytes, sim.planned_reduce_bytes(id, c));
     const auto [sent, received] = sim.planned_traffic(id, c);
-    cs.hbm_read_bytes = std::max(cs.hbm_read_bytes, sent);
-    cs.hbm_write_bytes = std::max(cs.hbm_write_bytes, received);
+    if (sent + received > most) {
+      most = sent + received;
+      busiest = c;
+    }
   }
+  cs.reduce_bytes = sim.planned_reduce_bytes(id, busiest);
+  std::tie(cs.hbm_read_bytes, cs.hbm_write_bytes) = sim.planned_traffic(id, busiest);
+  impl->module.watch(id, busiest, progress_of(std::move(on_progress)));
   return cs;
 }
 

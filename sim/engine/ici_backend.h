@@ -3,7 +3,8 @@
 // outcome (algorithm, bytes, time, achieved bandwidth) is kept for ops.csv.
 // Two views: the backend itself stands for every chip at once (one
 // simulated chip, each collective complete when it is complete on the
-// whole slice, its reduction the largest any chip does); chip_port(c)
+// whole slice, its HBM traffic and reductions those of the chip that moves
+// the most bytes, as that chip's messages move); chip_port(c)
 // is chip c's own view when every chip is simulated (--all-chips): the
 // chips start a collective one by one and each is called back when its
 // own part is complete (IciSimulator::start_deferred).
@@ -24,7 +25,8 @@ class IciBackend : public arch::CollectiveBackend {
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh, bool twisted);
   ~IciBackend() override;
   arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
-                              std::function<void()> on_done) override;
+                              std::function<void()> on_done,
+                              std::function<void(const arch::CollectiveProgress&)> on_progress) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;
   const std::vector<CollectiveRecord>& records() const;
   int chips() const;
