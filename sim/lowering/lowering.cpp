@@ -15,6 +15,7 @@
 #include "sim/lowering/op_lowering.h"
 #include "sim/lowering/pipeline.h"
 #include "sim/lowering/roofline.h"
+#include "sim/lowering/schedule.h"
 #include "workloads/ir/cost.h"
 #include "workloads/ir/shape_inference.h"
 
@@ -31,55 +32,6 @@ std::string shapes_of(const workloads::TensorIndex& index, const Op& op) {
     os << (k ? " x " : "") << workloads::shape_str(index.find(op.inputs[k])->shape);
   os << " -> " << workloads::shape_str(index.find(op.outputs[0])->shape);
   return os.str();
-}
-
-// An operator that runs as a kernel of its own on the TensorCores (not a
-// collective, not fused into another, not a bitcast).
-bool is_kernel(const workloads::Workload& wl, const lowering::FusionPlan& fusion, std::size_t i) {
-  const workloads::OpKind k = wl.ops[i].kind;
-  return !workloads::is_collective(k) && !fusion.fused(i) && k != workloads::OpKind::reshape;
-}
-
-// The order operators are emitted in, which is the order each TensorCore's
-// in-order sequencer issues their instructions. The workload's order,
-// except that with `prefetch` a collective whose operands no operator
-// still to come produces is moved before the kernel that precedes it, so
-// that it runs while that kernel computes: one operator of lookahead, as
-// XLA's latency-hiding scheduler starts an FSDP layer's weight all-gather
-// during the previous matmul. Collectives whose operands are produced
-// late (activations) stay in place.
-std::vector<std::size_t> emission_order(const workloads::Workload& wl, const lowering::FusionPlan& fusion,
-                                        bool prefetch) {
-  const std::size_t n = wl.ops.size();
-  std::vector<std::size_t> order;
-  order.reserve(n);
-  if (!prefetch) {
-    for (std::size_t i = 0; i < n; ++i) order.push_back(i);
-    return order;
-  }
-  std::unordered_map<std::string, std::size_t> producer;
-  for (std::size_t i = 0; i < n; ++i)
-    for (const std::string& o : wl.ops[i].outputs) producer.emplace(o, i);
-  std::vector<bool> placed(n, false);
-  auto operands_ready = [&](std::size_t j) {
-    for (const std::string& in : wl.ops[j].inputs) {
-      auto it = producer.find(in);
-      if (it != producer.end() && !placed[it->second]) return false;
-    }
-    return true;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    if (placed[i]) continue;
-    if (is_kernel(wl, fusion, i))
-      for (std::size_t j = i + 1; j < n && !is_kernel(wl, fusion, j); ++j)
-        if (!placed[j] && workloads::is_collective(wl.ops[j].kind) && operands_ready(j)) {
-          placed[j] = true;
-          order.push_back(j);
-        }
-    placed[i] = true;
-    order.push_back(i);
-  }
-  return order;
 }
 
 }  // namespace
@@ -131,7 +83,9 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     const double most = 8.0 * static_cast<double>(v.size());
     v.reserve(std::max(2 * v.size(), static_cast<std::size_t>(std::min(projected, most))));
   };
-  for (const std::size_t i : emission_order(wl, fusion, opt.prefetch_collectives && opt.multi_chip)) {
+  const lowering::Schedule schedule =
+      lowering::schedule_ops(wl, fusion, opt.prefetch_collectives && opt.multi_chip);
+  for (const std::size_t i : schedule.order) {
     grow_by_projection(out.program.instrs);
     grow_by_projection(out.program.dep_pool);
     ++done_ops;
@@ -154,7 +108,13 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     const lowering::LowerFn rule = lowering::lowering_for(op.kind);
     if (!rule) throw LoweringError("operator '" + op.name + "': no lowering for " + plan.kind);
     const lowering::Epilogue ep = lowering::epilogue_for(cx, i);
-    const auto deps = deps_of(i);
+    auto deps = deps_of(i);
+    if (const int prev = schedule.after[i]; prev >= 0) {
+      // One all-gather in flight at a time (schedule.h): this one starts
+      // when the previous one has completed.
+      const auto& d = ready[wl.ops[static_cast<std::size_t>(prev)].outputs[0]];
+      deps.insert(deps.end(), d.begin(), d.end());
+    }
     const std::vector<lowering::Step> steps = rule(cx, i, ep, plan);
     if (op.kind == workloads::OpKind::copy) {
       // Asynchronous (lower_host_copy.cpp): its DMAs wait for the producer

@@ -40,11 +40,11 @@ struct LoweringOptions {
   // axes must be mesh axes whose sizes match the workload's mesh.
   bool multi_chip = false;
   std::vector<std::pair<std::string, std::int64_t>> mesh;
-  // Start an asynchronous collective whose operands are ready (a weight's
-  // FSDP all-gather) before the compute operator that precedes its
-  // consumer, so that it overlaps that operator, as XLA's latency-hiding
-  // scheduler does with async collectives. Off: collectives start where
-  // the workload lists them.
+  // Schedule asynchronous collectives as XLA's latency-hiding scheduler
+  // does (schedule.h): one whose operands are ready starts before the
+  // compute operator that precedes it, and weight all-gathers run one at a
+  // time, each as soon as the previous one completes. Off: collectives
+  // start where the workload lists them.
   bool prefetch_collectives = true;
   // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
   // cost probes: `tpusim serve` simulates the corners of its step grid

@@ -431,6 +431,35 @@ TEST(MultiChip, WeightGatherIsPrefetchedDuringThePreviousMatmul) {
   EXPECT_LT(m.ops[2].start_cycle, m.ops[1].end_cycle);
   EXPECT_GE(m.ops[3].start_cycle, m.ops[2].end_cycle);  // mm2 still waits for its weight
 }
+// XLA keeps one all-gather in flight and starts each as early as that
+// allows (sim/lowering/schedule.h): the next layer's weight gather starts
+// when this layer's has completed, just before this layer's first matmul,
+// rather than during the kernel before its own consumer.
+TEST(MultiChip, WeightGathersRunOneAtATimeAsEarlyAsTheyCan) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  WorkloadBuilder b("chain");
+  b.mesh_axis("fsdp", 4);
+  auto x = b.input("x", {2048, 4096}, arch::DType::bf16);
+  auto w1 = b.weight("w1", {1024, 4096}, arch::DType::bf16);  // shards of [4096, 4096]
+  auto w2 = b.weight("w2", {1024, 4096}, arch::DType::bf16);
+  auto u = b.weight("u", {4096, 4096}, arch::DType::bf16);  // replicated
+  auto v = b.weight("v", {4096, 4096}, arch::DType::bf16);
+  auto h1 = b.matmul("h1", x, b.all_gather("w1.all_gather", w1, {"fsdp"}, 0));
+  auto c1 = b.matmul("c1", h1, u);
+  auto d1 = b.matmul("d1", c1, v);
+  b.matmul("h2", d1, b.all_gather("w2.all_gather", w2, {"fsdp"}, 0));
+  const auto wl = b.build();
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, slice_opts("2x2", "fsdp=4"));
+  const sim::RunMetrics m = sim::compute_metrics(r);
+  // ops: 0 w1 gather, 1 h1, 2 c1, 3 d1, 4 w2 gather, 5 h2
+  const auto& g1 = m.ops[0];
+  const auto& g2 = m.ops[4];
+  EXPECT_GE(g2.start_cycle + 2, g1.end_cycle);        // never two in flight
+  EXPECT_LE(g2.start_cycle, m.ops[1].start_cycle + 2);  // issued before h1, which waits for g1 too
+  EXPECT_LT(g2.end_cycle, m.ops[2].end_cycle);          // done during c1, two kernels before h2
+  EXPECT_GE(m.ops[5].start_cycle, g2.end_cycle);
+}
+
 TEST(MultiChip, WeightGatherInWorkloadOrderWaitsForThePreviousMatmul) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
   const sim::RunReport r = two_fsdp_layers(cfg, false);

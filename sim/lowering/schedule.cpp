@@ -1,0 +1,105 @@
+// See schedule.h.
+#include "sim/lowering/schedule.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+namespace tpusim::sim::lowering {
+
+namespace {
+
+// An operator that runs as a kernel of its own on the TensorCores (not a
+// collective, not fused into another, not a bitcast).
+bool is_kernel(const workloads::Workload& wl, const FusionPlan& fusion, std::size_t i) {
+  const workloads::OpKind k = wl.ops[i].kind;
+  return !workloads::is_collective(k) && !fusion.fused(i) && k != workloads::OpKind::reshape;
+}
+
+// The first rule of schedule.h: one operator of lookahead.
+std::vector<std::size_t> lookahead_order(const workloads::Workload& wl, const FusionPlan& fusion,
+                                         const std::unordered_map<std::string, std::size_t>& producer) {
+  const std::size_t n = wl.ops.size();
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  std::vector<bool> placed(n, false);
+  auto operands_ready = [&](std::size_t j) {
+    for (const std::string& in : wl.ops[j].inputs) {
+      auto it = producer.find(in);
+      if (it != producer.end() && !placed[it->second]) return false;
+    }
+    return true;
+  };
+  auto prefetch_ready = [&](std::size_t j) {
+    if (!placed[j] && workloads::is_collective(wl.ops[j].kind) && operands_ready(j)) {
+      placed[j] = true;
+      order.push_back(j);
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (placed[i]) continue;
+    if (is_kernel(wl, fusion, i))
+      for (std::size_t k = i + 1; k < n && !is_kernel(wl, fusion, k); ++k) prefetch_ready(k);
+    placed[i] = true;
+    order.push_back(i);
+  }
+  return order;
+}
+
+}  // namespace
+
+Schedule schedule_ops(const workloads::Workload& wl, const FusionPlan& fusion, bool prefetch) {
+  const std::size_t n = wl.ops.size();
+  Schedule s;
+  s.after.assign(n, -1);
+  if (!prefetch) {
+    for (std::size_t i = 0; i < n; ++i) s.order.push_back(i);
+    return s;
+  }
+  std::unordered_map<std::string, std::size_t> producer;
+  for (std::size_t i = 0; i < n; ++i)
+    for (const std::string& o : wl.ops[i].outputs) producer.emplace(o, i);
+  const std::vector<std::size_t> base = lookahead_order(wl, fusion, producer);
+
+  // The chain. pos: place in `base`; first_use: the earliest place in
+  // `base` of an operator reading the tensor (an operator fused into a
+  // kernel reads it where the kernel runs).
+  std::vector<std::size_t> pos(n);
+  for (std::size_t p = 0; p < n; ++p) pos[base[p]] = p;
+  std::unordered_map<std::string, std::size_t> first_use;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t at = fusion.fused(i) ? pos[static_cast<std::size_t>(fusion.fused_into[i])] : pos[i];
+    for (const std::string& in : wl.ops[i].inputs) {
+      auto [it, fresh] = first_use.emplace(in, at);
+      if (!fresh) it->second = std::min(it->second, at);
+    }
+  }
+  auto chained = [&](std::size_t i) {
+    if (wl.ops[i].kind != workloads::OpKind::all_gather) return false;
+    for (const std::string& in : wl.ops[i].inputs)
+      if (producer.count(in)) return false;
+    return true;
+  };
+  // Sort keys: an operator keeps 2 x its place; a gather moved before the
+  // place p of its predecessor's first consumer takes 2 p - 1 (ties keep
+  // the base order).
+  std::vector<std::size_t> key(n);
+  for (std::size_t p = 0; p < n; ++p) key[base[p]] = 2 * p + 1;
+  int prev = -1;
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::size_t i = base[p];
+    if (!chained(i)) continue;
+    if (prev >= 0) {
+      s.after[i] = prev;
+      auto it = first_use.find(wl.ops[static_cast<std::size_t>(prev)].outputs[0]);
+      if (it != first_use.end() && 2 * it->second < key[i]) key[i] = 2 * it->second;
+    }
+    prev = static_cast<int>(i);
+  }
+  s.order = base;
+  std::stable_sort(s.order.begin(), s.order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+  return s;
+}
+
+}  // namespace tpusim::sim::lowering
