@@ -56,21 +56,24 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
         const double t_n_outer = a_bytes * nn + b_bytes * (nk == 1 ? 1 : nm) * b_reloads;
         const bool no = t_n_outer < t_m_outer;
         const double traffic = std::min(t_m_outer, t_n_outer) + c_bytes;
-        // Compute: weight tiles spread over every MXU of every core; each
-        // tile streams m rows (at the dtype's rate) or, when m is short,
-        // takes at least its weight load.
-        const double blocks_all = static_cast<double>(g.batch) * nm * nk * nn;
-        const double a_stat = blocks_all * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(n, C)) *
+        // Compute: the output blocks are dealt to the cores (a block's K
+        // loop stays on one core), so the busiest core runs
+        // ceil(blocks / cores) of them; its weight tiles spread over its
+        // MXUs, each streaming m rows (at the dtype's rate) or, when m is
+        // short, taking at least its weight load.
+        const double out_blocks = static_cast<double>(g.batch) * nm * nn;
+        const double per_core = std::ceil(out_blocks / cores) * nk;
+        const double a_stat = per_core * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(n, C)) *
                               std::max(static_cast<double>(m) / tp, static_cast<double>(R));
-        const double b_stream = blocks_all * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(m, C)) *
+        const double b_stream = per_core * static_cast<double>(ceil_div(mxu_k(k), R) * ceil_div(m, C)) *
                                 std::max(static_cast<double>(n) / tp, static_cast<double>(R));
         const bool flip = g.stream_b.value_or(b_stream < a_stat);
-        const double compute = (flip ? b_stream : a_stat) / (static_cast<double>(f.mxus) * cores);
-        const double blocks = static_cast<double>(g.batch) * nm * nk * nn;
+        const double compute = (flip ? b_stream : a_stat) / static_cast<double>(f.mxus);
+        const double blocks = out_blocks * nk;
         const double first =
             (static_cast<double>(m * k) * ab + static_cast<double>(k * n) * bb) / 8.0 / f.hbm_bytes_per_cycle;
         const double last = static_cast<double>(m * n) * ob / 8.0 / f.hbm_bytes_per_cycle + static_cast<double>(R + C);
-        const double t = std::max(compute + blocks * f.step_overhead / cores, traffic / f.hbm_bytes_per_cycle) + first +
+        const double t = std::max(compute + per_core * f.step_overhead, traffic / f.hbm_bytes_per_cycle) + first +
                          last + blocks * f.block_latency;
         // Among blocks whose estimates are within 2%, the one whose
         // weight blocks come in the fewest DMA pieces (a block as wide as

@@ -3,8 +3,9 @@
 // Candidates are powers of two from the MXU tile up to the padded extent,
 // kept when their double-buffered operand blocks, f32 accumulator and
 // double-buffered output block fit the kernel's VMEM budget. Each is
-// scored by an estimate of its pipeline: max(compute over every MXU,
-// HBM traffic with the loop order that re-reads less) + the exposed first
+// scored by an estimate of its pipeline: max(compute of the busiest core
+// over its MXUs (output blocks are dealt to the cores, a block's K loop
+// on one), HBM traffic with the loop order that re-reads less) + the exposed first
 // load and last store + per-step costs (block latency and the scalar
 // core's step overhead). Compute takes the cheaper MXU orientation: B's
 // tiles stationary with A's rows streaming, or the reverse. Among blocks
