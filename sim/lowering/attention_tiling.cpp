@@ -71,14 +71,29 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         // blocks its last query sees.
         const std::int64_t nq = ceil_div(a.q_len, bp);
         double kv_blocks = 0, kv_positions = 0;
+        std::vector<double> blocks_of(static_cast<std::size_t>(nq));
         for (std::int64_t qi = 0; qi < nq; ++qi) {
           const std::int64_t vis = a.visible(std::min(a.q_len, (qi + 1) * bp) - 1);
-          kv_blocks += static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv)));
+          blocks_of[static_cast<std::size_t>(qi)] = static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv)));
+          kv_blocks += blocks_of[static_cast<std::size_t>(qi)];
           kv_positions += static_cast<double>(std::min(round_up(vis, bkv), round_up(a.kv_len, f.cols)));
         }
         const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
         const double units = static_cast<double>(a.batch) * static_cast<double>(groups);
         const double steps = units * kv_blocks;
+        // The busiest core's steps: (batch, group, query block) units are
+        // dealt round robin (lower_attention); beyond a few thousand units
+        // the even share plus one unit bounds it.
+        const std::int64_t all_units = a.batch * groups * nq;
+        double core_steps = 0;
+        if (all_units <= 4096) {
+          std::vector<double> per(static_cast<std::size_t>(cores), 0);
+          for (std::int64_t u = 0; u < all_units; ++u)
+            per[static_cast<std::size_t>(u % cores)] += blocks_of[static_cast<std::size_t>(u % nq)];
+          core_steps = *std::max_element(per.begin(), per.end());
+        } else {
+          core_steps = steps / cores + *std::max_element(blocks_of.begin(), blocks_of.end());
+        }
         // Compute of one full step, per core: sub-blocks pipelined, the
         // MXU's QK^T and PV against the VPU's softmax followed by the XLU's
         // reductions (max and sum on two XLUs), plus one sub-block's fill.
@@ -87,13 +102,13 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
                            static_cast<double>(f.mxus);
         const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), 5, 1);
         const double xlu = f.xlus > 0 ? h * rows / 8.0 : vpu;  // one vreg per 8 rows per reduction
-        const double compute = steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead) / cores;
+        const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
         const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
         const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
         const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
         const double first =
             (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) / f.hbm_bytes_per_cycle;
-        const double t = std::max(compute, traffic) + first + steps / cores * f.block_latency;
+        const double t = std::max(compute, traffic) + first + core_steps * f.block_latency;
         if (t < best_t) {
           best_t = t;
           best = AttentionTiling{hb, bp, bkv, static_cast<std::uint64_t>(vmem), t, static_cast<std::int64_t>(steps)};

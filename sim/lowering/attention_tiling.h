@@ -8,7 +8,10 @@
 // pieces of bkv x D. Candidates are kept when their double-buffered Q, K,
 // V and output blocks, the f32 scores and the f32 accumulator fit the
 // kernel's VMEM budget, and scored like the GEMM search: max(compute,
-// traffic) + exposed first load + per-step costs. Compute per step is the
+// traffic) + exposed first load + per-step costs, for the busiest core
+// ((batch, head group, query block) units are dealt to the cores round
+// robin, so causal query blocks, which see more key blocks the later
+// they come, spread evenly). Compute per step is the
 // larger of the MXU work (QK^T and PV of every head, spread over the MXUs;
 // a tile streams max(rows, weight load) cycles) and the VPU's softmax, the
 // two overlapping as the kernel interleaves sub-blocks.

@@ -121,7 +121,11 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t g = 0; g < ng; ++g)
       for (std::int64_t qi = 0; qi < nq; ++qi, ++unit) {
-        const int core = static_cast<int>(unit * cores / std::max<std::int64_t>(1, units));
+        // Units dealt round robin: causal query blocks see more key blocks
+        // the later they come, so contiguous ranges would give the last
+        // core the most work when there are few units (one sequence and
+        // every KV head in one step).
+        const int core = static_cast<int>(unit % cores);
         const std::int64_t p0 = qi * bp, pn = std::min(bp, Lq - p0);
         const std::int64_t h0 = g * hb;    // first KV head
         const std::int64_t rows = pn * G;  // query rows per KV head

@@ -152,3 +152,19 @@ TEST(EngineEfficiency, Llama3DecodeStepNearItsBytes) {
   EXPECT_GE(ratio, 1.0);
   EXPECT_LE(ratio, 1.25) << r.sim.end_cycle << " cycles for " << bytes << " bytes";
 }
+
+// Causal attention on a two-core chip with few units of work (one
+// sequence, one KV head): later query blocks see more key blocks, and the
+// units are dealt to the cores so that neither gets the late ones only.
+// Both cores' MXU instructions (one per sub-block matmul) within 10%.
+TEST(EngineEfficiency, CausalAttentionSplitsEvenlyOverTwoCores) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5p", {"hbm.model=channel"});
+  const auto wl = workloads::builtin::attention(1, 8192, 8192, 8, 1, 128, true);
+  const sim::RunReport r = sim::run_workload("v5p", cfg, wl, {});
+  std::vector<double> mxu(2, 0);
+  for (const auto& in : r.lowered.program.instrs)
+    if (in.unit == arch::UnitKind::mxu) mxu.at(in.core) += 1;
+  ASSERT_GT(mxu[0], 0);
+  ASSERT_GT(mxu[1], 0);
+  EXPECT_LE(std::max(mxu[0], mxu[1]), 1.1 * std::min(mxu[0], mxu[1])) << mxu[0] << " vs " << mxu[1];
+}
