@@ -171,7 +171,11 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     }
     for (std::size_t j : fusion.chain[i]) plan.fused.push_back(static_cast<std::uint32_t>(j));
     lowering::fill_roofline(cx, i, steps, plan);
-    const std::vector<InstrId> done = pb.emit_op(static_cast<std::uint32_t>(i), steps, deps);
+    // An operator that issues nothing (a reshape, a bitcast of its input's
+    // bytes) has its result when its inputs are: its readers wait for
+    // those, not for nothing (a reader split over another TensorCore than
+    // the producer would otherwise start before the producer's result).
+    const std::vector<InstrId> done = steps.empty() ? deps : pb.emit_op(static_cast<std::uint32_t>(i), steps, deps);
     ready[op.outputs[0]] = done;
     for (std::size_t j : fusion.chain[i]) ready[wl.ops[j].outputs[0]] = done;
   }
