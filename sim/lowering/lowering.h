@@ -46,6 +46,23 @@ struct LoweringOptions {
   // scheduler does with async collectives. Off: collectives start where
   // the workload lists them.
   bool prefetch_collectives = true;
+  // Multi-chip runs: lower an all-gather over one mesh axis that feeds
+  // matmuls along their rows, and a matmul whose result is reduce-
+  // scattered along its rows, as XLA's collective matmul (windowed
+  // einsum): ring permutes interleaved with slices of the matmul
+  // (collective_matmul.h). Off: the matmul waits for the whole all-gather
+  // (the reduce-scatter for the whole matmul). Bidirectional: half the
+  // ring steps go each way round the ring.
+  bool collective_matmul = true;
+  bool collective_matmul_bidirectional = true;
+  // Only collectives whose larger side (the gathered tensor, the
+  // reduce-scattered one) has at least this many bytes are decomposed:
+  // XLA's threshold_for_windowed_einsum_mib, 256 MiB by default
+  // (xla/service/spmd/spmd_partitioner.h, SpmdPartitionerOptions: "The
+  // minimum size in MiB of an einsum operand to be considered using
+  // windowed implementation"). Below it the ring's per-step start-up and
+  // the slices' weight re-reads cost more than the overlap saves.
+  std::uint64_t collective_matmul_min_bytes = std::uint64_t{256} << 20;
   // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
   // cost probes: `tpusim serve` simulates the corners of its step grid
   // (the largest batch at the longest context) to interpolate between,
