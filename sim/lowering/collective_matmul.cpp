@@ -150,8 +150,13 @@ CollectiveMatmulPlan plan_collective_matmul(const workloads::Workload& wl, const
     std::vector<std::size_t> sliced;
     for (std::size_t c : readers(out)) {
       const Op& m = wl.ops[c];
-      if (m.kind == OpKind::matmul && m.inputs[0] == out && m.inputs[1] != out && !p.anchor_of.count(c) &&
-          !p.sliced.count(c) && rows_dim(m, index, g.dim))
+      // Its fused epilogue must not read the gathered tensor too (a slice
+      // waits for its own chunk only).
+      bool epilogue_reads = false;
+      for (std::size_t f : fusion.chain[c])
+        for (const std::string& in : wl.ops[f].inputs) epilogue_reads = epilogue_reads || in == out;
+      if (m.kind == OpKind::matmul && m.inputs[0] == out && m.inputs[1] != out && !epilogue_reads &&
+          !p.anchor_of.count(c) && !p.sliced.count(c) && rows_dim(m, index, g.dim))
         sliced.push_back(c);
     }
     if (sliced.empty()) continue;

@@ -52,6 +52,8 @@ TEST(CliCollectiveMatmul, TensorParallelStepOverlapsItsRingWithTheMatmuls) {
   const auto s_on = tpusim::test::rows_of(t.path() + "/on/summary.csv").at(0);
   const auto s_off = tpusim::test::rows_of(t.path() + "/off/summary.csv").at(0);
   EXPECT_LT(num(s_on, "seconds"), num(s_off, "seconds"));
+  // The mesh has the tensor axis only, so the exposed collective time (no
+  // compute running) is the kernels' wait for tensor-axis collectives.
   // Off, almost every tensor-axis collective is exposed (the matmul
   // waits for its gather, the scatter for its matmul). On, the FFN's
   // rings hide under its 2 x 2048-column slices; the attention block's
