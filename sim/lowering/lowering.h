@@ -8,7 +8,9 @@
 // overheads (kernel.* config keys). Intermediate activations that fit stay
 // in the alternate memory, CMEM on v4/v4i and otherwise the VMEM kernels
 // leave free (memory_plan.h). Collectives become ICI instructions on
-// multi-chip runs. Quantized and N:M sparse matmuls are priced by
+// multi-chip runs, a tensor-parallel all-gather or reduce-scatter next to
+// its matmuls as XLA's collective matmul (collective_matmul.h). Quantized
+// and N:M sparse matmuls are priced by
 // gemm_quant.h. The parts: fusion.h, memory_plan.h, gemm_tiling.h and
 // attention_tiling.h (the pure block searches), op_lowering.h (one rule per
 // op family, dispatched by op kind, in lower_<family>.cpp), roofline.h,
