@@ -60,6 +60,15 @@ std::int64_t ring_of(const Op& op, const LoweringOptions& opt, std::string& axis
   return 0;
 }
 
+// A gather or scatter over one mesh axis of n >= 2 chips along `dim`
+// whose larger side (`big`) is at least the threshold; false otherwise.
+bool ring_collective(const Op& op, const workloads::TensorIndex& index, const LoweringOptions& opt,
+                     const std::string& big, std::string& axis, std::int64_t& n, int& dim) {
+  n = ring_of(op, opt, axis);
+  dim = static_cast<int>(op.as<workloads::CollectiveAttrs>().dim);
+  return n >= 2 && index.find(big)->bytes() >= opt.collective_matmul_min_bytes;
+}
+
 // A matmul whose rows can be cut along lhs dim `dim`: no batch dims, the
 // lhs its free dims then one contracting dim, the output the lhs's free
 // dims then the rhs's one free dim (x @ w; dy @ w^T), `dim` a free dim.
@@ -118,14 +127,11 @@ CollectiveMatmulPlan plan_collective_matmul(const workloads::Workload& wl, const
     if (op.kind != OpKind::reduce_scatter) continue;
     CmScatter s;
     s.op = i;
-    s.n = ring_of(op, opt, s.axis);
-    if (s.n < 2) continue;
-    s.dim = static_cast<int>(op.as<workloads::CollectiveAttrs>().dim);
     const std::string& in = op.inputs[0];
+    if (!ring_collective(op, index, opt, in, s.axis, s.n, s.dim)) continue;
     const workloads::Tensor& t = *index.find(in);
     if (s.dim < 0 || s.dim + 1 >= t.rank() || t.shape[static_cast<std::size_t>(s.dim)] % s.n != 0) continue;
     if (t.kind == workloads::TensorKind::output || readers(in).size() != 1) continue;
-    if (t.bytes() < opt.collective_matmul_min_bytes) continue;
     auto pr = producers.find(in);
     if (pr == producers.end()) continue;
     const std::size_t anchor =
@@ -142,11 +148,8 @@ CollectiveMatmulPlan plan_collective_matmul(const workloads::Workload& wl, const
     if (op.kind != OpKind::all_gather) continue;
     CmGather g;
     g.op = i;
-    g.n = ring_of(op, opt, g.axis);
-    if (g.n < 2) continue;
-    g.dim = static_cast<int>(op.as<workloads::CollectiveAttrs>().dim);
     const std::string& out = op.outputs[0];
-    if (index.find(out)->bytes() < opt.collective_matmul_min_bytes) continue;
+    if (!ring_collective(op, index, opt, out, g.axis, g.n, g.dim)) continue;
     std::vector<std::size_t> sliced;
     for (std::size_t c : readers(out)) {
       const Op& m = wl.ops[c];
@@ -202,16 +205,10 @@ std::vector<InstrId> CollectiveMatmulEmitter::permute(std::size_t i, const std::
   w.kind = static_cast<std::uint8_t>(arch::ici::CollectiveKind::collective_permute);
   w.bytes = std::max<std::uint64_t>(1, bytes);
   w.dtype = dt;
-  arch::Instr ici;
-  ici.unit = arch::UnitKind::ici;
-  ici.work = w;
-  Step s;
-  s.core = 0;
-  s.compute.push_back({ici, {}});
-  s.collective.axes = {axis};
-  for (std::int64_t r = 0; r < n; ++r)
-    s.collective.pairs.emplace_back(static_cast<int>(r), static_cast<int>((r + dir + n) % n));
-  return pb_.emit_op(static_cast<std::uint32_t>(i), {s}, deps);
+  arch::CollectiveGroup g;
+  g.axes = {axis};
+  for (std::int64_t r = 0; r < n; ++r) g.pairs.emplace_back(static_cast<int>(r), static_cast<int>((r + dir + n) % n));
+  return pb_.emit_op(static_cast<std::uint32_t>(i), {collective_step(w, std::move(g))}, deps);
 }
 
 // A decomposed collective's row: its link bound as lower_collective

@@ -85,6 +85,8 @@ std::vector<Step> lower_copy(const LowerContext& cx, std::size_t op, const Epilo
 std::vector<Step> lower_host_copy(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 // Sets plan.roofline_cycles itself: a collective's bound is its links'.
 std::vector<Step> lower_collective(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+// The one step of a collective: its ICI instruction and who takes part.
+Step collective_step(const arch::IciWork& w, arch::CollectiveGroup group);
 
 // The rule for an op kind (a switch without default: a new kind that is
 // not handled here is a compiler warning).
