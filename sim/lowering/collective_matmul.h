@@ -3,52 +3,63 @@
 // lowered as ring steps interleaved with slices of the matmul, so that the
 // transfer runs under the compute instead of before or after it, as XLA
 // does on TPU with the LIBTPU flags --xla_tpu_decompose_all_gather_einsum
-// and --xla_tpu_decompose_einsum_reduce_scatter (set by MaxText's v5p
-// GPT-3 175B recipe, tpu-recipes training/v5p/gpt3-175b, and the torchprime
-// Llama 405B recipes), and as the JAX scaling book's "collective matmul"
-// section describes.
+// (set by MaxText's v5p GPT-3 175B recipe: AI-Hypercomputer/tpu-recipes,
+// training/v5p/GPT3-175B-MaxText/cluster_toolkit/run_recipe.sh, from
+// MaxText configs/tpu/v5p/gpt3_175b/gpt3_175b_base.sh) and
+// --xla_tpu_decompose_einsum_reduce_scatter (with the first in the Llama
+// 3.1 405B multi-pod recipe of AI-Hypercomputer/torchprime,
+// torchprime/torch_xla_models/README.md), and as the JAX scaling book's
+// "collective matmul" section describes.
 //
 // all_gather(x) over one mesh axis of n chips along a free (row) dim of
 // the lhs of its matmul consumers: n - 1 collective permutes of one chunk
 // (x's shard) around the ring of the axis, each forwarding the chunk the
 // previous one brought, and n slices of each consumer, a slice computing
-// the rows of one chunk as soon as it has arrived (the chip's own chunk
-// first, read from x itself). Bidirectional (the default, XLA's
-// bidirectional windowed einsum, xla_tpu_spmd_bidirectional_windowed_
-// einsum): ceil((n-1)/2) steps go one way round the ring and the rest the
-// other way, concurrently, so the ring's links carry as much at once as a
-// bidirectional ring all-gather; unidirectional: n - 1 steps one way.
-// Each chunk lands in the gathered tensor's buffer (XLA's dynamic-update-
-// slice), so consumers that are not such matmuls read the whole tensor
-// once every step has landed. The consumers of one gathered tensor (q, k
-// and v projections) run their slices of a chunk together, chunk after
-// chunk, as one einsum over their concatenated weights would (MaxText's
-// fused_qkv); when another operator reads a consumer's result between
-// them, each consumer runs its slices at its own place instead.
+// the rows of one chunk once it has arrived (the chip's own chunk first,
+// read from x itself). Bidirectional (the default; XLA's bidirectional
+// windowed einsum, SpmdPartitionerOptions::bidirectional_windowed_einsum
+// in xla/service/spmd/dot_handler.cc, LIBTPU flag
+// xla_tpu_spmd_bidirectional_windowed_einsum): ceil((n-1)/2) steps go one
+// way round the ring and the rest the other way, concurrently, so the
+// ring's links carry as much at once as a bidirectional ring all-gather;
+// unidirectional (the partitioner's default): n - 1 steps one way, twice
+// the all-gather's link time. Each chunk lands whole in the gathered
+// tensor's buffer (chunk-major), so consumers that are not such matmuls
+// read the whole tensor once every step has landed. The consumers of one
+// gathered tensor (q, k and v projections) run their slices of a chunk
+// together, chunk after chunk, as one einsum over their concatenated
+// weights (a fused QKV projection) would; when another operator reads a
+// consumer's result between them, each runs its slices at its own place.
 //
 // reduce_scatter(matmul(...)) over one mesh axis along a free (row) dim of
 // the matmul's result (the anchor's fused group's final output, read by
 // nothing else): n slices, each computing the rows of one destination
-// chunk; a loop fusion adds the partial sum a ring neighbour sent (not
-// fused into the dot: the recipes run --xla_jf_conv_output_fusion=false)
-// and a collective permute passes the sum on; the last slice computes the
-// chip's own chunk, added to what both directions brought into the
+// chunk; a loop fusion adds the partial sum a ring neighbour sent (not in
+// the dot: the GPT-3 recipe runs --xla_jf_conv_output_fusion=false) and a
+// collective permute passes the sum on; the last slice computes the chip's
+// own chunk, added to what both directions brought, into the
 // reduce_scatter's result. Bidirectional: the destinations are split
-// between the two directions. The ring permutes are issued after the
-// kernels that can run while they wait (the in-order sequencer would
-// otherwise stall on them).
+// between the two directions.
+//
+// The ring permutes are emitted after the kernels that can run while they
+// wait: the in-order sequencer stalls on an instruction whose inputs are
+// not ready. Only collectives whose larger side has at least
+// LoweringOptions::collective_matmul_min_bytes are decomposed (XLA's
+// windowed-einsum threshold).
 //
 // FLOPs are those of the matmul (slices partition its rows); the slices
 // read and write the same tensors (no copy of the gathered tensor), each
-// slice reloads the weight blocks it needs (a slice is a kernel of its
-// own), and the n - 1 permutes each pay the collective start-up latency.
-// Leaves out: the local chunk's copy into the gathered buffer when a
-// consumer needs the whole tensor; the memory plan's saving (XLA need not
-// keep the whole gathered tensor when only sliced consumers read it; the
-// plan keeps it); all-gathers along a contracting dim (weight-gradient
-// matmuls wait for the whole gather); collectives over several mesh axes;
-// XLA's size threshold for the transformation (every eligible collective
-// is decomposed).
+// slice is a kernel of its own (it pays the launch and reloads the weight
+// blocks it needs, a quantized matmul re-quantizes them), and each permute
+// pays the collective start-up latency. Leaves out: the local chunk's copy
+// into the gathered buffer when a consumer needs the whole tensor; the
+// memory plan's saving (XLA need not keep the whole gathered tensor when
+// only sliced consumers read it; the plan keeps it, and the partial-sum
+// buffers reuse the reduce_scatter's input and result); a ring order that
+// follows the torus when a mesh axis spans several slice axes (rank r
+// sends to r + 1, dimension-order routed); all-gathers along a contracting
+// dim (weight-gradient matmuls wait for the whole gather); collectives
+// over several mesh axes.
 #pragma once
 
 #include <cstddef>
