@@ -22,6 +22,41 @@ RingSplit ring_split(std::int64_t n, bool bidirectional) {
   return r;
 }
 
+std::vector<int> ring_order(const std::vector<int>& dims) {
+  int n = 1;
+  for (int d : dims) n *= d;
+  std::vector<int> order;
+  order.reserve(static_cast<std::size_t>(n));
+  if (dims.size() == 2 && (dims[0] % 2 == 0 || dims[1] % 2 == 0)) {
+    // Rows i along the even dimension, columns j along the other: down
+    // column 0, then back up in a snake over columns 1.., ending next to
+    // the start (rows even: the last row runs towards column 1).
+    const bool even0 = dims[0] % 2 == 0;
+    const int rows = even0 ? dims[0] : dims[1], cols = even0 ? dims[1] : dims[0];
+    auto rank = [&](int i, int j) { return even0 ? i + dims[0] * j : j + dims[0] * i; };
+    for (int i = 0; i < rows; ++i) order.push_back(rank(i, 0));
+    for (int i = rows - 1; i >= 0; --i)
+      for (int k = 1; k < cols; ++k) order.push_back(rank(i, (rows - 1 - i) % 2 == 0 ? k : cols - k));
+    return order;
+  }
+  // Reflected mixed-radix order: each step changes one coordinate by one.
+  std::vector<int> c(dims.size(), 0), dir(dims.size(), 1);
+  for (int k = 0; k < n; ++k) {
+    int r = 0;
+    for (std::size_t a = dims.size(); a-- > 0;) r = r * dims[a] + c[a];
+    order.push_back(r);
+    for (std::size_t a = 0; a < dims.size(); ++a) {
+      const int next = c[a] + dir[a];
+      if (next >= 0 && next < dims[a]) {
+        c[a] = next;
+        break;
+      }
+      dir[a] = -dir[a];
+    }
+  }
+  return order;
+}
+
 std::vector<std::int64_t> gather_chunk_order(const RingSplit& r) {
   // Chip 0 stands for all (SPMD): step t of the + direction brings the
   // chunk of rank -t, step t of the - direction that of rank +t.
@@ -205,9 +240,17 @@ std::vector<InstrId> CollectiveMatmulEmitter::permute(std::size_t i, const std::
   w.kind = static_cast<std::uint8_t>(arch::ici::CollectiveKind::collective_permute);
   w.bytes = std::max<std::uint64_t>(1, bytes);
   w.dtype = dt;
+  std::vector<int> ring;
+  for (const auto& [name, dims] : cx_.opt.mesh_dims)
+    if (name == axis) ring = ring_order(dims);
+  if (static_cast<std::int64_t>(ring.size()) != n) {
+    ring.resize(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) ring[static_cast<std::size_t>(r)] = static_cast<int>(r);
+  }
   arch::CollectiveGroup g;
   g.axes = {axis};
-  for (std::int64_t r = 0; r < n; ++r) g.pairs.emplace_back(static_cast<int>(r), static_cast<int>((r + dir + n) % n));
+  for (std::int64_t k = 0; k < n; ++k)
+    g.pairs.emplace_back(ring[static_cast<std::size_t>(k)], ring[static_cast<std::size_t>((k + dir + n) % n)]);
   return pb_.emit_op(static_cast<std::uint32_t>(i), {collective_step(w, std::move(g))}, deps);
 }
 

@@ -55,11 +55,10 @@
 // into the gathered buffer when a consumer needs the whole tensor; the
 // memory plan's saving (XLA need not keep the whole gathered tensor when
 // only sliced consumers read it; the plan keeps it, and the partial-sum
-// buffers reuse the reduce_scatter's input and result); a ring order that
-// follows the torus when a mesh axis spans several slice axes (rank r
-// sends to r + 1, dimension-order routed); all-gathers along a contracting
-// dim (weight-gradient matmuls wait for the whole gather); collectives
-// over several mesh axes.
+// buffers reuse the reduce_scatter's input and result); all-gathers along
+// a contracting dim (weight-gradient matmuls wait for the whole gather);
+// collectives over several mesh axes. The ring goes round the axis's chips
+// in ring_order (LoweringOptions::mesh_dims), between torus neighbours.
 #pragma once
 
 #include <cstddef>
@@ -79,6 +78,15 @@ struct RingSplit {
   std::int64_t n = 1, fwd = 0, bwd = 0;
 };
 RingSplit ring_split(std::int64_t n, bool bidirectional);
+
+// The ranks of a group over slice dimensions of lengths `dims` (rank =
+// mixed radix, the first fastest) in an order round which each step goes
+// to a torus neighbour: rank order on one dimension (a ring with
+// wraparound; without it the closing step crosses the line); on two, a
+// cycle down the first dimension of even length and back in a snake
+// through the other; otherwise the reflected (snake) order, whose steps
+// are all neighbours but perhaps the closing one.
+std::vector<int> ring_order(const std::vector<int>& dims);
 
 // Chunk positions (0..n-1, 0 = the chip's own) in the order a chip has
 // them for an all-gather: its own, then the chunks the two directions

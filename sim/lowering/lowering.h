@@ -65,6 +65,11 @@ struct LoweringOptions {
   // windowed implementation"). Below it the ring's per-step start-up and
   // the slices' weight re-reads cost more than the overlap saves.
   std::uint64_t collective_matmul_min_bytes = std::uint64_t{256} << 20;
+  // Multi-chip runs: per mesh axis, the lengths of the slice dimensions it
+  // spans (its group's ranks count the first fastest), so that collective
+  // matmul rings go between torus neighbours (collective_matmul.h,
+  // ring_order). An axis not listed rings in rank order.
+  std::vector<std::pair<std::string, std::vector<int>>> mesh_dims;
   // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
   // cost probes: `tpusim serve` simulates the corners of its step grid
   // (the largest batch at the longest context) to interpolate between,

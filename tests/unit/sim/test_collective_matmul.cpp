@@ -6,6 +6,7 @@
 // slices and n - 1 permutes of one destination chunk of partial sums.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -99,6 +100,48 @@ TEST(CollectiveMatmul, RingSplitsTheStepsBetweenTheDirections) {
   EXPECT_EQ(gather_chunk_order(ring_split(8, false)), (std::vector<std::int64_t>{0, 7, 6, 5, 4, 3, 2, 1}));
 }
 
+namespace {
+
+// Coordinates of a rank over `dims`, the first fastest.
+std::vector<int> coords_of(int r, const std::vector<int>& dims) {
+  std::vector<int> c;
+  for (int d : dims) {
+    c.push_back(r % d);
+    r /= d;
+  }
+  return c;
+}
+
+// Whether two ranks are torus neighbours without wraparound: one
+// coordinate differs, by one.
+bool neighbours(int a, int b, const std::vector<int>& dims) {
+  const auto x = coords_of(a, dims), y = coords_of(b, dims);
+  int diff = 0;
+  for (std::size_t k = 0; k < dims.size(); ++k) diff += std::abs(x[k] - y[k]);
+  return diff == 1;
+}
+
+}  // namespace
+
+// Ring orders visit every rank once, each step to a neighbour; on a grid
+// with an even side the closing step too (a cycle without wraparound).
+TEST(CollectiveMatmul, RingOrderStepsBetweenNeighbours) {
+  EXPECT_EQ(sim::lowering::ring_order({8}), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  for (const std::vector<int>& dims :
+       std::vector<std::vector<int>>{{2, 4}, {4, 2}, {3, 4}, {4, 4}, {2, 2, 2}, {3, 3}}) {
+    const auto ring = sim::lowering::ring_order(dims);
+    int n = 1;
+    for (int d : dims) n *= d;
+    ASSERT_EQ(ring.size(), static_cast<std::size_t>(n));
+    EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), static_cast<std::size_t>(n));
+    for (int k = 0; k + 1 < n; ++k) EXPECT_TRUE(neighbours(ring[k], ring[k + 1], dims)) << k;
+    const bool cycle = dims.size() == 2 ? (dims[0] % 2 == 0 || dims[1] % 2 == 0) : dims == std::vector<int>{2, 2, 2};
+    if (cycle) {
+      EXPECT_TRUE(neighbours(ring.back(), ring.front(), dims));
+    }
+  }
+}
+
 TEST(CollectiveMatmul, ChunkRowsCutTheGatheredDimOfEveryOuterGroup) {
   // [2, 1024, 1024] gathered along dim 1 over 8: chunk 3 is rows
   // 384..511 of each of the 2 sequences, 1024 rows apart.
@@ -145,6 +188,23 @@ TEST(CollectiveMatmul, GatherBecomesRingPermutesAndSlicesConserveMacs) {
   }
   // The elementwise sum is fused into k's epilogue or lowered alone either way.
   EXPECT_EQ(on.ops[3].fused_into, off.ops[3].fused_into);
+}
+
+// A tensor axis over two slice dimensions (2 x 4): every ring step goes
+// to a neighbour, not rank r + 1 (which is two hops from rank 1 to 2).
+TEST(CollectiveMatmul, RingFollowsTheSliceDimensionsOfTheAxis) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  sim::LoweringOptions o = tp_opts(true);
+  o.mesh_dims = {{"tensor", {2, 4}}};
+  const auto lw = sim::lower(block(false), cfg, o);
+  int permutes = 0;
+  for (const arch::Instr& in : lw.program.instrs) {
+    if (in.unit != arch::UnitKind::ici) continue;
+    ++permutes;
+    for (const auto& [src, dst] : lw.program.group(std::get<arch::IciWork>(in.work)).pairs)
+      EXPECT_TRUE(neighbours(src, dst, {2, 4})) << src << " -> " << dst;
+  }
+  EXPECT_EQ(permutes, 14);
 }
 
 TEST(CollectiveMatmul, UnidirectionalRingSendsEveryStepOneWay) {
