@@ -58,6 +58,14 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(
       "no-fusion", po::bool_switch(), "do not fuse elementwise ops into their producers")(
       "no-cmem", po::bool_switch(), "keep every tensor in HBM on chips with CMEM (v4, v4i)")(
+      "no-collective-matmul", po::bool_switch(),
+      "multi-chip: matmuls wait for their whole all-gather (and reduce-scatters for their whole matmul) "
+      "instead of XLA's collective matmul (docs/architecture.md)")(
+      "unidirectional-collective-matmul", po::bool_switch(),
+      "multi-chip: collective matmul ring steps go one way round the ring only")(
+      "collective-matmul-min-mib", po::value<double>()->default_value(256),
+      "multi-chip: smallest collective (MiB, its larger side) lowered as a collective matmul (XLA's "
+      "threshold_for_windowed_einsum_mib)")(
       "top", po::value<int>()->default_value(10), "operators shown in the stdout table")(
       "max-sim-time", po::value<double>()->default_value(3600),
       "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)")(
@@ -166,6 +174,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
   ro.lowering.fusion = !vm["no-fusion"].as<bool>();
   ro.lowering.cmem = !vm["no-cmem"].as<bool>();
+  ro.lowering.collective_matmul = !vm["no-collective-matmul"].as<bool>();
+  ro.lowering.collective_matmul_bidirectional = !vm["unidirectional-collective-matmul"].as<bool>();
+  const double cm_mib = vm["collective-matmul-min-mib"].as<double>();
+  if (!(cm_mib >= 0 && cm_mib <= 1e9))  // NaN fails both
+    throw UsageError("run: --collective-matmul-min-mib must be a number of MiB in [0, 1e9], found " +
+                     std::to_string(cm_mib));
+  ro.lowering.collective_matmul_min_bytes = static_cast<std::uint64_t>(cm_mib * 1048576.0);
   ro.sim.progress = !vm["quiet"].as<bool>();
   if (vm.count("vcd")) ro.sim.vcd_path = vm["vcd"].as<std::string>();
   ro.sim.max_sim_seconds = vm["max-sim-time"].as<double>();

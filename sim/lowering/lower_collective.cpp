@@ -62,15 +62,19 @@ std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const 
   if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) received = group > 1 ? v : 0;
   const double links_bw = static_cast<double>(cx.cfg.ici.ports) * cx.cfg.ici.link_bandwidth;
   plan.roofline_cycles = links_bw > 0 ? received / links_bw * cx.cfg.chip.clock_hz : 0;
+  plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
+  return {collective_step(w, std::move(g))};
+}
+
+Step collective_step(const arch::IciWork& w, arch::CollectiveGroup group) {
   arch::Instr ici;
   ici.unit = arch::UnitKind::ici;
   ici.work = w;
   Step s;
   s.core = 0;
   s.compute.push_back({ici, {}});
-  s.collective = std::move(g);
-  plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
-  return {s};
+  s.collective = std::move(group);
+  return s;
 }
 
 }  // namespace tpusim::sim::lowering

@@ -33,8 +33,9 @@ std::int64_t stored_rows(const Tensor& t, std::int64_t k) {
   return std::max<std::int64_t>(1, (k / t.sparsity.m) * t.sparsity.n + std::min<std::int64_t>(k % t.sparsity.m, t.sparsity.n));
 }
 
+// `w`: the rows the steps cover (GemmRows; rows 0 = all, batch by batch).
 std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOperands& at, const Epilogue& ep,
-                             const GemmQuant& q, OpPlan& plan) {
+                             const GemmQuant& q, OpPlan& plan, const GemmRows& w = {}) {
   const ChipFigures& f = cx.f;
   const Tensor& bt = *at.bt;
   g.mxu_dtype = q.mxu;
@@ -64,6 +65,29 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
   const std::int64_t outer = n_outer ? nn : nm, inner = n_outer ? nm : nn;
   const std::int64_t total_out_blocks = g.batch * outer * inner;
   const std::uint64_t out_elems = static_cast<std::uint64_t>(g.batch * g.m * g.n);
+  // A window (GemmRows) is one matrix of outer x rows rows for the MXU,
+  // its rows r at row F(r) = row0 + (r / rows) * stride + r % rows of the
+  // operand and the output. `pieces` cuts rows [r0, r0 + m) of batch b
+  // into runs contiguous there: fn(row in the window, row there, count).
+  const bool window = w.rows > 0;
+  auto pieces = [&](std::int64_t b, std::int64_t r0, std::int64_t m, const auto& fn) {
+    if (!window) {
+      fn(b * g.m + r0, b * g.m + r0, m);
+      return;
+    }
+    for (std::int64_t r = r0; r < r0 + m;) {
+      const std::int64_t grp = r / w.rows, end = std::min(r0 + m, (grp + 1) * w.rows);
+      fn(r, w.row0 + grp * w.stride + (r - grp * w.rows), end - r);
+      r = end;
+    }
+  };
+  const std::uint64_t full_elems = window ? static_cast<std::uint64_t>(w.full_rows * g.n) : out_elems;
+  Epilogue own_ep;
+  if (w.own_out) {
+    own_ep = ep;
+    own_ep.out = *w.own_out;
+  }
+  const Epilogue& store_ep = w.own_out ? own_ep : ep;
   std::vector<Step> steps;
   steps.reserve(static_cast<std::size_t>(total_out_blocks * nk));
   std::int64_t last_a = -1, last_b = -1;
@@ -103,7 +127,12 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
           if (a_id != last_a) {
             quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
             if (g.a_read_factor == 1.0) {
-              s.loads.push_back(load_block(at.a, g.in_dtype, {b * g.m + mi * bm, ki * bk, m, k, g.k}));
+              if (w.own_a)
+                s.loads.push_back(load_block(*w.own_a, g.in_dtype, {mi * bm, ki * bk, m, k, g.k}));
+              else
+                pieces(b, mi * bm, m, [&](std::int64_t, std::int64_t fr, std::int64_t rows) {
+                  s.loads.push_back(load_block(at.a, g.in_dtype, {fr, ki * bk, rows, k, g.k}));
+                });
             } else {
               // A convolution's input window: rows of the im2col view.
               const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
@@ -186,12 +215,28 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
             s.compute.push_back({v, mxu_instrs});
           }
           if (ki == nk - 1) {
-            const std::uint64_t off = static_cast<std::uint64_t>((b * g.m + mi * bm) * g.n + ni * bn);
-            add_extra_loads(s, ep, off, static_cast<std::uint64_t>(m * n), out_elems, ob_index == 0);
-            add_epilogue(s, ep,
-                         {static_cast<std::uint64_t>(m * n), static_cast<std::uint64_t>(n),
-                          static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(g.n), off, true},
-                         {DType::f32, q.out_ops, 0, 1});
+            // Partial sums received from ring neighbours are read and added
+            // (one more VPU input and add each) before the store.
+            const int received = static_cast<int>(w.received.size());
+            const AnchorWork work{DType::f32, q.out_ops + received, 0, 1 + received};
+            auto block_out = [&](std::int64_t row, std::int64_t rows) -> OutBlock {
+              return {static_cast<std::uint64_t>(rows * n),
+                      static_cast<std::uint64_t>(n),
+                      static_cast<std::uint64_t>(rows),
+                      static_cast<std::uint64_t>(g.n),
+                      static_cast<std::uint64_t>(row * g.n + ni * bn),
+                      true};
+            };
+            bool first_piece = true;
+            pieces(b, mi * bm, m, [&](std::int64_t own, std::int64_t fr, std::int64_t rows) {
+              const OutBlock full = block_out(fr, rows);
+              add_extra_loads(s, ep, full.offset_elems, full.elems, full_elems, ob_index == 0 && first_piece);
+              for (const GemmRows::Received& r : w.received)
+                s.loads.push_back(load_block(r.at, ep.out_dtype, {r.own_coords ? own : fr, ni * bn, rows, n, g.n}));
+              if (!w.own_out) add_epilogue(s, ep, full, work);
+              first_piece = false;
+            });
+            if (w.own_out) add_epilogue(s, store_ep, block_out(mi * bm, m), work);
             if (q.out_ops > 0)
               plan.quant_vpu_cycles +=
                   arch::vpu_cost(cx.cfg.vpu, {static_cast<std::uint64_t>(m * n), DType::f32, q.out_ops, 0, 1, 1, {}})
@@ -206,11 +251,16 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
 }  // namespace
 
 std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {
+  return lower_matmul_rows(cx, i, ep, {}, plan);
+}
+
+std::vector<Step> lower_matmul_rows(const LowerContext& cx, std::size_t i, const Epilogue& ep, const GemmRows& w,
+                                    OpPlan& plan) {
   const Op& op = cx.op(i);
   const Tensor& a = cx.tensor(op.inputs[0]);
-  const Tensor& w = cx.tensor(op.inputs[1]);
+  const Tensor& b = cx.tensor(op.inputs[1]);
   const auto& attrs = op.as<workloads::MatmulAttrs>();
-  const auto d = workloads::matmul_dims(attrs, a.shape, w.shape);
+  const auto d = workloads::matmul_dims(attrs, a.shape, b.shape);
   const auto spec = workloads::parse_einsum(attrs.equation);
   GemmShape g;
   g.batch = d.batch;
@@ -218,11 +268,19 @@ std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t i, const Epil
   g.k = d.k;
   g.n = d.n;
   g.in_dtype = a.dtype;
-  g.w_dtype = w.dtype;
+  g.w_dtype = b.dtype;
   g.out_dtype = ep.out_dtype;
   g.b_batched = !spec.batch.empty();
-  const GemmQuant q = plan_gemm_quant(cx.cfg, a, w, attrs.quantize, op.name);
-  return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(w.name), &a, &w}, ep, q, plan);
+  if (w.rows > 0) {
+    if (!spec.batch.empty() || w.outer * w.rows > d.m || w.rows <= 0 || w.outer <= 0)
+      throw std::logic_error("lower_matmul_rows: '" + op.name + "' has no such row window");
+    g.batch = 1;
+    g.m = w.outer * w.rows;
+  }
+  GemmRows rows = w;
+  rows.full_rows = d.m;
+  const GemmQuant q = plan_gemm_quant(cx.cfg, a, b, attrs.quantize, op.name);
+  return gemm_steps(cx, g, {cx.ref(a.name), cx.ref(b.name), &a, &b}, ep, q, plan, rows);
 }
 
 std::vector<Step> lower_conv(const LowerContext& cx, std::size_t i, const Epilogue& ep, OpPlan& plan) {

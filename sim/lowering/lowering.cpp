@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "sim/lowering/chip_figures.h"
+#include "sim/lowering/collective_matmul.h"
 #include "sim/lowering/fusion.h"
 #include "sim/lowering/memory_plan.h"
 #include "sim/lowering/op_lowering.h"
@@ -52,9 +53,12 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
                               static_cast<std::uint32_t>(std::lround(f.step_overhead)),
                               static_cast<std::uint32_t>(std::lround(f.launch_overhead)));
   std::unordered_map<std::string, std::vector<InstrId>> ready;  // tensor -> instrs writing it
-  auto deps_of = [&](std::size_t i) {
+  // `except`: a tensor not to wait for (a collective matmul's slices wait
+  // for their own chunk of the gathered operand only).
+  auto deps_of = [&](std::size_t i, const std::string& except = std::string()) {
     std::vector<InstrId> d;
     auto add_tensor = [&](const std::string& name) {
+      if (!except.empty() && name == except) return;
       auto it = ready.find(name);
       if (it != ready.end()) d.insert(d.end(), it->second.begin(), it->second.end());
     };
@@ -85,7 +89,11 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
   };
   const lowering::Schedule schedule =
       lowering::schedule_ops(wl, fusion, opt.prefetch_collectives && opt.multi_chip);
-  for (const std::size_t i : schedule.order) {
+  const std::vector<std::size_t>& order = schedule.order;
+  const lowering::CollectiveMatmulPlan cm = lowering::plan_collective_matmul(wl, index, fusion, opt, order);
+  lowering::CollectiveMatmulEmitter cm_emit(
+      cx, cm, pb, ready, out.ops, [&](std::size_t op, const std::string& except) { return deps_of(op, except); });
+  for (const std::size_t i : order) {
     grow_by_projection(out.program.instrs);
     grow_by_projection(out.program.dep_pool);
     ++done_ops;
@@ -105,6 +113,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
       ready[op.outputs[0]] = ready[wl.ops[static_cast<std::size_t>(fusion.fused_into[i])].outputs[0]];
       continue;
     }
+    if (!cm.empty() && cm_emit.emit(i)) continue;
     const lowering::LowerFn rule = lowering::lowering_for(op.kind);
     if (!rule) throw LoweringError("operator '" + op.name + "': no lowering for " + plan.kind);
     const lowering::Epilogue ep = lowering::epilogue_for(cx, i);
@@ -131,7 +140,11 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     }
     for (std::size_t j : fusion.chain[i]) plan.fused.push_back(static_cast<std::uint32_t>(j));
     lowering::fill_roofline(cx, i, steps, plan);
-    const std::vector<InstrId> done = pb.emit_op(static_cast<std::uint32_t>(i), steps, deps);
+    // An operator that issues nothing (a reshape, a bitcast of its input's
+    // bytes) has its result when its inputs are: its readers wait for
+    // those, not for nothing (a reader split over another TensorCore than
+    // the producer would otherwise start before the producer's result).
+    const std::vector<InstrId> done = steps.empty() ? deps : pb.emit_op(static_cast<std::uint32_t>(i), steps, deps);
     ready[op.outputs[0]] = done;
     for (std::size_t j : fusion.chain[i]) ready[wl.ops[j].outputs[0]] = done;
   }

@@ -8,7 +8,9 @@
 // overheads (kernel.* config keys). Intermediate activations that fit stay
 // in the alternate memory, CMEM on v4/v4i and otherwise the VMEM kernels
 // leave free (memory_plan.h). Collectives become ICI instructions on
-// multi-chip runs. Quantized and N:M sparse matmuls are priced by
+// multi-chip runs, a tensor-parallel all-gather or reduce-scatter next to
+// its matmuls as XLA's collective matmul (collective_matmul.h). Quantized
+// and N:M sparse matmuls are priced by
 // gemm_quant.h. The parts: fusion.h, memory_plan.h, gemm_tiling.h and
 // attention_tiling.h (the pure block searches), op_lowering.h (one rule per
 // op family, dispatched by op kind, in lower_<family>.cpp), roofline.h,
@@ -46,6 +48,28 @@ struct LoweringOptions {
   // time, each as soon as the previous one completes. Off: collectives
   // start where the workload lists them.
   bool prefetch_collectives = true;
+  // Multi-chip runs: lower an all-gather over one mesh axis that feeds
+  // matmuls along their rows, and a matmul whose result is reduce-
+  // scattered along its rows, as XLA's collective matmul (windowed
+  // einsum): ring permutes interleaved with slices of the matmul
+  // (collective_matmul.h). Off: the matmul waits for the whole all-gather
+  // (the reduce-scatter for the whole matmul). Bidirectional: half the
+  // ring steps go each way round the ring.
+  bool collective_matmul = true;
+  bool collective_matmul_bidirectional = true;
+  // Only collectives whose larger side (the gathered tensor, the
+  // reduce-scattered one) has at least this many bytes are decomposed:
+  // XLA's threshold_for_windowed_einsum_mib, 256 MiB by default
+  // (xla/service/spmd/spmd_partitioner.h, SpmdPartitionerOptions: "The
+  // minimum size in MiB of an einsum operand to be considered using
+  // windowed implementation"). Below it the ring's per-step start-up and
+  // the slices' weight re-reads cost more than the overlap saves.
+  std::uint64_t collective_matmul_min_bytes = std::uint64_t{256} << 20;
+  // Multi-chip runs: per mesh axis, the lengths of the slice dimensions it
+  // spans (its group's ranks count the first fastest), so that collective
+  // matmul rings go between torus neighbours (collective_matmul.h,
+  // ring_order). An axis not listed rings in rank order.
+  std::vector<std::pair<std::string, std::vector<int>>> mesh_dims;
   // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
   // cost probes: `tpusim serve` simulates the corners of its step grid
   // (the largest batch at the longest context) to interpolate between,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,32 @@ struct LowerContext {
 using LowerFn = std::vector<Step> (*)(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 
 std::vector<Step> lower_matmul(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+
+// A window of a matmul's rows (its lhs free dims flattened in order; the
+// output's rows are the same): `outer` groups of `rows` consecutive rows,
+// group o starting at row `row0 + o * stride`, computed as one matrix of
+// outer x rows rows (a collective matmul's slice for one ring step,
+// collective_matmul.h). Its lhs rows are read from those rows of the lhs,
+// or, with `own_a`, from a buffer holding just the window's rows
+// contiguously (a chunk that arrived whole); its result is stored to those
+// rows of the group's output, or, with `own_out`, to such a buffer. Each
+// of `received` is a partial sum from a ring neighbour, added in the
+// epilogue: laid out like the output (own_coords false) or like `own_out`.
+struct GemmRows {
+  std::int64_t outer = 1, rows = 0, stride = 0, row0 = 0;
+  std::int64_t full_rows = 0;  // of the whole output (lower_matmul_rows sets it)
+  std::optional<Ref> own_out;
+  std::optional<Ref> own_a;
+  struct Received {
+    Ref at;
+    bool own_coords = false;
+  };
+  std::vector<Received> received;
+};
+// `w.rows` 0: every row. Needs an equation without batch dims whose lhs
+// is its free dims then the contracting dim (collective_matmul.h checks).
+std::vector<Step> lower_matmul_rows(const LowerContext& cx, std::size_t op, const Epilogue& ep, const GemmRows& w,
+                                    OpPlan& plan);
 std::vector<Step> lower_conv(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 std::vector<Step> lower_stream(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 std::vector<Step> lower_rows(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
@@ -58,6 +85,8 @@ std::vector<Step> lower_copy(const LowerContext& cx, std::size_t op, const Epilo
 std::vector<Step> lower_host_copy(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
 // Sets plan.roofline_cycles itself: a collective's bound is its links'.
 std::vector<Step> lower_collective(const LowerContext& cx, std::size_t op, const Epilogue& ep, OpPlan& plan);
+// The one step of a collective: its ICI instruction and who takes part.
+Step collective_step(const arch::IciWork& w, arch::CollectiveGroup group);
 
 // The rule for an op kind (a switch without default: a new kind that is
 // not handled here is a compiler warning).

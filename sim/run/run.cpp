@@ -43,6 +43,15 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
     const workloads::MeshSpec mesh =
         opt.sim.mesh.empty() ? physical_mesh(arch::ici::Slice(cfg.ici, opt.sim.slice, opt.sim.twisted)) : opt.sim.mesh;
     for (const auto& a : mesh.axes) lo.mesh.emplace_back(a.name, a.size);  // LoweringOptions' (name, size) pairs
+    const arch::ici::Slice slice(cfg.ici, opt.sim.slice, opt.sim.twisted);
+    // As the ICI backend maps it (sim/engine/ici_backend.cpp).
+    const arch::ici::Mesh mapped =
+        opt.sim.mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, opt.sim.mesh);
+    for (const auto& [name, axes] : mapped.axes()) {
+      std::vector<int> dims;
+      for (int a : axes) dims.push_back(slice.dim(a));
+      lo.mesh_dims.emplace_back(name, std::move(dims));
+    }
   }
   // A placement hint the chip cannot honour is the user's mistake, not a
   // hint to drop silently.
