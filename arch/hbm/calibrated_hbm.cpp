@@ -134,7 +134,12 @@ void CalibratedHbm::split(double capacity) {
     if (a.arrival == first) ++together;
   }
   const double each = together > 0 ? capacity / static_cast<double>(together) : 0.0;
-  for (Active& a : active_) a.rate = a.arrival == first ? each : 0.0;
+  served_.clear();
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    Active& a = active_[i];
+    a.rate = a.arrival == first ? each : 0.0;
+    if (a.rate > 0) served_.push_back(static_cast<std::uint32_t>(i));
+  }
 }
 
 void CalibratedHbm::share_out() {
@@ -147,11 +152,11 @@ void CalibratedHbm::share_out() {
   // mixed capacity then applies.
   bool reads = false, writes = false;
   double mixed = 1.0;
-  for (const Active& a : active_)
-    if (a.rate > 0) {
-      (a.write ? writes : reads) = true;
-      mixed = std::min(mixed, mixed_capacity(a.atom_bytes));
-    }
+  for (std::uint32_t i : served_) {
+    const Active& a = active_[i];
+    (a.write ? writes : reads) = true;
+    mixed = std::min(mixed, mixed_capacity(a.atom_bytes));
+  }
   if (reads && writes) split(mixed * cap);
 }
 
@@ -161,10 +166,9 @@ void CalibratedHbm::advance(Ps to) {
     const Ps next_arr = next_arrival_;
     double next_fin = 1e300;
     std::size_t first = 0;
-    for (std::size_t i = 0; i < active_.size(); ++i) {
-      if (active_[i].rate <= 0) continue;
+    for (std::uint32_t i : served_) {
       const double f = now_ + active_[i].remaining / active_[i].rate;
-      if (f < next_fin) {
+      if (f < next_fin || (f == next_fin && i < first)) {
         next_fin = f;
         first = i;
       }
@@ -187,10 +191,9 @@ void CalibratedHbm::advance(Ps to) {
         credit_used_ = std::max(0.0, credit_used_ - (step_to - now_) * payback_);
       }
       const double dt = step_to - now_;
-      for (Active& a : active_) {
-        if (a.rate != 0) a.remaining -= dt * a.rate;  // unserved: minus +0, unchanged
-        if (forced) a.forced += dt;
-      }
+      for (std::uint32_t i : served_) active_[i].remaining -= dt * active_[i].rate;  // the unserved keep theirs
+      if (forced)
+        for (Active& a : active_) a.forced += dt;
       now_ = step_to;
     }
     // The earliest finisher is done by construction (at large now_ a tiny
@@ -199,19 +202,21 @@ void CalibratedHbm::advance(Ps to) {
     if (finishing) active_[first].remaining = 0;
     bool changed = false;
     const double residue = 1e-6 * std::max(1.0, now_ * 1e-9);
-    for (std::size_t i = 0; i < active_.size();) {
-      if (active_[i].remaining <= residue) {
-        const Active& a = active_[i];
-        const Ps slowest = static_cast<Ps>(round_half_up(slowest_channel(a.pcs, a.forced)));
-        const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
-        done_.push(std::max(fin + a.tail, a.floor), a.id);
-        active_[i] = active_.back();
-        active_.pop_back();
-        changed = true;
-      } else {
-        ++i;
-      }
+    // Only a served transfer's remainder moves (an unserved one keeps its
+    // whole service, far above the residue); removed from the highest
+    // index down, so that the one moved into a freed slot was seen.
+    for (std::size_t k = served_.size(); k-- > 0;) {
+      const std::size_t i = served_[k];
+      if (active_[i].remaining > residue) continue;
+      const Active& a = active_[i];
+      const Ps slowest = static_cast<Ps>(round_half_up(slowest_channel(a.pcs, a.forced)));
+      const Ps fin = static_cast<Ps>(std::ceil(now_ - 1e-6)) + slowest;
+      done_.push(std::max(fin + a.tail, a.floor), a.id);
+      active_[i] = active_.back();
+      active_.pop_back();
+      changed = true;
     }
+    if (changed) served_.clear();  // indices moved: the shares are set again
     if (static_cast<double>(next_arrival_) <= now_) {
       next_arrival_ = kNever;
       for (std::size_t i = 0; i < pending_.size();) {
@@ -240,8 +245,10 @@ Ps CalibratedHbm::next_event_time() const {
   Ps t = std::min(done_.next(), next_arrival_);
   // Shares are current: advance() leaves them valid whenever it returns
   // with transfers active.
-  for (const Active& a : active_)
-    if (a.rate > 0) t = std::min(t, static_cast<Ps>(std::ceil(now_ + a.remaining / a.rate)));
+  for (std::uint32_t i : served_) {
+    const Active& a = active_[i];
+    t = std::min(t, static_cast<Ps>(std::ceil(now_ + a.remaining / a.rate)));
+  }
   return std::max(t, limit_);
 }
 

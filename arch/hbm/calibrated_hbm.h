@@ -109,6 +109,10 @@ class CalibratedHbm final : public CalibratedHbmBase {
 
   double now_ = 0;  // ps, service clock
   std::vector<Active> active_;
+  // Indices into active_ of the transfers with a share (rate > 0), set
+  // with the shares (split): only the earliest arrivals are served, so the
+  // per-event work touches these, not every transfer waiting behind them.
+  std::vector<std::uint32_t> served_;
   std::vector<Pending> pending_;
   Ps next_arrival_ = kNever;  // earliest arrival in pending_
   bool shares_valid_ = false;

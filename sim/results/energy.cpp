@@ -233,25 +233,34 @@ std::optional<EnergyMetrics> compute_energy(const RunReport& r, double seconds, 
   }
   std::vector<Shares> energy(bins, Shares{}), rate_diff(bins, Shares{});
   Binner binner{e.window_s, bins, energy, rate_diff};
-  std::vector<Shares> shares(prog.instrs.size());
+  // One pass over the instructions: each one's shares, unscaled, spread
+  // over its start..finish (binning is linear in the energy); then each
+  // part's bins scale to the part's joules. A part that no instruction
+  // shows (or static power) spreads evenly over the run instead.
   Shares sum{};
-  for (std::size_t i = 0; i < prog.instrs.size(); ++i) {
-    shares[i] = instruction_shares(cfg, prog.instrs[i]);
-    for (std::size_t p = 0; p < arch::kEnergyParts; ++p) sum[p] += shares[i][p];
-  }
   const double cycle_s = 1.0 / r.sim.clock_hz;
+  for (std::size_t i = 0; i < prog.instrs.size(); ++i) {
+    const Shares sh = instruction_shares(cfg, prog.instrs[i]);
+    bool any = false;
+    for (std::size_t p = 0; p < arch::kEnergyParts; ++p) {
+      sum[p] += sh[p];
+      any = any || sh[p] > 0;
+    }
+    if (!any) continue;
+    const double t0 = static_cast<double>(r.sim.records[i].start) * cycle_s,
+                 t1 = static_cast<double>(r.sim.records[i].finish) * cycle_s;
+    for (std::size_t p = 0; p < arch::kEnergyParts; ++p)
+      if (sh[p] > 0) binner.add(p, t0, t1, sh[p]);
+  }
   for (std::size_t p = 0; p < arch::kEnergyParts; ++p) {
     const double total = e.joules.joules[p];
-    if (total == 0) continue;
-    if (p == idx(EnergyPart::static_power) || !(sum[p] > 0)) {
-      binner.add(p, 0, seconds, total);  // static power, or work no instruction shows
-      continue;
+    const bool even = p == idx(EnergyPart::static_power) || !(sum[p] > 0);
+    const double scale = even || total == 0 ? 0.0 : total / sum[p];
+    for (std::size_t b = 0; b < bins; ++b) {
+      energy[b][p] *= scale;
+      rate_diff[b][p] *= scale;
     }
-    const double scale = total / sum[p];
-    for (std::size_t i = 0; i < prog.instrs.size(); ++i)
-      if (shares[i][p] > 0)
-        binner.add(p, static_cast<double>(r.sim.records[i].start) * cycle_s,
-                   static_cast<double>(r.sim.records[i].finish) * cycle_s, shares[i][p] * scale);
+    if (even && total != 0) binner.add(p, 0, seconds, total);  // static power, or work no instruction shows
   }
   e.profile.resize(bins);
   Shares rate{};
