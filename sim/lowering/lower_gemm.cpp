@@ -119,7 +119,7 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
           s.core = core;
           // Up to one matmul per MXU, conversions and the epilogue's pass:
           // reserved, as millions of steps grew these one by one.
-          s.compute.reserve(static_cast<std::size_t>(2 * f.mxus + 2));
+          s.compute.reserve(2 * static_cast<std::size_t>(f.mxus) + 2);
           const std::int64_t a_id = (b * nm + mi) * nk + ki;
           const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
           std::vector<int> conv;  // VPU conversions the MXU waits for
@@ -182,7 +182,7 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
               q.sparse_mxu ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(k * q.mxu_k_fraction))) : k;
           const std::int64_t col_tiles = ceil_div(n, f.cols);
           std::vector<int> mxu_instrs;
-          mxu_instrs.reserve(static_cast<std::size_t>(2 * f.mxus));
+          mxu_instrs.reserve(2 * static_cast<std::size_t>(f.mxus));
           if (convert_b && !tiling->stream_b && col_tiles >= f.mxus) {
             // Each MXU's columns converted on their own, its matmul waiting
             // only for them (and for A's conversion).
