@@ -75,16 +75,16 @@ TEST(HostileCli, RunsBeyondTheSimulatedTimeLimitStopAndSaySo) {
 }
 
 // Running out of memory (here: 400 MB of address space, which a 256-token
-// prefill of Llama 3 8B on one chip fits in and an 8192-token one, whose
-// lowered program holds every instruction of the step, does not) is
+// prefill of Llama 3 8B on one chip fits in and two 8192-token sequences,
+// whose lowered program holds every instruction of the step, do not) is
 // reported as such, exit 1, not as an internal error.
 TEST(HostileCli, OutOfMemorySaysSo) {
   TmpDir d;
   const std::string limit = "ulimit -v 400000 &&";
-  const std::string run = "run --arch v5p --model llama3-8b --phase prefill --batch 1 --quiet --out " + (d / "o");
-  const CliResult small = tpusim::test::run_tpusim_in(d.p.string(), run + " --seq 256", limit);
+  const std::string run = "run --arch v5p --model llama3-8b --phase prefill --quiet --out " + (d / "o");
+  const CliResult small = tpusim::test::run_tpusim_in(d.p.string(), run + " --batch 1 --seq 256", limit);
   EXPECT_EQ(small.rc, 0) << small.err;
-  const CliResult big = tpusim::test::run_tpusim_in(d.p.string(), run + " --seq 8192", limit);
+  const CliResult big = tpusim::test::run_tpusim_in(d.p.string(), run + " --batch 2 --seq 8192", limit);
   EXPECT_EQ(big.rc, 1) << big.err;
   EXPECT_NE(big.err.find("tpusim: out of memory: this simulation needs more memory"), std::string::npos) << big.err;
   EXPECT_EQ(big.err.find("internal error"), std::string::npos) << big.err;
