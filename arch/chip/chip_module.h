@@ -12,11 +12,10 @@
 // the next completion or issue slot.
 // Collectives that reduce (reduce_scatter, all_reduce) also occupy the
 // issuing core's VPU for the element-wise adds of the partial results that
-// arrive, from the collective's start, concurrently with the transfer
-// (reduce on arrival), and every collective moves its own bytes through
-// HBM: DMA reads of what the chip sends and writes of what it receives,
-// issued on the DMA engines when it starts (CollectiveStart). The
-// instruction completes at max(network done, its DMAs done, VPU done).
+// arrive, and every collective moves its own bytes through HBM: DMA reads
+// of what the chip sends and writes of what it receives, each issued as
+// its message starts (CollectiveProgress, collective_step). The
+// instruction completes at max(network done, its writes done, VPU done).
 // SparseCores (cfg.sparsecores) are further cores after the TensorCores,
 // present when the program issues on them: a sequencer of its own (the
 // SparseCore's scalar core) with one vector unit standing for its tiles
@@ -92,7 +91,7 @@ class ChipModule : public sc_core::sc_module {
     // Collective reductions charged to this core's VPU.
     std::uint64_t reductions = 0, reduction_cycles = 0;
     // HBM bytes the collectives this core started read and wrote (their
-    // own DMA traffic, CollectiveStart::hbm_read_bytes / hbm_write_bytes).
+    // own DMA traffic, CollectiveProgress::sent / received).
     std::uint64_t collective_hbm_bytes = 0;
   };
 

@@ -15,26 +15,14 @@
 
 namespace tpusim::arch {
 
-// What the chip must do itself for a collective it has just started, in
-// total, from the collective's plan.
-struct CollectiveStart {
-  // Bytes of partial results this chip adds as they arrive (reduce_scatter,
-  // all_reduce); the chip charges them to its VPU alongside the transfer.
-  std::uint64_t reduce_bytes = 0;
-  // The collective's own HBM traffic on this chip: its DMA engines read
-  // from HBM every byte the chip sends and write to HBM every byte it
-  // receives (forwarded ring shards included).
-  std::uint64_t hbm_read_bytes = 0;
-  std::uint64_t hbm_write_bytes = 0;
-};
-
-// One step of that work, when it starts: a message of `sent` bytes leaves
-// the chip (read from HBM as it goes) or one of `received` bytes comes to
-// it (written to HBM as it arrives; `reduce` of them are partial results
-// to add). The chip issues each step's DMAs and reduction then, so that the
-// collective's HBM traffic and VPU work follow its progress on the links
-// instead of all landing at its start; the collective completes only when
-// they have.
+// What the chip must do itself for a collective, one step at a time, when
+// the step starts: a message of `sent` bytes leaves the chip (its DMA
+// engines read it from HBM as it goes) or one of `received` bytes comes to
+// it (written to HBM as it arrives, forwarded ring shards included;
+// `reduce` of them are partial results to add on the VPU). The chip issues
+// each step's DMAs and reduction then, so that the collective's HBM
+// traffic and VPU work follow its progress on the links instead of all
+// landing at its start; the collective completes only when they have.
 struct CollectiveProgress {
   std::uint64_t sent = 0, received = 0, reduce = 0;
 };
@@ -46,9 +34,8 @@ class CollectiveBackend {
   // `instr` the instruction's id, for the backend's own records. `on_done`
   // runs at the completion time, `on_progress` at each of the chip's
   // steps (every one before on_done).
-  virtual CollectiveStart start(const IciWork& work, const CollectiveGroup& group, InstrId instr,
-                                std::function<void()> on_done,
-                                std::function<void(const CollectiveProgress&)> on_progress) = 0;
+  virtual void start(const IciWork& work, const CollectiveGroup& group, InstrId instr, std::function<void()> on_done,
+                     std::function<void(const CollectiveProgress&)> on_progress) = 0;
   virtual std::vector<std::pair<std::string, StatList>> block_stats() const = 0;
 };
 

@@ -168,7 +168,7 @@ void CalibratedHbm::advance(Ps to) {
     std::size_t first = 0;
     for (std::uint32_t i : served_) {
       const double f = now_ + active_[i].remaining / active_[i].rate;
-      if (f < next_fin || (f == next_fin && i < first)) {
+      if (f < next_fin) {
         next_fin = f;
         first = i;
       }

@@ -2,7 +2,6 @@
 #include "sim/engine/ici_backend.h"
 
 #include <algorithm>
-#include <tuple>
 #include <unordered_map>
 
 #include "arch/common/errors.h"
@@ -59,9 +58,9 @@ class IciBackendImpl {
   class Port : public arch::CollectiveBackend {
    public:
     Port(IciBackendImpl* impl, int chip) : impl_(impl), chip_(chip) {}
-    arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
-                                std::function<void()> on_done,
-                                std::function<void(const arch::CollectiveProgress&)> on_progress) override {
+    void start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
+               std::function<void()> on_done,
+               std::function<void(const arch::CollectiveProgress&)> on_progress) override {
       // The first chip to reach the instruction plans the collective; the
       // others join the same instance (every chip runs the same program).
       auto it = impl_->deferred.find(instr);
@@ -72,13 +71,8 @@ class IciBackendImpl {
             [impl, instr](const arch::ici::CollectiveResult& r) { impl->records.push_back(to_record(instr, r)); });
         it = impl_->deferred.emplace(instr, id).first;
       }
-      arch::CollectiveStart cs;
-      const auto& sim = impl_->module.simulator();
-      cs.reduce_bytes = sim.planned_reduce_bytes(it->second, chip_);
-      std::tie(cs.hbm_read_bytes, cs.hbm_write_bytes) = sim.planned_traffic(it->second, chip_);
       impl_->module.watch(it->second, chip_, progress_of(std::move(on_progress)));
       impl_->module.chip_start(it->second, chip_, std::move(on_done));
-      return cs;
     }
     std::vector<std::pair<std::string, arch::StatList>> block_stats() const override { return {}; }
 
@@ -100,9 +94,9 @@ IciBackend::IciBackend(const arch::TpuConfig& cfg, const std::string& slice, con
 
 IciBackend::~IciBackend() = default;
 
-arch::CollectiveStart IciBackend::start(const arch::IciWork& work, const arch::CollectiveGroup& group,
-                                        arch::InstrId instr, std::function<void()> on_done,
-                                        std::function<void(const arch::CollectiveProgress&)> on_progress) {
+void IciBackend::start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
+                       std::function<void()> on_done,
+                       std::function<void(const arch::CollectiveProgress&)> on_progress) {
   IciBackendImpl* impl = impl_.get();
   const std::uint64_t id = impl->module.start_collective_with_result(
       to_request(work, group, instr), [impl, instr, done = std::move(on_done)](const arch::ici::CollectiveResult& r) {
@@ -112,7 +106,6 @@ arch::CollectiveStart IciBackend::start(const arch::IciWork& work, const arch::C
   // The simulated chip stands for all: it does what the chip that moves
   // the most bytes does (the first such; all the same on a torus), its
   // HBM traffic and reductions paced by that chip's messages.
-  arch::CollectiveStart cs;
   int busiest = 0;
   std::uint64_t most = 0;
   const auto& sim = impl->module.simulator();
@@ -123,10 +116,7 @@ arch::CollectiveStart IciBackend::start(const arch::IciWork& work, const arch::C
       busiest = c;
     }
   }
-  cs.reduce_bytes = sim.planned_reduce_bytes(id, busiest);
-  std::tie(cs.hbm_read_bytes, cs.hbm_write_bytes) = sim.planned_traffic(id, busiest);
   impl->module.watch(id, busiest, progress_of(std::move(on_progress)));
-  return cs;
 }
 
 arch::CollectiveBackend& IciBackend::chip_port(int chip) {

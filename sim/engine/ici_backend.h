@@ -24,7 +24,7 @@ class IciBackend : public arch::CollectiveBackend {
  public:
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh, bool twisted);
   ~IciBackend() override;
-  arch::CollectiveStart start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
+  void start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
                               std::function<void()> on_done,
                               std::function<void(const arch::CollectiveProgress&)> on_progress) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;

@@ -2,7 +2,6 @@
 #include "sim/lowering/schedule.h"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -31,16 +30,14 @@ std::vector<std::size_t> lookahead_order(const workloads::Workload& wl, const Fu
     }
     return true;
   };
-  auto prefetch_ready = [&](std::size_t j) {
-    if (!placed[j] && workloads::is_collective(wl.ops[j].kind) && operands_ready(j)) {
-      placed[j] = true;
-      order.push_back(j);
-    }
-  };
   for (std::size_t i = 0; i < n; ++i) {
     if (placed[i]) continue;
     if (is_kernel(wl, fusion, i))
-      for (std::size_t k = i + 1; k < n && !is_kernel(wl, fusion, k); ++k) prefetch_ready(k);
+      for (std::size_t j = i + 1; j < n && !is_kernel(wl, fusion, j); ++j)
+        if (!placed[j] && workloads::is_collective(wl.ops[j].kind) && operands_ready(j)) {
+          placed[j] = true;
+          order.push_back(j);
+        }
     placed[i] = true;
     order.push_back(i);
   }
@@ -57,9 +54,7 @@ Schedule schedule_ops(const workloads::Workload& wl, const FusionPlan& fusion, b
     for (std::size_t i = 0; i < n; ++i) s.order.push_back(i);
     return s;
   }
-  std::unordered_map<std::string, std::size_t> producer;
-  for (std::size_t i = 0; i < n; ++i)
-    for (const std::string& o : wl.ops[i].outputs) producer.emplace(o, i);
+  const std::unordered_map<std::string, std::size_t> producer = wl.producers();
   const std::vector<std::size_t> base = lookahead_order(wl, fusion, producer);
 
   // The chain. pos: place in `base`; first_use: the earliest place in
