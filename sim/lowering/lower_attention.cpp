@@ -21,7 +21,10 @@ using arch::DType;
 namespace {
 
 // The MXU work of one matmul over `hb` heads for sub-block `turn`: heads
-// take MXUs in turn (one instruction per MXU when N is whole MXU tiles).
+// take MXUs in turn (one instruction per MXU when N is whole MXU tiles
+// and the heads divide evenly among the MXUs; otherwise each sub-block
+// starts where the previous one's heads ended, so that 5 heads on 4 MXUs
+// do not leave one MXU twice the others' work).
 // With more MXUs than heads, each head is spread over its share of the
 // MXUs by rows, unless that leaves an MXU fewer rows than its weight load
 // takes (decode: a KV group's few query rows), where every MXU would load
@@ -34,7 +37,7 @@ std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, st
                               std::int64_t turn) {
   std::vector<int> ids;
   const int mx = f.mxus;
-  if (hb >= mx && n % f.cols == 0) {
+  if (hb >= mx && hb % mx == 0 && n % f.cols == 0) {
     // One instruction per MXU for its heads, side by side along N: the
     // same weight tiles, each streaming the same rows, as one per head.
     for (int u = 0; u < mx; ++u) {
@@ -49,9 +52,7 @@ std::vector<int> heads_matmul(Step& s, const ChipFigures& f, std::int64_t hb, st
   const bool rotate = share > 1 && static_cast<double>(m) / (share * f.throughput(t)) < static_cast<double>(f.rows);
   for (std::int64_t h = 0; h < hb; ++h) {
     const std::size_t before = s.compute.size();
-    if (hb >= mx) {
-      slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h % mx), 1);
-    } else if (rotate) {
+    if (hb >= mx || rotate) {
       slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>((h + turn * hb) % mx), 1);
     } else {
       slots += add_matmul(s, f, m, k, n, t, after, static_cast<int>(h) * share, share);
@@ -113,7 +114,6 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
                      KVH = a.kv_heads;
   const std::int64_t sub = attention_sub_block(f, bkv);
   const std::int64_t nq = ceil_div(Lq, bp), ng = KVH / hb;
-  const std::int64_t units = B * ng * nq;
   const std::uint64_t out_elems = static_cast<std::uint64_t>(B * Lq * H * Dv);
   const Ref qr = cx.ref(q.name), kr = cx.ref(k.name), vr = cx.ref(v.name);
   std::vector<Step> steps;

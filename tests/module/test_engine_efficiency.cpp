@@ -108,6 +108,17 @@ TEST(EngineEfficiency, DecodeAttentionOneKvHeadStreamsKvNearPeak) {
   EXPECT_LE(op_ratio(workloads::builtin::attention(32, 1, 2048, 4, 1, 128, false)), 1.0 / 0.70);
 }
 
+// Multi-head decode with 5 KV heads per chip on v5e's 4 MXUs (Llama 2 13B
+// under tensor=8), int8: one query row per head, so every K and V tile is
+// an MXU weight load of 128 cycles for one row, and the MXUs' weight loads
+// (4 x 128 x 128 int8 elements per 128 cycles) just exceed HBM's 546 B per
+// cycle (1.07x). Each sub-block's heads start on the MXU after the previous
+// sub-block's last; one MXU taking two of the five heads every sub-block
+// would be 1.6x that, about 1.7x the KV bound.
+TEST(EngineEfficiency, DecodeAttentionUnevenHeadsShareTheMxus) {
+  EXPECT_LE(op_ratio(workloads::builtin::attention(32, 1, 2048, 5, 5, 128, false, arch::DType::int8)), 1.3);
+}
+
 // Decode matmuls with >= 8 MiB of weights at >= 80% of HBM peak for any N,
 // including a tensor-parallel shard whose N (1728) is not a multiple of 128.
 TEST(EngineEfficiency, DecodeMatmulShardNearPeak) {
