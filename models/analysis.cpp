@@ -133,6 +133,18 @@ double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) 
   return static_cast<double>(t.layers) * attn_pair_flops(t.attention, pairs, false);
 }
 
+// What the backward attention kernels add to 2x the forward's FLOPs
+// (AttentionPass): both recompute S = QK^T, the dK/dV kernel dP = dO V^T
+// too, and each does 7 VPU ops per score against the forward's 5. The dQ
+// op reads K in V's place, so its dP contracts over the query width: per
+// score 2 x (3 dq) + 7 and 4 (dq + dv) + 7 against 2 x (2 dq + 2 dv + 5).
+double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal) {
+  const double s = static_cast<double>(S);
+  const double pairs = causal ? s * (s + 1) / 2 : s * s;
+  const double dq = static_cast<double>(t.attention.qk_dim());
+  return static_cast<double>(t.layers) * static_cast<double>(t.attention.heads) * pairs * (6.0 * dq + 4.0);
+}
+
 double head_params(const ModelSpec& m) {
   const auto& t = m.transformer;
   return static_cast<double>(t.vocab) * static_cast<double>(t.hidden);
@@ -355,27 +367,28 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       if (o.phase == Phase::prefill)
         return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
       const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
+      const double bwd = 3.0 * fwd + B * backward_attention_extra(t, o.seq_len, true);
       // Recomputed: the layers' forward once more but the matmuls only a
       // residual add reads (full); their attention (minimal), and the FFN
       // input projections (selective).
       const double attn = B * prefill_attention(t, o.seq_len, true);
       switch (o.remat) {
-        case RematPolicy::none: return 3.0 * fwd;
-        case RematPolicy::minimal: return 3.0 * fwd + attn;
-        case RematPolicy::selective: return 3.0 * fwd + attn + 2.0 * B * S * mlpwi_macs_per_token(t);
-        case RematPolicy::full: return 4.0 * fwd - B * S * (head + 2.0 * residual_only_macs_per_token(t));
-        case RematPolicy::minimal_offloaded: return 3.0 * fwd + attn;
+        case RematPolicy::none: return bwd;
+        case RematPolicy::minimal: return bwd + attn;
+        case RematPolicy::selective: return bwd + attn + 2.0 * B * S * mlpwi_macs_per_token(t);
+        case RematPolicy::full: return bwd + fwd - B * S * (head + 2.0 * residual_only_macs_per_token(t));
+        case RematPolicy::minimal_offloaded: return bwd + attn;
         // What backward reads but q, k, v (read back from host): as
         // selective plus the output projection (the residual sum after
         // attention, the FFN norm's input, is rebuilt from it; the down
         // projection's result feeds only the next layer's kept input).
         case RematPolicy::qkv_proj_offloaded:
-          return 3.0 * fwd + attn +
+          return bwd + attn +
                  2.0 * B * S *
                      (mlpwi_macs_per_token(t) + static_cast<double>(t.layers * t.hidden * t.attention.heads *
                                                                     t.attention.v_dim()));
       }
-      return 3.0 * fwd;
+      return bwd;
     }
     case Family::encoder:
     case Family::vit: {
@@ -392,12 +405,14 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
         f = 2.0 * (layer - head - patch - h * (t.norm == NormKind::layernorm ? 2 : 1)) * s + 2.0 * patch * (s - 1) +
             2.0 * head;
         f += prefill_attention(t, S, false);
-        if (o.phase == Phase::train) f *= 3.0;  // patch projection has no input gradient: slight overcount
+        // The patch projection has no input gradient: slight overcount.
+        if (o.phase == Phase::train) f = 3.0 * f + backward_attention_extra(t, S, false);
         return B * f;
       }
       const double pool = t.pooler ? h * h : 0;
       f = 2.0 * (layer - pool) * s + prefill_attention(t, S, false);
-      if (o.phase == Phase::train) return B * 3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab));
+      if (o.phase == Phase::train)
+        return B * (3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab)) + backward_attention_extra(t, S, false));
       return B * (f + 2.0 * pool);
     }
     case Family::resnet:

@@ -356,13 +356,14 @@ class Backward {
       case OpKind::attention: {
         bool causal = op.as<AttentionAttrs>().causal;
         TensorRef q = in(0), k = in(1), v = in(2);
-        // The dQ kernel reads the output gradient (dP = dO V^T): it takes
-        // q's place (same shape and cost), so that the op waits for dO and
-        // dO's buffer is freed once read; the dK/dV op reads q. With a
-        // value width other than the query's (MLA) q stays.
+        // Flash attention's two backward kernels (AttentionPass): the dQ
+        // kernel reads the output gradient (dP = dO V^T): it takes q's
+        // place (same shape), so that the op waits for dO and dO's buffer
+        // is freed once read; the dK/dV op reads q. With a value width
+        // other than the query's (MLA) q stays.
         const bool do_as_q = dy.shape == q.shape && dy.dtype == q.dtype;
-        TensorRef dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal);
-        TensorRef dv = b_.attention(n + ".grad_kv", q, k, v, causal);
+        TensorRef dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal, std::nullopt, AttentionPass::grad_q);
+        TensorRef dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);
         const std::int64_t H = q.dim(2), KV = k.dim(2);
         auto group_sum = [&](const std::string& nn, const TensorRef& x) {
           if (H == KV) return x;

@@ -41,6 +41,22 @@ double vpu_cycles(const ChipFigures& f, double elements, double alu, double tran
 
 }  // namespace
 
+double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, double rows, std::int64_t sub, double tp) {
+  const double qk = mxu_cycles(f, rows, a.head_dim, sub, tp);
+  switch (a.pass) {
+    case workloads::AttentionPass::forward: return qk + mxu_cycles(f, rows, sub, a.v_dim, tp);
+    case workloads::AttentionPass::grad_q:  // S, dP = dO V^T, dQ = dS K
+      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) + mxu_cycles(f, rows, sub, a.head_dim, tp);
+    case workloads::AttentionPass::grad_kv: {  // S, dP, dV = P^T dO, dK = dS^T Q over dkv_group sub-blocks
+      const auto r = static_cast<std::int64_t>(rows);
+      const double g = static_cast<double>(dkv_group(sub)), m = g * static_cast<double>(sub);
+      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) +
+             (mxu_cycles(f, m, r, a.v_dim, tp) + mxu_cycles(f, m, r, a.head_dim, tp)) / g;
+    }
+  }
+  return qk;
+}
+
 std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) { return std::min<std::int64_t>(bkv, f.cols); }
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores) {
@@ -62,9 +78,13 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         const double rows = static_cast<double>(bp * G);  // per head
         const double h = static_cast<double>(hb);
         const std::int64_t sub = attention_sub_block(f, bkv);
-        const double vmem = 2 * (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) +
-                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 +
-                            h * rows * a.v_dim * 4 +
+        // The backward kernels also hold dO's block beside Q's, the scores
+        // twice (P and dS), and grad_kv its dK and dV accumulators.
+        const double bwd = a.backward() ? 1.0 : 0.0;
+        const double grad_kv = a.pass == workloads::AttentionPass::grad_kv ? 1.0 : 0.0;
+        const double vmem = 2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
+                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 * (1 + bwd) +
+                            h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 +
                             2 * h * rows * a.v_dim * ob;
         if (vmem > static_cast<double>(f.vmem_budget)) continue;
         // Steps: (batch, head group, query block) units, each over the key
@@ -98,10 +118,11 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         // MXU's QK^T and PV against the VPU's softmax followed by the XLU's
         // reductions (max and sum on two XLUs), plus one sub-block's fill.
         const double nsub = static_cast<double>(ceil_div(bkv, sub));
-        const double mxu = h * (mxu_cycles(f, rows, a.head_dim, sub, tp) + mxu_cycles(f, rows, sub, a.v_dim, tp)) /
-                           static_cast<double>(f.mxus);
-        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), 5, 1);
-        const double xlu = f.xlus > 0 ? h * rows / 8.0 : vpu;  // one vreg per 8 rows per reduction
+        const double mxu = h * attention_mxu_cycles(a, f, rows, sub, tp) / static_cast<double>(f.mxus);
+        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), a.backward() ? 7 : 5, 1);
+        // Row max and sum on the XLUs, one vreg per 8 rows per reduction;
+        // the backward kernels take the saved log-sum-exp instead.
+        const double xlu = a.backward() ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
         const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
         const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
         const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
@@ -119,8 +140,8 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
 
 const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
                                                                int cores) {
-  const Key k{a.batch,   a.q_len,   a.heads,    a.kv_heads, a.head_dim, a.v_dim, a.kv_len,
-              a.causal, a.q_dtype, a.kv_dtype, a.out_dtype, cores};
+  const Key k{a.batch,  a.q_len,   a.heads,    a.kv_heads,  a.head_dim, a.v_dim, a.kv_len,
+              a.causal, a.pass,    a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

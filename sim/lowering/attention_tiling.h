@@ -24,15 +24,18 @@
 
 #include "arch/common/dtype.h"
 #include "sim/lowering/chip_figures.h"
+#include "workloads/ir/op.h"
 
 namespace tpusim::sim::lowering {
 
 struct AttentionShape {
   std::int64_t batch = 1, q_len = 1, heads = 1, kv_heads = 1, head_dim = 128, v_dim = 128, kv_len = 1;
   bool causal = false;
+  workloads::AttentionPass pass = workloads::AttentionPass::forward;
   arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
 
   std::int64_t group() const { return heads / kv_heads; }
+  bool backward() const { return pass != workloads::AttentionPass::forward; }
   // Key positions the last query of a block ending at position q_last sees
   // (queries align with the last keys).
   std::int64_t visible(std::int64_t q_last) const {
@@ -65,6 +68,19 @@ inline std::int64_t attention_lookahead(const ChipFigures& f, std::int64_t rows)
   return rows < f.rows ? kAttentionLookaheadFewRows : kAttentionLookahead;
 }
 
+// Keys the dK/dV kernel's dV = P^T dO and dK = dS^T Q matmuls cover at
+// once (their M): MaxText's splash attention default
+// sa_block_kv_dkv_compute = 512 (MaxText src/MaxText/configs/base.yml,
+// https://github.com/AI-Hypercomputer/maxtext).
+constexpr std::int64_t kDkvComputeKeys = 512;
+// Sub-blocks of `sub` keys one such matmul spans within a key block.
+inline std::int64_t dkv_group(std::int64_t sub) { return std::max<std::int64_t>(1, kDkvComputeKeys / sub); }
+
+// MXU cycles of one head's matmuls over one sub-block of `sub` keys with
+// `rows` query rows, on one MXU: the forward's QK^T and PV, or a backward
+// kernel's three (grad_q) or four (grad_kv) matmuls (AttentionAttrs).
+double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, double rows, std::int64_t sub, double tp);
+
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);
 
 // The search's results for one lowering (one chip's figures): the layers
@@ -75,7 +91,7 @@ class AttentionTilingCache {
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, bool, arch::DType, arch::DType, arch::DType, int>;
+                         std::int64_t, bool, workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

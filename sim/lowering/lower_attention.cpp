@@ -79,6 +79,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.kv_heads = k.shape[2];
   a.v_dim = v.shape[3];
   a.causal = op.as<workloads::AttentionAttrs>().causal;
+  a.pass = op.as<workloads::AttentionAttrs>().pass;
   a.q_dtype = q.dtype;
   a.kv_dtype = k.dtype;
   a.out_dtype = ep.out_dtype;
@@ -169,17 +170,45 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // row max and row sum go to the two XLUs side by side.
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
+          // The backward kernels (AttentionAttrs::pass) issue dP = dO V^T
+          // beside S ahead of the VPU's P and dS (no row reductions: the
+          // forward's log-sum-exp is saved), then dQ = dS K, or dV = P^T dO
+          // and dK = dS^T Q (keys in M, the block's query rows contracted).
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           const std::int64_t ahead = attention_lookahead(f, rows);
-          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, ahead); ++j)
-            qk[static_cast<std::size_t>(j)] =
-                heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs, j);
+          auto scores_of = [&](std::int64_t j) {
+            std::vector<int> ids = heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs, j);
+            if (a.backward()) {
+              const std::vector<int> dp = heads_matmul(s, f, hb, rows, Dv, width(j), t, converted, plan.padded_macs, j);
+              ids.insert(ids.end(), dp.begin(), dp.end());
+            }
+            qk[static_cast<std::size_t>(j)] = std::move(ids);
+          };
+          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, ahead); ++j) scores_of(j);
+          std::vector<int> dkv_after;  // dS of the sub-blocks the next dV/dK matmuls cover
+          std::int64_t dkv_keys = 0;
           for (std::int64_t j = 0; j < ns; ++j) {
-            if (j + ahead < ns)
-              qk[static_cast<std::size_t>(j + ahead)] =
-                  heads_matmul(s, f, hb, rows, D, width(j + ahead), t, converted, plan.padded_macs, j + ahead);
+            if (j + ahead < ns) scores_of(j + ahead);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
+            if (a.backward()) {
+              s.compute.push_back({vpu(scores, DType::f32, 7, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
+              const int ds = static_cast<int>(s.compute.size()) - 1;
+              if (a.pass == workloads::AttentionPass::grad_q) {
+                heads_matmul(s, f, hb, rows, width(j), D, t, {ds}, plan.padded_macs, j);
+                continue;
+              }
+              // dV and dK over kDkvComputeKeys keys at once (their M).
+              dkv_after.push_back(ds);
+              dkv_keys += width(j);
+              if ((j + 1) % dkv_group(sub) == 0 || j + 1 == ns) {
+                heads_matmul(s, f, hb, dkv_keys, rows, Dv, t, dkv_after, plan.padded_macs, j);
+                heads_matmul(s, f, hb, dkv_keys, rows, D, t, dkv_after, plan.padded_macs, j);
+                dkv_after.clear();
+                dkv_keys = 0;
+              }
+              continue;
+            }
             s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
             const int soft = static_cast<int>(s.compute.size()) - 1;
             s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});

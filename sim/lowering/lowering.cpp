@@ -106,6 +106,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     const auto cost = workloads::op_cost(index, op);
     plan.flops = cost.flops;
     plan.macs = cost.macs;
+    plan.recompute_macs = cost.recompute_macs;
     out.program.op_names.push_back(op.name);
     if (fusion.fused(i)) {
       plan.fused_into = fusion.fused_into[i];

@@ -86,6 +86,7 @@ struct OpPlan {
   std::string blocking;  // chosen block sizes, human readable
   std::uint64_t flops = 0;
   std::uint64_t macs = 0;            // useful multiply-accumulates
+  std::uint64_t recompute_macs = 0;  // of macs, forward work redone by a backward attention kernel
   std::uint64_t padded_macs = 0;     // MAC slots issued on the MXUs, padding included
   std::uint64_t hbm_bytes = 0;       // minimum HBM traffic of the fused group it anchors
   std::uint64_t dma_bytes = 0;       // HBM traffic the program actually moves

@@ -14,8 +14,10 @@
 #include "arch/common/derived.h"
 #include "models/zoo.h"
 #include "sim/config/config_loader.h"
+#include "sim/results/metrics.h"
 #include "sim/run/run.h"
 #include "workloads/builtin.h"
+#include "workloads/ir/builder.h"
 
 using namespace tpusim;
 
@@ -178,4 +180,31 @@ TEST(EngineEfficiency, CausalAttentionSplitsEvenlyOverTwoCores) {
   ASSERT_GT(mxu[0], 0);
   ASSERT_GT(mxu[1], 0);
   EXPECT_LE(std::max(mxu[0], mxu[1]), 1.1 * std::min(mxu[0], mxu[1])) << mxu[0] << " vs " << mxu[1];
+}
+
+// Flash attention's backward kernels on a compute-bound shape (v5e, 2048
+// queries and keys, 8 heads of 128, not causal): the dQ kernel does three
+// matmuls per score (S, dP = dO V^T, dQ = dS K) and the dK/dV kernel four
+// (S, dP, dV = P^T dO, dK = dS^T Q) against the forward's two, so they take
+// about 1.5x and 2x the forward's time, and never less than their MACs at
+// the MXUs' peak.
+TEST(EngineEfficiency, BackwardAttentionKernelsCostTheirMatmuls) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  workloads::WorkloadBuilder b("attention_backward");
+  auto q = b.input("q", {1, 2048, 8, 128}, arch::DType::bf16);
+  auto k = b.input("k", {1, 2048, 8, 128}, arch::DType::bf16);
+  auto v = b.input("v", {1, 2048, 8, 128}, arch::DType::bf16);
+  b.mark_output(b.attention("fwd", q, k, v, false));
+  b.mark_output(b.attention("dq", q, k, k, false, std::nullopt, workloads::AttentionPass::grad_q));
+  b.mark_output(b.attention("dkv", q, k, v, false, std::nullopt, workloads::AttentionPass::grad_kv));
+  const workloads::Workload wl = b.build();
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, {});
+  const sim::RunMetrics m = sim::compute_metrics(r);
+  ASSERT_EQ(m.ops.size(), 3u);
+  const double fwd = static_cast<double>(m.ops[0].cycles), dq = static_cast<double>(m.ops[1].cycles),
+               dkv = static_cast<double>(m.ops[2].cycles);
+  ASSERT_GT(fwd, 0);
+  EXPECT_NEAR(dq / fwd, 1.5, 0.15) << dq << " vs " << fwd;
+  EXPECT_NEAR(dkv / fwd, 2.0, 0.2) << dkv << " vs " << fwd;
+  for (const auto& op : m.ops) EXPECT_GE(static_cast<double>(op.cycles), op.mxu_bound_cycles) << op.index;
 }

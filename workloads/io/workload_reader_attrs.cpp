@@ -18,7 +18,7 @@ std::vector<std::string> Reader::attr_keys(OpKind k) {
     case OpKind::softmax: return {"axis"};
     case OpKind::layer_norm:
     case OpKind::rms_norm: return {"axis", "epsilon"};
-    case OpKind::attention: return {"causal", "scale"};
+    case OpKind::attention: return {"causal", "scale", "pass"};
     case OpKind::gather: return {};
     case OpKind::transpose: return {"perm"};
     case OpKind::reshape: return {"shape"};
@@ -169,6 +169,11 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
         if (auto b = get_bool(v, key("causal"))) a.causal = *b;
       if (auto v = n["scale"])
         if (auto d = get_double(v, key("scale"))) a.scale = *d;
+      if (auto v = n["pass"])
+        if (auto ps = get_enum<AttentionPass>(v, key("pass"), "attention pass",
+                                              {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv},
+                                              parse_attention_pass, attention_pass_name))
+          a.pass = *ps;
       break;
     }
     case OpKind::gather: break;

@@ -130,6 +130,7 @@ void attrs_doc(const Op& op, Doc& d) {
       const auto& a = op.as<AttentionAttrs>();
       d.add("causal", Doc::boolean(a.causal));
       if (a.scale) d.add("scale", Doc::real(*a.scale));
+      if (a.pass != AttentionPass::forward) d.add("pass", Doc::str(std::string(attention_pass_name(a.pass))));
       break;
     }
     case OpKind::gather: break;

@@ -174,8 +174,9 @@ TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x,
 }
 
 TensorRef WorkloadBuilder::attention(const std::string& name, const TensorRef& q, const TensorRef& k,
-                                     const TensorRef& v, bool causal, std::optional<double> scale) {
-  return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale}));
+                                     const TensorRef& v, bool causal, std::optional<double> scale,
+                                     AttentionPass pass) {
+  return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale, pass}));
 }
 
 TensorRef WorkloadBuilder::gather(const std::string& name, const TensorRef& table, const TensorRef& indices) {

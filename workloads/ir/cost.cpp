@@ -17,6 +17,7 @@ namespace tpusim::workloads {
 OpCost& OpCost::operator+=(const OpCost& o) {
   flops += o.flops;
   macs += o.macs;
+  recompute_macs += o.recompute_macs;
   transcendentals += o.transcendentals;
   bytes_read += o.bytes_read;
   bytes_written += o.bytes_written;
@@ -169,8 +170,29 @@ OpCost cost_impl(Find find, const Op& op) {
       const u64 per_head = attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
       if (per_head == std::numeric_limits<u64>::max()) k.overflow();
       u64 pairs = k.mul(heads, per_head);
-      c.macs = k.mul(pairs, U(q[3] + v[3]));  // QK^T (D) and PV (Dv) per score
-      c.flops = k.add(k.mul(2, c.macs), k.mul(5, pairs));
+      const u64 d = U(q[3]), dv = U(v[3]);
+      // Per score: forward QK^T (D) and PV (Dv), softmax 5 VPU ops. The
+      // backward kernels recompute S = QK^T and P = exp(S - lse) (and
+      // grad_kv dP = dO V^T as well), then dS = P (dP - di): 7 VPU ops.
+      // grad_q: QK^T, dO V^T, dS K; grad_kv: QK^T, dO V^T, P^T dO, dS^T Q
+      // (AttentionAttrs; for grad_q, q is dO and v is K: widths D).
+      u64 per = d + dv, again = 0, vpu = 5;
+      switch (op.as<AttentionAttrs>().pass) {
+        case AttentionPass::forward: break;
+        case AttentionPass::grad_q:
+          per = 2 * d + dv;
+          again = d;
+          vpu = 7;
+          break;
+        case AttentionPass::grad_kv:
+          per = 2 * (d + dv);
+          again = d + dv;
+          vpu = 7;
+          break;
+      }
+      c.macs = k.mul(pairs, per);
+      c.recompute_macs = k.mul(pairs, again);
+      c.flops = k.add(k.mul(2, c.macs), k.mul(vpu, pairs));
       c.transcendentals = pairs;
       break;
     }
@@ -199,6 +221,7 @@ OpCost workload_cost(const Workload& wl) {
     OpCost c = op_cost(index, op);
     for (auto [sum, part] : {std::pair{&total.flops, c.flops},
                              {&total.macs, c.macs},
+                             {&total.recompute_macs, c.recompute_macs},
                              {&total.transcendentals, c.transcendentals},
                              {&total.bytes_read, c.bytes_read},
                              {&total.bytes_written, c.bytes_written}}) {

@@ -232,6 +232,23 @@ std::optional<ReduceKind> parse_reduce_kind(std::string_view s) {
   return std::nullopt;
 }
 
+// ---- attention ----------------------------------------------------------
+
+std::string_view attention_pass_name(AttentionPass p) {
+  switch (p) {
+    case AttentionPass::forward: return "forward";
+    case AttentionPass::grad_q: return "grad_q";
+    case AttentionPass::grad_kv: return "grad_kv";
+  }
+  return "?";
+}
+
+std::optional<AttentionPass> parse_attention_pass(std::string_view s) {
+  for (auto p : {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv})
+    if (attention_pass_name(p) == s) return p;
+  return std::nullopt;
+}
+
 // ---- collectives --------------------------------------------------------
 
 bool CollectiveAttrs::operator==(const CollectiveAttrs& o) const {

@@ -185,10 +185,26 @@ struct NormAttrs {
 // H % KVH == 0 (KVH == H: MHA, 1: MQA, else GQA). Causal masks are aligned
 // bottom-right: query i sees keys j <= i + (Lkv - Lq), so a decode step
 // (Lq = 1) sees the whole cache.
+//
+// `pass` names the kernel: the forward (S = QK^T, softmax, O = PV) or one
+// of the two backward kernels of flash attention (splash attention's
+// separate dQ and dK/dV kernels), which recompute S and P from the saved
+// log-sum-exp instead of storing them:
+//   grad_q:  S = QK^T, dP = dO V^T, dS = P (dP - rowsum(dO O)), dQ = dS K;
+//   grad_kv: S = QK^T, dP = dO V^T, dV = P^T dO, dK = dS^T Q.
+// The backward ops keep the forward's three inputs and output shape (the
+// model builder passes dO in q's place for grad_q, and K for V there: both
+// blocks are read); their MACs count every matmul of the kernel, the
+// recomputed S (and dP in grad_kv) separately as recompute (OpCost).
+enum class AttentionPass : std::uint8_t { forward, grad_q, grad_kv };
+std::string_view attention_pass_name(AttentionPass p);
+std::optional<AttentionPass> parse_attention_pass(std::string_view s);
+
 struct AttentionAttrs {
   bool causal = false;
   std::optional<double> scale;  // default 1/sqrt(D)
-  bool operator==(const AttentionAttrs& o) const { return causal == o.causal && scale == o.scale; }
+  AttentionPass pass = AttentionPass::forward;
+  bool operator==(const AttentionAttrs& o) const { return causal == o.causal && scale == o.scale && pass == o.pass; }
 };
 
 // ---- gather -------------------------------------------------------------

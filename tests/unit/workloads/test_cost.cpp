@@ -120,6 +120,32 @@ TEST(Cost, AttentionFlops) {
   EXPECT_EQ(cost_of(b, "causal").bytes_read, 192u);
 }
 
+// Flash attention's backward kernels (AttentionPass), value width 4 to
+// tell D from Dv: 48 pairs. grad_q (dO in q's place, K in V's) does
+// S = QK^T, dP = dO V^T and dQ = dS K: 48 x (8 + 8 + 8) = 1152 MACs, S
+// recomputed (384); grad_kv does S, dP = dO V^T, dV = P^T dO and
+// dK = dS^T Q: 48 x 2 x (8 + 4) = 1152, S and dP recomputed (576). Both do
+// 7 VPU ops per score; the forward recomputes nothing.
+TEST(Cost, BackwardAttentionKernels) {
+  WorkloadBuilder b("t");
+  auto q = b.input("q", {1, 4, 2, 8}, DType::bf16);
+  auto k = b.kv_cache("k", {1, 6, 1, 8}, DType::bf16);
+  auto v = b.kv_cache("v", {1, 6, 1, 4}, DType::bf16);
+  b.attention("fwd", q, k, v, false);
+  b.attention("dq", q, k, k, false, std::nullopt, AttentionPass::grad_q);
+  b.attention("dkv", q, k, v, false, std::nullopt, AttentionPass::grad_kv);
+  const OpCost fwd = cost_of(b, "fwd"), dq = cost_of(b, "dq"), dkv = cost_of(b, "dkv");
+  EXPECT_EQ(fwd.macs, 576u);
+  EXPECT_EQ(fwd.recompute_macs, 0u);
+  EXPECT_EQ(dq.macs, 1152u);
+  EXPECT_EQ(dq.recompute_macs, 384u);
+  EXPECT_EQ(dq.flops, 2 * 1152u + 7 * 48u);
+  EXPECT_EQ(dkv.macs, 1152u);
+  EXPECT_EQ(dkv.recompute_macs, 576u);
+  EXPECT_EQ(dkv.flops, 2 * 1152u + 7 * 48u);
+  EXPECT_EQ(dq.transcendentals, 48u);
+}
+
 TEST(Cost, GatherReadsOnlyLookedUpRows) {
   WorkloadBuilder b("t");
   auto table = b.weight("table", {1000, 64}, DType::bf16);

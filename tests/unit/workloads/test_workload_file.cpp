@@ -366,6 +366,27 @@ TEST(WorkloadFile, BadQuantizationKeysAreLocated) {
   EXPECT_NE(err("{name: w, shape: [8], dtype: bf16, sparsity: \"2:4\"}").find("rank >= 2"), std::string::npos);
 }
 
+// An attention op names its kernel with `pass` (forward by default); the
+// backward kernels round-trip and a misspelt pass is located.
+TEST(WorkloadFile, AttentionPassRoundTripsAndIsChecked) {
+  const std::string base = std::string(kHeader) +
+                           "tensors:\n"
+                           "  - {name: q, shape: [1, 16, 4, 8], dtype: bf16}\n"
+                           "  - {name: k, shape: [1, 16, 2, 8], dtype: bf16}\n"
+                           "ops:\n";
+  Workload wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], pass: grad_q}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().pass, AttentionPass::grad_q);
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k]}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().pass, AttentionPass::forward);
+  EXPECT_EQ(workload_to_yaml(wl).find("pass"), std::string::npos);
+  const std::string msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], pass: grad_v}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("pass"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("grad_v"), std::string::npos) << msg;
+}
+
 // A copy names where it goes: hbm or host, nothing else, and must say so.
 TEST(WorkloadFile, CopyNeedsHbmOrHostDestination) {
   const std::string base = std::string(kHeader) +
