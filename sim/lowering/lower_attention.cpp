@@ -176,9 +176,17 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // and dK = dS^T Q (keys in M, the block's query rows contracted).
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           const std::int64_t ahead = attention_lookahead(f, rows);
+          // S and dP (and dV and dK) stream different rows, so they are
+          // separate MXU passes; where each fills whole MXU tiles (same
+          // contraction, N a multiple of the columns) they go to an MXU as
+          // one instruction of the tiles of both: the same time, and fewer
+          // instructions to simulate.
+          const bool pair_kv = D == Dv && D % f.cols == 0;
           auto scores_of = [&](std::int64_t j) {
-            std::vector<int> ids = heads_matmul(s, f, hb, rows, D, width(j), t, converted, plan.padded_macs, j);
-            if (a.backward()) {
+            const bool pair = a.backward() && D == Dv && width(j) % f.cols == 0;
+            const std::int64_t n = pair ? 2 * width(j) : width(j);
+            std::vector<int> ids = heads_matmul(s, f, hb, rows, D, n, t, converted, plan.padded_macs, j);
+            if (a.backward() && !pair) {
               const std::vector<int> dp = heads_matmul(s, f, hb, rows, Dv, width(j), t, converted, plan.padded_macs, j);
               ids.insert(ids.end(), dp.begin(), dp.end());
             }
@@ -202,8 +210,12 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
               dkv_after.push_back(ds);
               dkv_keys += width(j);
               if ((j + 1) % dkv_group(sub) == 0 || j + 1 == ns) {
-                heads_matmul(s, f, hb, dkv_keys, rows, Dv, t, dkv_after, plan.padded_macs, j);
-                heads_matmul(s, f, hb, dkv_keys, rows, D, t, dkv_after, plan.padded_macs, j);
+                if (pair_kv) {
+                  heads_matmul(s, f, hb, dkv_keys, rows, Dv + D, t, dkv_after, plan.padded_macs, j);
+                } else {
+                  heads_matmul(s, f, hb, dkv_keys, rows, Dv, t, dkv_after, plan.padded_macs, j);
+                  heads_matmul(s, f, hb, dkv_keys, rows, D, t, dkv_after, plan.padded_macs, j);
+                }
                 dkv_after.clear();
                 dkv_keys = 0;
               }
