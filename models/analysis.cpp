@@ -138,11 +138,13 @@ double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) 
 // too, and each does 7 VPU ops per score against the forward's 5. The dQ
 // op reads K in V's place, so its dP contracts over the query width: per
 // score 2 x (3 dq) + 7 and 4 (dq + dv) + 7 against 2 x (2 dq + 2 dv + 5).
-double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal) {
+// The fused kernel: 2 x (3 dq + 2 dv) + 7, i.e. 2 dq - 3 more.
+double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal, bool fused) {
   const double s = static_cast<double>(S);
   const double pairs = causal ? s * (s + 1) / 2 : s * s;
   const double dq = static_cast<double>(t.attention.qk_dim());
-  return static_cast<double>(t.layers) * static_cast<double>(t.attention.heads) * pairs * (6.0 * dq + 4.0);
+  const double per = fused ? 2.0 * dq - 3.0 : 6.0 * dq + 4.0;
+  return static_cast<double>(t.layers) * static_cast<double>(t.attention.heads) * pairs * per;
 }
 
 double head_params(const ModelSpec& m) {
@@ -367,7 +369,7 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       if (o.phase == Phase::prefill)
         return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
       const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
-      const double bwd = 3.0 * fwd + B * backward_attention_extra(t, o.seq_len, true);
+      const double bwd = 3.0 * fwd + B * backward_attention_extra(t, o.seq_len, true, o.fused_attention_backward);
       // Recomputed: the layers' forward once more but the matmuls only a
       // residual add reads (full); their attention (minimal), and the FFN
       // input projections (selective).
@@ -406,13 +408,13 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
             2.0 * head;
         f += prefill_attention(t, S, false);
         // The patch projection has no input gradient: slight overcount.
-        if (o.phase == Phase::train) f = 3.0 * f + backward_attention_extra(t, S, false);
+        if (o.phase == Phase::train) f = 3.0 * f + backward_attention_extra(t, S, false, o.fused_attention_backward);
         return B * f;
       }
       const double pool = t.pooler ? h * h : 0;
       f = 2.0 * (layer - pool) * s + prefill_attention(t, S, false);
       if (o.phase == Phase::train)
-        return B * (3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab)) + backward_attention_extra(t, S, false));
+        return B * (3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab)) + backward_attention_extra(t, S, false, o.fused_attention_backward));
       return B * (f + 2.0 * pool);
     }
     case Family::resnet:

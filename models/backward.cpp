@@ -360,10 +360,17 @@ class Backward {
         // kernel reads the output gradient (dP = dO V^T): it takes q's
         // place (same shape), so that the op waits for dO and dO's buffer
         // is freed once read; the dK/dV op reads q. With a value width
-        // other than the query's (MLA) q stays.
+        // other than the query's (MLA) q stays. The fused kernel
+        // (PhaseOptions::fused_attention_backward) is one op reading dO,
+        // K and V whose output stands for dQ, dK and dV alike.
         const bool do_as_q = dy.shape == q.shape && dy.dtype == q.dtype;
-        TensorRef dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal, std::nullopt, AttentionPass::grad_q);
-        TensorRef dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);
+        TensorRef dq, dv;
+        if (o_.fused_attention_backward) {
+          dq = dv = b_.attention(n + ".grad_qkv", do_as_q ? dy : q, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
+        } else {
+          dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal, std::nullopt, AttentionPass::grad_q);
+          dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);
+        }
         const std::int64_t H = q.dim(2), KV = k.dim(2);
         auto group_sum = [&](const std::string& nn, const TensorRef& x) {
           if (H == KV) return x;

@@ -211,6 +211,10 @@ struct PhaseOptions {
   // tokens; the tensor all_reduces become reduce_scatters + all_gathers.
   // Needs tensor > 1, a decoder and prefill or train (models/sharding.h).
   bool sequence_parallel = false;
+  // Train: backward attention as splash attention's fused kernel (MaxText
+  // sa_use_fused_bwd_kernel: True; one op, S and dP recomputed once)
+  // instead of its separate dQ and dK/dV kernels (the default).
+  bool fused_attention_backward = false;
   // Serving (decoder, phase prefill, batch 1): one continuous-batching
   // step. The prefill chunk of seq_len tokens follows prefill_context tokens
   // of its sequence already in the KV cache (chunked prefill), and

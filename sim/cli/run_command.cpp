@@ -50,6 +50,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
       "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
+      "fused-attention-backward", po::bool_switch(),
+      "--model --phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV kernels")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
       "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded (docs/remat.md)")(
@@ -131,6 +133,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
+    po.fused_attention_backward = vm["fused-attention-backward"].as<bool>();
+    if (po.fused_attention_backward && po.phase != models::Phase::train)
+      throw UsageError("run: --fused-attention-backward needs --phase train");
     po.remat = remat_option("run", vm);
     po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
@@ -153,6 +158,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm["sequence-parallel"].as<bool>() && !vm.count("model"))
     throw UsageError("run: --sequence-parallel needs --model");
   if (vm["recompute"].as<bool>() && !vm.count("model")) throw UsageError("run: --recompute needs --model");
+  if (vm["fused-attention-backward"].as<bool>() && !vm.count("model"))
+    throw UsageError("run: --fused-attention-backward needs --model");
   if (vm.count("remat") && !vm.count("model")) throw UsageError("run: --remat needs --model");
   if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");

@@ -47,10 +47,12 @@ double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, doubl
     case workloads::AttentionPass::forward: return qk + mxu_cycles(f, rows, sub, a.v_dim, tp);
     case workloads::AttentionPass::grad_q:  // S, dP = dO V^T, dQ = dS K
       return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) + mxu_cycles(f, rows, sub, a.head_dim, tp);
-    case workloads::AttentionPass::grad_kv: {  // S, dP, dV = P^T dO, dK = dS^T Q over dkv_group sub-blocks
+    case workloads::AttentionPass::grad_kv:  // S, dP, dV = P^T dO, dK = dS^T Q over dkv_group sub-blocks
+    case workloads::AttentionPass::grad_qkv: {  // the same and dQ = dS K
       const auto r = static_cast<std::int64_t>(rows);
       const double g = static_cast<double>(dkv_group(sub)), m = g * static_cast<double>(sub);
-      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) +
+      const double dq = a.pass == workloads::AttentionPass::grad_qkv ? mxu_cycles(f, rows, sub, a.head_dim, tp) : 0.0;
+      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) + dq +
              (mxu_cycles(f, m, r, a.v_dim, tp) + mxu_cycles(f, m, r, a.head_dim, tp)) / g;
     }
   }
@@ -79,9 +81,10 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         const double h = static_cast<double>(hb);
         const std::int64_t sub = attention_sub_block(f, bkv);
         // The backward kernels also hold dO's block beside Q's, the scores
-        // twice (P and dS), and grad_kv its dK and dV accumulators.
+        // twice (P and dS), and grad_kv (and the fused grad_qkv) its dK and
+        // dV accumulators.
         const double bwd = a.backward() ? 1.0 : 0.0;
-        const double grad_kv = a.pass == workloads::AttentionPass::grad_kv ? 1.0 : 0.0;
+        const double grad_kv = a.dkv() ? 1.0 : 0.0;
         const double vmem = 2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
                             static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 * (1 + bwd) +
                             h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 +

@@ -36,6 +36,10 @@ struct AttentionShape {
 
   std::int64_t group() const { return heads / kv_heads; }
   bool backward() const { return pass != workloads::AttentionPass::forward; }
+  // The pass computes dQ = dS K (grad_q, fused grad_qkv) / dV and dK
+  // (grad_kv, grad_qkv).
+  bool dq() const { return pass == workloads::AttentionPass::grad_q || pass == workloads::AttentionPass::grad_qkv; }
+  bool dkv() const { return pass == workloads::AttentionPass::grad_kv || pass == workloads::AttentionPass::grad_qkv; }
   // Key positions the last query of a block ending at position q_last sees
   // (queries align with the last keys).
   std::int64_t visible(std::int64_t q_last) const {
@@ -78,7 +82,8 @@ inline std::int64_t dkv_group(std::int64_t sub) { return std::max<std::int64_t>(
 
 // MXU cycles of one head's matmuls over one sub-block of `sub` keys with
 // `rows` query rows, on one MXU: the forward's QK^T and PV, or a backward
-// kernel's three (grad_q) or four (grad_kv) matmuls (AttentionAttrs).
+// kernel's three (grad_q), four (grad_kv) or five (fused grad_qkv)
+// matmuls (AttentionAttrs).
 double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, double rows, std::int64_t sub, double tp);
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores);

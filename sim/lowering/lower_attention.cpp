@@ -172,8 +172,9 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
           // The backward kernels (AttentionAttrs::pass) issue dP = dO V^T
           // beside S ahead of the VPU's P and dS (no row reductions: the
-          // forward's log-sum-exp is saved), then dQ = dS K, or dV = P^T dO
-          // and dK = dS^T Q (keys in M, the block's query rows contracted).
+          // forward's log-sum-exp is saved), then dQ = dS K (grad_q), dV =
+          // P^T dO and dK = dS^T Q (grad_kv; keys in M, the block's query
+          // rows contracted), or all three (the fused grad_qkv).
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           const std::int64_t ahead = attention_lookahead(f, rows);
           // S and dP (and dV and dK) stream different rows, so they are
@@ -202,10 +203,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             if (a.backward()) {
               s.compute.push_back({vpu(scores, DType::f32, 7, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
               const int ds = static_cast<int>(s.compute.size()) - 1;
-              if (a.pass == workloads::AttentionPass::grad_q) {
-                heads_matmul(s, f, hb, rows, width(j), D, t, {ds}, plan.padded_macs, j);
-                continue;
-              }
+              if (a.dq()) heads_matmul(s, f, hb, rows, width(j), D, t, {ds}, plan.padded_macs, j);
+              if (!a.dkv()) continue;
               // dV and dK over kDkvComputeKeys keys at once (their M).
               dkv_after.push_back(ds);
               dkv_keys += width(j);

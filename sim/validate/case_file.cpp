@@ -33,11 +33,12 @@ const std::vector<std::string> kRequired = {"id",       "title",  "source",   "s
                                             "workload", "metric", "measured", "tolerance"};
 const std::vector<std::string> kWorkloadKeys = {
     "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
-    "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype"};
+    "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype",
+    "fused_attention_backward"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
 const std::vector<std::string> kModelOnly = {"phase",     "batch", "seq",          "context",   "image",
                                              "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype",
-                                             "kv_dtype"};
+                                             "kv_dtype", "fused_attention_backward"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -177,6 +178,8 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (w["cmem"]) wl.cmem = boolean(w["cmem"], where + ".cmem", c);
   if (w["sequence_parallel"]) wl.sequence_parallel = boolean(w["sequence_parallel"], where + ".sequence_parallel", c);
   if (w["recompute"]) wl.recompute = boolean(w["recompute"], where + ".recompute", c);
+  if (w["fused_attention_backward"])
+    wl.fused_attention_backward = boolean(w["fused_attention_backward"], where + ".fused_attention_backward", c);
   if (w["remat"]) {
     wl.remat = text(w["remat"], where + ".remat", c);
     models::RematPolicy r = models::RematPolicy::none;
@@ -495,6 +498,7 @@ std::vector<std::string> run_args(const Case& c) {
     if (!v->empty()) a.insert(a.end(), {flag, *v});
   if (w.sequence_parallel) a.push_back("--sequence-parallel");
   if (w.recompute) a.push_back("--recompute");
+  if (w.fused_attention_backward) a.push_back("--fused-attention-backward");
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");

@@ -53,6 +53,7 @@ struct Workload {
   std::string weight_dtype, act_dtype, kv_dtype;  // --weight-dtype etc. (empty: dtype)
   bool sequence_parallel = false;
   bool recompute = false;
+  bool fused_attention_backward = false;  // --fused-attention-backward
   std::string remat;  // empty = run's default (none, or full with recompute)
   bool fusion = true;
   bool cmem = true;

@@ -210,6 +210,35 @@ TEST(CliRun, RecomputeAddsTheRecomputedForward) {
 // attention and the FFN's input projection fc1). MFU and
 // HFU are those FLOPs over 2 x cycles x the chip's peak MACs per cycle
 // (v5e: 1 TensorCore x 4 MXUs x 128 x 128 = 65536).
+// --fused-attention-backward: one grad_qkv op per attention instead of the
+// dQ and dK/dV kernels; only S = QK^T is recomputed, so hardware FLOPs
+// exceed model FLOPs by 2 heads x 64 x 64 pairs x 2 x 64 = 1048576 on the
+// tiny encoder, and the model FLOPs are those of the separate kernels. It
+// needs --model and --phase train.
+TEST(CliRun, FusedAttentionBackwardIsOneKernel) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  ASSERT_EQ(run_tpusim(base + d.path() + "/sep", d).rc, 0);
+  Result r = run_tpusim(base + d.path() + "/fused --fused-attention-backward", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto sep = read_rows(d.path() + "/sep/summary.csv").at(0);
+  const auto fused = read_rows(d.path() + "/fused/summary.csv").at(0);
+  EXPECT_EQ(std::stod(fused.at("hardware_flops")) - std::stod(fused.at("model_flops")), 1048576.0);
+  EXPECT_EQ(std::stod(fused.at("model_flops")), std::stod(sep.at("model_flops")));
+  const std::string ops = slurp(d.path() + "/fused/ops.csv");
+  EXPECT_NE(ops.find("layers.0.attn.core.grad_qkv,attention"), std::string::npos);
+  EXPECT_EQ(ops.find("layers.0.attn.core.grad_q,"), std::string::npos);
+  r = run_tpusim("run --arch v5e --model " + model + " --phase infer --quiet --fused-attention-backward --out " +
+                     d.path() + "/x",
+                 d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--fused-attention-backward needs --phase train"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --fused-attention-backward --out " + d.path() + "/y", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--fused-attention-backward needs --model"), std::string::npos) << r.err;
+}
+
 TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   TempDir d;
   const std::string model = tiny_encoder(d);

@@ -184,10 +184,10 @@ TEST(EngineEfficiency, CausalAttentionSplitsEvenlyOverTwoCores) {
 
 // Flash attention's backward kernels on a compute-bound shape (v5e, 2048
 // queries and keys, 8 heads of 128, not causal): the dQ kernel does three
-// matmuls per score (S, dP = dO V^T, dQ = dS K) and the dK/dV kernel four
-// (S, dP, dV = P^T dO, dK = dS^T Q) against the forward's two, so they take
-// about 1.5x and 2x the forward's time, and never less than their MACs at
-// the MXUs' peak.
+// matmuls per score (S, dP = dO V^T, dQ = dS K), the dK/dV kernel four
+// (S, dP, dV = P^T dO, dK = dS^T Q) and the fused kernel five, against the
+// forward's two, so they take about 1.5x, 2x and 2.5x the forward's time,
+// and never less than their MACs at the MXUs' peak.
 TEST(EngineEfficiency, BackwardAttentionKernelsCostTheirMatmuls) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
   workloads::WorkloadBuilder b("attention_backward");
@@ -197,14 +197,16 @@ TEST(EngineEfficiency, BackwardAttentionKernelsCostTheirMatmuls) {
   b.mark_output(b.attention("fwd", q, k, v, false));
   b.mark_output(b.attention("dq", q, k, k, false, std::nullopt, workloads::AttentionPass::grad_q));
   b.mark_output(b.attention("dkv", q, k, v, false, std::nullopt, workloads::AttentionPass::grad_kv));
+  b.mark_output(b.attention("dqkv", q, k, v, false, std::nullopt, workloads::AttentionPass::grad_qkv));
   const workloads::Workload wl = b.build();
   const sim::RunReport r = sim::run_workload("v5e", cfg, wl, {});
   const sim::RunMetrics m = sim::compute_metrics(r);
-  ASSERT_EQ(m.ops.size(), 3u);
+  ASSERT_EQ(m.ops.size(), 4u);
   const double fwd = static_cast<double>(m.ops[0].cycles), dq = static_cast<double>(m.ops[1].cycles),
-               dkv = static_cast<double>(m.ops[2].cycles);
+               dkv = static_cast<double>(m.ops[2].cycles), dqkv = static_cast<double>(m.ops[3].cycles);
   ASSERT_GT(fwd, 0);
   EXPECT_NEAR(dq / fwd, 1.5, 0.15) << dq << " vs " << fwd;
   EXPECT_NEAR(dkv / fwd, 2.0, 0.2) << dkv << " vs " << fwd;
+  EXPECT_NEAR(dqkv / fwd, 2.5, 0.25) << dqkv << " vs " << fwd;
   for (const auto& op : m.ops) EXPECT_GE(static_cast<double>(op.cycles), op.mxu_bound_cycles) << op.index;
 }

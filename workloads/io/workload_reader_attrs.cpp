@@ -171,7 +171,8 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
         if (auto d = get_double(v, key("scale"))) a.scale = *d;
       if (auto v = n["pass"])
         if (auto ps = get_enum<AttentionPass>(v, key("pass"), "attention pass",
-                                              {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv},
+                                              {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv,
+                                               AttentionPass::grad_qkv},
                                               parse_attention_pass, attention_pass_name))
           a.pass = *ps;
       break;

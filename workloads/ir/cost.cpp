@@ -174,8 +174,9 @@ OpCost cost_impl(Find find, const Op& op) {
       // Per score: forward QK^T (D) and PV (Dv), softmax 5 VPU ops. The
       // backward kernels recompute S = QK^T and P = exp(S - lse) (and
       // grad_kv dP = dO V^T as well), then dS = P (dP - di): 7 VPU ops.
-      // grad_q: QK^T, dO V^T, dS K; grad_kv: QK^T, dO V^T, P^T dO, dS^T Q
-      // (AttentionAttrs; for grad_q, q is dO and v is K: widths D).
+      // grad_q: QK^T, dO V^T, dS K; grad_kv: QK^T, dO V^T, P^T dO, dS^T Q;
+      // grad_qkv (fused): QK^T, dO V^T, P^T dO, dS^T Q, dS K (AttentionAttrs;
+      // for grad_q, q is dO and v is K: widths D).
       u64 per = d + dv, again = 0, vpu = 5;
       switch (op.as<AttentionAttrs>().pass) {
         case AttentionPass::forward: break;
@@ -187,6 +188,11 @@ OpCost cost_impl(Find find, const Op& op) {
         case AttentionPass::grad_kv:
           per = 2 * (d + dv);
           again = d + dv;
+          vpu = 7;
+          break;
+        case AttentionPass::grad_qkv:
+          per = 3 * d + 2 * dv;
+          again = d;
           vpu = 7;
           break;
       }

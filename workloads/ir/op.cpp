@@ -239,12 +239,13 @@ std::string_view attention_pass_name(AttentionPass p) {
     case AttentionPass::forward: return "forward";
     case AttentionPass::grad_q: return "grad_q";
     case AttentionPass::grad_kv: return "grad_kv";
+    case AttentionPass::grad_qkv: return "grad_qkv";
   }
   return "?";
 }
 
 std::optional<AttentionPass> parse_attention_pass(std::string_view s) {
-  for (auto p : {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv})
+  for (auto p : {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv, AttentionPass::grad_qkv})
     if (attention_pass_name(p) == s) return p;
   return std::nullopt;
 }

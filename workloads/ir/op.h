@@ -187,16 +187,19 @@ struct NormAttrs {
 // (Lq = 1) sees the whole cache.
 //
 // `pass` names the kernel: the forward (S = QK^T, softmax, O = PV) or one
-// of the two backward kernels of flash attention (splash attention's
-// separate dQ and dK/dV kernels), which recompute S and P from the saved
-// log-sum-exp instead of storing them:
+// of the backward kernels of flash attention, which recompute S and P
+// from the saved log-sum-exp instead of storing them. Splash attention's
+// separate dQ and dK/dV kernels:
 //   grad_q:  S = QK^T, dP = dO V^T, dS = P (dP - rowsum(dO O)), dQ = dS K;
-//   grad_kv: S = QK^T, dP = dO V^T, dV = P^T dO, dK = dS^T Q.
+//   grad_kv: S = QK^T, dP = dO V^T, dV = P^T dO, dK = dS^T Q;
+// or its fused backward kernel (sa_use_fused_bwd_kernel), one pass for all:
+//   grad_qkv: S, dP, dV = P^T dO, dK = dS^T Q, dQ = dS K.
 // The backward ops keep the forward's three inputs and output shape (the
-// model builder passes dO in q's place for grad_q, and K for V there: both
-// blocks are read); their MACs count every matmul of the kernel, the
-// recomputed S (and dP in grad_kv) separately as recompute (OpCost).
-enum class AttentionPass : std::uint8_t { forward, grad_q, grad_kv };
+// model builder passes dO in q's place for grad_q and grad_qkv, and K for
+// V in grad_q: the blocks are read); their MACs count every matmul of the
+// kernel, the recomputed S (and dP in grad_kv) separately as recompute
+// (OpCost).
+enum class AttentionPass : std::uint8_t { forward, grad_q, grad_kv, grad_qkv };
 std::string_view attention_pass_name(AttentionPass p);
 std::optional<AttentionPass> parse_attention_pass(std::string_view s);
 

@@ -125,7 +125,8 @@ TEST(Cost, AttentionFlops) {
 // S = QK^T, dP = dO V^T and dQ = dS K: 48 x (8 + 8 + 8) = 1152 MACs, S
 // recomputed (384); grad_kv does S, dP = dO V^T, dV = P^T dO and
 // dK = dS^T Q: 48 x 2 x (8 + 4) = 1152, S and dP recomputed (576). Both do
-// 7 VPU ops per score; the forward recomputes nothing.
+// 7 VPU ops per score; the forward recomputes nothing. The fused grad_qkv
+// does S, dP, dV, dK and dQ: 48 x (3 x 8 + 2 x 4) = 1536, S recomputed.
 TEST(Cost, BackwardAttentionKernels) {
   WorkloadBuilder b("t");
   auto q = b.input("q", {1, 4, 2, 8}, DType::bf16);
@@ -144,6 +145,11 @@ TEST(Cost, BackwardAttentionKernels) {
   EXPECT_EQ(dkv.recompute_macs, 576u);
   EXPECT_EQ(dkv.flops, 2 * 1152u + 7 * 48u);
   EXPECT_EQ(dq.transcendentals, 48u);
+  b.attention("dqkv", q, k, v, false, std::nullopt, AttentionPass::grad_qkv);
+  const OpCost dqkv = cost_of(b, "dqkv");
+  EXPECT_EQ(dqkv.macs, 1536u);
+  EXPECT_EQ(dqkv.recompute_macs, 384u);
+  EXPECT_EQ(dqkv.flops, 2 * 1536u + 7 * 48u);
 }
 
 TEST(Cost, GatherReadsOnlyLookedUpRows) {
