@@ -53,7 +53,7 @@ class IciBackendImpl {
  public:
   IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const workloads::MeshSpec& mesh, bool twisted)
       : slice(cfg.ici, shape, twisted),
-        module("ici", slice, mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, mesh)) {}
+        module("ici", slice, network_mesh(slice, mesh)) {}
 
   class Port : public arch::CollectiveBackend {
    public:

@@ -25,8 +25,8 @@ class IciBackend : public arch::CollectiveBackend {
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh, bool twisted);
   ~IciBackend() override;
   void start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
-                              std::function<void()> on_done,
-                              std::function<void(const arch::CollectiveProgress&)> on_progress) override;
+             std::function<void()> on_done,
+             std::function<void(const arch::CollectiveProgress&)> on_progress) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;
   const std::vector<CollectiveRecord>& records() const;
   int chips() const;

@@ -36,6 +36,10 @@ workloads::MeshSpec physical_mesh(const arch::ici::Slice& slice) {
   return mesh;
 }
 
+arch::ici::Mesh network_mesh(const arch::ici::Slice& slice, const workloads::MeshSpec& mesh) {
+  return mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, mesh);
+}
+
 void check_all_chips(const std::string& shape, int chips) {
   if (chips > kMaxAllChips)
     throw arch::ConfigError("--all-chips: slice " + shape + " has " + std::to_string(chips) + " chips, more than the " +

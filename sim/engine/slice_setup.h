@@ -26,6 +26,10 @@ arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const workloads::MeshSpe
 // mesh of a multi-chip run without --mesh.
 workloads::MeshSpec physical_mesh(const arch::ici::Slice& slice);
 
+// The mesh a multi-chip run's ICI network uses: `mesh` mapped onto the
+// slice (map_mesh), or the slice's physical axes when it is empty.
+arch::ici::Mesh network_mesh(const arch::ici::Slice& slice, const workloads::MeshSpec& mesh);
+
 // --all-chips simulates every chip's compute, so a run costs about the
 // chip count times a shared run; beyond this many chips it is refused.
 inline constexpr int kMaxAllChips = 64;

@@ -40,13 +40,10 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
   LoweringOptions lo = opt.lowering;
   if (!opt.sim.slice.empty()) {
     lo.multi_chip = true;
-    const workloads::MeshSpec mesh =
-        opt.sim.mesh.empty() ? physical_mesh(arch::ici::Slice(cfg.ici, opt.sim.slice, opt.sim.twisted)) : opt.sim.mesh;
-    for (const auto& a : mesh.axes) lo.mesh.emplace_back(a.name, a.size);  // LoweringOptions' (name, size) pairs
     const arch::ici::Slice slice(cfg.ici, opt.sim.slice, opt.sim.twisted);
-    // As the ICI backend maps it (sim/engine/ici_backend.cpp).
-    const arch::ici::Mesh mapped =
-        opt.sim.mesh.empty() ? arch::ici::Mesh::physical(slice) : map_mesh(slice, opt.sim.mesh);
+    const workloads::MeshSpec mesh = opt.sim.mesh.empty() ? physical_mesh(slice) : opt.sim.mesh;
+    for (const auto& a : mesh.axes) lo.mesh.emplace_back(a.name, a.size);  // LoweringOptions' (name, size) pairs
+    const arch::ici::Mesh mapped = network_mesh(slice, opt.sim.mesh);  // as the ICI backend maps it
     for (const auto& [name, axes] : mapped.axes()) {
       std::vector<int> dims;
       for (int a : axes) dims.push_back(slice.dim(a));
