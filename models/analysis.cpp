@@ -231,6 +231,75 @@ double layer_offloaded_elems(const TransformerSpec& t, std::int64_t layer, Remat
   return layer_matmul_out_elems(t, layer, true) - static_cast<double>(t.hidden);
 }
 
+// Elements per token of layer `layer`'s activation MaxText names `n`
+// (RematTensor), and whether it is whole on every tensor rank (the layer
+// input and the output projections' results, without sequence
+// parallelism) rather than split by heads or columns.
+std::pair<double, bool> named_activation_elems(const TransformerSpec& t, std::int64_t layer, RematTensor n) {
+  const auto& a = t.attention;
+  const double h = static_cast<double>(t.hidden);
+  const bool moe = t.is_moe_layer(layer), gated = t.ffn.kind == FfnKind::swiglu;
+  const double ffn = moe ? static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
+                         : static_cast<double>(t.ffn.size);
+  switch (n) {
+    case RematTensor::decoder_layer_input: return {h, true};
+    case RematTensor::query_proj: return {static_cast<double>(a.heads * a.qk_dim()), false};
+    case RematTensor::key_proj: return {static_cast<double>(a.kv_heads * a.qk_dim()), false};
+    case RematTensor::value_proj: return {static_cast<double>(a.kv_heads * a.v_dim()), false};
+    case RematTensor::context: return {static_cast<double>(a.heads * a.v_dim()), false};
+    case RematTensor::out_proj: return {h, true};
+    case RematTensor::mlpwi_0: return {ffn, false};
+    case RematTensor::mlpwi_1: return {gated ? ffn : 0.0, false};
+    case RematTensor::mlpwo: return {moe ? static_cast<double>(t.moe.top_k) * h : h, !moe};
+    case RematTensor::count: break;
+  }
+  return {0.0, false};
+}
+
+// Elements per token of layer `layer`'s activations a custom remat policy
+// puts at `where`, as one chip holds them (split over tensor, except
+// what named_activation_elems says is whole; all of it under sequence
+// parallelism).
+double custom_placed_elems(const TransformerSpec& t, std::int64_t layer, const RematCustom& c, RematPlace where,
+                           std::int64_t tp, bool sp) {
+  double e = 0;
+  for (std::size_t i = 0; i < c.place.size(); ++i) {
+    const auto n = static_cast<RematTensor>(i);
+    RematPlace p = c.at(n);
+    if (n == RematTensor::decoder_layer_input && p == RematPlace::remat) p = RematPlace::device;  // the scan carry
+    if (p != where) continue;
+    const auto [elems, whole] = named_activation_elems(t, layer, n);
+    e += (whole && !sp) ? elems : elems / static_cast<double>(tp);
+  }
+  return e;
+}
+
+// Forward MACs per token, over all layers, of the matmuls a custom policy
+// keeps (device or host) that full remat would recompute: the q, k, v
+// and output projections (the latter unless only a residual add reads it,
+// parallel blocks), the FFN input projections, and the routed experts'
+// output projections (the router's gradient reads them; a dense FFN's
+// down projection feeds only the residual).
+double custom_kept_macs_per_token(const TransformerSpec& t, const RematCustom& c) {
+  const auto& a = t.attention;
+  const double h = static_cast<double>(t.hidden);
+  auto keeps = [&](RematTensor n) { return c.at(n) != RematPlace::remat; };
+  double m = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i) {
+    if (keeps(RematTensor::query_proj)) m += h * static_cast<double>(a.heads * a.qk_dim());
+    if (keeps(RematTensor::key_proj)) m += h * static_cast<double>(a.kv_heads * a.qk_dim());
+    if (keeps(RematTensor::value_proj)) m += h * static_cast<double>(a.kv_heads * a.v_dim());
+    if (keeps(RematTensor::out_proj) && !t.parallel_block) m += h * static_cast<double>(a.heads * a.v_dim());
+    const bool moe = t.is_moe_layer(i), gated = t.ffn.kind == FfnKind::swiglu;
+    const double ffn = moe ? static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
+                           : static_cast<double>(t.ffn.size);
+    if (keeps(RematTensor::mlpwi_0)) m += h * ffn;
+    if (keeps(RematTensor::mlpwi_1) && gated) m += h * ffn;
+    if (keeps(RematTensor::mlpwo) && moe) m += h * static_cast<double>(t.moe.top_k * t.moe.expert_ffn_size);
+  }
+  return m;
+}
+
 // Parameters tensor parallelism leaves whole on every tensor rank (see
 // per_chip_params), and per layer the gathered share of one chip under FSDP.
 u64 tensor_replicated_params(const ModelSpec& m) {
@@ -389,6 +458,12 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
                  2.0 * B * S *
                      (mlpwi_macs_per_token(t) + static_cast<double>(t.layers * t.hidden * t.attention.heads *
                                                                     t.attention.v_dim()));
+        // Full's recomputation but what the policy keeps: the named
+        // matmuls, and the attention where its output (context) is kept.
+        case RematPolicy::custom:
+          return bwd + fwd - B * S * (head + 2.0 * residual_only_macs_per_token(t)) -
+                 (o.remat_custom.at(RematTensor::context) != RematPlace::remat ? attn : 0.0) -
+                 2.0 * B * S * custom_kept_macs_per_token(t, o.remat_custom);
       }
       return bwd;
     }
@@ -493,11 +568,12 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       S = n * n + 1;
     }
     const double tokens = B * static_cast<double>(S);
-    double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0, max_offloaded = 0, sum_offloaded = 0;
+    double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0, max_offloaded = 0, sum_offloaded = 0, sum_device = 0;
+    const bool custom = o.remat == RematPolicy::custom && dec;
     for (std::int64_t i = 0; i < t.layers; ++i) {
       double e = layer_act_elems(t, i),
              mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal),
-             off = remat_offloads(o.remat) ? layer_offloaded_elems(t, i, o.remat) : 0.0;
+             off = o.remat_offloads() && !custom ? layer_offloaded_elems(t, i, o.remat) : 0.0;
       // Context parallelism: a chip holds the whole sequence's gathered K
       // and V (its own tokens' share is already in e).
       if (cp > 1)
@@ -518,6 +594,10 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         // q, k, v split by heads; minimal_offloaded's are mo's but the input.
         off = o.remat == RematPolicy::minimal_offloaded ? mo - static_cast<double>(t.hidden) : off / static_cast<double>(tp);
       }
+      if (custom) {
+        off = custom_placed_elems(t, i, o.remat_custom, RematPlace::offload, tp, sp);
+        sum_device += custom_placed_elems(t, i, o.remat_custom, RematPlace::device, tp, sp);
+      }
       max_offloaded = std::max(max_offloaded, off);
       sum_offloaded += off;
       max_layer = std::max(max_layer, e);
@@ -531,7 +611,9 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       const double inputs = static_cast<double>(t.layers) * h;
       // Kept for backward: every activation (none), the layer inputs
       // (full), the inputs and matmul outputs (minimal, selective), or the
-      // inputs in HBM and the rest in host memory (offloaded).
+      // inputs in HBM and the rest in host memory (offloaded); custom: the
+      // named activations it keeps on the device, in HBM, those it
+      // offloads in host memory.
       double kept = sum_layers, rebuilt = max_layer;
       switch (o.remat) {
         case RematPolicy::none: rebuilt = 0; break;
@@ -545,8 +627,12 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
           kept = inputs;
           rebuilt = max_layer + 2 * max_offloaded;
           break;
+        case RematPolicy::custom:
+          kept = sum_device;
+          rebuilt = max_layer + 2 * max_offloaded;
+          break;
       }
-      f.host_activations = remat_offloads(o.remat) ? static_cast<u64>(std::ceil(tokens * sum_offloaded * ab)) : 0;
+      f.host_activations = o.remat_offloads() ? static_cast<u64>(std::ceil(tokens * sum_offloaded * ab)) : 0;
       // The activations peak at the loss (what is kept, the final norm's
       // input and output and the head's input gradient, and the logits,
       // vocab split, which the loss gradient overwrites in place) or at

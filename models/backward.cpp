@@ -16,6 +16,12 @@
 // of layer i-1 are emitted (layers.<i>.reload.*: one layer of prefetch, so
 // that the host link reads the next layer's tensors while this one's
 // backward computes); the backward and the recomputation read the copies.
+// `custom` (MaxText's remat_policy=custom) keeps or offloads the outputs
+// of the ops MaxText names (named_activation: q/k/v/o projections, the
+// attention, the FFN projections) as RematCustom places them, and with
+// decoder_layer_input=offload also each layer's input, copied to host
+// after the op outside the layer that makes it and read back with the
+// layer's other offloaded tensors (layers.<i>.reload.input.<tensor>).
 // Models: per forward matmul an activation-gradient and a weight-gradient
 // matmul (the transposed einsums, so 2x the forward matmul FLOPs);
 // attention backward as two fused attention ops over the forward q/k/v
@@ -61,7 +67,7 @@ class Backward {
   Backward(WorkloadBuilder& b, const PhaseOptions& o, const TrainingCollectives& tc) : b_(b), o_(o), tc_(tc) {}
 
   void run(const TensorRef& logits) {
-    if (remat_offloads(o_.remat)) insert_offloads();
+    if (o_.remat_offloads()) insert_offloads();
     fwd_ = b_.peek().ops;  // copy: the builder grows while we read
     for (const auto& t : b_.peek().tensors)
       // LoRA fine-tuning: the base weights are frozen, only the adapters
@@ -114,6 +120,7 @@ class Backward {
   std::map<std::string, std::vector<TensorRef>> contrib_;
   std::map<std::string, std::string> rename_;  // forward tensor -> recomputed copy
   std::set<int> reloaded_;                     // layers whose offloaded tensors were read back
+  std::map<int, std::set<std::string>> layer_inputs_;  // offloaded layer inputs per layer
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
 
@@ -186,32 +193,86 @@ class Backward {
     return false;
   }
 
+  // MaxText's name (RematTensor) for the activation this forward op
+  // produces; RematTensor::count for one it does not name.
+  static RematTensor named_activation(const Op& op) {
+    if (op.kind == OpKind::attention) return RematTensor::context;
+    if (op.kind != OpKind::matmul) return RematTensor::count;
+    static const std::pair<const char*, RematTensor> names[] = {
+        {".q_proj", RematTensor::query_proj}, {".qkv_proj", RematTensor::query_proj},
+        {".k_proj", RematTensor::key_proj},   {".v_proj", RematTensor::value_proj},
+        {".o_proj", RematTensor::out_proj},   {".gate_proj", RematTensor::mlpwi_0},
+        {".fc1", RematTensor::mlpwi_0},       {".up_proj", RematTensor::mlpwi_1},
+        {".down_proj", RematTensor::mlpwo},   {".fc2", RematTensor::mlpwo}};
+    const std::string& n = op.name;
+    for (const auto& [s, t] : names) {
+      const std::size_t l = std::char_traits<char>::length(s);
+      if (n.size() >= l && n.compare(n.size() - l, l, s) == 0) return t;
+    }
+    return RematTensor::count;
+  }
+
   // True if the policy keeps this forward op's output for backward.
-  bool kept(const Op& op) const { return kept(op, o_.remat); }
-  static bool kept(const Op& op, RematPolicy r) {
+  bool kept(const Op& op) const {
     if (is_collective(op.kind) || op.kind == OpKind::copy) return true;
+    if (o_.remat == RematPolicy::custom) {
+      const RematTensor t = named_activation(op);
+      return t != RematTensor::count && o_.remat_custom.at(t) != RematPlace::remat;
+    }
     if (op.kind != OpKind::matmul) return false;
-    switch (r) {
+    switch (o_.remat) {
       case RematPolicy::minimal:
       case RematPolicy::minimal_offloaded: return true;
       case RematPolicy::qkv_proj_offloaded: return qkv_projection(op.name);
       case RematPolicy::none:
       case RematPolicy::full:
-      case RematPolicy::selective: break;
+      case RematPolicy::selective:
+      case RematPolicy::custom: break;
     }
     return !ffn_input_projection(op.name);
   }
   // True if the policy keeps this forward op's output in host memory.
-  static bool offloaded(const Op& op, RematPolicy r) {
-    return remat_offloads(r) && op.kind == OpKind::matmul && layer_of(op.name) >= 0 && kept(op, r);
+  bool offloaded(const Op& op) const {
+    if (layer_of(op.name) < 0) return false;
+    if (o_.remat == RematPolicy::custom) {
+      const RematTensor t = named_activation(op);
+      return t != RematTensor::count && o_.remat_custom.at(t) == RematPlace::offload;
+    }
+    return o_.remat_offloads() && op.kind == OpKind::matmul && kept(op);
+  }
+  // True if the policy offloads the layer inputs (custom's
+  // decoder_layer_input=offload).
+  bool inputs_offloaded() const {
+    return o_.remat == RematPolicy::custom &&
+           o_.remat_custom.at(RematTensor::decoder_layer_input) == RematPlace::offload;
   }
 
-  // Inserts, after each matmul the policy offloads, its copy to host.
+  // Inserts, after each op whose output the policy offloads, its copy to
+  // host: the matmul (or attention) outputs it names, and with the layer
+  // inputs offloaded each tensor a layer reads from an op outside it (the
+  // previous layer's output, or the embedding's for layer 0).
   void insert_offloads() {
     const std::vector<Op> ops = b_.peek().ops;
+    std::map<std::string, int> made_by;
+    for (const auto& op : ops)
+      for (const auto& out : op.outputs) made_by[out] = layer_of(op.name);
+    std::set<std::string> inputs;
+    if (inputs_offloaded())
+      for (const auto& op : ops) {
+        const int l = layer_of(op.name);
+        if (l < 0) continue;
+        for (const auto& in : op.inputs) {
+          auto it = made_by.find(in);
+          if (it != made_by.end() && it->second != l) {
+            inputs.insert(in);
+            layer_inputs_[l].insert(in);
+          }
+        }
+      }
     std::size_t added = 0;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (!offloaded(ops[i], o_.remat)) continue;
+      const bool input = !ops[i].outputs.empty() && inputs.count(ops[i].outputs[0]);
+      if (!input && !offloaded(ops[i])) continue;
       Op c;
       c.name = ops[i].name + ".offload";
       c.kind = OpKind::copy;
@@ -227,15 +288,21 @@ class Backward {
   void reload(int layer) {
     if (layer < 0 || !reloaded_.insert(layer).second) return;
     const std::string pre = "layers." + std::to_string(layer) + ".";
-    for (const Op& op : fwd_) {
-      if (layer_of(op.name) != layer || !offloaded(op, o_.remat)) continue;
-      const std::string& out = op.outputs[0];
+    auto copy_back = [&](const std::string& out, const std::string& name) {
       Op c;
-      c.name = pre + "reload." + out.substr(pre.size());
+      c.name = name;
       c.kind = OpKind::copy;
       c.inputs = {out + ".host"};
       c.attrs = CopyAttrs{MemSpace::hbm};
       rename_[out] = b_.add_op(c).name;
+    };
+    auto in = layer_inputs_.find(layer);
+    if (in != layer_inputs_.end())
+      for (const auto& x : in->second) copy_back(x, pre + "reload.input." + x);
+    for (const Op& op : fwd_) {
+      if (layer_of(op.name) != layer || !offloaded(op)) continue;
+      const std::string& out = op.outputs[0];
+      copy_back(out, pre + "reload." + out.substr(pre.size()));
     }
   }
 

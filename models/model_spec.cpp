@@ -46,18 +46,105 @@ const char* remat_name(RematPolicy r) {
     case RematPolicy::selective: return "selective";
     case RematPolicy::qkv_proj_offloaded: return "qkv_proj_offloaded";
     case RematPolicy::minimal_offloaded: return "minimal_offloaded";
+    case RematPolicy::custom: return "custom";
   }
   return "?";
 }
 
 bool parse_remat(const std::string& s, RematPolicy* out) {
   for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full,
-                        RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded})
+                        RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded, RematPolicy::custom})
     if (s == remat_name(r)) {
       *out = r;
       return true;
     }
   return false;
+}
+
+const char* remat_tensor_name(RematTensor t) {
+  switch (t) {
+    case RematTensor::decoder_layer_input: return "decoder_layer_input";
+    case RematTensor::query_proj: return "query_proj";
+    case RematTensor::key_proj: return "key_proj";
+    case RematTensor::value_proj: return "value_proj";
+    case RematTensor::context: return "context";
+    case RematTensor::out_proj: return "out_proj";
+    case RematTensor::mlpwi_0: return "mlpwi_0";
+    case RematTensor::mlpwi_1: return "mlpwi_1";
+    case RematTensor::mlpwo: return "mlpwo";
+    case RematTensor::count: break;
+  }
+  return "?";
+}
+
+const char* remat_place_name(RematPlace p) {
+  switch (p) {
+    case RematPlace::remat: return "remat";
+    case RematPlace::device: return "device";
+    case RematPlace::offload: return "offload";
+  }
+  return "?";
+}
+
+bool RematCustom::offloads() const {
+  return std::find(place.begin(), place.end(), RematPlace::offload) != place.end();
+}
+
+std::string RematCustom::str() const {
+  const RematCustom defaults;
+  std::string s = "custom";
+  char sep = ':';
+  for (std::size_t i = 0; i < place.size(); ++i) {
+    if (place[i] == defaults.place[i]) continue;
+    s += sep;
+    s += remat_tensor_name(static_cast<RematTensor>(i));
+    s += '=';
+    s += remat_place_name(place[i]);
+    sep = ',';
+  }
+  return s;
+}
+
+std::string PhaseOptions::remat_str() const {
+  return remat == RematPolicy::custom ? remat_custom.str() : remat_name(remat);
+}
+
+std::string parse_remat_spec(const std::string& s, RematPolicy* policy, RematCustom* custom) {
+  const std::size_t colon = s.find(':');
+  RematPolicy r = RematPolicy::none;
+  if (!parse_remat(s.substr(0, colon), &r))
+    return "a remat policy: none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded or "
+           "custom[:name=place,...]";
+  RematCustom c;
+  if (colon != std::string::npos) {
+    if (r != RematPolicy::custom) return "':name=place' entries only after custom";
+    std::string tensors, places;
+    for (std::size_t i = 0; i < c.place.size(); ++i)
+      tensors += std::string(i ? ", " : "") + remat_tensor_name(static_cast<RematTensor>(i));
+    std::size_t at = colon + 1;
+    do {
+      const std::size_t end = std::min(s.find(',', at), s.size());
+      const std::string item = s.substr(at, end - at);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos) return "custom's entries as name=place (entry '" + item + "')";
+      const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+      std::optional<RematPlace> p;
+      for (RematPlace q : {RematPlace::remat, RematPlace::device, RematPlace::offload})
+        if (value == remat_place_name(q)) p = q;
+      if (!p) return "a place remat, device or offload (entry '" + item + "')";
+      std::vector<RematTensor> targets;
+      if (name == "qkv_proj") targets = {RematTensor::query_proj, RematTensor::key_proj, RematTensor::value_proj};
+      if (name == "mlpwi") targets = {RematTensor::mlpwi_0, RematTensor::mlpwi_1};
+      for (std::size_t i = 0; i < c.place.size(); ++i)
+        if (name == remat_tensor_name(static_cast<RematTensor>(i))) targets = {static_cast<RematTensor>(i)};
+      if (targets.empty()) return "a name among " + tensors + ", qkv_proj, mlpwi (entry '" + item + "')";
+      for (RematTensor t : targets) c.set(t, *p);
+      at = end + 1;
+    } while (at <= s.size());
+  }
+  *policy = r;
+  *custom = c;
+  return "";
 }
 
 std::vector<Phase> supported_phases(Family f) {
@@ -87,7 +174,16 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   if (!ok) bad("phase", "one of " + list + " for a " + family_name(m.family) + " model", phase_name(o.phase));
   if (o.remat != RematPolicy::none && o.phase != Phase::train)
     bad("remat", "none for phase " + std::string(phase_name(o.phase)) + " (rematerialization is a training option)",
-        remat_name(o.remat));
+        o.remat_str());
+  if (o.remat == RematPolicy::custom && m.family != Family::decoder)
+    bad("remat", "a named policy for a " + std::string(family_name(m.family)) +
+                     " model (custom names a decoder layer's activations)", o.remat_str());
+  if (o.remat == RematPolicy::custom && m.family == Family::decoder &&
+      m.transformer.attention.kind == AttentionKind::mla)
+    for (RematTensor t : {RematTensor::query_proj, RematTensor::key_proj, RematTensor::value_proj})
+      if (o.remat_custom.at(t) != RematPlace::remat)
+        bad("remat", std::string(remat_tensor_name(t)) + "=remat: multi-head latent attention has no " +
+                         remat_tensor_name(t) + " (its projections go through latents)", o.remat_str());
   if (o.batch < 1) bad("batch", "a batch >= 1", std::to_string(o.batch));
   const bool seq = m.family == Family::decoder || m.family == Family::encoder;
   if (seq && o.phase != Phase::decode && o.seq_len < 1) bad("seq_len", "a length >= 1", std::to_string(o.seq_len));

@@ -8,6 +8,7 @@
 // change shapes, FLOPs or bytes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -54,19 +55,69 @@ enum class Phase { prefill, decode, train, infer };
 //  minimal_offloaded  every matmul output kept as minimal does, but in host
 //             memory (MaxText's minimal_offloaded: dots with no batch dims
 //             offloaded to pinned_host).
-// The offloaded policies keep the layer inputs in HBM (the scan carry).
-enum class RematPolicy { none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded };
-// True for the policies that keep activations in host memory.
-inline bool remat_offloads(RematPolicy r) {
-  return r == RematPolicy::qkv_proj_offloaded || r == RematPolicy::minimal_offloaded;
-}
+//  custom     MaxText's remat_policy=custom: each named activation
+//             (RematTensor) recomputed, kept in HBM or offloaded to host
+//             memory as RematCustom says; everything else recomputed.
+// The named offloaded policies keep the layer inputs in HBM (the scan carry).
+enum class RematPolicy { none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded, custom };
+
+// MaxText's names for a decoder layer's activations (checkpoint_name in
+// its layers; the keys of remat_policy=custom in configs/base.yml) and
+// what they are here: decoder_layer_input the layer's input (the residual
+// stream), query_proj, key_proj, value_proj the attention projections'
+// outputs (q_proj, k_proj, v_proj), context the attention's output
+// (attn.core), out_proj its projection's (o_proj), mlpwi_0 and mlpwi_1 the
+// FFN's input projections (gate_proj or fc1, and up_proj; dense and
+// experts), mlpwo its output projection's (down_proj, fc2).
+enum class RematTensor : std::uint8_t {
+  decoder_layer_input,
+  query_proj,
+  key_proj,
+  value_proj,
+  context,
+  out_proj,
+  mlpwi_0,
+  mlpwi_1,
+  mlpwo,
+  count
+};
+// Where remat_policy=custom puts a named activation: recomputed in
+// backward, kept in HBM, or written to host memory in forward and read
+// back before its layer's backward.
+enum class RematPlace : std::uint8_t { remat, device, offload };
+const char* remat_tensor_name(RematTensor t);
+const char* remat_place_name(RematPlace p);
+
+struct RematCustom {
+  // MaxText's defaults: the layer input on the device, the rest remat.
+  // The layer input is the layer scan's carry, which jax.checkpoint keeps
+  // whatever the policy: `remat` keeps it in HBM as `device` does.
+  std::array<RematPlace, static_cast<std::size_t>(RematTensor::count)> place = {
+      RematPlace::device, RematPlace::remat, RematPlace::remat, RematPlace::remat, RematPlace::remat,
+      RematPlace::remat,  RematPlace::remat, RematPlace::remat, RematPlace::remat};
+  RematPlace at(RematTensor t) const { return place[static_cast<std::size_t>(t)]; }
+  void set(RematTensor t, RematPlace p) { place[static_cast<std::size_t>(t)] = p; }
+  bool offloads() const;
+  bool operator==(const RematCustom& o) const { return place == o.place; }
+  // "custom" and the entries that differ from the defaults:
+  // "custom:decoder_layer_input=offload,query_proj=offload".
+  std::string str() const;
+};
+
+// Parses a --remat value: a policy name, or "custom" optionally followed by
+// ":name=place,..." (RematTensor names; qkv_proj sets query_proj, key_proj
+// and value_proj, mlpwi both mlpwi_0 and mlpwi_1; places remat, device,
+// offload). Returns what was expected where it is not one ("expected " +
+// it + ", found '<s>'" reads as an error), or "" when parsed.
+std::string parse_remat_spec(const std::string& s, RematPolicy* policy, RematCustom* custom);
 
 const char* family_name(Family f);
 const char* phase_name(Phase p);
 // Parses "prefill", "decode", "train", "infer"; false if unknown.
 bool parse_phase(const std::string& s, Phase* out);
 const char* remat_name(RematPolicy r);
-// Parses "none", "minimal", "selective", "full"; false if unknown.
+// Parses a policy's name ("none", "minimal", ..., "custom" with the
+// defaults); false if unknown. parse_remat_spec also takes custom's places.
 bool parse_remat(const std::string& s, RematPolicy* out);
 
 struct AttentionSpec {
@@ -200,7 +251,15 @@ struct PhaseOptions {
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
   RematPolicy remat = RematPolicy::none;  // train: what backward recomputes (see RematPolicy)
+  RematCustom remat_custom;               // remat == custom: where each named activation goes
   bool recompute_any() const { return remat != RematPolicy::none; }
+  // True if the policy keeps activations in host memory.
+  bool remat_offloads() const {
+    return remat == RematPolicy::qkv_proj_offloaded || remat == RematPolicy::minimal_offloaded ||
+           (remat == RematPolicy::custom && remat_custom.offloads());
+  }
+  // The policy as --remat takes it (remat_name, or RematCustom::str()).
+  std::string remat_str() const;
   QuantOptions quant;
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip

@@ -142,7 +142,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache")(
       "recompute", po::bool_switch(), "train: the same as --remat full")(
-      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded")(
+      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded|custom:NAME=PLACE,... (docs/remat.md)")(
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");
@@ -164,7 +164,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.context = vm["context"].as<std::int64_t>();
   p.image_size = vm["image"].as<std::int64_t>();
   read_quant_options(vm, "model export", dtype_opt(vm, "dtype"), p);
-  p.remat = remat_option("model export", vm);
+  remat_option("model export", vm, p);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {
     if (vm.count("mesh")) p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), mesh_axis_names());

@@ -161,7 +161,7 @@ int shard_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
   models::PhaseOptions p;
   read_phase_options(vm, "shard-search point", p);
-  p.remat = remat_option("shard-search point", vm);
+  remat_option("shard-search point", vm, p);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), models::mesh_axis_names());
   RunOptions ro;

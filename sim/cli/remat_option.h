@@ -1,6 +1,8 @@
-// The rematerialization options shared by `tpusim run` and `tpusim model
-// export`: --remat none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, and --recompute, the older spelling
-// of --remat full. Giving both is allowed only when they agree.
+// The rematerialization options shared by `tpusim run`, `tpusim model
+// export` and `tpusim shard-search point`: --remat with a policy name or
+// custom[:name=place,...] (models::parse_remat_spec), and --recompute, the
+// older spelling of --remat full. Giving both is allowed only when they
+// agree.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -11,19 +13,20 @@
 
 namespace tpusim::sim {
 
-inline models::RematPolicy remat_option(const std::string& cmd, const boost::program_options::variables_map& vm) {
-  models::RematPolicy r = models::RematPolicy::none;
+inline void remat_option(const std::string& cmd, const boost::program_options::variables_map& vm,
+                         models::PhaseOptions& o) {
+  o.remat = models::RematPolicy::none;
+  o.remat_custom = {};
   const bool recompute = vm.count("recompute") && vm["recompute"].as<bool>();
   if (vm.count("remat")) {
     const std::string text = vm["remat"].as<std::string>();
-    if (!models::parse_remat(text, &r))
-      throw UsageError(cmd + ": --remat expects none, minimal, selective, full, qkv_proj_offloaded or minimal_offloaded, found '" + text + "'");
-    if (recompute && r != models::RematPolicy::full)
+    const std::string err = models::parse_remat_spec(text, &o.remat, &o.remat_custom);
+    if (!err.empty()) throw UsageError(cmd + ": --remat: expected " + err + ", found '" + text + "'");
+    if (recompute && o.remat != models::RematPolicy::full)
       throw UsageError(cmd + ": --recompute means --remat full, but --remat " + text + " is given too");
   } else if (recompute) {
-    r = models::RematPolicy::full;
+    o.remat = models::RematPolicy::full;
   }
-  return r;
 }
 
 }  // namespace tpusim::sim

@@ -54,7 +54,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "--model --phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV kernels")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
-      "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded (docs/remat.md)")(
+      "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
       "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
       "all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")(
       "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(
@@ -136,7 +136,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.fused_attention_backward = vm["fused-attention-backward"].as<bool>();
     if (po.fused_attention_backward && po.phase != models::Phase::train)
       throw UsageError("run: --fused-attention-backward needs --phase train");
-    po.remat = remat_option("run", vm);
+    remat_option("run", vm, po);
     po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     if (!fit.fits) throw UsageError("run: " + fit.message);

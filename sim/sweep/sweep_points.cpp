@@ -142,7 +142,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (params.count("model.seq")) po.seq_len = std::stoll(params["model.seq"]);
         if (params.count("model.context")) po.context = std::stoll(params["model.context"]);
         po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 224;
-        if (params.count("model.remat")) models::parse_remat(params["model.remat"], &po.remat);
+        if (params.count("model.remat")) models::parse_remat_spec(params["model.remat"], &po.remat, &po.remat_custom);
         po.weight_dtype = po.activation_dtype = po.kv_dtype = dtype ? *dtype : arch::DType::bf16;
         // Separate dtypes and quantization (checked values: sweep_spec.cpp).
         if (params.count("model.weight_dtype")) po.weight_dtype = *arch::parse_dtype(params["model.weight_dtype"]);

@@ -180,7 +180,9 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
     if (!models::parse_phase(text, &ph)) c.add(p, k, "a phase: prefill, decode, train, infer", "'" + text + "'");
   } else if (key == "model.remat") {
     models::RematPolicy r;
-    if (!models::parse_remat(text, &r)) c.add(p, k, "a remat policy: none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded", "'" + text + "'");
+    models::RematCustom custom;
+    const std::string err = models::parse_remat_spec(text, &r, &custom);
+    if (!err.empty()) c.add(p, k, err, "'" + text + "'");
   }
 }
 

@@ -183,9 +183,10 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (w["remat"]) {
     wl.remat = text(w["remat"], where + ".remat", c);
     models::RematPolicy r = models::RematPolicy::none;
-    const bool known = wl.remat.empty() || models::parse_remat(wl.remat, &r);  // empty: text() reported it
-    if (!known)
-      c.add(w["remat"], where + ".remat", "a remat policy: none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded", "'" + wl.remat + "'");
+    models::RematCustom custom;
+    const std::string err = wl.remat.empty() ? "" : models::parse_remat_spec(wl.remat, &r, &custom);  // empty: text() reported it
+    if (!err.empty())
+      c.add(w["remat"], where + ".remat", err, "'" + wl.remat + "'");
     else if (!wl.remat.empty() && wl.recompute && r != models::RematPolicy::full)
       c.add(w["remat"], where + ".remat", "full, as recompute: true says", "'" + wl.remat + "'");
   }

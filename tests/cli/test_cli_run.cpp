@@ -15,6 +15,7 @@
 
 #include "../unit/sim/config_test_util.h"
 #include "cli_test_util.h"
+#include "tiny_decoder.h"
 
 namespace {
 
@@ -276,8 +277,8 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
 
   Result r = run_tpusim(base + d.path() + "/x --remat partial", d);
   EXPECT_EQ(r.rc, 2) << r.err;
-  EXPECT_NE(r.err.find("--remat expects none, minimal, selective, full, qkv_proj_offloaded or minimal_offloaded, found "
-                       "'partial'"),
+  EXPECT_NE(r.err.find("--remat: expected a remat policy: none, minimal, selective, full, qkv_proj_offloaded, "
+                       "minimal_offloaded or custom[:name=place,...], found 'partial'"),
             std::string::npos)
       << r.err;
   r = run_tpusim(base + d.path() + "/x --remat selective --recompute", d);
@@ -322,6 +323,39 @@ TEST(CliRun, OffloadedRematMovesActivationsOverTheHostLink) {
   r = run_tpusim(base + d.path() + "/x --remat qkv_proj_offloaded --set pcie_bandwidth=0", d);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("pcie_bandwidth"), std::string::npos) << r.err;
+}
+
+// MaxText's custom remat policy on the two-layer decoder (hidden 256, 4
+// heads and 2 KV heads of 64) at 64 tokens: each layer's input
+// (64 x 256 x bf16 = 32768 bytes), q (32768), k and v (16384 each) go to
+// host memory and come back: 2 layers x 98304 x 2 = 393216 bytes over the
+// host link. A bad entry is named with what was expected.
+TEST(CliRun, CustomRematOffloadsTheNamedActivations) {
+  TempDir d;
+  const std::string model = d.path() + "/tiny.yaml";
+  {
+    std::ofstream f(model);
+    f << tpusim::test::kTinyDecoder;
+  }
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/c --remat custom:decoder_layer_input=offload,qkv_proj=offload", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  double host_bytes = -1;
+  for (const auto& u : read_rows(d.path() + "/c/units.csv"))
+    if (u.at("block") == "dma" && u.at("stat") == "host_bytes") host_bytes = std::stod(u.at("value"));
+  EXPECT_EQ(host_bytes, 393216.0);
+  const std::string ops = slurp(d.path() + "/c/ops.csv");
+  EXPECT_NE(ops.find("layers.0.mlp_residual.offload,copy"), std::string::npos);
+  EXPECT_NE(ops.find("layers.1.reload.input.layers.0.mlp_residual,copy"), std::string::npos);
+  EXPECT_NE(ops.find("layers.1.reload.attn.k_proj,copy"), std::string::npos);
+  EXPECT_EQ(ops.find("layers.1.recompute.attn.q_proj,"), std::string::npos);
+  EXPECT_NE(ops.find("layers.1.recompute.mlp.gate_proj,"), std::string::npos);
+  r = run_tpusim(base + d.path() + "/x --remat custom:query_proj=host", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--remat: expected a place remat, device or offload (entry 'query_proj=host'), found "
+                       "'custom:query_proj=host'"),
+            std::string::npos)
+      << r.err;
 }
 
 // DLRM-v2 inference on v5p: with its 4 SparseCores (configs/v5p.yaml) the

@@ -9,6 +9,7 @@
 // gradients accumulate. One process per case.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <string>
 
@@ -23,7 +24,8 @@ using namespace tpusim;
 
 namespace {
 
-class FitAgreement : public ::testing::TestWithParam<models::RematPolicy> {};
+// A --remat value: a policy's name or custom:name=place,...
+class FitAgreement : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FitAgreement, ClosedFormBoundsTheSimulatedPeakWithin10Percent) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v6e");
@@ -32,7 +34,7 @@ TEST_P(FitAgreement, ClosedFormBoundsTheSimulatedPeakWithin10Percent) {
   o.phase = models::Phase::train;
   o.batch = 8;  // one sequence per chip
   o.seq_len = 2048;  // `none` keeps every activation: 4096 tokens need more than v6e's HBM
-  o.remat = GetParam();
+  ASSERT_EQ(models::parse_remat_spec(GetParam(), &o.remat, &o.remat_custom), "");
   o.mesh = workloads::parse_mesh("fsdp=8", models::mesh_axis_names());
   const models::FitReport fit = models::check_fit(m, o, cfg.hbm.capacity_bytes);
   sim::LoweringOptions lo;  // as run_workload lowers a sharded program
@@ -46,10 +48,19 @@ TEST_P(FitAgreement, ClosedFormBoundsTheSimulatedPeakWithin10Percent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, FitAgreement,
-                         ::testing::Values(models::RematPolicy::none, models::RematPolicy::minimal,
-                                           models::RematPolicy::selective, models::RematPolicy::full,
-                                           models::RematPolicy::qkv_proj_offloaded,
-                                           models::RematPolicy::minimal_offloaded),
-                         [](const auto& info) { return std::string(models::remat_name(info.param)); });
+                         ::testing::Values("none", "minimal", "selective", "full", "qkv_proj_offloaded",
+                                           "minimal_offloaded",
+                                           // MaxText's custom policy as the v6e Llama 3.1 recipes set it
+                                           // (tpu-recipes training/trillium), and with q, k, v and the
+                                           // attention kept on the device (the Ironwood 70B recipe).
+                                           "custom:decoder_layer_input=offload,qkv_proj=offload,out_proj=offload",
+                                           "custom:decoder_layer_input=offload,qkv_proj=offload",
+                                           "custom:context=device,qkv_proj=device"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
 
 }  // namespace

@@ -21,6 +21,13 @@ double mm_attn_flops(const Workload& w) {
   return f;
 }
 
+// Position of op `n` in w's order; -1 if absent.
+long op_index(const Workload& w, const std::string& n) {
+  for (std::size_t i = 0; i < w.ops.size(); ++i)
+    if (w.ops[i].name == n) return static_cast<long>(i);
+  return -1L;
+}
+
 PhaseOptions small(Phase p) {
   PhaseOptions o;
   o.phase = p;
@@ -209,11 +216,7 @@ TEST(Generate, OffloadedRematCopiesToHostAndReadsBack) {
   PhaseOptions o = small(Phase::train);
   o.remat = RematPolicy::qkv_proj_offloaded;
   Workload w = generate(m, o);
-  auto index_of = [&](const std::string& n) {
-    for (std::size_t i = 0; i < w.ops.size(); ++i)
-      if (w.ops[i].name == n) return static_cast<long>(i);
-    return -1L;
-  };
+  auto index_of = [&](const std::string& n) { return op_index(w, n); };
   int to_host = 0, back = 0;
   for (const auto& op : w.ops) {
     if (op.kind != OpKind::copy) continue;
@@ -263,6 +266,126 @@ TEST(Generate, OffloadedRematCopiesToHostAndReadsBack) {
   const double o_proj = 2.0 * 2 * 16 * 3 * 4096.0 * 4096;  // batch 2 x seq 16 tokens, 3 layers, 4096 x 4096
   EXPECT_NEAR(phase_matmul_flops(m, o) - phase_matmul_flops(m, r), o_proj, 1.0);
   EXPECT_NE(w.find_op("layers.1.recompute.attn.o_proj"), nullptr);
+}
+
+// MaxText's remat_policy=custom as the v6e Llama 3.1 recipes set it:
+// the layer input and the q, k, v and output projections offloaded. Each
+// layer's input (the previous layer's output, the embedding's for layer
+// 0) is copied to host right after the op making it, and read back before
+// the layer's backward, which then reads the copy; q, k, v and o are never
+// recomputed, the attention and the FFN input projections are. MXU work:
+// phase_matmul_flops (within 1%), for a MoE model too; custom with every
+// name kept on the device recomputes no matmul and no attention (the same
+// work as `none`, up to the norms), bare custom recomputes what full does.
+TEST(Generate, CustomRematPlacesEachNamedActivation) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 3;
+  PhaseOptions o = small(Phase::train);
+  ASSERT_EQ(parse_remat_spec("custom:decoder_layer_input=offload,qkv_proj=offload,out_proj=offload", &o.remat,
+                             &o.remat_custom),
+            "");
+  Workload w = generate(m, o);
+  auto index_of = [&](const std::string& n) { return op_index(w, n); };
+  int to_host = 0, back = 0;
+  for (const auto& op : w.ops)
+    if (op.kind == OpKind::copy) (op.as<CopyAttrs>().to == MemSpace::host ? to_host : back) += 1;
+  EXPECT_EQ(to_host, 3 * 5);
+  EXPECT_EQ(back, 3 * 5);
+  EXPECT_EQ(index_of("layers.0.mlp_residual.offload"), index_of("layers.0.mlp_residual") + 1);
+  EXPECT_GE(index_of("embed.offload"), 0);
+  const long reload = index_of("layers.1.reload.input.layers.0.mlp_residual");
+  ASSERT_GE(reload, 0);
+  EXPECT_LT(reload, index_of("layers.1.recompute.attn_norm"));
+  EXPECT_EQ(w.find_op("layers.1.recompute.attn_norm")->inputs[0], w.find_op(w.ops[static_cast<std::size_t>(reload)].name)->outputs[0]);
+  for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+    EXPECT_GE(index_of(std::string("layers.1.attn.") + p + ".offload"), 0) << p;
+    EXPECT_EQ(w.find_op(std::string("layers.1.recompute.attn.") + p), nullptr) << p;
+  }
+  EXPECT_NE(w.find_op("layers.1.recompute.attn.core"), nullptr);
+  EXPECT_NE(w.find_op("layers.1.recompute.mlp.up_proj"), nullptr);
+  EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01);
+
+  PhaseOptions d = small(Phase::train);
+  ASSERT_EQ(parse_remat_spec("custom:qkv_proj=device,context=device,out_proj=device,mlpwi=device,mlpwo=device",
+                             &d.remat, &d.remat_custom),
+            "");
+  Workload wd = generate(m, d);
+  for (const auto& op : wd.ops)
+    if (op.name.find(".recompute.") != std::string::npos) {
+      EXPECT_NE(op.kind, OpKind::matmul) << op.name;
+      EXPECT_NE(op.kind, OpKind::attention) << op.name;
+    }
+  PhaseOptions none = small(Phase::train), full = none, bare = none;
+  full.remat = RematPolicy::full;
+  bare.remat = RematPolicy::custom;
+  // (Up to the norms' parameters, which the closed form counts as matmul
+  // work in full's recomputation: 7 x 4096 per token here.)
+  EXPECT_NEAR(phase_matmul_flops(m, d) / phase_matmul_flops(m, none), 1.0, 1e-4);
+  EXPECT_NEAR(mm_attn_flops(wd) / phase_matmul_flops(m, d), 1.0, 0.01);
+  EXPECT_DOUBLE_EQ(phase_matmul_flops(m, bare), phase_matmul_flops(m, full));
+  EXPECT_NEAR(mm_attn_flops(generate(m, bare)) / phase_matmul_flops(m, bare), 1.0, 0.01);
+
+  ModelSpec moe = load_model("mixtral-8x7b");
+  moe.transformer.layers = 2;
+  for (const char* spec : {"custom:decoder_layer_input=offload,qkv_proj=offload", "custom:mlpwi_0=device,mlpwo=offload",
+                           "custom:context=offload,out_proj=device"}) {
+    PhaseOptions c = small(Phase::train);
+    ASSERT_EQ(parse_remat_spec(spec, &c.remat, &c.remat_custom), "") << spec;
+    EXPECT_NEAR(mm_attn_flops(generate(moe, c)) / phase_matmul_flops(moe, c), 1.0, 0.01) << spec;
+  }
+}
+
+// --remat's text: names, custom's entries (qkv_proj and mlpwi set three
+// and two names), the canonical form back, and what is expected of a bad
+// one.
+TEST(Generate, RematSpecsParseAndPrint) {
+  RematPolicy r = RematPolicy::none;
+  RematCustom c;
+  EXPECT_EQ(parse_remat_spec("selective", &r, &c), "");
+  EXPECT_EQ(r, RematPolicy::selective);
+  EXPECT_EQ(parse_remat_spec("custom:qkv_proj=offload,mlpwi=device,decoder_layer_input=offload", &r, &c), "");
+  EXPECT_EQ(r, RematPolicy::custom);
+  EXPECT_EQ(c.at(RematTensor::key_proj), RematPlace::offload);
+  EXPECT_EQ(c.at(RematTensor::mlpwi_1), RematPlace::device);
+  EXPECT_EQ(c.at(RematTensor::mlpwo), RematPlace::remat);
+  EXPECT_TRUE(c.offloads());
+  EXPECT_EQ(c.str(),
+            "custom:decoder_layer_input=offload,query_proj=offload,key_proj=offload,value_proj=offload,"
+            "mlpwi_0=device,mlpwi_1=device");
+  RematCustom back;
+  EXPECT_EQ(parse_remat_spec(c.str(), &r, &back), "");
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(parse_remat_spec("custom", &r, &back), "");
+  EXPECT_EQ(back.str(), "custom");
+  EXPECT_FALSE(back.offloads());
+  const std::pair<const char*, const char*> bad[] = {
+      {"partial", "a remat policy: none, minimal"},
+      {"full:query_proj=device", "':name=place' entries only after custom"},
+      {"custom:query_proj", "custom's entries as name=place (entry 'query_proj')"},
+      {"custom:query_proj=gpu", "a place remat, device or offload (entry 'query_proj=gpu')"},
+      {"custom:attn=device", "a name among decoder_layer_input, query_proj"},
+      {"custom:query_proj=device,", "custom's entries as name=place (entry '')"}};
+  for (const auto& [text, expected] : bad) {
+    r = RematPolicy::none;
+    const std::string err = parse_remat_spec(text, &r, &c);
+    EXPECT_NE(err.find(expected), std::string::npos) << text << ": " << err;
+    EXPECT_EQ(r, RematPolicy::none) << text;
+  }
+  // A custom policy names a decoder layer's activations; MLA has no
+  // query/key/value projections to place.
+  PhaseOptions o = small(Phase::infer);
+  o.phase = Phase::train;
+  o.remat = RematPolicy::custom;
+  EXPECT_THROW(generate(load_model("bert-base"), o), ModelError);
+  ModelSpec ds = load_model("deepseek-v3");
+  ds.transformer.layers = 2;
+  ASSERT_EQ(parse_remat_spec("custom:key_proj=device", &o.remat, &o.remat_custom), "");
+  try {
+    generate(ds, o);
+    FAIL() << "expected ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-head latent attention has no key_proj"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Generate, RejectsBadOptions) {

@@ -227,6 +227,31 @@ TEST(FitCheck, OffloadedRematKeepsActivationsInHostMemory) {
   EXPECT_EQ(memory_footprint(m, o).host_activations, 0u);
 }
 
+// MaxText's custom policy as its v6e Llama 3.1 70B recipe sets it
+// (tpu-recipes training/trillium/Llama3.1-70B-MaxText: decoder_layer_input,
+// query_proj, key_proj, value_proj offloaded), Llama 2 70B's shapes as
+// above: nothing of a layer stays in HBM; host 80 x (8192 + 10240); the
+// peak is the first layer of backward, with the layer rebuilt and two
+// layers' offloaded tensors read back: 182272 + 2 x 18432. Kept on the
+// device instead, the same names are HBM's (80 x 18432). The layer input
+// placed `remat` stays in HBM (the scan carry), as `device` does.
+TEST(FitCheck, CustomRematPlacesNamedActivations) {
+  ModelSpec m = load_model("llama2-70b");
+  PhaseOptions o = llama2_70b_on_v5p512();
+  const double tok_bytes = 4096.0 * 2.0;
+  ASSERT_EQ(parse_remat_spec("custom:decoder_layer_input=offload,qkv_proj=offload", &o.remat, &o.remat_custom), "");
+  MemoryFootprint f = memory_footprint(m, o);
+  EXPECT_NEAR(static_cast<double>(f.activations), tok_bytes * (182272 + 2 * 18432.0), 1.0);
+  EXPECT_NEAR(static_cast<double>(f.host_activations), tok_bytes * 80 * 18432.0, 1.0);
+  ASSERT_EQ(parse_remat_spec("custom:decoder_layer_input=device,qkv_proj=device", &o.remat, &o.remat_custom), "");
+  f = memory_footprint(m, o);
+  EXPECT_NEAR(static_cast<double>(f.activations), tok_bytes * (80 * 18432.0 + 182272), 1.0);
+  EXPECT_EQ(f.host_activations, 0u);
+  PhaseOptions r = o;
+  ASSERT_EQ(parse_remat_spec("custom:decoder_layer_input=remat,qkv_proj=device", &r.remat, &r.remat_custom), "");
+  EXPECT_EQ(memory_footprint(m, r).activations, f.activations);
+}
+
 // The host's DRAM bounds the offloaded activations: with 32 GiB of host
 // memory per chip, minimal_offloaded's 8192 B x 80 x 83968 = 51.25 GiB per
 // chip (above) does not fit, qkv_proj_offloaded's 80 x 10240 x 8192 B =

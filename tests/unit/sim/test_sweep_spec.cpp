@@ -317,6 +317,31 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:25:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("a remat policy"), std::string::npos) << e.what();
   }
+  // A custom policy is one string, its entries checked (a two-layer
+  // decoder, small enough to fit).
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  std::ofstream(model) << "name: tiny\nfamily: decoder\nhidden: 256\nlayers: 2\nvocab: 1024\nmax_context: 2048\n"
+                          "norm: rmsnorm\nposition: rotary\ntied_embeddings: false\n"
+                          "attention: {heads: 4, kv_heads: 2, head_dim: 64}\nffn: {kind: swiglu, size: 512}\n";
+  const SweepSpec c = parse_sweep_spec(
+      "base: {arch: v5p, model: " + model + ", phase: train, batch: 1, seq: 128}\n"
+      "axes:\n  grid:\n    model.remat: [\"custom:decoder_layer_input=offload,qkv_proj=device\"]\n",
+      "ok.yaml");
+  const auto cp = prepare_points(c, default_search_path());
+  ASSERT_EQ(cp.size(), 1u);
+  ASSERT_TRUE(cp[0].error.empty()) << cp[0].error;
+  auto it = std::find(cp[0].run_args.begin(), cp[0].run_args.end(), "--remat");
+  ASSERT_NE(it, cp[0].run_args.end());
+  EXPECT_EQ(*(it + 1), "custom:decoder_layer_input=offload,qkv_proj=device");
+  try {
+    parse_sweep_spec("base: {model: llama3-8b, phase: train}\naxes:\n  grid:\n    model.remat: [\"custom:mlpwx=device\"]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a name among decoder_layer_input"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SweepResults, TornLastLineIsDropped) {

@@ -209,6 +209,8 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"unknown chip", replace(g, "arch: v6e", "arch: v99"), "cases[step-c].arch"},
       {"unknown remat policy", replace(g, "seq: 256,", "seq: 256, remat: some,"),
        "cases[step-c].workload.remat: expected a remat policy"},
+      {"bad custom remat entry", replace(g, "seq: 256,", "seq: 256, remat: \"custom:query_proj=gpu\","),
+       "cases[step-c].workload.remat: expected a place remat, device or offload (entry 'query_proj=gpu')"},
       {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
        "cases[step-c].workload.remat: expected full, as recompute: true says"},
       {"mesh without slice", replace(g, "    slice: 2x2\n", ""), "cases[step-c].mesh: expected a slice"},
