@@ -62,10 +62,15 @@ fuzz: fuzz-build
 # other multi-chip tests repeat the same code on larger slices and take
 # minutes each in this Debug + ASan build.
 ASAN_EXTRA = ^(IciModule\..*|MultiChip\.(CollectiveTakesTheNetworkModelsTime|CollectiveNeedsASliceAndItsAxes|MeshMapsOntoWholeSliceDimensions)|HostileCli\.(RunsBeyondTheSimulatedTimeLimitStopAndSaySo|AVcdOnAFullDiskExitsNonZeroNamingThePath))$$
+# Left out of the ASan run: the 256 MiB instances of the HBM models'
+# agreement with the detailed model, the same code as their smaller sizes
+# and 103 s of test time under ASan (the Release run
+# keeps them).
+ASAN_SKIP = ^Sizes/.*/268435456$$
 test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && TPUSIM_CACHE_DIR=$(abspath $(BUILD))-asan/hbm-cache ctest --output-on-failure -j $(JOBS) -L unit_
+	cd $(BUILD)-asan && TPUSIM_CACHE_DIR=$(abspath $(BUILD))-asan/hbm-cache ctest --output-on-failure -j $(JOBS) -L unit_ -E '$(ASAN_SKIP)'
 	cd $(BUILD)-asan && TPUSIM_CACHE_DIR=$(abspath $(BUILD))-asan/hbm-cache ctest --output-on-failure -j $(JOBS) -R '$(ASAN_EXTRA)'
 
 # Rewrites results/reference/ from the runs listed in results/reference/RUNS
