@@ -124,7 +124,8 @@ ParamCounts dlrm_params(const DlrmSpec& d) {
 double attn_pair_flops(const AttentionSpec& a, double pairs, bool absorbed) {
   double dq = static_cast<double>(a.qk_dim()), dv = static_cast<double>(a.v_dim());
   if (absorbed) dq = dv = static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
-  return static_cast<double>(a.heads) * pairs * (2.0 * dq + 2.0 * dv + 5.0);
+  return static_cast<double>(a.heads) * pairs *
+         workloads::attention_kernel(workloads::AttentionPass::forward).flops_per_score(dq, dv);
 }
 
 double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) {
@@ -133,17 +134,22 @@ double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) 
   return static_cast<double>(t.layers) * attn_pair_flops(t.attention, pairs, false);
 }
 
-// What the backward attention kernels add to 2x the forward's FLOPs
-// (AttentionPass): both recompute S = QK^T, the dK/dV kernel dP = dO V^T
-// too, and each does 7 VPU ops per score against the forward's 5. The dQ
-// op reads K in V's place, so its dP contracts over the query width: per
-// score 2 x (3 dq) + 7 and 4 (dq + dv) + 7 against 2 x (2 dq + 2 dv + 5).
-// The fused kernel: 2 x (3 dq + 2 dv) + 7, i.e. 2 dq - 3 more.
+// What the backward attention kernels (workloads::attention_kernel) add
+// to 2x the forward's FLOPs: they recompute S = QK^T (the separate
+// kernels' dK/dV dP = dO V^T too) and do 7 VPU ops per score against the
+// forward's 5. The dQ op reads K in V's place, so its widths are all the
+// query width: per score 6 dq + 4 more (separate kernels), 2 dq - 3 (the
+// fused one).
 double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal, bool fused) {
+  using workloads::AttentionPass;
+  using workloads::attention_kernel;
   const double s = static_cast<double>(S);
   const double pairs = causal ? s * (s + 1) / 2 : s * s;
-  const double dq = static_cast<double>(t.attention.qk_dim());
-  const double per = fused ? 2.0 * dq - 3.0 : 6.0 * dq + 4.0;
+  const double dq = static_cast<double>(t.attention.qk_dim()), dv = static_cast<double>(t.attention.v_dim());
+  const double backward = fused ? attention_kernel(AttentionPass::grad_qkv).flops_per_score(dq, dv)
+                                : attention_kernel(AttentionPass::grad_q).flops_per_score(dq, dq) +
+                                      attention_kernel(AttentionPass::grad_kv).flops_per_score(dq, dv);
+  const double per = backward - 2.0 * attention_kernel(AttentionPass::forward).flops_per_score(dq, dv);
   return static_cast<double>(t.layers) * static_cast<double>(t.attention.heads) * pairs * per;
 }
 

@@ -42,21 +42,21 @@ double vpu_cycles(const ChipFigures& f, double elements, double alu, double tran
 }  // namespace
 
 double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, double rows, std::int64_t sub, double tp) {
-  const double qk = mxu_cycles(f, rows, a.head_dim, sub, tp);
-  switch (a.pass) {
-    case workloads::AttentionPass::forward: return qk + mxu_cycles(f, rows, sub, a.v_dim, tp);
-    case workloads::AttentionPass::grad_q:  // S, dP = dO V^T, dQ = dS K
-      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) + mxu_cycles(f, rows, sub, a.head_dim, tp);
-    case workloads::AttentionPass::grad_kv:  // S, dP, dV = P^T dO, dK = dS^T Q over dkv_group sub-blocks
-    case workloads::AttentionPass::grad_qkv: {  // the same and dQ = dS K
-      const auto r = static_cast<std::int64_t>(rows);
-      const double g = static_cast<double>(dkv_group(sub)), m = g * static_cast<double>(sub);
-      const double dq = a.pass == workloads::AttentionPass::grad_qkv ? mxu_cycles(f, rows, sub, a.head_dim, tp) : 0.0;
-      return qk + mxu_cycles(f, rows, a.v_dim, sub, tp) + dq +
-             (mxu_cycles(f, m, r, a.v_dim, tp) + mxu_cycles(f, m, r, a.head_dim, tp)) / g;
+  // The kernel's matmuls (workloads::attention_kernel) over one sub-block
+  // of keys; the transposed ones (dV, dK) stream dkv_group sub-blocks of
+  // keys at once, a share of them per sub-block.
+  const double g = static_cast<double>(dkv_group(sub)), keys = g * static_cast<double>(sub);
+  const auto r = static_cast<std::int64_t>(rows);
+  double c = 0;
+  for (const auto& mm : workloads::attention_kernel(a.pass).matmuls) {
+    const std::int64_t w = mm.width(a.head_dim, a.v_dim);
+    switch (mm.form) {
+      case workloads::AttentionMatmulForm::scores: c += mxu_cycles(f, rows, w, sub, tp); break;
+      case workloads::AttentionMatmulForm::from_scores: c += mxu_cycles(f, rows, sub, w, tp); break;
+      case workloads::AttentionMatmulForm::transposed: c += mxu_cycles(f, keys, r, w, tp) / g; break;
     }
   }
-  return qk;
+  return c;
 }
 
 std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) { return std::min<std::int64_t>(bkv, f.cols); }
@@ -122,10 +122,10 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         // reductions (max and sum on two XLUs), plus one sub-block's fill.
         const double nsub = static_cast<double>(ceil_div(bkv, sub));
         const double mxu = h * attention_mxu_cycles(a, f, rows, sub, tp) / static_cast<double>(f.mxus);
-        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), a.backward() ? 7 : 5, 1);
+        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), a.kernel().vpu_ops_per_score, 1);
         // Row max and sum on the XLUs, one vreg per 8 rows per reduction;
         // the backward kernels take the saved log-sum-exp instead.
-        const double xlu = a.backward() ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
+        const double xlu = !a.kernel().row_reductions ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
         const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
         const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
         const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);

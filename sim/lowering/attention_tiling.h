@@ -36,10 +36,14 @@ struct AttentionShape {
 
   std::int64_t group() const { return heads / kv_heads; }
   bool backward() const { return pass != workloads::AttentionPass::forward; }
-  // The pass computes dQ = dS K (grad_q, fused grad_qkv) / dV and dK
-  // (grad_kv, grad_qkv).
-  bool dq() const { return pass == workloads::AttentionPass::grad_q || pass == workloads::AttentionPass::grad_qkv; }
-  bool dkv() const { return pass == workloads::AttentionPass::grad_kv || pass == workloads::AttentionPass::grad_qkv; }
+  // What the pass's kernel computes (its matmuls and VPU work).
+  const workloads::AttentionKernel& kernel() const { return workloads::attention_kernel(pass); }
+  // The kernel computes dV and dK (grad_kv, grad_qkv): keys in M.
+  bool dkv() const {
+    for (const auto& mm : kernel().matmuls)
+      if (mm.form == workloads::AttentionMatmulForm::transposed) return true;
+    return false;
+  }
   // Key positions the last query of a block ending at position q_last sees
   // (queries align with the last keys).
   std::int64_t visible(std::int64_t q_last) const {

@@ -170,62 +170,75 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // row max and row sum go to the two XLUs side by side.
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
-          // The backward kernels (AttentionAttrs::pass) issue dP = dO V^T
-          // beside S ahead of the VPU's P and dS (no row reductions: the
-          // forward's log-sum-exp is saved), then dQ = dS K (grad_q), dV =
-          // P^T dO and dK = dS^T Q (grad_kv; keys in M, the block's query
-          // rows contracted), or all three (the fused grad_qkv).
+          // The pass's kernel (workloads::attention_kernel): its score
+          // matmuls (S; the backward kernels' dP = dO V^T beside it) are
+          // issued ahead of the VPU's softmax (forward, with the row max and
+          // sum on the XLUs) or P and dS (backward: the forward's
+          // log-sum-exp is saved); then the matmuls from the scores (O = PV;
+          // dQ = dS K); the transposed ones (dV = P^T dO, dK = dS^T Q) take
+          // kDkvComputeKeys keys at once in M, the block's query rows
+          // contracted.
+          const workloads::AttentionKernel& kern = a.kernel();
+          std::vector<workloads::AttentionMatmul> score_mms, from_mms, trans_mms;
+          for (const auto& mm : kern.matmuls)
+            (mm.form == workloads::AttentionMatmulForm::scores        ? score_mms
+             : mm.form == workloads::AttentionMatmulForm::from_scores ? from_mms
+                                                                      : trans_mms)
+                .push_back(mm);
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           const std::int64_t ahead = attention_lookahead(f, rows);
-          // S and dP (and dV and dK) stream different rows, so they are
-          // separate MXU passes; where each fills whole MXU tiles (same
-          // contraction, N a multiple of the columns) they go to an MXU as
-          // one instruction of the tiles of both: the same time, and fewer
+          // Matmuls of one form stream different rows, so they are separate
+          // MXU passes; two that fill whole MXU tiles (the same
+          // contraction, N a multiple of the columns) go to an MXU as one
+          // instruction of the tiles of both: the same time, and fewer
           // instructions to simulate.
-          const bool pair_kv = D == Dv && D % f.cols == 0;
+          auto pairs = [&](const std::vector<workloads::AttentionMatmul>& mms, std::int64_t n) {
+            return mms.size() == 2 && mms[0].width(D, Dv) == mms[1].width(D, Dv) && n % f.cols == 0;
+          };
           auto scores_of = [&](std::int64_t j) {
-            const bool pair = a.backward() && D == Dv && width(j) % f.cols == 0;
-            const std::int64_t n = pair ? 2 * width(j) : width(j);
-            std::vector<int> ids = heads_matmul(s, f, hb, rows, D, n, t, converted, plan.padded_macs, j);
-            if (a.backward() && !pair) {
-              const std::vector<int> dp = heads_matmul(s, f, hb, rows, Dv, width(j), t, converted, plan.padded_macs, j);
-              ids.insert(ids.end(), dp.begin(), dp.end());
+            std::vector<int> ids;
+            if (pairs(score_mms, width(j))) {
+              ids = heads_matmul(s, f, hb, rows, score_mms[0].width(D, Dv), 2 * width(j), t, converted, plan.padded_macs, j);
+            } else {
+              for (const auto& mm : score_mms) {
+                const std::vector<int> m = heads_matmul(s, f, hb, rows, mm.width(D, Dv), width(j), t, converted, plan.padded_macs, j);
+                ids.insert(ids.end(), m.begin(), m.end());
+              }
             }
             qk[static_cast<std::size_t>(j)] = std::move(ids);
           };
           for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, ahead); ++j) scores_of(j);
-          std::vector<int> dkv_after;  // dS of the sub-blocks the next dV/dK matmuls cover
+          std::vector<int> dkv_after;  // the sub-blocks' VPU work the next transposed matmuls read
           std::int64_t dkv_keys = 0;
           for (std::int64_t j = 0; j < ns; ++j) {
             if (j + ahead < ns) scores_of(j + ahead);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
-            if (a.backward()) {
-              s.compute.push_back({vpu(scores, DType::f32, 7, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
-              const int ds = static_cast<int>(s.compute.size()) - 1;
-              if (a.dq()) heads_matmul(s, f, hb, rows, width(j), D, t, {ds}, plan.padded_macs, j);
-              if (!a.dkv()) continue;
-              // dV and dK over kDkvComputeKeys keys at once (their M).
-              dkv_after.push_back(ds);
-              dkv_keys += width(j);
-              if ((j + 1) % dkv_group(sub) == 0 || j + 1 == ns) {
-                if (pair_kv) {
-                  heads_matmul(s, f, hb, dkv_keys, rows, Dv + D, t, dkv_after, plan.padded_macs, j);
-                } else {
-                  heads_matmul(s, f, hb, dkv_keys, rows, Dv, t, dkv_after, plan.padded_macs, j);
-                  heads_matmul(s, f, hb, dkv_keys, rows, D, t, dkv_after, plan.padded_macs, j);
-                }
-                dkv_after.clear();
-                dkv_keys = 0;
-              }
-              continue;
-            }
-            s.compute.push_back({vpu(scores, DType::f32, 5, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
+            s.compute.push_back({vpu(scores, DType::f32, kern.vpu_ops_per_score, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
             const int soft = static_cast<int>(s.compute.size()) - 1;
-            s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
-            s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
-            const int red = static_cast<int>(s.compute.size()) - 1;
-            heads_matmul(s, f, hb, rows, width(j), Dv, t, {red - 1, red}, plan.padded_macs, j);
+            std::vector<int> ready = {soft};
+            if (kern.row_reductions) {
+              s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
+              s.compute.push_back({xlu(f, arch::XluOp::reduce, scores, DType::f32, w), {soft}});
+              const int red = static_cast<int>(s.compute.size()) - 1;
+              ready = {red - 1, red};
+            }
+            for (const auto& mm : from_mms)
+              heads_matmul(s, f, hb, rows, width(j), mm.width(D, Dv), t, ready, plan.padded_macs, j);
+            if (trans_mms.empty()) continue;
+            dkv_after.push_back(soft);
+            dkv_keys += width(j);
+            if ((j + 1) % dkv_group(sub) == 0 || j + 1 == ns) {
+              if (pairs(trans_mms, trans_mms[0].width(D, Dv))) {
+                heads_matmul(s, f, hb, dkv_keys, rows, trans_mms[0].width(D, Dv) + trans_mms[1].width(D, Dv), t,
+                             dkv_after, plan.padded_macs, j);
+              } else {
+                for (const auto& mm : trans_mms)
+                  heads_matmul(s, f, hb, dkv_keys, rows, mm.width(D, Dv), t, dkv_after, plan.padded_macs, j);
+              }
+              dkv_after.clear();
+              dkv_keys = 0;
+            }
           }
           if (kj == kv_blocks - 1) {
             const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);

@@ -170,32 +170,17 @@ OpCost cost_impl(Find find, const Op& op) {
       const u64 per_head = attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
       if (per_head == std::numeric_limits<u64>::max()) k.overflow();
       u64 pairs = k.mul(heads, per_head);
-      const u64 d = U(q[3]), dv = U(v[3]);
-      // Per score: forward QK^T (D) and PV (Dv), softmax 5 VPU ops. The
-      // backward kernels recompute S = QK^T and P = exp(S - lse) (and
-      // grad_kv dP = dO V^T as well), then dS = P (dP - di): 7 VPU ops.
-      // grad_q: QK^T, dO V^T, dS K; grad_kv: QK^T, dO V^T, P^T dO, dS^T Q;
-      // grad_qkv (fused): QK^T, dO V^T, P^T dO, dS^T Q, dS K (AttentionAttrs;
-      // for grad_q, q is dO and v is K: widths D).
-      u64 per = d + dv, again = 0, vpu = 5;
-      switch (op.as<AttentionAttrs>().pass) {
-        case AttentionPass::forward: break;
-        case AttentionPass::grad_q:
-          per = 2 * d + dv;
-          again = d;
-          vpu = 7;
-          break;
-        case AttentionPass::grad_kv:
-          per = 2 * (d + dv);
-          again = d + dv;
-          vpu = 7;
-          break;
-        case AttentionPass::grad_qkv:
-          per = 3 * d + 2 * dv;
-          again = d;
-          vpu = 7;
-          break;
+      // Per score, the kernel's matmuls (attention_kernel: forward QK^T
+      // and PV; the backward kernels' recomputed S = QK^T, dP = dO V^T and
+      // gradient matmuls) and its VPU ops (forward's softmax 5, backward's
+      // P and dS 7).
+      const AttentionKernel& kern = attention_kernel(op.as<AttentionAttrs>().pass);
+      u64 per = 0, again = 0;
+      for (const auto& mm : kern.matmuls) {
+        per = k.add(per, U(mm.width(q[3], v[3])));
+        if (mm.recomputed) again = k.add(again, U(mm.width(q[3], v[3])));
       }
+      const u64 vpu = U(kern.vpu_ops_per_score);
       c.macs = k.mul(pairs, per);
       c.recompute_macs = k.mul(pairs, again);
       c.flops = k.add(k.mul(2, c.macs), k.mul(vpu, pairs));

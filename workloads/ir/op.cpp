@@ -250,6 +250,36 @@ std::optional<AttentionPass> parse_attention_pass(std::string_view s) {
   return std::nullopt;
 }
 
+const AttentionKernel& attention_kernel(AttentionPass p) {
+  using F = AttentionMatmulForm;
+  constexpr bool v = true, d = false, again = true, fresh = false;
+  static const AttentionKernel forward{{{F::scores, d, fresh}, {F::from_scores, v, fresh}}, 5, true};
+  static const AttentionKernel grad_q{
+      {{F::scores, d, again}, {F::scores, v, fresh}, {F::from_scores, d, fresh}}, 7, false};
+  static const AttentionKernel grad_kv{
+      {{F::scores, d, again}, {F::scores, v, again}, {F::transposed, v, fresh}, {F::transposed, d, fresh}}, 7, false};
+  static const AttentionKernel grad_qkv{{{F::scores, d, again},
+                                         {F::scores, v, fresh},
+                                         {F::from_scores, d, fresh},
+                                         {F::transposed, v, fresh},
+                                         {F::transposed, d, fresh}},
+                                        7,
+                                        false};
+  switch (p) {
+    case AttentionPass::forward: return forward;
+    case AttentionPass::grad_q: return grad_q;
+    case AttentionPass::grad_kv: return grad_kv;
+    case AttentionPass::grad_qkv: return grad_qkv;
+  }
+  return forward;
+}
+
+double AttentionKernel::flops_per_score(double d, double dv) const {
+  double f = vpu_ops_per_score;
+  for (const auto& mm : matmuls) f += 2.0 * (mm.value_width ? dv : d);
+  return f;
+}
+
 // ---- collectives --------------------------------------------------------
 
 bool CollectiveAttrs::operator==(const CollectiveAttrs& o) const {

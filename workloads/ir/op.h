@@ -203,6 +203,36 @@ enum class AttentionPass : std::uint8_t { forward, grad_q, grad_kv, grad_qkv };
 std::string_view attention_pass_name(AttentionPass p);
 std::optional<AttentionPass> parse_attention_pass(std::string_view s);
 
+// What one attention kernel (AttentionPass) computes per block of query
+// rows and keys: its matmuls, in the order the kernel issues them, and
+// the VPU work per score. The one description that the cost (OpCost),
+// the model's closed form (models/analysis), the tiling search and the
+// lowering (sim/lowering) all read. A matmul's form:
+//   scores       [rows, w] x [w, keys]: S = Q K^T, dP = dO V^T
+//   from_scores  [rows, keys] x [keys, w]: O = P V, dQ = dS K
+//   transposed   [keys, rows] x [rows, w]: dV = P^T dO, dK = dS^T Q
+// and w the query/key width (D) or the value width (Dv: the op's V
+// input's; for grad_q, whose V input is K, D as well).
+enum class AttentionMatmulForm : std::uint8_t { scores, from_scores, transposed };
+struct AttentionMatmul {
+  AttentionMatmulForm form = AttentionMatmulForm::scores;
+  bool value_width = false;  // w = Dv (else D)
+  bool recomputed = false;   // forward work done again (OpCost::recompute_macs)
+  std::int64_t width(std::int64_t d, std::int64_t dv) const { return value_width ? dv : d; }
+};
+struct AttentionKernel {
+  std::vector<AttentionMatmul> matmuls;
+  int vpu_ops_per_score = 5;   // forward: the online softmax; backward: P and dS
+  bool row_reductions = true;  // forward: row max and sum (XLU); backward reads the saved log-sum-exp
+  // FLOPs per score: 2 per MAC of every matmul and the VPU ops.
+  double flops_per_score(double d, double dv) const;
+};
+// forward: S, O = PV. grad_q: S (recomputed), dP, dQ. grad_kv: S and dP
+// (both recomputed: the dQ kernel computes dP too), dV, dK. grad_qkv: S
+// (recomputed), dP, dV, dK, dQ. Backward kernels: 7 VPU ops per score
+// (exp(S - lse), dP - di, the products), no row reductions.
+const AttentionKernel& attention_kernel(AttentionPass p);
+
 struct AttentionAttrs {
   bool causal = false;
   std::optional<double> scale;  // default 1/sqrt(D)
