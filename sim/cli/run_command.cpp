@@ -72,7 +72,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "max-sim-time", po::value<double>()->default_value(3600),
       "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)")(
       "max-events", po::value<double>()->default_value(static_cast<double>(kDefaultMaxEvents), "1e10"),
-      "refuse, before simulating, a lowered program of more events (instructions plus DMA requests) "
+      "refuse, before simulating, a lowered program of more events (instructions plus DMA requests; DMA transfers with hbm.model=calibrated) "
       "than this (0 = no limit)");
   add_quant_options(opts);
   add_lora_options(opts);

@@ -44,8 +44,9 @@ void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const 
   const WorkEstimate w = estimate_work(cfg, program, chips);
   if (opt.max_events > 0 && w.events() > opt.max_events)
     throw SimLimitError("the lowered program is " + std::to_string(w.events()) + " events (" +
-                        std::to_string(w.instructions) + " instructions and " + std::to_string(w.dma_requests) +
-                        " DMA requests" + (chips > 1 ? " on " + std::to_string(chips) + " chips" : std::string()) +
+                        std::to_string(w.instructions) + " instructions and " + std::to_string(w.dma_events()) +
+                        (w.per_request ? " DMA requests" : " DMA transfers (calibrated HBM: one event each)") +
+                        (chips > 1 ? " on " + std::to_string(chips) + " chips" : std::string()) +
                         "), above the limit of " + std::to_string(opt.max_events) +
                         " events; raise --max-events (0 = no limit) or shrink the workload");
   if (opt.max_sim_seconds > 0 && w.min_seconds() > opt.max_sim_seconds)

@@ -20,7 +20,7 @@ WorkEstimate estimate_work(const arch::TpuConfig& cfg, const arch::Program& prog
   const std::uint64_t atom = cfg.dma.request_bytes > 0 ? cfg.dma.request_bytes : 1;
   const double hbm_bw = arch::hbm_peak_bandwidth(cfg.hbm);
   double macs_seconds = 0, hbm_bytes = 0;
-  std::uint64_t requests = 0;
+  std::uint64_t requests = 0, transfers = 0;
   for (const arch::Instr& in : program.instrs) {
     if (const auto* m = std::get_if<arch::MxuWork>(&in.work)) {
       const double peak_macs = arch::peak_flops(cfg, m->dtype) / 2;
@@ -32,6 +32,7 @@ WorkEstimate estimate_work(const arch::TpuConfig& cfg, const arch::Program& prog
       const bool hbm_side = d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm;
       const std::uint64_t n = hbm_side ? sat_mul(div_up(d->row_bytes, atom), d->rows) : div_up(d->bytes(), atom);
       requests = sat_add(requests, n);
+      ++transfers;
       const int sides = (d->src == arch::MemSpace::hbm) + (d->dst == arch::MemSpace::hbm);
       hbm_bytes += static_cast<double>(sides) * static_cast<double>(d->bytes());
     }
@@ -39,6 +40,8 @@ WorkEstimate estimate_work(const arch::TpuConfig& cfg, const arch::Program& prog
   const auto c = static_cast<std::uint64_t>(chips > 0 ? chips : 1);
   e.instructions = sat_mul(program.instrs.size(), c);
   e.dma_requests = sat_mul(requests, c);
+  e.dma_transfers = sat_mul(transfers, c);
+  e.per_request = cfg.hbm.model != "calibrated";
   e.mxu_seconds = macs_seconds;
   e.hbm_seconds = hbm_bw > 0 ? hbm_bytes / hbm_bw : 0;
   return e;

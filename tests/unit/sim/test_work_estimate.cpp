@@ -24,18 +24,24 @@ arch::Instr dma(arch::MemSpace src, arch::MemSpace dst, std::uint64_t row_bytes,
   return in;
 }
 
-TEST(WorkEstimate, CountsInstructionsAndRequestsAsTheDmaEnginesPlanThem) {
-  const arch::TpuConfig cfg = load_tpu_config("v5e");
-  ASSERT_EQ(cfg.dma.request_bytes, 512u);
+// 3 rows of 1000 B from HBM: each row is ceil(1000 / 512) = 2 requests of
+// v5e's 512 B; an on-chip copy of 1025 B: ceil(1025 / 512) = 3 requests;
+// a 1024 x 2048 x 4096 matmul.
+arch::Program two_copies_and_a_matmul() {
   arch::Program p;
-  // 3 rows of 1000 B from HBM: each row is ceil(1000 / 512) = 2 requests.
   p.instrs.push_back(dma(arch::MemSpace::hbm, arch::MemSpace::vmem, 1000, 3));
-  // On-chip copy of 1025 B: ceil(1025 / 512) = 3 requests.
   p.instrs.push_back(dma(arch::MemSpace::vmem, arch::MemSpace::vmem, 1025, 1));
   arch::Instr mm;
   mm.unit = arch::UnitKind::mxu;
   mm.work = arch::MxuWork{1024, 2048, 4096, arch::DType::bf16};
   p.instrs.push_back(mm);
+  return p;
+}
+
+TEST(WorkEstimate, CountsInstructionsAndRequestsAsTheDmaEnginesPlanThem) {
+  const arch::TpuConfig cfg = load_tpu_config("v5e");
+  ASSERT_EQ(cfg.dma.request_bytes, 512u);
+  const arch::Program p = two_copies_and_a_matmul();
   const WorkEstimate e = estimate_work(cfg, p);
   EXPECT_EQ(e.instructions, 3u);
   EXPECT_EQ(e.dma_requests, 6u + 3u);
@@ -49,6 +55,24 @@ TEST(WorkEstimate, CountsInstructionsAndRequestsAsTheDmaEnginesPlanThem) {
   const WorkEstimate e4 = estimate_work(cfg, p, 4);
   EXPECT_EQ(e4.events(), 48u);
   EXPECT_DOUBLE_EQ(e4.min_seconds(), e.min_seconds());
+}
+
+// The calibrated HBM model serves a transfer as a whole: each DMA counts
+// as one event, whatever its requests (two_copies_and_a_matmul: 3
+// instructions, 2 of them DMAs, 9 requests).
+TEST(WorkEstimate, CalibratedHbmCountsTransfersNotRequests) {
+  const arch::TpuConfig channel = load_tpu_config("v5e");
+  const arch::TpuConfig calibrated = load_tpu_config("v5e", {"hbm.model=calibrated"});
+  const arch::Program p = two_copies_and_a_matmul();
+  const WorkEstimate e = estimate_work(calibrated, p), r = estimate_work(channel, p);
+  EXPECT_FALSE(e.per_request);
+  EXPECT_TRUE(r.per_request);
+  EXPECT_EQ(e.dma_requests, 9u);
+  EXPECT_EQ(e.dma_transfers, 2u);
+  EXPECT_EQ(e.events(), 3u + 2u);
+  EXPECT_EQ(r.events(), 3u + 9u);
+  EXPECT_EQ(estimate_work(calibrated, p, 4).events(), 4u * 5u);
+  EXPECT_DOUBLE_EQ(e.min_seconds(), r.min_seconds());
 }
 
 TEST(WorkEstimate, HbmToHbmCountsBothSidesAndHugeCountsSaturate) {
