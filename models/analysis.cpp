@@ -159,8 +159,11 @@ double head_params(const ModelSpec& m) {
 }
 
 // Activation elements per token of one layer that a training step keeps
-// for backward (flash attention: no scores).
-double layer_act_elems(const TransformerSpec& t, std::int64_t layer) {
+// for backward (flash attention: no scores). With MaxText's dropping MoE
+// (capacity factor cf > 0, PhaseOptions::moe_capacity_factor, `seq`
+// tokens per sequence) the experts hold cf x top_k slots per token, and
+// the combine mask [S, E, C] seq x top_k x cf elements per token.
+double layer_act_elems(const TransformerSpec& t, std::int64_t layer, double cf = 0, double seq = 0) {
   const auto& a = t.attention;
   const double h = static_cast<double>(t.hidden);
   double e = 6 * h;  // norm outputs, residual sums, projections' outputs
@@ -168,7 +171,9 @@ double layer_act_elems(const TransformerSpec& t, std::int64_t layer) {
   const double per_ffn = t.ffn.kind == FfnKind::swiglu ? 4 : 2;
   if (t.is_moe_layer(layer)) {
     const auto& m = t.moe;
-    e += static_cast<double>(m.experts) + static_cast<double>(m.top_k) * (per_ffn * m.expert_ffn_size + 2 * h);
+    const double slots = static_cast<double>(m.top_k) * (cf > 0 ? cf : 1.0);
+    e += static_cast<double>(m.experts) + slots * (per_ffn * static_cast<double>(m.expert_ffn_size) + 2 * h);
+    if (cf > 0) e += seq * static_cast<double>(m.top_k) * cf;
     e += per_ffn * static_cast<double>(m.shared_experts * m.expert_ffn_size);
   } else {
     e += per_ffn * static_cast<double>(t.ffn.size);
@@ -577,7 +582,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0, max_offloaded = 0, sum_offloaded = 0, sum_device = 0;
     const bool custom = o.remat == RematPolicy::custom && dec;
     for (std::int64_t i = 0; i < t.layers; ++i) {
-      double e = layer_act_elems(t, i),
+      double e = layer_act_elems(t, i, o.moe_capacity_factor, static_cast<double>(S)),
              mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal),
              off = o.remat_offloads() && !custom ? layer_offloaded_elems(t, i, o.remat) : 0.0;
       // Context parallelism: a chip holds the whole sequence's gathered K
@@ -612,6 +617,10 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     }
     const double logits_cols =
         dec || m.family == Family::encoder ? static_cast<double>(t.vocab) : static_cast<double>(t.classes);
+    // The dropping MoE's dispatch mask [B, S, E, C] per token.
+    const double dispatch_mask = o.moe_capacity_factor > 0 && dec
+                                     ? static_cast<double>(S) * static_cast<double>(t.moe.top_k) * o.moe_capacity_factor
+                                     : 0.0;
     if (o.phase == Phase::train) {
       const double h = static_cast<double>(t.hidden) / (sp ? static_cast<double>(tp) : 1.0);
       const double inputs = static_cast<double>(t.layers) * h;
@@ -638,6 +647,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
           rebuilt = max_layer + 2 * max_offloaded;
           break;
       }
+      kept += dispatch_mask;  // live through the step (one for every layer)
       f.host_activations = o.remat_offloads() ? static_cast<u64>(std::ceil(tokens * sum_offloaded * ab)) : 0;
       // The activations peak at the loss (what is kept, the final norm's
       // input and output and the head's input gradient, and the logits,
@@ -653,7 +663,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       f.activations_with_gradients = static_cast<u64>(std::ceil((tokens * max_layer + embedding_grad) * ab));
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only
-      act = tokens * max_layer * ab + out_rows * logits_cols * ab;
+      act = tokens * (max_layer + dispatch_mask) * ab + out_rows * logits_cols * ab;
     }
     // KV heads split over tensor; MLA's one latent head is replicated.
     const u64 kv_split = t.attention.kind == AttentionKind::mla ? 1 : U(tp);

@@ -274,6 +274,15 @@ struct PhaseOptions {
   // sa_use_fused_bwd_kernel: True; one op, S and dP recomputed once)
   // instead of its separate dQ and dK/dV kernels (the default).
   bool fused_attention_backward = false;
+  // Mixture-of-experts layers as MaxText's dropping implementation
+  // (capacity_factor > 0 with megablox and sparse_matmul off: its
+  // dense_matmul): each sequence's tokens reach each expert through C =
+  // ceil(seq x top_k / experts x capacity_factor) slots, by one-hot
+  // dispatch and combine masks applied as einsums on the MXU
+  // ([B,S,h] x [B,S,E,C] -> [E,B,C,h] and back, the combine mask carrying
+  // the gates); the experts compute every slot. 0: dropless (routed
+  // tokens gathered to exactly their experts, the default).
+  double moe_capacity_factor = 0;
   // Serving (decoder, phase prefill, batch 1): one continuous-batching
   // step. The prefill chunk of seq_len tokens follows prefill_context tokens
   // of its sequence already in the KV cache (chunked prefill), and

@@ -29,6 +29,7 @@
 // the whole head).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "models/generators.h"
@@ -482,14 +483,19 @@ class TransformerGen {
     return row_linear(n + ".fc2", f, size, h, bias, reduce);
   }
 
-  // One group of experts: n experts, each with `cap` token slots.
+  // One group of experts: n experts, each with `cap` token slots, the
+  // tokens gathered to them.
   TensorRef expert_group(const std::string& n, const TensorRef& xf, const TensorRef& idx_src, std::int64_t offset,
                          std::int64_t ne, std::int64_t cap) {
-    const auto& e = t_.moe;
-    const std::int64_t h = t_.hidden, F = e.expert_ffn_size / tp_;
     TensorRef idx = b_.slice(n + ".index", idx_src, {offset}, {offset + ne * cap});
     idx = b_.reshape(n + ".index_grid", idx, {ne, cap});
-    TensorRef xe = b_.gather(n + ".dispatch", xf, idx);  // [ne, cap, h]
+    return expert_group(n, b_.gather(n + ".dispatch", xf, idx), ne, cap);  // [ne, cap, h]
+  }
+
+  // The expert FFNs over xe [ne, cap, h]; returns [ne * cap, h].
+  TensorRef expert_group(const std::string& n, const TensorRef& xe, std::int64_t ne, std::int64_t cap) {
+    const auto& e = t_.moe;
+    const std::int64_t h = t_.hidden, F = e.expert_ffn_size / tp_;
     auto mm = [&](const std::string& w, const TensorRef& x, std::int64_t in, std::int64_t out) {
       TensorRef y = b_.matmul(n + "." + w, x, sharded_weight(n + "." + w + ".weight", {ne, in, out}, wd_, true),
                               "ecx,exy->ecy", ad_);
@@ -511,6 +517,32 @@ class TransformerGen {
     return b_.reshape(n + ".rows", y, {ne * cap, h});
   }
 
+  std::optional<TensorRef> dispatch_mask_;  // moe_capacity
+
+  // MaxText's dropping MoE (PhaseOptions::moe_capacity_factor): per
+  // sequence C slots per expert, one-hot dispatch ([B,S,E,C], an input:
+  // which token takes which slot) and combine masks (the dispatch mask
+  // times the router's probabilities, so the router gets its gradient)
+  // applied as einsums; the experts compute all E x B x C slots.
+  TensorRef moe_capacity(const std::string& p, const TensorRef& xn, const TensorRef& probs) {
+    const auto& e = t_.moe;
+    const std::int64_t h = t_.hidden, E = e.experts;
+    const auto C = static_cast<std::int64_t>(
+        std::ceil(static_cast<double>(S_ * e.top_k) / static_cast<double>(E) * o_.moe_capacity_factor));
+    // One input for every layer (the routing's slot pattern, not values
+    // the cost depends on), as a layer's mask lives only within it.
+    if (!dispatch_mask_) dispatch_mask_ = b_.input("moe.dispatch_mask", {B_, S_, E, C}, ad_);
+    const TensorRef dispatch_mask = *dispatch_mask_;
+    TensorRef gates = b_.reshape(p + "mlp.gate_grid", probs, {B_, S_, E, 1});
+    if (tp_ > 1) tc_.activation_grad_all_reduce[gates.name] = {"tensor"};
+    TensorRef combine_mask = b_.mul(p + "mlp.combine_mask", dispatch_mask, gates);
+    TensorRef xe = b_.matmul(p + "mlp.dispatch", xn, dispatch_mask, "bsm,bsec->ebcm", ad_);  // [E, B, C, h]
+    xe = b_.reshape(p + "mlp.slots", xe, {E, B_ * C, h});
+    TensorRef rows = expert_group(p + "mlp.experts.g0", xe, E, B_ * C);  // [E * B * C, h]
+    rows = b_.reshape(p + "mlp.slot_rows", rows, {E, B_, C, h});
+    return b_.matmul(p + "mlp.combine", rows, combine_mask, "ebcm,bsec->bsm", ad_);  // [B, S, h]
+  }
+
   TensorRef moe(const std::string& p, const TensorRef& xn) {
     const auto& e = t_.moe;
     const std::int64_t h = t_.hidden, T = B_ * S_, k = e.top_k;
@@ -520,6 +552,16 @@ class TransformerGen {
     TensorRef probs = e.router == RouterKind::softmax
                           ? b_.softmax(p + "mlp.router_probs", logits)
                           : b_.elementwise(p + "mlp.router_probs", workloads::EwKind::sigmoid, {logits});
+    if (o_.moe_capacity_factor > 0) {
+      TensorRef y = moe_capacity(p, xn, probs);
+      if (e.shared_experts > 0)
+        y = b_.add(p + "mlp.shared_add", y,
+                   b_.reshape(p + "mlp.shared_out", ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false),
+                              {B_, S_, h}));
+      if (sp_) return tp_leave(p + "mlp", y);
+      if (tp_ > 1) y = b_.all_reduce(p + "mlp.all_reduce", y, {"tensor"});
+      return y;
+    }
     // Stand-in for top-k: the IR has no top_k op (see file comment).
     TensorRef topk = b_.slice(p + "mlp.topk", probs, {0, 0}, {T, k});
     TensorRef flat = b_.reshape(p + "mlp.route_flat", probs, {T * e.experts});

@@ -52,6 +52,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
       "fused-attention-backward", po::bool_switch(),
       "--model --phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV kernels")(
+      "moe-capacity-factor", po::value<double>()->default_value(0.0, "0"),
+      "--model with mixture-of-experts layers: MaxText's dropping MoE, C = ceil(seq x top_k / experts x F) slots per expert and sequence, dispatch and combine as einsums (0: dropless)")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
       "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
@@ -137,6 +139,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     if (po.fused_attention_backward && po.phase != models::Phase::train)
       throw UsageError("run: --fused-attention-backward needs --phase train");
     remat_option("run", vm, po);
+    po.moe_capacity_factor = vm["moe-capacity-factor"].as<double>();
     po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     if (!fit.fits) throw UsageError("run: " + fit.message);
@@ -161,6 +164,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm["fused-attention-backward"].as<bool>() && !vm.count("model"))
     throw UsageError("run: --fused-attention-backward needs --model");
   if (vm.count("remat") && !vm.count("model")) throw UsageError("run: --remat needs --model");
+  if (!vm["moe-capacity-factor"].defaulted() && !vm.count("model"))
+    throw UsageError("run: --moe-capacity-factor needs --model");
   if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {

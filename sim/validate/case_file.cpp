@@ -34,11 +34,11 @@ const std::vector<std::string> kRequired = {"id",       "title",  "source",   "s
 const std::vector<std::string> kWorkloadKeys = {
     "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
     "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype",
-    "fused_attention_backward"};
+    "fused_attention_backward", "moe_capacity_factor"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
 const std::vector<std::string> kModelOnly = {"phase",     "batch", "seq",          "context",   "image",
                                              "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype",
-                                             "kv_dtype", "fused_attention_backward"};
+                                             "kv_dtype", "fused_attention_backward", "moe_capacity_factor"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -180,6 +180,15 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (w["recompute"]) wl.recompute = boolean(w["recompute"], where + ".recompute", c);
   if (w["fused_attention_backward"])
     wl.fused_attention_backward = boolean(w["fused_attention_backward"], where + ".fused_attention_backward", c);
+  if (w["moe_capacity_factor"]) {
+    const std::string key = where + ".moe_capacity_factor";
+    const std::optional<double> f = number(w["moe_capacity_factor"], key, c);
+    if (f && !(*f >= 0 && *f <= 64))
+      c.add(w["moe_capacity_factor"], key, "a capacity factor in [0, 64] (0: dropless)",
+            "'" + w["moe_capacity_factor"].Scalar() + "'");
+    else if (f)
+      wl.moe_capacity_factor = w["moe_capacity_factor"].Scalar();
+  }
   if (w["remat"]) {
     wl.remat = text(w["remat"], where + ".remat", c);
     models::RematPolicy r = models::RematPolicy::none;
@@ -500,6 +509,7 @@ std::vector<std::string> run_args(const Case& c) {
   if (w.sequence_parallel) a.push_back("--sequence-parallel");
   if (w.recompute) a.push_back("--recompute");
   if (w.fused_attention_backward) a.push_back("--fused-attention-backward");
+  if (!w.moe_capacity_factor.empty()) a.insert(a.end(), {"--moe-capacity-factor", w.moe_capacity_factor});
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");

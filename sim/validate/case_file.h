@@ -54,6 +54,7 @@ struct Workload {
   bool sequence_parallel = false;
   bool recompute = false;
   bool fused_attention_backward = false;  // --fused-attention-backward
+  std::string moe_capacity_factor;        // --moe-capacity-factor, as written; empty: dropless
   std::string remat;  // empty = run's default (none, or full with recompute)
   bool fusion = true;
   bool cmem = true;

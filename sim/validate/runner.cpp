@@ -47,9 +47,17 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
   pool.jobs = opt.jobs;
   pool.timeout = opt.case_timeout;
   std::size_t finished = 0;
+  // Whole training steps first (the longest cases by far), the rest in
+  // file order, so that with N jobs a long case does not start last and
+  // run alone; results keep the file order.
+  std::vector<std::size_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      if ((cases[i].workload.phase == "train") == (pass == 0)) order.push_back(i);
   sweep::run_children(
       cases.size(), pool,
-      [&](std::size_t i) {
+      [&](std::size_t k) {
+        const std::size_t i = order[k];
         sweep::ChildSpec s;
         s.dir = dir_of(i);
         for (const auto& d : opt.config_path) s.args.insert(s.args.end(), {"--config-path", d});
@@ -59,7 +67,8 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
         s.keep_stdout = opt.keep_runs;
         return s;
       },
-      [&](std::size_t i, const sweep::ChildExit& e) {
+      [&](std::size_t k, const sweep::ChildExit& e) {
+        const std::size_t i = order[k];
         CaseResult& r = results[i];
         r.c = &cases[i];
         r.wall_seconds = e.seconds;

@@ -350,6 +350,14 @@ TEST(CliRun, CustomRematOffloadsTheNamedActivations) {
   EXPECT_NE(ops.find("layers.1.reload.attn.k_proj,copy"), std::string::npos);
   EXPECT_EQ(ops.find("layers.1.recompute.attn.q_proj,"), std::string::npos);
   EXPECT_NE(ops.find("layers.1.recompute.mlp.gate_proj,"), std::string::npos);
+  r = run_tpusim("run --arch v5e --gemm 128,128,128 --moe-capacity-factor 1.25 --quiet --out " + d.path() + "/x", d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--moe-capacity-factor needs --model"), std::string::npos) << r.err;
+  r = run_tpusim(base + d.path() + "/x --moe-capacity-factor 1.25", d);  // the tiny decoder has no experts
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("moe_capacity_factor: expected 0 for a model without mixture-of-experts layers"),
+            std::string::npos)
+      << r.err;
   r = run_tpusim(base + d.path() + "/x --remat custom:query_proj=host", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--remat: expected a place remat, device or offload (entry 'query_proj=host'), found "

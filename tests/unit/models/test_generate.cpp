@@ -3,6 +3,7 @@
 // closed-form count of analysis.h (within the stated tolerance).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "models/zoo.h"
@@ -386,6 +387,41 @@ TEST(Generate, RematSpecsParseAndPrint) {
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("multi-head latent attention has no key_proj"), std::string::npos) << e.what();
   }
+}
+
+// MaxText's dropping MoE (moe_capacity_factor): per sequence of 16
+// tokens, top-2 of 8 experts, capacity factor 1.25: C = ceil(16 x 2 / 8 x
+// 1.25) = 5 slots per expert. The dispatch einsum [B,S,h] x [B,S,E,C] ->
+// [E,B,C,h] feeds the experts all E x B x C = 8 x 2 x 5 = 80 slots, and
+// the combine einsum (the mask times the router's probabilities) brings
+// them back; the router gets a gradient through the combine mask. A
+// capacity factor on a dense model, under expert parallelism or out of
+// range is an error.
+TEST(Generate, DroppingMoeDispatchesThroughCapacitySlots) {
+  ModelSpec m = load_model("mixtral-8x7b");
+  m.transformer.layers = 2;
+  PhaseOptions o = small(Phase::train);
+  o.moe_capacity_factor = 1.25;
+  Workload w = generate(m, o);
+  const Op* d = w.find_op("layers.1.mlp.dispatch");
+  const Op* c = w.find_op("layers.1.mlp.combine");
+  ASSERT_TRUE(d && c);
+  EXPECT_EQ(d->as<MatmulAttrs>().equation, "bsm,bsec->ebcm");
+  EXPECT_EQ(w.find_tensor(d->inputs[1])->shape, (Shape{2, 16, 8, 5}));
+  EXPECT_EQ(w.find_tensor(w.find_op("layers.1.mlp.experts.g0.gate_proj")->inputs[0])->shape, (Shape{8, 10, 4096}));
+  EXPECT_EQ(w.find_tensor(c->outputs[0])->shape, (Shape{2, 16, 4096}));
+  EXPECT_NE(w.find_op("layers.1.mlp.router.grad_rhs"), nullptr);
+  // Expert MACs: 80 slots instead of the 64 routed rows (dropless).
+  const std::uint64_t gate = op_cost(w, *w.find_op("layers.1.mlp.experts.g0.gate_proj")).macs;
+  EXPECT_EQ(gate, 80ull * 4096 * 14336);
+  for (double bad : {-1.0, 65.0, std::nan("")}) {
+    PhaseOptions b = small(Phase::train);
+    b.moe_capacity_factor = bad;
+    EXPECT_THROW(generate(m, b), ModelError) << bad;
+  }
+  PhaseOptions dense = small(Phase::train);
+  dense.moe_capacity_factor = 1.25;
+  EXPECT_THROW(generate(load_model("llama2-7b"), dense), ModelError);
 }
 
 TEST(Generate, RejectsBadOptions) {
