@@ -155,6 +155,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         }
         po.quant.dynamic_activations = params.count("model.act_quant") && params["model.act_quant"] == "dynamic";
         if (params.count("model.sparsity")) models::parse_sparsity(params["model.sparsity"], &po.quant.weight_sparsity);
+        if (params.count("model.moe_capacity_factor"))
+          po.moe_capacity_factor = Value::from_text(params["model.moe_capacity_factor"]).number;
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
@@ -170,7 +172,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
                  {"kv_dtype", "--kv-dtype"},
                  {"weight_scales", "--weight-scales"},
                  {"act_quant", "--act-quant"},
-                 {"sparsity", "--sparsity"}})
+                 {"sparsity", "--sparsity"},
+                 {"moe_capacity_factor", "--moe-capacity-factor"}})
           if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
       } else if (params.count("workload.file")) {
         const std::string f = resolve_path(spec.dir, params["workload.file"]);

@@ -53,6 +53,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"weight_scales", "model.weight_scales"},
         {"act_quant", "model.act_quant"},
         {"sparsity", "model.sparsity"},
+        {"moe_capacity_factor", "model.moe_capacity_factor"},
     };
     // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
     v.insert(v.end(), serve_keys().begin(), serve_keys().end());
@@ -173,6 +174,10 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   } else if (key == "model.sparsity") {
     workloads::NmSparsity sp;
     if (!models::parse_sparsity(text, &sp)) c.add(p, k, "N:M with 1 <= N < M <= 64, or dense", "'" + text + "'");
+  } else if (key == "model.moe_capacity_factor") {
+    const Value v = Value::from_text(text);
+    if (!v.is_number || !(v.number >= 0 && v.number <= 64))
+      c.add(p, k, "a capacity factor in [0, 64] (0: dropless)", "'" + text + "'");
   } else if (key == "workload.fusion" || key == "workload.cmem") {
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
   } else if (key == "model.phase") {

@@ -289,6 +289,15 @@ TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
   EXPECT_THROW(parse_sweep_spec("base: {arch: v4, gemm: '8,8,8', cmem: maybe}\n", "bad.yaml"), ConfigError);
 }
 
+// A two-layer decoder model file (hidden 256), small enough to fit a chip
+// for training, with `extra` lines (e.g. its experts).
+void write_tiny_decoder(const std::string& path, const std::string& extra) {
+  std::ofstream(path) << "name: tiny\nfamily: decoder\nhidden: 256\nlayers: 2\nvocab: 1024\nmax_context: 2048\n"
+                         "norm: rmsnorm\nposition: rotary\ntied_embeddings: false\n"
+                         "attention: {heads: 4, kv_heads: 2, head_dim: 64}\nffn: {kind: swiglu, size: 512}\n"
+                      << extra;
+}
+
 // model.remat (`remat` in base) sweeps the training remat policy: each point runs
 // with --remat <policy>; an unknown policy is a located spec error.
 TEST(SweepSpec, RematPolicyBecomesRunFlag) {
@@ -321,9 +330,7 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   // decoder, small enough to fit).
   TmpDir d;
   const std::string model = (d.p / "tiny.yaml").string();
-  std::ofstream(model) << "name: tiny\nfamily: decoder\nhidden: 256\nlayers: 2\nvocab: 1024\nmax_context: 2048\n"
-                          "norm: rmsnorm\nposition: rotary\ntied_embeddings: false\n"
-                          "attention: {heads: 4, kv_heads: 2, head_dim: 64}\nffn: {kind: swiglu, size: 512}\n";
+  write_tiny_decoder(model, "");
   const SweepSpec c = parse_sweep_spec(
       "base: {arch: v5p, model: " + model + ", phase: train, batch: 1, seq: 128}\n"
       "axes:\n  grid:\n    model.remat: [\"custom:decoder_layer_input=offload,qkv_proj=device\"]\n",
@@ -341,6 +348,37 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("a name among decoder_layer_input"), std::string::npos) << e.what();
+  }
+}
+
+// model.moe_capacity_factor (`moe_capacity_factor` in base) becomes
+// --moe-capacity-factor on the points that set it (a two-layer MoE model
+// file, small enough to fit); a value out of [0, 64] is a located error.
+TEST(SweepSpec, MoeCapacityFactorBecomesRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny_moe.yaml").string();
+  write_tiny_decoder(model, "moe: {experts: 4, top_k: 2, expert_ffn_size: 512}\n");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v5p, model: " + model +
+                                           ", phase: train, batch: 1, seq: 64}\n"
+                                           "axes:\n  grid:\n    model.moe_capacity_factor: [0, 1.25]\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 2u);
+  std::vector<std::string> flags;
+  for (const auto& pt : pts) {
+    ASSERT_TRUE(pt.error.empty()) << pt.error;
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), "--moe-capacity-factor");
+    ASSERT_NE(it, pt.run_args.end());
+    flags.push_back(*(it + 1));
+  }
+  EXPECT_EQ(flags, (std::vector<std::string>{"0", "1.25"}));
+  try {
+    parse_sweep_spec("base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.moe_capacity_factor: [1, 65]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a capacity factor in [0, 64]"), std::string::npos) << e.what();
   }
 }
 
