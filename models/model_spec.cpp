@@ -118,7 +118,7 @@ std::string parse_remat_spec(const std::string& s, RematPolicy* policy, RematCus
   RematCustom c;
   if (colon != std::string::npos) {
     if (r != RematPolicy::custom) return "':name=place' entries only after custom";
-    std::string tensors, places;
+    std::string tensors;
     for (std::size_t i = 0; i < c.place.size(); ++i)
       tensors += std::string(i ? ", " : "") + remat_tensor_name(static_cast<RematTensor>(i));
     std::size_t at = colon + 1;

@@ -114,6 +114,14 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const std::int64_t B = a.batch, Lq = a.q_len, H = a.heads, D = a.head_dim, Dv = a.v_dim, Lkv = a.kv_len,
                      KVH = a.kv_heads;
   const std::int64_t sub = attention_sub_block(f, bkv);
+  // The pass's kernel (workloads::attention_kernel), its matmuls by form.
+  const workloads::AttentionKernel& kern = a.kernel();
+  std::vector<workloads::AttentionMatmul> score_mms, from_mms, trans_mms;
+  for (const auto& mm : kern.matmuls)
+    (mm.form == workloads::AttentionMatmulForm::scores        ? score_mms
+     : mm.form == workloads::AttentionMatmulForm::from_scores ? from_mms
+                                                              : trans_mms)
+        .push_back(mm);
   const std::int64_t nq = ceil_div(Lq, bp), ng = KVH / hb;
   const std::uint64_t out_elems = static_cast<std::uint64_t>(B * Lq * H * Dv);
   const Ref qr = cx.ref(q.name), kr = cx.ref(k.name), vr = cx.ref(v.name);
@@ -170,21 +178,13 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // row max and row sum go to the two XLUs side by side.
           const std::int64_t ns = ceil_div(cn, sub);
           auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
-          // The pass's kernel (workloads::attention_kernel): its score
-          // matmuls (S; the backward kernels' dP = dO V^T beside it) are
-          // issued ahead of the VPU's softmax (forward, with the row max and
-          // sum on the XLUs) or P and dS (backward: the forward's
-          // log-sum-exp is saved); then the matmuls from the scores (O = PV;
-          // dQ = dS K); the transposed ones (dV = P^T dO, dK = dS^T Q) take
-          // kDkvComputeKeys keys at once in M, the block's query rows
-          // contracted.
-          const workloads::AttentionKernel& kern = a.kernel();
-          std::vector<workloads::AttentionMatmul> score_mms, from_mms, trans_mms;
-          for (const auto& mm : kern.matmuls)
-            (mm.form == workloads::AttentionMatmulForm::scores        ? score_mms
-             : mm.form == workloads::AttentionMatmulForm::from_scores ? from_mms
-                                                                      : trans_mms)
-                .push_back(mm);
+          // The kernel's score matmuls (S; the backward kernels' dP = dO
+          // V^T beside it) are issued ahead of the VPU's softmax (forward,
+          // with the row max and sum on the XLUs) or P and dS (backward: the
+          // forward's log-sum-exp is saved); then the matmuls from the
+          // scores (O = PV; dQ = dS K); the transposed ones (dV = P^T dO,
+          // dK = dS^T Q) take kDkvComputeKeys keys at once in M, the block's
+          // query rows contracted.
           std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
           const std::int64_t ahead = attention_lookahead(f, rows);
           // Matmuls of one form stream different rows, so they are separate
