@@ -13,8 +13,8 @@
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
-#include "sim/cli/remat_option.h"
 #include "sim/cli/quant_options.h"
+#include "sim/cli/step_options.h"
 #include "workloads/io/workload_file.h"
 
 namespace tpusim::sim {
@@ -147,6 +147,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");
   po::variables_map vm;
+  add_kernel_options(opts);
   add_quant_options(opts);
   if (!parse_command_args(
           "model export",
@@ -165,6 +166,7 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.image_size = vm["image"].as<std::int64_t>();
   read_quant_options(vm, "model export", dtype_opt(vm, "dtype"), p);
   remat_option("model export", vm, p);
+  kernel_options("model export", vm, p);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   try {
     if (vm.count("mesh")) p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), mesh_axis_names());

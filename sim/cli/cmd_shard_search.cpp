@@ -15,7 +15,7 @@
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
 #include "sim/cli/quant_options.h"
-#include "sim/cli/remat_option.h"
+#include "sim/cli/step_options.h"
 #include "sim/codesign/shard_search.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
@@ -48,16 +48,26 @@ void check_sizes(const std::string& cmd, const po::variables_map& vm) {
       throw UsageError(cmd + ": --" + k + " must be in [1, 2^40], found " + std::to_string(vm[k].as<std::int64_t>()));
 }
 
-std::vector<models::RematPolicy> remat_list(const std::string& text) {
-  std::vector<models::RematPolicy> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    models::RematPolicy r;
-    if (!models::parse_remat(item, &r))
-      throw UsageError("shard-search: --remat expects a list of none, minimal, selective, full (or all), found '" +
-                       item + "'");
-    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+// --remat values: each a comma-separated list of policy names (or all:
+// none, minimal, selective, full), or one custom[:name=place,...] (whose
+// entries are comma-separated too). Each policy once, in its canonical
+// spelling (PhaseOptions::remat_str).
+std::vector<std::string> remat_list(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& item) {
+    models::PhaseOptions p;
+    const std::string err = models::parse_remat_spec(item, &p.remat, &p.remat_custom);
+    if (!err.empty()) throw UsageError("shard-search: --remat: expected " + err + ", found '" + item + "'");
+    if (std::find(out.begin(), out.end(), p.remat_str()) == out.end()) out.push_back(p.remat_str());
+  };
+  for (const auto& v : values) {
+    if (v.compare(0, 6, "custom") == 0) {
+      add(v);
+      continue;
+    }
+    std::stringstream ss(v == "all" ? "none,minimal,selective,full" : v);
+    std::string item;
+    while (std::getline(ss, item, ',')) add(item);
   }
   if (out.empty()) throw UsageError("shard-search: --remat names no policy");
   return out;
@@ -72,8 +82,10 @@ void write_text(const std::string& path, const std::string& text) {
 int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("shard-search options");
   add_common(opts);
-  opts.add_options()("remat", po::value<std::string>()->default_value("none"),
-                     "train: remat policies to try, comma separated, or all (none,minimal,selective,full)")(
+  add_kernel_options(opts);
+  opts.add_options()("remat", po::value<std::vector<std::string>>()->composing(),
+                     "train: remat policies to try: names, comma separated, or all (none,minimal,selective,full); "
+                     "repeat the option for MaxText's custom:NAME=PLACE,... (default none)")(
       "no-sequence-parallel", po::bool_switch(), "do not try Megatron sequence parallelism with tensor > 1")(
       "sample-layers", po::value<int>()->default_value(0),
       "simulate N and 2N decoder layers and extrapolate to the model's layer count (0 = every layer)")(
@@ -100,10 +112,15 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   o.batch = vm["batch"].as<std::int64_t>();
   o.seq = vm["seq"].as<std::int64_t>();
   o.context = vm["context"].as<std::int64_t>();
-  const std::string remat = vm["remat"].as<std::string>();
-  o.remats = remat_list(remat == "all" ? "none,minimal,selective,full" : remat);
-  if (vm["remat"].defaulted() == false && o.phase != models::Phase::train)
-    throw UsageError("shard-search: --remat applies to --phase train only");
+  if (vm.count("remat")) {
+    if (o.phase != models::Phase::train) throw UsageError("shard-search: --remat applies to --phase train only");
+    o.remats = remat_list(vm["remat"].as<std::vector<std::string>>());
+  }
+  models::PhaseOptions kernels;
+  kernels.phase = o.phase;
+  kernel_options("shard-search", vm, kernels);
+  o.fused_attention_backward = kernels.fused_attention_backward;
+  o.moe_capacity_factor = kernels.moe_capacity_factor;
   o.sequence_parallel_variants = !vm["no-sequence-parallel"].as<bool>();
   o.sample_layers = vm["sample-layers"].as<int>();
   if (o.sample_layers < 0 || o.sample_layers > 100000)
@@ -142,8 +159,9 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
 int shard_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("shard-search point options");
   add_common(opts);
+  add_kernel_options(opts);
   opts.add_options()("mesh", po::value<std::string>()->required(), "mesh axes over the slice, e.g. fsdp=16,tensor=4")(
-      "remat", po::value<std::string>(), "none, minimal, selective or full")(
+      "remat", po::value<std::string>(), "a remat policy, as tpusim run --remat takes it")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the tensor axis")(
       "layers", po::value<std::int64_t>(), "simulate this many decoder layers instead of the model's")(
       "out", po::value<std::string>()->required(), "output directory");
@@ -162,6 +180,7 @@ int shard_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   models::PhaseOptions p;
   read_phase_options(vm, "shard-search point", p);
   remat_option("shard-search point", vm, p);
+  kernel_options("shard-search point", vm, p);
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.mesh = workloads::parse_mesh(vm["mesh"].as<std::string>(), models::mesh_axis_names());
   RunOptions ro;

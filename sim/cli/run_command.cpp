@@ -12,8 +12,8 @@
 #include "sim/cli/cli.h"
 #include "sim/report/run_html.h"
 #include "sim/cli/lora_options.h"
-#include "sim/cli/remat_option.h"
 #include "sim/cli/quant_options.h"
+#include "sim/cli/step_options.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/run.h"
@@ -50,10 +50,6 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
       "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
-      "fused-attention-backward", po::bool_switch(),
-      "--model --phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV kernels")(
-      "moe-capacity-factor", po::value<double>()->default_value(0.0, "0"),
-      "--model with mixture-of-experts layers: MaxText's dropping MoE, C = ceil(seq x top_k / experts x F) slots per expert and sequence, dispatch and combine as einsums (0: dropless)")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
       "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
@@ -76,6 +72,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "max-events", po::value<double>()->default_value(static_cast<double>(kDefaultMaxEvents), "1e10"),
       "refuse, before simulating, a lowered program of more events (instructions plus DMA requests; DMA transfers with hbm.model=calibrated) "
       "than this (0 = no limit)");
+  add_kernel_options(opts);
   add_quant_options(opts);
   add_lora_options(opts);
   po::variables_map vm;
@@ -135,11 +132,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;
     po.sequence_parallel = vm["sequence-parallel"].as<bool>();
-    po.fused_attention_backward = vm["fused-attention-backward"].as<bool>();
-    if (po.fused_attention_backward && po.phase != models::Phase::train)
-      throw UsageError("run: --fused-attention-backward needs --phase train");
+    kernel_options("run", vm, po);
     remat_option("run", vm, po);
-    po.moe_capacity_factor = vm["moe-capacity-factor"].as<double>();
     po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     if (!fit.fits) throw UsageError("run: " + fit.message);

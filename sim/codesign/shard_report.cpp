@@ -31,7 +31,7 @@ std::vector<const ShardPoint*> ranked(const ShardSearchResult& r, bool ok) {
 }
 
 std::string remat_text(const ShardSearchResult& r, const ShardPoint& p) {
-  return r.options.phase == models::Phase::train && p.status != "cannot_shard" ? models::remat_name(p.remat) : "-";
+  return r.options.phase == models::Phase::train && p.status != "cannot_shard" ? p.remat : "-";
 }
 
 std::vector<std::string> table_header() {
@@ -100,7 +100,7 @@ void print_shard_search(const ShardSearchResult& r, std::ostream& os) {
   for (const auto& p : r.points) {
     if (p.status == "ok") continue;
     os << "  " << p.status << ": " << p.label();
-    if (p.status != "cannot_shard" && r.options.phase == models::Phase::train) os << " remat " << models::remat_name(p.remat);
+    if (p.status != "cannot_shard" && r.options.phase == models::Phase::train) os << " remat " << p.remat;
     os << ": " << p.short_reason << "\n";
   }
 }

@@ -175,6 +175,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   base.batch = o.batch;
   base.seq_len = o.seq;
   base.context = o.context;
+  base.fused_attention_backward = o.fused_attention_backward;
+  base.moe_capacity_factor = o.moe_capacity_factor;
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
@@ -190,7 +192,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   }
   r.options.sample_layers = static_cast<int>(sample);
 
-  const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<models::RematPolicy>{models::RematPolicy::none};
+  const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<std::string>{"none"};
   const bool sp_phase = spec.family == models::Family::decoder &&
                         (o.phase == models::Phase::prefill || o.phase == models::Phase::train);
   std::vector<ShardPoint> sims, others;
@@ -214,6 +216,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
       pt.sequence_parallel = sp;
       try {
         models::check_mesh(spec, po);
+        models::check_options(spec, po);  // e.g. the dropping MoE under expert parallelism
       } catch (const models::ModelError& e) {
         pt.status = "cannot_shard";
         pt.reason = e.what();
@@ -221,8 +224,9 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
         others.push_back(pt);
         continue;
       }
-      for (auto rm : remats) {
-        po.remat = rm;
+      for (const auto& rm : remats) {
+        const std::string err = models::parse_remat_spec(rm, &po.remat, &po.remat_custom);
+        if (!err.empty()) throw std::invalid_argument("--remat: expected " + err + ", found '" + rm + "'");
         pt.remat = rm;
         const models::FitReport fit = models::check_fit(spec, po, r.config.hbm.capacity_bytes, r.config.host_memory_per_chip());
         pt.memory_bytes = fit.needed_bytes;
@@ -262,8 +266,10 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
         s.args.insert(s.args.end(), {"shard-search", "point", "--model", o.model, "--arch", o.arch, "--slice", o.slice,
                                      "--mesh", pt.mesh, "--phase", models::phase_name(o.phase), "--batch",
                                      std::to_string(o.batch), "--seq", std::to_string(o.seq), "--context",
-                                     std::to_string(o.context), "--remat", models::remat_name(pt.remat), "--out", s.dir});
+                                     std::to_string(o.context), "--remat", pt.remat, "--out", s.dir});
         if (pt.sequence_parallel) s.args.push_back("--sequence-parallel");
+        if (o.fused_attention_backward) s.args.push_back("--fused-attention-backward");
+        if (o.moe_capacity_factor > 0) s.args.insert(s.args.end(), {"--moe-capacity-factor", format_real(o.moe_capacity_factor, 17)});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
         if (sample > 0) s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});
         return s;

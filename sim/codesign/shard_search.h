@@ -4,7 +4,7 @@
 // models/sharding.h shards them) each over consecutive whole slice
 // dimensions (sim/engine/slice_setup.h's mapping rule), every chip in
 // some axis; Megatron sequence parallelism as a variant of tensor > 1;
-// each remat policy asked for (train only). Meshes that place the same
+// each remat policy asked for (train only, named or MaxText's custom). Meshes that place the same
 // axes on dimensions of the same lengths and wraparound are duplicates
 // and enumerated once. A mesh the model cannot shard (heads, KV heads,
 // experts, FFN size, batch or sequence not divisible) is listed with the
@@ -42,7 +42,12 @@ struct ShardSearchOptions {
   std::vector<std::string> sets;  // config overrides key=value (--set), for the fit check and every child
   models::Phase phase = models::Phase::train;
   std::int64_t batch = 8, seq = 2048, context = 2048;
-  std::vector<models::RematPolicy> remats = {models::RematPolicy::none};  // train only
+  // Train only: the remat policies to try, as --remat takes them (a policy
+  // name or custom:name=place,..., models::parse_remat_spec).
+  std::vector<std::string> remats = {"none"};
+  // Kernel choices of every point (models::PhaseOptions).
+  bool fused_attention_backward = false;
+  double moe_capacity_factor = 0;
   bool sequence_parallel_variants = true;
   int sample_layers = 0;  // 0 = simulate every layer
   std::string out_dir;
@@ -63,7 +68,7 @@ struct RunFigures {
 struct ShardPoint {
   std::string mesh;  // "fsdp=16,tensor=4"
   bool sequence_parallel = false;
-  models::RematPolicy remat = models::RematPolicy::none;
+  std::string remat = "none";  // as --remat takes it
   std::string status;  // "ok", "error", "no_fit", "cannot_shard"
   std::string reason;        // why not ok (in full, for the CSV)
   std::string short_reason;  // one line, for the terminal

@@ -77,7 +77,7 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
   static const std::map<std::string, std::string> defaults = {
       {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},       {"model.seq", "2048"},
       {"model.context", "2048"}, {"model.image", "224"},    {"workload.dtype", "bf16"}, {"workload.fusion", "true"},
-      {"workload.cmem", "true"},  {"model.remat", "none"}};
+      {"workload.cmem", "true"},  {"model.remat", "none"}, {"model.fused_attention_backward", "false"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -157,6 +157,10 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (params.count("model.sparsity")) models::parse_sparsity(params["model.sparsity"], &po.quant.weight_sparsity);
         if (params.count("model.moe_capacity_factor"))
           po.moe_capacity_factor = Value::from_text(params["model.moe_capacity_factor"]).number;
+        po.fused_attention_backward =
+            params.count("model.fused_attention_backward") && params["model.fused_attention_backward"] == "true";
+        if (po.fused_attention_backward && po.phase != models::Phase::train)
+          throw std::runtime_error("model.fused_attention_backward: true needs model.phase train");
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
@@ -175,6 +179,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
                  {"sparsity", "--sparsity"},
                  {"moe_capacity_factor", "--moe-capacity-factor"}})
           if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
+        if (po.fused_attention_backward) a.push_back("--fused-attention-backward");
       } else if (params.count("workload.file")) {
         const std::string f = resolve_path(spec.dir, params["workload.file"]);
         if (!fs::exists(f)) throw std::runtime_error("workload file not found: " + f);

@@ -54,6 +54,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"act_quant", "model.act_quant"},
         {"sparsity", "model.sparsity"},
         {"moe_capacity_factor", "model.moe_capacity_factor"},
+        {"fused_attention_backward", "model.fused_attention_backward"},
     };
     // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
     v.insert(v.end(), serve_keys().begin(), serve_keys().end());
@@ -178,7 +179,7 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
     const Value v = Value::from_text(text);
     if (!v.is_number || !(v.number >= 0 && v.number <= 64))
       c.add(p, k, "a capacity factor in [0, 64] (0: dropless)", "'" + text + "'");
-  } else if (key == "workload.fusion" || key == "workload.cmem") {
+  } else if (key == "workload.fusion" || key == "workload.cmem" || key == "model.fused_attention_backward") {
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
   } else if (key == "model.phase") {
     models::Phase ph;
@@ -537,7 +538,8 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
       spec.serve = spec.serve || is_serve_key(k);
     }
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
-                        "model.remat", "workload.dtype", "workload.fusion", "workload.cmem"})
+                        "model.remat", "model.fused_attention_backward", "workload.dtype", "workload.fusion",
+                        "workload.cmem"})
     names.insert(k);
   std::vector<std::string> name_list(names.begin(), names.end());
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {

@@ -330,6 +330,42 @@ TEST(CliRun, OffloadedRematMovesActivationsOverTheHostLink) {
 // (64 x 256 x bf16 = 32768 bytes), q (32768), k and v (16384 each) go to
 // host memory and come back: 2 layers x 98304 x 2 = 393216 bytes over the
 // host link. A bad entry is named with what was expected.
+// `model export` takes the same step options as `run`: the exported
+// training step has splash attention's fused backward kernel with
+// --fused-attention-backward and its dQ and dK/dV kernels without; a MoE
+// model with --moe-capacity-factor exports the dispatch and combine
+// einsums; misuse is a usage or model error.
+TEST(CliModelExport, TakesRunsStepOptions) {
+  TempDir d;
+  const std::string dense = d.path() + "/tiny.yaml", moe = d.path() + "/moe.yaml";
+  std::ofstream(dense) << tpusim::test::kTinyDecoder;
+  std::ofstream(moe) << tpusim::test::kTinyDecoder << "moe: {experts: 4, top_k: 2, expert_ffn_size: 512}\n";
+  const std::string train = " --phase train --batch 1 --seq 64";
+  Result r = run_tpusim("model export " + dense + train + " --fused-attention-backward", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("layers.0.attn.core.grad_qkv"), std::string::npos);
+  EXPECT_EQ(r.out.find(".grad_kv"), std::string::npos);
+  r = run_tpusim("model export " + dense + train, d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find(".grad_qkv"), std::string::npos);
+  EXPECT_NE(r.out.find("layers.0.attn.core.grad_kv"), std::string::npos);
+  r = run_tpusim("model export " + moe + train + " --moe-capacity-factor 1.25", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("layers.0.mlp.dispatch"), std::string::npos);
+  EXPECT_NE(r.out.find("bsm,bsec->ebcm"), std::string::npos);
+  r = run_tpusim("model export " + moe + train, d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("bsm,bsec->ebcm"), std::string::npos);
+  r = run_tpusim("model export " + dense + " --phase prefill --fused-attention-backward", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("model export: --fused-attention-backward needs --phase train"), std::string::npos) << r.err;
+  r = run_tpusim("model export " + dense + train + " --moe-capacity-factor 2", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("moe_capacity_factor: expected 0 for a model without mixture-of-experts layers"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliRun, CustomRematOffloadsTheNamedActivations) {
   TempDir d;
   const std::string model = d.path() + "/tiny.yaml";

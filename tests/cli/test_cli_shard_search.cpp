@@ -169,6 +169,51 @@ TEST(CliShardSearch, LayerSamplingMatchesTheFullRun) {
   }
 }
 
+// --remat takes the named policies and MaxText's custom policy (a
+// repeated option, since its entries are comma separated), and
+// --fused-attention-backward reaches every simulation: each mesh is
+// simulated once per policy; the custom policy that keeps q, k and v on
+// the device recomputes less than full remat, which rebuilds the whole
+// layer; the fused backward kernel (5 matmuls per score against 7) does
+// fewer hardware FLOPs than the same search without it.
+TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
+  TempDir t1, t2;
+  const std::string custom = "custom:decoder_layer_input=offload,query_proj=device,key_proj=device,value_proj=device";
+  const std::string policies =
+      "--slice 4x1x1 --batch 4 --seq 512 --no-sequence-parallel --remat full,qkv_proj_offloaded "
+      "--remat custom:decoder_layer_input=offload,qkv_proj=device";
+  const Rows fused = search(t1, decoder(4096), policies + " --fused-attention-backward");
+  const Rows split = search(t2, decoder(4096), policies);
+  std::map<std::string, std::set<std::string>> remats;  // mesh -> policies simulated
+  for (const auto& r : fused) {
+    ASSERT_EQ(r.at("status"), "ok") << r.at("mesh") << " " << r.at("reason");
+    EXPECT_TRUE(remats[r.at("mesh")].insert(r.at("remat")).second) << r.at("mesh") << " " << r.at("remat");
+  }
+  ASSERT_FALSE(remats.empty());
+  for (const auto& [mesh, set] : remats)
+    EXPECT_EQ(set, (std::set<std::string>{"full", "qkv_proj_offloaded", custom})) << mesh;
+  // hfu x seconds: the hardware FLOPs over the chip's peak.
+  auto hw = [](const Rows& rows, const std::string& mesh, const std::string& remat) {
+    for (const auto& r : rows)
+      if (r.at("mesh") == mesh && r.at("remat") == remat) return std::stod(r.at("hfu")) * std::stod(r.at("seconds"));
+    throw std::runtime_error("no row " + mesh + " " + remat);
+  };
+  for (const auto& [mesh, set] : remats) {
+    EXPECT_LT(hw(fused, mesh, custom), hw(fused, mesh, "full")) << mesh;
+    EXPECT_LT(hw(fused, mesh, "full"), hw(split, mesh, "full")) << mesh;
+  }
+
+  // MaxText's dropping MoE shards its experts as weights: under expert
+  // parallelism the mesh cannot shard, with the option's reason.
+  TempDir t3;
+  const Rows moe = search(t3, decoder(4096) + "moe: {experts: 4, top_k: 2, expert_ffn_size: 512}\n",
+                          "--slice 4x1x1 --batch 4 --seq 512 --no-sequence-parallel --moe-capacity-factor 1.25");
+  const auto& ep = row(moe, "expert=4");
+  EXPECT_EQ(ep.at("status"), "cannot_shard");
+  EXPECT_NE(ep.at("reason").find("0 under expert parallelism"), std::string::npos) << ep.at("reason");
+  EXPECT_EQ(row(moe, "fsdp=4").at("status"), "ok") << row(moe, "fsdp=4").at("reason");
+}
+
 TEST(CliShardSearch, BadInputIsAUsageError) {
   TempDir t;
   auto rc = [&](const std::string& a) { return tpusim::test::run_tpusim_in(t.path(), "shard-search " + a).rc; };
@@ -176,6 +221,12 @@ TEST(CliShardSearch, BadInputIsAUsageError) {
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 3x5x7 --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase decode --remat full --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5e --slice 1x1 --out " + t.path() + "/o"), 2);  // one chip: no mesh
+  EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --remat custom:query_proj=host --out " + t.path() + "/o"), 2);
+  EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase prefill --fused-attention-backward --out " +
+               t.path() + "/o"),
+            2);
+  // A dense model has no experts to drop tokens from: a model error.
+  EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --moe-capacity-factor 1.25 --out " + t.path() + "/o"), 2);
 }
 
 }  // namespace

@@ -382,6 +382,43 @@ TEST(SweepSpec, MoeCapacityFactorBecomesRunFlag) {
   }
 }
 
+TEST(SweepSpec, FusedAttentionBackwardBecomesRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v5p, model: " + model +
+                                           ", batch: 1, seq: 64}\n"
+                                           "axes:\n  grid:\n    model.phase: [train, prefill]\n"
+                                           "    model.fused_attention_backward: [false, true]\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  int flagged = 0, refused = 0;
+  for (const auto& pt : pts) {
+    const bool fused = std::find(pt.run_args.begin(), pt.run_args.end(), "--fused-attention-backward") != pt.run_args.end();
+    const bool train = std::find(pt.run_args.begin(), pt.run_args.end(), "train") != pt.run_args.end();
+    if (!pt.error.empty()) {
+      // The fused backward kernel on a prefill point: the point's own error.
+      EXPECT_NE(pt.error.find("model.fused_attention_backward: true needs model.phase train"), std::string::npos)
+          << pt.error;
+      ++refused;
+    } else {
+      flagged += fused;
+      EXPECT_TRUE(!fused || train);
+    }
+  }
+  EXPECT_EQ(flagged, 1);
+  EXPECT_EQ(refused, 1);
+  try {
+    parse_sweep_spec("base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.fused_attention_backward: [yes]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("true or false"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SweepResults, TornLastLineIsDropped) {
   TmpDir d;
   const std::string path = (d.p / "results.csv").string();

@@ -1,0 +1,56 @@
+// The options of a model step shared by `tpusim run`, `tpusim model
+// export`, `tpusim shard-search` and its points:
+// - --remat with a policy name or custom[:name=place,...]
+//   (models::parse_remat_spec), and --recompute, the older spelling of
+//   --remat full. Giving both is allowed only when they agree.
+// - --fused-attention-backward (train): splash attention's fused backward
+//   kernel (PhaseOptions::fused_attention_backward).
+// - --moe-capacity-factor F: MaxText's dropping MoE
+//   (PhaseOptions::moe_capacity_factor); its range and the model's
+//   support are checked where the options are (models::check_options).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "models/model_spec.h"
+#include "sim/cli/cli.h"
+
+namespace tpusim::sim {
+
+inline void remat_option(const std::string& cmd, const boost::program_options::variables_map& vm,
+                         models::PhaseOptions& o) {
+  o.remat = models::RematPolicy::none;
+  o.remat_custom = {};
+  const bool recompute = vm.count("recompute") && vm["recompute"].as<bool>();
+  if (vm.count("remat")) {
+    const std::string text = vm["remat"].as<std::string>();
+    const std::string err = models::parse_remat_spec(text, &o.remat, &o.remat_custom);
+    if (!err.empty()) throw UsageError(cmd + ": --remat: expected " + err + ", found '" + text + "'");
+    if (recompute && o.remat != models::RematPolicy::full)
+      throw UsageError(cmd + ": --recompute means --remat full, but --remat " + text + " is given too");
+  } else if (recompute) {
+    o.remat = models::RematPolicy::full;
+  }
+}
+
+inline void add_kernel_options(boost::program_options::options_description& opts) {
+  namespace po = boost::program_options;
+  opts.add_options()(
+      "fused-attention-backward", po::bool_switch(),
+      "--phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV "
+      "kernels")("moe-capacity-factor", po::value<double>()->default_value(0.0, "0"),
+                 "models with mixture-of-experts layers: MaxText's dropping MoE, C = ceil(seq x top_k / experts x F) "
+                 "slots per expert and sequence, dispatch and combine as einsums (0: dropless)");
+}
+
+// Reads add_kernel_options' options into `o`, whose phase is already set.
+inline void kernel_options(const std::string& cmd, const boost::program_options::variables_map& vm,
+                           models::PhaseOptions& o) {
+  o.fused_attention_backward = vm["fused-attention-backward"].as<bool>();
+  if (o.fused_attention_backward && o.phase != models::Phase::train)
+    throw UsageError(cmd + ": --fused-attention-backward needs --phase train");
+  o.moe_capacity_factor = vm["moe-capacity-factor"].as<double>();
+}
+
+}  // namespace tpusim::sim
