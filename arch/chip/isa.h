@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "arch/common/chunked_vector.h"
 #include "arch/common/dtype.h"
 
 namespace tpusim::arch {
@@ -163,7 +164,7 @@ struct DepRange {
 // A lowered workload: instructions in issue order (each core issues its own
 // instructions in this order); deps always point backwards.
 struct Program {
-  std::vector<Instr> instrs;
+  ChunkedVector<Instr> instrs;        // chunked: growing never copies it (chunked_vector.h)
   std::vector<InstrId> dep_pool;      // every instruction's waits, back to back
   std::vector<std::string> op_names;  // indexed by Instr::op
   std::vector<CollectiveGroup> groups;  // indexed by IciWork::group

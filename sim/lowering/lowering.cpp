@@ -70,15 +70,15 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     return d;
   };
 
-  // The program grows by projection rather than doubling: once it is three
-  // quarters full, it is reserved for 1.5x the whole workload at the
-  // instructions per operator emitted so far (at least double, at most 8x:
-  // an instruction-heavy first operator, e.g. a long sequence's attention,
-  // would otherwise project terabytes, which the allocator refuses). A
-  // training step's millions of instructions were otherwise copied through
-  // five doublings, each a fresh block of memory the kernel had to fault
-  // in; reserved and untouched capacity costs address space only. The pool
-  // of waits (Program::dep_pool) grows the same way.
+  // The instructions grow chunk by chunk and never move
+  // (arch::ChunkedVector). The pool of waits (Program::dep_pool, a tenth
+  // of their bytes) grows by projection rather than doubling: once it is
+  // three quarters full, it is reserved for 1.5x the whole workload at the
+  // waits per operator emitted so far (at least double, at most 8x: an
+  // instruction-heavy first operator, e.g. a long sequence's attention,
+  // would otherwise project terabytes, which the allocator refuses), so it
+  // is copied a few times rather than through every doubling; reserved and
+  // untouched capacity costs address space only.
   std::size_t done_ops = 0;
   auto grow_by_projection = [&](auto& v) {
     if (done_ops == 0 || v.size() * 4 < v.capacity() * 3) return;
@@ -94,7 +94,6 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
   lowering::CollectiveMatmulEmitter cm_emit(
       cx, cm, pb, ready, out.ops, [&](std::size_t op, const std::string& except) { return deps_of(op, except); });
   for (const std::size_t i : order) {
-    grow_by_projection(out.program.instrs);
     grow_by_projection(out.program.dep_pool);
     ++done_ops;
     const Op& op = wl.ops[i];
