@@ -429,6 +429,15 @@ double attention_flops_per_token(const ModelSpec& m, std::int64_t context) {
   return f;
 }
 
+std::string layer_sampling_obstacle(const ModelSpec& m) {
+  if (m.family != Family::decoder) return "layer sampling needs a decoder";
+  const auto& t = m.transformer;
+  if (t.moe.enabled && t.moe.dense_layers_first > 0) return "the first layers are dense, the rest MoE";
+  if (t.attention.sliding_window > 0 && t.attention.sliding_window_every > 1)
+    return "sliding-window attention alternates between layers";
+  return "";
+}
+
 double flops_per_token(const ModelSpec& m, std::int64_t context) {
   return 2.0 * static_cast<double>(count_params(m).active_compute()) + attention_flops_per_token(m, context);
 }

@@ -57,6 +57,14 @@ std::uint64_t kv_cache_bytes_per_token(const ModelSpec& m, DType kv);
 // sliding-window layers keep at most their window.
 std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, std::int64_t tokens);
 
+// Layer sampling (simulating n and 2n decoder layers and extrapolating every
+// extensive figure linearly to the model's layer count, as `tpusim
+// shard-search --sample-layers` and validation cases with `sample_layers`
+// do) holds when every decoder layer lowers to the same instructions:
+// empty if so, else why not (not a decoder; dense layers before MoE ones;
+// sliding-window attention on some layers only).
+std::string layer_sampling_obstacle(const ModelSpec& m);
+
 // Decoders: forward FLOPs of one decode step of one sequence whose cache
 // holds `context` tokens: 2 * active_compute + attention over the context.
 double flops_per_token(const ModelSpec& m, std::int64_t context);

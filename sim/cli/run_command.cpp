@@ -50,6 +50,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
       "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
+      "layers", po::value<std::int64_t>(),
+      "--model (a decoder): simulate this many of its decoder layers; the fit check is the whole model's (layer "
+      "sampling, docs/validation.md)")(
       "recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
       "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
@@ -125,7 +128,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     so.dtype = *dtype;
     wl = csv ? workloads::read_scalesim_csv(f, so) : workloads::read_workload_file(f);
   } else if (vm.count("model")) {
-    const models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
+    models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
     models::PhaseOptions po;
     read_phase_options(vm, "run", po);
     read_quant_options(vm, "run", *dtype, po);
@@ -137,6 +140,16 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     po.lora = read_lora_options(vm, "run");
     const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
     if (!fit.fits) throw UsageError("run: " + fit.message);
+    if (vm.count("layers")) {
+      const std::int64_t layers = vm["layers"].as<std::int64_t>();
+      if (spec.family != models::Family::decoder)
+        throw UsageError("run: --layers needs a decoder model; " + spec.name + " is a " +
+                         models::family_name(spec.family));
+      if (layers < 1 || layers > spec.transformer.layers)
+        throw UsageError("run: --layers must be in [1, " + std::to_string(spec.transformer.layers) + "], found " +
+                         std::to_string(layers));
+      spec.transformer.layers = layers;
+    }
     wl = models::generate(spec, po);
     // Tokens the run processes, for tokens per joule: one per sequence in
     // a decode step, every position in prefill and train; infer (CNNs,
@@ -158,6 +171,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm["fused-attention-backward"].as<bool>() && !vm.count("model"))
     throw UsageError("run: --fused-attention-backward needs --model");
   if (vm.count("remat") && !vm.count("model")) throw UsageError("run: --remat needs --model");
+  if (vm.count("layers") && !vm.count("model")) throw UsageError("run: --layers needs --model");
   if (!vm["moe-capacity-factor"].defaulted() && !vm.count("model"))
     throw UsageError("run: --moe-capacity-factor needs --model");
   if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");

@@ -100,15 +100,6 @@ std::vector<std::string> axes_for(const models::ModelSpec& m, models::Phase phas
 
 // Whether every decoder layer lowers to the same work, so n and 2n layers
 // extrapolate exactly in the per-layer part.
-std::string sampling_obstacle(const models::ModelSpec& m) {
-  if (m.family != models::Family::decoder) return "layer sampling needs a decoder";
-  const auto& t = m.transformer;
-  if (t.moe.enabled && t.moe.dense_layers_first > 0) return "the first layers are dense, the rest MoE";
-  if (t.attention.sliding_window > 0 && t.attention.sliding_window_every > 1)
-    return "sliding-window attention alternates between layers";
-  return "";
-}
-
 std::map<std::string, std::string> read_summary(const std::string& path) {
   const auto rows = sweep::parse_csv(sweep::slurp_file(path));
   std::map<std::string, std::string> out;
@@ -181,7 +172,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
 
   std::int64_t sample = o.sample_layers;
   if (sample > 0) {
-    const std::string why = sampling_obstacle(spec);
+    const std::string why = models::layer_sampling_obstacle(spec);
     if (!why.empty() || 2 * sample >= spec.transformer.layers) {
       r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +
                         (why.empty() ? "2 x " + std::to_string(sample) + " layers are not fewer than the model's " +

@@ -13,11 +13,13 @@
 #include <sstream>
 
 #include "arch/common/dtype.h"
+#include "models/analysis.h"
 #include "models/model_spec.h"
 #include "models/zoo.h"
 #include "sim/config/config_error.h"
 #include "sim/config/node_diagnostics.h"
 #include "sim/sweep/sweep_spec.h"
+#include "sim/validate/runner.h"
 
 namespace tpusim::sim::validate {
 
@@ -34,11 +36,12 @@ const std::vector<std::string> kRequired = {"id",       "title",  "source",   "s
 const std::vector<std::string> kWorkloadKeys = {
     "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
     "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype",
-    "fused_attention_backward", "moe_capacity_factor"};
+    "fused_attention_backward", "moe_capacity_factor", "sample_layers"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
 const std::vector<std::string> kModelOnly = {"phase",     "batch", "seq",          "context",   "image",
                                              "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype",
-                                             "kv_dtype", "fused_attention_backward", "moe_capacity_factor"};
+                                             "kv_dtype", "fused_attention_backward", "moe_capacity_factor",
+                                             "sample_layers"};
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -188,6 +191,25 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
             "'" + w["moe_capacity_factor"].Scalar() + "'");
     else if (f)
       wl.moe_capacity_factor = w["moe_capacity_factor"].Scalar();
+  }
+  if (w["sample_layers"] && wl.source == "model" && contains(models::list_models(), wl.value)) {
+    const std::string key = where + ".sample_layers";
+    const std::optional<double> n = number(w["sample_layers"], key, c);
+    const models::ModelSpec spec = models::load_model(wl.value);
+    const std::string why = models::layer_sampling_obstacle(spec);
+    const std::int64_t layers = why.empty() ? spec.transformer.layers : 0;
+    if (!n) {
+      // number() reported it
+    } else if (!why.empty()) {
+      c.add(w["sample_layers"], key, "no layer sampling for model " + wl.value, why);
+    } else if (!(*n >= 1 && *n == std::floor(*n) && 2 * *n < static_cast<double>(layers))) {
+      c.add(w["sample_layers"], key,
+            "an integer n >= 1 with 2 x n below the model's " + std::to_string(layers) + " layers",
+            "'" + w["sample_layers"].Scalar() + "'");
+    } else {
+      wl.sample_layers = static_cast<std::int64_t>(*n);
+      wl.model_layers = layers;
+    }
   }
   if (w["remat"]) {
     wl.remat = text(w["remat"], where + ".remat", c);
@@ -401,6 +423,22 @@ std::vector<Case> parse_case_file(const std::string& content, const std::string&
     }
     parse_workload(get("workload"), dir, k, c);
     parse_metric(get("metric"), k, c);
+    if (k.workload.sample_layers > 0) {
+      // A sampled case's summary holds the extrapolated columns only (runner.h).
+      const std::pair<const char*, const std::optional<sweep::Expr>*> exprs[] = {
+          {"flops", &k.metric.flops}, {"bytes", &k.metric.bytes}, {"tokens", &k.metric.tokens}};
+      for (const auto& [key, e] : exprs) {
+        if (!*e) continue;
+        for (const auto& [name, col] : (*e)->names()) {
+          const auto& ok = kSampledColumns;
+          if (std::find(std::begin(ok), std::end(ok), name) == std::end(ok))
+            c.add(get("metric")[key], where + ".metric." + key,
+                  "with sample_layers, a number or an expression over seconds, total_flops, model_flops, "
+                  "hardware_flops",
+                  "'" + name + "'");
+        }
+      }
+    }
     if (const auto v = number(get("measured"), where + ".measured", c)) {
       if (*v <= 0) c.add(get("measured"), where + ".measured", "a value > 0", get("measured").Scalar());
       k.measured = *v;

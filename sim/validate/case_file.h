@@ -56,6 +56,12 @@ struct Workload {
   bool fused_attention_backward = false;  // --fused-attention-backward
   std::string moe_capacity_factor;        // --moe-capacity-factor, as written; empty: dropless
   std::string remat;  // empty = run's default (none, or full with recompute)
+  // Layer sampling (models::layer_sampling_obstacle): > 0 runs the case as
+  // two simulations of n and 2n decoder layers (`tpusim run --layers`) and
+  // extrapolates its extensive figures to the model's layer count
+  // (runner.h); 0 simulates every layer.
+  std::int64_t sample_layers = 0;
+  std::int64_t model_layers = 0;  // the model's decoder layers, with sample_layers
   bool fusion = true;
   bool cmem = true;
 };

@@ -1,6 +1,7 @@
 // Running and judging validation cases; see runner.h.
 #include "sim/validate/runner.h"
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -38,66 +39,116 @@ Outcome judge(const Case& c, double simulated) {
   return in ? Outcome::Pass : Outcome::Fail;
 }
 
+std::map<std::string, std::string> extrapolate_summary(const std::map<std::string, std::string>& at_n,
+                                                       const std::map<std::string, std::string>& at_2n,
+                                                       std::int64_t n, std::int64_t layers) {
+  std::map<std::string, std::string> out;
+  const double k = static_cast<double>(layers - n) / static_cast<double>(n);
+  for (const char* col : kSampledColumns) {
+    const auto a = at_n.find(col), b = at_2n.find(col);
+    if (a == at_n.end() || b == at_2n.end()) continue;
+    const sweep::Value x = sweep::Value::from_text(a->second), y = sweep::Value::from_text(b->second);
+    if (!x.is_number || !y.is_number) continue;
+    out[col] = format_real(x.number + k * (y.number - x.number), 17);
+  }
+  return out;
+}
+
 std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const ValidateRunOptions& opt) {
   std::vector<CaseResult> results(cases.size());
   fs::create_directories(opt.out_dir);
-  auto dir_of = [&](std::size_t i) { return (fs::path(opt.out_dir) / "runs" / cases[i].id).string(); };
+  // One child per case, or two for a case with layer sampling (n and 2n
+  // decoder layers, `tpusim run --layers`).
+  struct Job {
+    std::size_t c;
+    std::int64_t layers;  // 0: the model's own
+  };
+  // Whole training steps first (the longest cases by far), the rest in
+  // file order, so that with N jobs a long case does not start last and
+  // run alone; results keep the file order.
+  std::vector<Job> jobs;
+  std::vector<int> pending(cases.size(), 0);
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if ((cases[i].workload.phase == "train") != (pass == 0)) continue;
+      const std::int64_t n = cases[i].workload.sample_layers;
+      if (n > 0) {
+        jobs.push_back({i, n});
+        jobs.push_back({i, 2 * n});
+        pending[i] = 2;
+      } else {
+        jobs.push_back({i, 0});
+        pending[i] = 1;
+      }
+    }
+  auto case_dir = [&](std::size_t i) { return (fs::path(opt.out_dir) / "runs" / cases[i].id).string(); };
+  auto dir_of = [&](const Job& j) {
+    return j.layers > 0 ? (fs::path(case_dir(j.c)) / ("layers-" + std::to_string(j.layers))).string() : case_dir(j.c);
+  };
+  // Per case: the summaries of its runs (index 0: n layers or the only
+  // run, 1: 2n layers).
+  std::vector<std::array<std::map<std::string, std::string>, 2>> summaries(cases.size());
   sweep::ChildPoolOptions pool;
   pool.executable = opt.executable;
   pool.jobs = opt.jobs;
   pool.timeout = opt.case_timeout;
   std::size_t finished = 0;
-  // Whole training steps first (the longest cases by far), the rest in
-  // file order, so that with N jobs a long case does not start last and
-  // run alone; results keep the file order.
-  std::vector<std::size_t> order;
-  for (int pass = 0; pass < 2; ++pass)
-    for (std::size_t i = 0; i < cases.size(); ++i)
-      if ((cases[i].workload.phase == "train") == (pass == 0)) order.push_back(i);
   sweep::run_children(
-      cases.size(), pool,
+      jobs.size(), pool,
       [&](std::size_t k) {
-        const std::size_t i = order[k];
+        const Job& j = jobs[k];
         sweep::ChildSpec s;
-        s.dir = dir_of(i);
+        s.dir = dir_of(j);
         for (const auto& d : opt.config_path) s.args.insert(s.args.end(), {"--config-path", d});
-        const auto a = run_args(cases[i]);
+        const auto a = run_args(cases[j.c]);
         s.args.insert(s.args.end(), a.begin(), a.end());
+        if (j.layers > 0) s.args.insert(s.args.end(), {"--layers", std::to_string(j.layers)});
         s.args.insert(s.args.end(), {"--out", s.dir});
         s.keep_stdout = opt.keep_runs;
         return s;
       },
       [&](std::size_t k, const sweep::ChildExit& e) {
-        const std::size_t i = order[k];
+        const Job& j = jobs[k];
+        const std::size_t i = j.c;
+        const Case& c = cases[i];
         CaseResult& r = results[i];
-        r.c = &cases[i];
-        r.wall_seconds = e.seconds;
-        r.message = sweep::child_failure(e, dir_of(i));
-        if (r.message.empty()) {
-          const auto rows = sweep::parse_csv(sweep::slurp_file(dir_of(i) + "/summary.csv"));
+        r.c = &c;
+        r.wall_seconds += e.seconds;
+        std::string message = sweep::child_failure(e, dir_of(j));
+        if (message.empty()) {
+          const auto rows = sweep::parse_csv(sweep::slurp_file(dir_of(j) + "/summary.csv"));
           if (rows.size() < 2 || rows[0].size() != rows[1].size()) {
-            r.message = "the run exited 0 but wrote no readable summary.csv";
+            message = "the run exited 0 but wrote no readable summary.csv";
           } else {
-            std::map<std::string, std::string> summary;
-            for (std::size_t j = 0; j < rows[0].size(); ++j) summary[rows[0][j]] = rows[1][j];
-            try {
-              r.simulated = simulated_value(cases[i], summary);
-              r.error_pct = 100.0 * (r.simulated / cases[i].measured - 1.0);
-              r.outcome = judge(cases[i], r.simulated);
-            } catch (const std::exception& ex) {
-              r.message = ex.what();
-            }
+            auto& summary = summaries[i][j.layers == 2 * c.workload.sample_layers && j.layers > 0 ? 1 : 0];
+            for (std::size_t col = 0; col < rows[0].size(); ++col) summary[rows[0][col]] = rows[1][col];
+          }
+        }
+        if (!message.empty() && r.message.empty())
+          r.message = j.layers > 0 ? "the run of " + std::to_string(j.layers) + " layers: " + message : message;
+        if (--pending[i] > 0) return;
+        if (r.message.empty()) {
+          try {
+            const auto summary = c.workload.sample_layers > 0
+                                     ? extrapolate_summary(summaries[i][0], summaries[i][1], c.workload.sample_layers,
+                                                           c.workload.model_layers)
+                                     : summaries[i][0];
+            r.simulated = simulated_value(c, summary);
+            r.error_pct = 100.0 * (r.simulated / c.measured - 1.0);
+            r.outcome = judge(c, r.simulated);
+          } catch (const std::exception& ex) {
+            r.message = ex.what();
           }
         }
         if (!r.message.empty()) r.outcome = Outcome::Error;
-        if (!opt.keep_runs) fs::remove_all(dir_of(i));
+        if (!opt.keep_runs) fs::remove_all(case_dir(i));
         ++finished;
         if (opt.progress) {
-          *opt.progress << "validate: [" << finished << "/" << cases.size() << "] " << cases[i].id << ": "
+          *opt.progress << "validate: [" << finished << "/" << cases.size() << "] " << c.id << ": "
                         << outcome_name(r.outcome);
           if (r.outcome != Outcome::Error)
-            *opt.progress << " (" << format_real(r.simulated, 4) << " vs " << format_real(cases[i].measured, 4) << " "
-                          << cases[i].metric.unit << ", " << format_fixed(e.seconds, 1) << " s)";
+            *opt.progress << " (" << format_real(r.simulated, 4) << " vs " << format_real(c.measured, 4) << " "
+                          << c.metric.unit << ", " << format_fixed(r.wall_seconds, 1) << " s)";
           else
             *opt.progress << ": " << r.message;
           *opt.progress << "\n";

@@ -1,7 +1,9 @@
 // Runs validation cases: each case is one `tpusim run` child process
 // (sweep/child_pool.h) in OUT/runs/<case id>/, up to `jobs` at a time; its
 // summary.csv gives the simulated value of the case's metric, which is then
-// judged against the measured value and the tolerance.
+// judged against the measured value and the tolerance. A case with layer
+// sampling is two children (OUT/runs/<id>/layers-<n>/ and -<2n>/) whose
+// summaries are extrapolated to the model's layer count.
 // Outcomes, like a test runner's strict expected failures:
 //   pass     within tolerance
 //   fail     outside tolerance
@@ -11,6 +13,8 @@
 // Leaves out: reports (report.h), retries.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -48,6 +52,15 @@ struct ValidateRunOptions {
   std::vector<std::string> config_path;  // --config-path for the children
   std::ostream* progress = nullptr;      // one line per finished case
 };
+
+// Layer sampling (Workload::sample_layers = n): the columns of the two
+// runs' summaries extrapolated to the model's L layers,
+// x(L) = x(n) + (L - n) (x(2n) - x(n)) / n; the metric of a sampled case
+// may read only these (others are not linear in the layer count).
+inline constexpr const char* kSampledColumns[] = {"seconds", "total_flops", "model_flops", "hardware_flops"};
+std::map<std::string, std::string> extrapolate_summary(const std::map<std::string, std::string>& at_n,
+                                                       const std::map<std::string, std::string>& at_2n,
+                                                       std::int64_t n, std::int64_t layers);
 
 // Results in the order of `cases`.
 std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const ValidateRunOptions& opt);

@@ -24,6 +24,7 @@ using tpusim::sim::testing::TempDir;
 using tpusim::test::slurp;
 using tpusim::test::rows_of;
 using Result = tpusim::test::CliResult;
+using tpusim::sim::format_real;
 
 Result tpusim(const TempDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
@@ -144,6 +145,48 @@ TEST(CliValidate, FilterListAndBadInput) {
   r = tpusim(d, "validate " + d.path() + "/missing_dir --list");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("no such file or folder"), std::string::npos) << r.err;
+}
+
+// A case with sample_layers: 2 is the runs of 2 and 4 decoder layers
+// (`tpusim run --layers`) extrapolated to the model's 32: exactly the
+// formula over independent runs, and within 2.5% of the whole model's run
+// (the bound LayerSamplingMatchesTheFullRun holds shard-search to).
+TEST(CliValidate, LayerSamplingExtrapolatesTwoRuns) {
+  TempDir d;
+  const std::string run = "run --arch v5p --model llama3-8b --phase prefill --batch 1 --seq 256 --quiet --out ";
+  auto seconds = [&](const std::string& dir, const std::string& extra) {
+    const Result r = tpusim(d, run + d.path() + "/" + dir + extra);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return std::stod(rows_of(d.path() + "/" + dir + "/summary.csv").at(0).at("seconds"));
+  };
+  const double s2 = seconds("l2", " --layers 2"), s4 = seconds("l4", " --layers 4"), full = seconds("full", "");
+  const double expected_ms = 1e3 * (s2 + 15 * (s4 - s2));
+  const std::string f = d.write("cases.yaml",
+                                "family: x\ncases:\n  - id: sampled\n    title: t\n    source: s\n"
+                                "    source_metric: m\n    arch: v5p\n"
+                                "    workload: {model: llama3-8b, phase: prefill, batch: 1, seq: 256, sample_layers: 2}\n"
+                                "    metric: {kind: time, unit: ms}\n    measured: " +
+                                    format_real(1e3 * full, 17) + "\n    tolerance: 0.025\n");
+  const Result r = tpusim(d, "validate " + f + " --quiet --out " + d.path() + "/v");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const auto rows = rows_of(d.path() + "/v/validation.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("outcome"), "pass") << rows[0].at("message");
+  // validation.csv prints 6 significant digits.
+  EXPECT_NEAR(std::stod(rows[0].at("simulated")), expected_ms, 1e-5 * expected_ms);
+  EXPECT_GT(s4, s2);
+
+  // --layers misused.
+  EXPECT_EQ(tpusim(d, "run --arch v5p --gemm 128,128,128 --layers 2 --quiet --out " + d.path() + "/x").rc, 2);
+  const Result zero = tpusim(d, run + d.path() + "/x --layers 0");
+  EXPECT_EQ(zero.rc, 2);
+  EXPECT_NE(zero.err.find("--layers must be in [1, 32], found 0"), std::string::npos) << zero.err;
+  EXPECT_EQ(tpusim(d, run + d.path() + "/x --layers 33").rc, 2);
+  const Result enc =
+      tpusim(d, "run --arch v5p --model bert-base --phase infer --batch 1 --seq 128 --layers 2 --quiet --out " +
+                    d.path() + "/x");
+  EXPECT_EQ(enc.rc, 2);
+  EXPECT_NE(enc.err.find("--layers needs a decoder model"), std::string::npos) << enc.err;
 }
 
 TEST(CliValidate, FailedRunIsAnErrorRow) {

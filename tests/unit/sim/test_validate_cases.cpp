@@ -218,6 +218,21 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
        "cases[step-c].workload.remat: expected full, as recompute: true says"},
       {"mesh without slice", replace(g, "    slice: 2x2\n", ""), "cases[step-c].mesh: expected a slice"},
+      {"layer sampling of a gemm", replace(g, "dtype: bf16}", "dtype: bf16, sample_layers: 2}"),
+       "'sample_layers' only with model"},
+      {"layer sampling of an encoder", replace(g, "model: llama3-8b", "model: bert-base, sample_layers: 2"),
+       "cases[step-c].workload.sample_layers: expected no layer sampling for model bert-base, found layer sampling "
+       "needs a decoder"},
+      {"layer sampling of too many layers", replace(g, "seq: 256,", "seq: 256, sample_layers: 16,"),
+       "cases[step-c].workload.sample_layers: expected an integer n >= 1 with 2 x n below the model's 32 layers, "
+       "found '16'"},
+      {"layer sampling of half a layer", replace(g, "seq: 256,", "seq: 256, sample_layers: 1.5,"),
+       "expected an integer n >= 1"},
+      {"sampled metric over an intensive column",
+       replace(replace(g, "seq: 256,", "seq: 256, sample_layers: 2,"), "{kind: mfu, unit: \"%\", peak_tflops: 918}",
+               "{kind: mfu, unit: \"%\", peak_tflops: 918, flops: \"mxu_utilization * 2\"}"),
+       "cases[step-c].metric.flops: expected with sample_layers, a number or an expression over seconds, "
+       "total_flops, model_flops, hardware_flops, found 'mxu_utilization'"},
       {"not yaml", "family: [", "cases.yaml:"},
       {"no cases", "family: x\n", "cases: expected a non-empty list"},
   };
@@ -232,6 +247,24 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       EXPECT_NE(what.find("cases.yaml"), std::string::npos) << b.name << ": " << what;
     }
   }
+}
+
+// sample_layers: n becomes two runs of n and 2n layers (runner.cpp); the
+// case keeps the model's layer count, and the runs' seconds and FLOPs are
+// extrapolated linearly to it.
+TEST(ValidateCases, LayerSampling) {
+  TempDir d;
+  const auto c = parse_in(d, replace(kGood, "seq: 256,", "seq: 256, sample_layers: 3,"));
+  EXPECT_EQ(c[2].workload.sample_layers, 3);
+  EXPECT_EQ(c[2].workload.model_layers, 32);  // llama3-8b
+  EXPECT_EQ(c[0].workload.sample_layers, 0);
+  const auto x = extrapolate_summary({{"seconds", "1.5"}, {"total_flops", "100"}, {"mxu_utilization", "0.5"}},
+                                     {{"seconds", "2"}, {"total_flops", "160"}, {"mxu_utilization", "0.6"}}, 3, 32);
+  // x(32) = x(3) + (32 - 3) / 3 (x(6) - x(3)).
+  EXPECT_DOUBLE_EQ(std::stod(x.at("seconds")), 1.5 + 29.0 / 3.0 * 0.5);
+  EXPECT_DOUBLE_EQ(std::stod(x.at("total_flops")), 100 + 29.0 / 3.0 * 60);
+  EXPECT_EQ(x.count("mxu_utilization"), 0u);  // not linear in the layers: left out
+  EXPECT_EQ(x.count("model_flops"), 0u);      // in neither run
 }
 
 TEST(ValidateCases, EveryProblemIsReported) {
