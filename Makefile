@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap configure build run test test-asan fuzz fuzz-build bench reference tidy clean
+.PHONY: all bootstrap configure build run test test-asan fuzz fuzz-build fuzz-cli bench reference tidy clean
 
 all: build
 
@@ -45,15 +45,27 @@ fuzz-build: bootstrap
 	CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPUSIM_FUZZ=ON
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzzers
 
-fuzz: fuzz-build
+# $(call run_fuzzers,name:seeds ...): each fuzzer FUZZ_SECONDS on its corpus.
+define run_fuzzers
 	@mkdir -p $(BUILD)-fuzz/artifacts
-	@for f in $(FUZZERS); do n=$${f%%:*}; seeds=$${f#*:}; mkdir -p $(BUILD)-fuzz/corpus/$$n; \
+	@for f in $(1); do n=$${f%%:*}; seeds=$${f#*:}; mkdir -p $(BUILD)-fuzz/corpus/$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
 	  $(BUILD)-fuzz/tests/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
 	    -artifact_prefix=$(BUILD)-fuzz/artifacts/$$n- -print_final_stats=1 \
 	    $(BUILD)-fuzz/corpus/$$n $$seeds 2>&1 | grep -E "^stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" || true; \
 	  if ls $(BUILD)-fuzz/artifacts/$$n-* >/dev/null 2>&1; then echo "$$n: findings in $(BUILD)-fuzz/artifacts"; exit 1; fi; \
 	done
+endef
+
+fuzz: fuzz-build
+	$(call run_fuzzers,$(FUZZERS))
+
+# The sweep-spec, validation-case and suite readers (tests/fuzz/CMakeLists.txt:
+# they need the whole tpusim_sim library instrumented, so not in `make test`).
+FUZZERS_CLI = fuzz_sweep_spec:configs/sweeps fuzz_case_file:configs/validation fuzz_suite:configs/suites
+fuzz-cli: fuzz-build
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzzers-cli
+	$(call run_fuzzers,$(FUZZERS_CLI))
 
 # Besides the unit tests: the multi-chip tests of the ICI simulator, one
 # whole multi-chip run with a collective (issue 17: these once leaked) and

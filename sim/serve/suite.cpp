@@ -98,7 +98,11 @@ void read_values(const YAML::Node& map, const std::string& where, const std::set
   for (const auto& [k, kind] : value_keys()) known.push_back(k);
   known.insert(known.end(), extra.begin(), extra.end());
   for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) {  // e.g. a flow map as a key
+      d.add(kv.first, where, "a key name", text_of(kv.first));
+      continue;
+    }
+    const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
     const std::string path = where + key;
     if (extra.count(key)) continue;
@@ -162,18 +166,22 @@ std::string resolve_model(const std::string& v, const std::filesystem::path& dir
 }  // namespace
 
 Suite load_suite(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("suite: cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_suite(text.str(), path);
+}
+
+Suite parse_suite(const std::string& text, const std::string& path) {
   namespace fs = std::filesystem;
   Diags d(path);
   Suite suite;
   suite.file = path;
   suite.name = fs::path(path).stem().string();
-  std::ifstream in(path);
-  if (!in) throw UsageError("suite: cannot read '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     Diagnostic g;
     g.file = path;
@@ -191,7 +199,11 @@ Suite load_suite(const std::string& path) {
   std::vector<std::string> default_sets;
   std::map<std::string, YAML::Node> default_nodes;
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) {
+      d.add(kv.first, "", "suite, defaults or scenarios", text_of(kv.first));
+      continue;
+    }
+    const std::string key = kv.first.Scalar();
     if (key != "suite" && key != "defaults" && key != "scenarios")
       d.add(kv.first, key, "suite, defaults or scenarios", "'" + key + "'",
             nearest_word(key, {"suite", "defaults", "scenarios"}));

@@ -41,6 +41,8 @@ struct Suite {
 // Reads and checks a suite file; every mistake is a ConfigError diagnostic
 // naming the file, line, column and key (all collected, then thrown).
 Suite load_suite(const std::string& path);
+// The same from the file's text (`path` names it in diagnostics).
+Suite parse_suite(const std::string& text, const std::string& path);
 
 // suite.csv: one header row, one row per scenario.
 struct SuiteTable {

@@ -5,12 +5,15 @@
 // inject commands.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "config_test_util.h"
 #include "models/model_file.h"
 #include "sim/config/config_error.h"
 #include "sim/config/config_loader.h"
+#include "sim/serve/suite.h"
 #include "sim/sweep/cluster.h"
 #include "sim/sweep/expr.h"
 #include "sim/sweep/sweep_spec.h"
@@ -185,6 +188,31 @@ TEST(HostileModelFile, DuplicateKeysAndNonRegularFilesAreErrors) {
                             "/tests/fuzz/regressions/model_file_vit_no_image_size.yaml");
   });
   EXPECT_NE(vit.find("image_size"), std::string::npos) << vit;
+}
+
+// Found by tests/fuzz/fuzz_suite (make fuzz-cli): a suite file whose map
+// had a non-scalar key (a flow sequence or map, or `? [a]: b`) threw
+// YAML::TypedBadConversion past the reader's ConfigError (std::terminate
+// in the fuzzer, an internal error in the CLI). Now a located diagnostic.
+TEST(HostileSuite, NonScalarKeysAreErrors) {
+  auto suite_error = [](const std::string& text) {
+    try {
+      serve::parse_suite(text, "s.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string top = suite_error("suite: x\n? [a, b]\n: 1\nscenarios: []\n");
+  EXPECT_NE(top.find("s.yaml:2:3"), std::string::npos) << top;
+  EXPECT_NE(top.find("expected suite, defaults or scenarios, found [a, b]"), std::string::npos) << top;
+  const std::string scen = suite_error("suite: x\nscenarios:\n  - {name: a, {k: v}: 1}\n");
+  EXPECT_NE(scen.find("expected a key name, found {k: v}"), std::string::npos) << scen;
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/suite_non_scalar_key.yaml",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string found((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(suite_error(found), "");
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// Fuzzes the serving suite reader (configs/suites/*.yaml: suite, defaults,
+// scenarios): only ConfigError may leave.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "sim/config/config_error.h"
+#include "sim/serve/suite.h"
+
+// tpusim_sim links SystemC, whose library calls sc_main; libFuzzer owns
+// main() here and nothing is simulated.
+extern "C" int sc_main(int, char**) { return 0; }
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    (void)tpusim::sim::serve::parse_suite(std::string(reinterpret_cast<const char*>(data), size), "fuzz.yaml");
+  } catch (const tpusim::sim::ConfigError&) {
+  }
+  return 0;
+}
