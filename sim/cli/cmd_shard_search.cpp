@@ -19,6 +19,7 @@
 #include "sim/codesign/shard_search.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
+#include "sim/run/model_fit.h"
 #include "sim/run/run.h"
 
 namespace tpusim::sim {
@@ -194,8 +195,8 @@ int shard_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
   ro.sim.mesh = p.mesh;
   // Fit is the full model's, whatever the layers simulated.
-  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
-  if (!fit.fits) throw UsageError("shard-search point: " + fit.message);
+  const ModelFit fit = check_model_fit(spec, p, cfg);
+  if (!fit.report.fits) throw UsageError("shard-search point: " + fit.report.message);
   if (vm.count("layers")) {
     const std::int64_t layers = vm["layers"].as<std::int64_t>();
     if (layers < 1 || layers > spec.transformer.layers)

@@ -16,6 +16,7 @@
 #include "sim/cli/step_options.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
+#include "sim/run/model_fit.h"
 #include "sim/run/run.h"
 #include "workloads/builtin.h"
 #include "workloads/io/scalesim_csv.h"
@@ -138,8 +139,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     kernel_options("run", vm, po);
     remat_option("run", vm, po);
     po.lora = read_lora_options(vm, "run");
-    const models::FitReport fit = models::check_fit(spec, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
-    if (!fit.fits) throw UsageError("run: " + fit.message);
+    const ModelFit fit = check_model_fit(spec, po, cfg);
+    if (!fit.report.fits) throw UsageError("run: " + fit.report.message);
+    if (fit.plan_checked && !vm["quiet"].as<bool>()) ctx.err << "run: note: " << fit.note << "\n";
     if (vm.count("layers")) {
       const std::int64_t layers = vm["layers"].as<std::int64_t>();
       if (spec.family != models::Family::decoder)

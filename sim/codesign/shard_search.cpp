@@ -19,6 +19,7 @@
 #include "sim/config/config_loader.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/format.h"
+#include "sim/run/model_fit.h"
 #include "sim/sweep/child_pool.h"
 #include "sim/sweep/progress.h"
 #include "sim/sweep/results_table.h"
@@ -219,7 +220,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
         const std::string err = models::parse_remat_spec(rm, &po.remat, &po.remat_custom);
         if (!err.empty()) throw std::invalid_argument("--remat: expected " + err + ", found '" + rm + "'");
         pt.remat = rm;
-        const models::FitReport fit = models::check_fit(spec, po, r.config.hbm.capacity_bytes, r.config.host_memory_per_chip());
+        const models::FitReport fit = check_model_fit(spec, po, r.config).report;
         pt.memory_bytes = fit.needed_bytes;
         if (!fit.fits) {
           pt.status = "no_fit";

@@ -37,6 +37,15 @@ std::string shapes_of(const workloads::TensorIndex& index, const Op& op) {
 
 }  // namespace
 
+std::uint64_t hbm_plan_peak(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt) {
+  LoweringOptions o = opt;
+  o.check_hbm_capacity = false;
+  const workloads::TensorIndex index(wl);
+  const lowering::ChipFigures f = lowering::chip_figures(cfg, o);
+  const lowering::FusionPlan fusion = lowering::plan_fusion(wl, index, o.fusion);
+  return lowering::plan_memory(wl, index, fusion, cfg, o, f.vmem_budget).hbm_peak_bytes;
+}
+
 LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt) {
   const workloads::TensorIndex index(wl);
   const lowering::ChipFigures f = lowering::chip_figures(cfg, opt);

@@ -118,6 +118,11 @@ struct LoweredWorkload {
 // run (collectives on one chip, unsupported dtype, blocks that fit nowhere).
 LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt = {});
 
+// The HBM in use at the peak of the memory plan lower() would make (tensors
+// placed by liveness), without emitting a single instruction and without
+// refusing a peak over the chip's capacity: what a fit check needs.
+std::uint64_t hbm_plan_peak(const workloads::Workload& wl, const arch::TpuConfig& cfg, const LoweringOptions& opt = {});
+
 class LoweringError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -13,6 +13,7 @@
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
 #include "sim/results/results_writer.h"
+#include "sim/run/model_fit.h"
 #include "sim/sweep/serve_points.h"
 #include "sim/sweep/source_keys.h"
 #include "sim/sweep/sweep_spec.h"
@@ -164,7 +165,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
-        const models::FitReport fit = models::check_fit(ms, po, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
+        const models::FitReport fit = check_model_fit(ms, po, cfg).report;
         if (!fit.fits) throw std::runtime_error("run: " + fit.message);
         a.insert(a.end(), {"--model", model});
         for (const char* k : {"phase", "batch", "seq", "context", "image", "remat"})
