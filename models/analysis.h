@@ -64,6 +64,10 @@ std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, s
 // empty if so, else why not (not a decoder; dense layers before MoE ones;
 // sliding-window attention on some layers only).
 std::string layer_sampling_obstacle(const ModelSpec& m);
+// The extrapolation: x(layers) = x(n) + (layers - n) (x(2n) - x(n)) / n.
+inline double extrapolate_layers(double at_n, double at_2n, std::int64_t n, std::int64_t layers) {
+  return at_n + static_cast<double>(layers - n) / static_cast<double>(n) * (at_2n - at_n);
+}
 
 // Decoders: forward FLOPs of one decode step of one sequence whose cache
 // holds `context` tokens: 2 * active_compute + attention over the context.

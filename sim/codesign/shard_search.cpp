@@ -141,8 +141,7 @@ std::string bottleneck(const RunFigures& f) {
 }
 
 RunFigures extrapolate(const RunFigures& a, const RunFigures& b, std::int64_t n, std::int64_t layers) {
-  const double k = static_cast<double>(layers - n) / static_cast<double>(n);
-  auto x = [&](double RunFigures::*f) { return a.*f + k * (b.*f - a.*f); };
+  auto x = [&](double RunFigures::*f) { return models::extrapolate_layers(a.*f, b.*f, n, layers); };
   RunFigures r;
   for (auto f : {&RunFigures::seconds, &RunFigures::model_flops, &RunFigures::hardware_flops, &RunFigures::compute_s,
                  &RunFigures::ici_s, &RunFigures::ici_exposed_s, &RunFigures::hbm_exposed_s})

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "models/analysis.h"
 #include "sim/results/format.h"
 #include "sim/sweep/child_pool.h"
 #include "sim/sweep/results_table.h"
@@ -43,13 +44,12 @@ std::map<std::string, std::string> extrapolate_summary(const std::map<std::strin
                                                        const std::map<std::string, std::string>& at_2n,
                                                        std::int64_t n, std::int64_t layers) {
   std::map<std::string, std::string> out;
-  const double k = static_cast<double>(layers - n) / static_cast<double>(n);
   for (const char* col : kSampledColumns) {
     const auto a = at_n.find(col), b = at_2n.find(col);
     if (a == at_n.end() || b == at_2n.end()) continue;
     const sweep::Value x = sweep::Value::from_text(a->second), y = sweep::Value::from_text(b->second);
     if (!x.is_number || !y.is_number) continue;
-    out[col] = format_real(x.number + k * (y.number - x.number), 17);
+    out[col] = format_real(models::extrapolate_layers(x.number, y.number, n, layers), 17);
   }
   return out;
 }
