@@ -128,8 +128,23 @@ double attn_pair_flops(const AttentionSpec& a, double pairs, bool absorbed) {
          workloads::attention_kernel(workloads::AttentionPass::forward).flops_per_score(dq, dv);
 }
 
-double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) {
+// Per-layer FLOPs of dense attention's two matmuls (AttentionImpl::dense)
+// for `pairs` (query, key) pairs per head: QK^T (2 qk_dim per pair) and
+// PV (2 v_dim); the softmax is not a matmul.
+double dense_qk_flops(const AttentionSpec& a, double pairs) {
+  return static_cast<double>(a.heads) * pairs * 2.0 * static_cast<double>(a.qk_dim());
+}
+double dense_pv_flops(const AttentionSpec& a, double pairs) {
+  return static_cast<double>(a.heads) * pairs * 2.0 * static_cast<double>(a.v_dim());
+}
+
+// The layers' forward attention over S tokens: the fused kernel's FLOPs
+// for the (causal) pairs it computes, or dense attention's matmuls, which
+// compute every pair, the masked ones too.
+double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal, bool dense = false) {
   const double s = static_cast<double>(S);
+  if (dense)
+    return static_cast<double>(t.layers) * (dense_qk_flops(t.attention, s * s) + dense_pv_flops(t.attention, s * s));
   double pairs = causal ? s * (s + 1) / 2 : s * s;
   return static_cast<double>(t.layers) * attn_pair_flops(t.attention, pairs, false);
 }
@@ -141,8 +156,8 @@ double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal) 
 // query width: per score 6 dq + 4 more (separate kernels), 2 dq - 3 (the
 // fused one).
 double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal, bool fused) {
-  using workloads::AttentionPass;
   using workloads::attention_kernel;
+  using workloads::AttentionPass;
   const double s = static_cast<double>(S);
   const double pairs = causal ? s * (s + 1) / 2 : s * s;
   const double dq = static_cast<double>(t.attention.qk_dim()), dv = static_cast<double>(t.attention.v_dim());
@@ -210,8 +225,9 @@ double mlpwi_macs_per_token(const TransformerSpec& t) {
   const double h = static_cast<double>(t.hidden), per_ffn = t.ffn.kind == FfnKind::swiglu ? 2 : 1;
   double m = 0;
   for (std::int64_t i = 0; i < t.layers; ++i)
-    m += t.is_moe_layer(i) ? h * per_ffn * static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
-                           : h * per_ffn * static_cast<double>(t.ffn.size);
+    m += t.is_moe_layer(i)
+             ? h * per_ffn * static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
+             : h * per_ffn * static_cast<double>(t.ffn.size);
   return m;
 }
 
@@ -445,24 +461,44 @@ double flops_per_token(const ModelSpec& m, std::int64_t context) {
 double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
   const auto& t = m.transformer;
   const double B = static_cast<double>(o.batch);
+  const bool dense = o.attention_kernel == AttentionImpl::dense;
   switch (m.family) {
     case Family::decoder: {
       const double ac = static_cast<double>(count_params(m).active_compute()), S = static_cast<double>(o.seq_len);
       // Every query token of a decode (decode_tokens > 1: speculative
       // verification) attends to the `context` cached tokens.
-      if (o.phase == Phase::decode)
-        return B * static_cast<double>(o.decode_tokens) * flops_per_token(m, o.context);
+      if (o.phase == Phase::decode) {
+        const double tokens = B * static_cast<double>(o.decode_tokens);
+        if (!dense) return tokens * flops_per_token(m, o.context);
+        // Dense: the cache's every position, sliding windows included.
+        double attn = 0;
+        for (std::int64_t i = 0; i < t.layers; ++i) {
+          const double c = static_cast<double>(t.attention.windowed(i) ? std::min(o.context, t.attention.sliding_window)
+                                                                       : o.context);
+          attn += dense_qk_flops(t.attention, c) + dense_pv_flops(t.attention, c);
+        }
+        return tokens * (2.0 * static_cast<double>(count_params(m).active_compute()) + attn);
+      }
       // Norm/bias parameters are multiplied elementwise, not in matmuls;
       // they are < 0.01% of any zoo model and ignored here.
       const double head = 2.0 * head_params(m);
       if (o.phase == Phase::prefill)
-        return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true);
-      const double fwd = B * S * 2.0 * ac + B * prefill_attention(t, o.seq_len, true);
-      const double bwd = 3.0 * fwd + B * backward_attention_extra(t, o.seq_len, true, o.fused_attention_backward);
+        return B * S * (2.0 * ac - head) + B * head + B * prefill_attention(t, o.seq_len, true, dense);
+      const double attn_fwd = B * prefill_attention(t, o.seq_len, true, dense);
+      const double fwd = B * S * 2.0 * ac + attn_fwd;
+      // Dense attention's backward is its matmuls' gradients: 2x forward.
+      const double bwd =
+          3.0 * fwd + (dense ? 0.0 : B * backward_attention_extra(t, o.seq_len, true, o.fused_attention_backward));
       // Recomputed: the layers' forward once more but the matmuls only a
       // residual add reads (full); their attention (minimal), and the FFN
-      // input projections (selective).
-      const double attn = B * prefill_attention(t, o.seq_len, true);
+      // input projections (selective). Dense attention is two matmuls,
+      // which minimal and selective keep.
+      const double attn = dense ? 0.0 : attn_fwd;
+      // What keeping the attention's output (context) saves: the fused
+      // kernel, or dense attention's PV matmul (QK^T is still recomputed
+      // for the probabilities PV's gradient reads).
+      const double context_kept =
+          dense ? B * static_cast<double>(t.layers) * dense_pv_flops(t.attention, S * S) : attn_fwd;
       switch (o.remat) {
         case RematPolicy::none: return bwd;
         case RematPolicy::minimal: return bwd + attn;
@@ -474,15 +510,15 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
         // attention, the FFN norm's input, is rebuilt from it; the down
         // projection's result feeds only the next layer's kept input).
         case RematPolicy::qkv_proj_offloaded:
-          return bwd + attn +
+          return bwd + attn_fwd +
                  2.0 * B * S *
-                     (mlpwi_macs_per_token(t) + static_cast<double>(t.layers * t.hidden * t.attention.heads *
-                                                                    t.attention.v_dim()));
+                     (mlpwi_macs_per_token(t) +
+                      static_cast<double>(t.layers * t.hidden * t.attention.heads * t.attention.v_dim()));
         // Full's recomputation but what the policy keeps: the named
         // matmuls, and the attention where its output (context) is kept.
         case RematPolicy::custom:
           return bwd + fwd - B * S * (head + 2.0 * residual_only_macs_per_token(t)) -
-                 (o.remat_custom.at(RematTensor::context) != RematPlace::remat ? attn : 0.0) -
+                 (o.remat_custom.at(RematTensor::context) != RematPlace::remat ? context_kept : 0.0) -
                  2.0 * B * S * custom_kept_macs_per_token(t, o.remat_custom);
       }
       return bwd;
@@ -501,15 +537,17 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
         const double patch = static_cast<double>(t.patch * t.patch * t.channels) * h;
         f = 2.0 * (layer - head - patch - h * (t.norm == NormKind::layernorm ? 2 : 1)) * s + 2.0 * patch * (s - 1) +
             2.0 * head;
-        f += prefill_attention(t, S, false);
+        f += prefill_attention(t, S, false, dense);
         // The patch projection has no input gradient: slight overcount.
-        if (o.phase == Phase::train) f = 3.0 * f + backward_attention_extra(t, S, false, o.fused_attention_backward);
+        if (o.phase == Phase::train)
+          f = 3.0 * f + (dense ? 0.0 : backward_attention_extra(t, S, false, o.fused_attention_backward));
         return B * f;
       }
       const double pool = t.pooler ? h * h : 0;
-      f = 2.0 * (layer - pool) * s + prefill_attention(t, S, false);
+      f = 2.0 * (layer - pool) * s + prefill_attention(t, S, false, dense);
       if (o.phase == Phase::train)
-        return B * (3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab)) + backward_attention_extra(t, S, false, o.fused_attention_backward));
+        return B * (3.0 * (f + 2.0 * s * h * static_cast<double>(t.vocab)) +
+                    (dense ? 0.0 : backward_attention_extra(t, S, false, o.fused_attention_backward)));
       return B * (f + 2.0 * pool);
     }
     case Family::resnet:
@@ -588,12 +626,25 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       S = n * n + 1;
     }
     const double tokens = B * static_cast<double>(S);
+    // Keys each query attends to with dense attention (0: the fused kernel).
+    const double dense_keys = o.attention_kernel != AttentionImpl::dense ? 0.0
+                              : o.phase == Phase::decode                 ? static_cast<double>(o.context)
+                                                                         : static_cast<double>(S * cp);
     double max_layer = 0, sum_layers = 0, sum_matmul_outs = 0, max_offloaded = 0, sum_offloaded = 0, sum_device = 0;
     const bool custom = o.remat == RematPolicy::custom && dec;
     for (std::int64_t i = 0; i < t.layers; ++i) {
       double e = layer_act_elems(t, i, o.moe_capacity_factor, static_cast<double>(S)),
              mo = layer_matmul_out_elems(t, i, o.remat == RematPolicy::minimal),
              off = o.remat_offloads() && !custom ? layer_offloaded_elems(t, i, o.remat) : 0.0;
+      // Dense attention (AttentionImpl::dense) writes every query's f32
+      // logits over the keys and their softmax, and the probabilities in
+      // the activation dtype; minimal and selective remat keep the logits
+      // (a matmul's output).
+      if (dense_keys > 0) {
+        const double heads = static_cast<double>(t.attention.heads);
+        e += heads * dense_keys * (8.0 / ab + 1.0);
+        mo += heads * dense_keys * 4.0 / ab;
+      }
       // Context parallelism: a chip holds the whole sequence's gathered K
       // and V (its own tokens' share is already in e).
       if (cp > 1)
@@ -612,7 +663,8 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
         const double h3 = 3.0 * static_cast<double>(t.hidden);
         mo = h3 + (mo - h3) / static_cast<double>(tp);
         // q, k, v split by heads; minimal_offloaded's are mo's but the input.
-        off = o.remat == RematPolicy::minimal_offloaded ? mo - static_cast<double>(t.hidden) : off / static_cast<double>(tp);
+        off = o.remat == RematPolicy::minimal_offloaded ? mo - static_cast<double>(t.hidden)
+                                                        : off / static_cast<double>(tp);
       }
       if (custom) {
         off = custom_placed_elems(t, i, o.remat_custom, RematPlace::offload, tp, sp);
@@ -668,7 +720,9 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       const double at_loss = kept + 3 * h + logits_cols / static_cast<double>(tp);
       act = tokens * std::max(at_loss, kept + rebuilt) * ab;
       const double embedding_grad =
-          m.family == Family::vit ? 0.0 : static_cast<double>(t.vocab) * static_cast<double>(t.hidden) / static_cast<double>(tp);
+          m.family == Family::vit
+              ? 0.0
+              : static_cast<double>(t.vocab) * static_cast<double>(t.hidden) / static_cast<double>(tp);
       f.activations_with_gradients = static_cast<u64>(std::ceil((tokens * max_layer + embedding_grad) * ab));
     } else {
       const double out_rows = dec ? B : tokens;  // decoders: logits of the last position only

@@ -118,8 +118,8 @@ class Backward {
   std::set<std::string> rg_;
   std::vector<std::string> weights_;
   std::map<std::string, std::vector<TensorRef>> contrib_;
-  std::map<std::string, std::string> rename_;  // forward tensor -> recomputed copy
-  std::set<int> reloaded_;                     // layers whose offloaded tensors were read back
+  std::map<std::string, std::string> rename_;          // forward tensor -> recomputed copy
+  std::set<int> reloaded_;                             // layers whose offloaded tensors were read back
   std::map<int, std::set<std::string>> layer_inputs_;  // offloaded layer inputs per layer
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
@@ -203,7 +203,8 @@ class Backward {
         {".k_proj", RematTensor::key_proj},   {".v_proj", RematTensor::value_proj},
         {".o_proj", RematTensor::out_proj},   {".gate_proj", RematTensor::mlpwi_0},
         {".fc1", RematTensor::mlpwi_0},       {".up_proj", RematTensor::mlpwi_1},
-        {".down_proj", RematTensor::mlpwo},   {".fc2", RematTensor::mlpwo}};
+        {".down_proj", RematTensor::mlpwo},   {".fc2", RematTensor::mlpwo},
+        {".attn.core", RematTensor::context}};  // dense attention's PV matmul
     const std::string& n = op.name;
     for (const auto& [s, t] : names) {
       const std::size_t l = std::char_traits<char>::length(s);
@@ -433,7 +434,8 @@ class Backward {
         const bool do_as_q = dy.shape == q.shape && dy.dtype == q.dtype;
         TensorRef dq, dv;
         if (o_.fused_attention_backward) {
-          dq = dv = b_.attention(n + ".grad_qkv", do_as_q ? dy : q, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
+          dq = dv =
+              b_.attention(n + ".grad_qkv", do_as_q ? dy : q, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
         } else {
           dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal, std::nullopt, AttentionPass::grad_q);
           dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);

@@ -51,6 +51,23 @@ const char* remat_name(RematPolicy r) {
   return "?";
 }
 
+const char* attention_impl_name(AttentionImpl k) {
+  switch (k) {
+    case AttentionImpl::flash: return "flash";
+    case AttentionImpl::dense: return "dense";
+  }
+  return "?";
+}
+
+bool parse_attention_impl(const std::string& s, AttentionImpl* out) {
+  for (AttentionImpl k : {AttentionImpl::flash, AttentionImpl::dense})
+    if (s == attention_impl_name(k)) {
+      *out = k;
+      return true;
+    }
+  return false;
+}
+
 bool parse_remat(const std::string& s, RematPolicy* out) {
   for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full,
                         RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded, RematPolicy::custom})
@@ -86,9 +103,7 @@ const char* remat_place_name(RematPlace p) {
   return "?";
 }
 
-bool RematCustom::offloads() const {
-  return std::find(place.begin(), place.end(), RematPlace::offload) != place.end();
-}
+bool RematCustom::offloads() const { return std::find(place.begin(), place.end(), RematPlace::offload) != place.end(); }
 
 std::string RematCustom::str() const {
   const RematCustom defaults;
@@ -178,19 +193,24 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   if (!(o.moe_capacity_factor >= 0 && o.moe_capacity_factor <= 64))  // NaN fails
     bad("moe_capacity_factor", "a capacity factor in [0, 64] (0: dropless)", std::to_string(o.moe_capacity_factor));
   else if (o.moe_capacity_factor > 0 && (m.family != Family::decoder || m.transformer.moe.experts == 0))
-    bad("moe_capacity_factor", "0 for a model without mixture-of-experts layers", std::to_string(o.moe_capacity_factor));
+    bad("moe_capacity_factor", "0 for a model without mixture-of-experts layers",
+        std::to_string(o.moe_capacity_factor));
   else if (o.moe_capacity_factor > 0 && o.mesh.size("expert") > 1)
     bad("moe_capacity_factor", "0 under expert parallelism (the dropping layout is for experts sharded as weights)",
         std::to_string(o.moe_capacity_factor));
   if (o.remat == RematPolicy::custom && m.family != Family::decoder)
-    bad("remat", "a named policy for a " + std::string(family_name(m.family)) +
-                     " model (custom names a decoder layer's activations)", o.remat_str());
+    bad("remat",
+        "a named policy for a " + std::string(family_name(m.family)) +
+            " model (custom names a decoder layer's activations)",
+        o.remat_str());
   if (o.remat == RematPolicy::custom && m.family == Family::decoder &&
       m.transformer.attention.kind == AttentionKind::mla)
     for (RematTensor t : {RematTensor::query_proj, RematTensor::key_proj, RematTensor::value_proj})
       if (o.remat_custom.at(t) != RematPlace::remat)
-        bad("remat", std::string(remat_tensor_name(t)) + "=remat: multi-head latent attention has no " +
-                         remat_tensor_name(t) + " (its projections go through latents)", o.remat_str());
+        bad("remat",
+            std::string(remat_tensor_name(t)) + "=remat: multi-head latent attention has no " + remat_tensor_name(t) +
+                " (its projections go through latents)",
+            o.remat_str());
   if (o.batch < 1) bad("batch", "a batch >= 1", std::to_string(o.batch));
   const bool seq = m.family == Family::decoder || m.family == Family::encoder;
   if (seq && o.phase != Phase::decode && o.seq_len < 1) bad("seq_len", "a length >= 1", std::to_string(o.seq_len));
@@ -223,6 +243,18 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
     if (t.max_context > 0 && (o.prefill_context + o.seq_len > t.max_context || o.context + 1 > t.max_context))
       bad("prefill_context", "cached + new tokens <= max_context " + std::to_string(t.max_context),
           std::to_string(std::max(o.prefill_context + o.seq_len, o.context + 1)));
+  }
+  if (o.attention_kernel == AttentionImpl::dense) {
+    const char* dense = attention_impl_name(AttentionImpl::dense);
+    if (m.family == Family::resnet || m.family == Family::dlrm)
+      bad("attention_kernel", "flash for a " + std::string(family_name(m.family)) + " model (it has no attention)",
+          dense);
+    else if (t.attention.kind != AttentionKind::mha)
+      bad("attention_kernel", "flash for latent attention (MLA); dense needs MHA/GQA/MQA", dense);
+    else if (o.serve_step())
+      bad("attention_kernel", "flash in a serving step (prefill_context or serve_decode set)", dense);
+    if (o.fused_attention_backward)
+      bad("fused_attention_backward", "false with attention_kernel dense (a flash kernel's option)", "true");
   }
   check_lora(m, o, errs);
   if (!errs.empty()) throw ModelError(std::move(errs));

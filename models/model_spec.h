@@ -61,6 +61,20 @@ enum class Phase { prefill, decode, train, infer };
 // The named offloaded policies keep the layer inputs in HBM (the scan carry).
 enum class RematPolicy { none, minimal, selective, full, qkv_proj_offloaded, minimal_offloaded, custom };
 
+// How a transformer's multi-head attention (MHA/GQA/MQA) is
+// computed (PhaseOptions::attention_kernel, --attention-kernel):
+// - flash: one fused attention operator (Pallas flash/splash attention in
+//   prefill and training, a paged-attention-style kernel in decode): no
+//   scores in HBM.
+// - dense: the plain einsum form XLA compiles when a framework writes
+//   attention out (MaxText `attention: dot_product`, JetStream-PyTorch's
+//   and PyTorch/XLA's default `dense_attention`): S = Q K^T as a batched
+//   matmul writing f32 logits to HBM (the causal mask added in its
+//   epilogue), a softmax over them, a cast to the activation dtype, and
+//   O = P V as a second matmul; every (query, key) pair is computed, the
+//   masked ones too, and training differentiates the ops as written.
+enum class AttentionImpl { flash, dense };
+
 // MaxText's names for a decoder layer's activations (checkpoint_name in
 // its layers; the keys of remat_policy=custom in configs/base.yml) and
 // what they are here: decoder_layer_input the layer's input (the residual
@@ -116,6 +130,9 @@ const char* phase_name(Phase p);
 // Parses "prefill", "decode", "train", "infer"; false if unknown.
 bool parse_phase(const std::string& s, Phase* out);
 const char* remat_name(RematPolicy r);
+const char* attention_impl_name(AttentionImpl k);
+// Parses "flash" or "dense"; false if unknown.
+bool parse_attention_impl(const std::string& s, AttentionImpl* out);
 // Parses a policy's name ("none", "minimal", ..., "custom" with the
 // defaults); false if unknown. parse_remat_spec also takes custom's places.
 bool parse_remat(const std::string& s, RematPolicy* out);
@@ -274,6 +291,11 @@ struct PhaseOptions {
   // sa_use_fused_bwd_kernel: True; one op, S and dP recomputed once)
   // instead of its separate dQ and dK/dV kernels (the default).
   bool fused_attention_backward = false;
+  // Multi-head attention as one fused kernel or as XLA's dense einsums
+  // (AttentionImpl). dense needs MHA/GQA/MQA (not latent attention), no
+  // serving step and, with phase train, the separate backward kernels'
+  // default (fused_attention_backward is a flash kernel's option).
+  AttentionImpl attention_kernel = AttentionImpl::flash;
   // Mixture-of-experts layers as MaxText's dropping implementation
   // (capacity_factor > 0 with megablox and sparse_matmul off: its
   // dense_matmul): each sequence's tokens reach each expert through C =

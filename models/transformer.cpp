@@ -121,7 +121,8 @@ class TransformerGen {
   std::vector<std::string> batch_axes_;
   std::set<std::string> sp_gathered_;  // all_gathered inputs of tensor-parallel blocks
   TrainingCollectives tc_;
-  TensorRef embed_;  // the token table as the lookups and a tied head read it
+  TensorRef embed_;                // the token table as the lookups and a tied head read it
+  std::optional<TensorRef> mask_;  // dense attention's causal mask (causal_mask)
 
   // A weight as one chip holds it: shape `s` is already split over tensor
   // (callers divide); fsdp stores a 1/fsdp shard along dim 0 (dim 1 for
@@ -335,7 +336,7 @@ class TransformerGen {
       std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
       TensorRef kc = b_.kv_cache(p + "attn.k_cache", {B_, ctx, KV, D}, kd_);
       TensorRef vc = b_.kv_cache(p + "attn.v_cache", {B_, ctx, KV, D}, kd_);
-      o = b_.attention(p + "attn.core", q, kc, vc, false);
+      o = core_attention(p, q, kc, vc, false);
       append_to_cache(p + "attn.k_append", k);
       append_to_cache(p + "attn.v_append", v);
     } else if (o_.serve_step()) {
@@ -344,7 +345,7 @@ class TransformerGen {
       // Causal with S/sequence queries over S keys: the IR aligns the
       // queries with the last keys, i.e. the last sequence rank, the one
       // with the most unmasked pairs (the slowest sets the step time).
-      o = b_.attention(p + "attn.core", q, k, v, causal);
+      o = core_attention(p, q, k, v, causal);
       if (o_.phase == Phase::prefill) {  // each chip caches its own tokens
         append_to_cache(p + "attn.k_append", k_local);
         append_to_cache(p + "attn.v_append", v_local);
@@ -352,6 +353,37 @@ class TransformerGen {
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
     return row_linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
+  }
+
+  // softmax(Q K^T) V of q [B, Sq, H, D] over k, v [B, Sk, KV, D] (causal:
+  // the queries aligned with the last keys): the fused attention operator,
+  // or with PhaseOptions::attention_kernel dense the einsums XLA compiles
+  // from attention written out (models/model_spec.h, AttentionImpl):
+  // f32 logits [B, KV, H/KV, Sq, Sk] with the causal mask added in the
+  // matmul's epilogue (fusion), a softmax, a cast back to the activation
+  // dtype, and the PV matmul, whose output keeps the name attn.core (so
+  // remat policies see it as the attention's context). K and V stay in
+  // their stored dtype (an int8 cache is widened on the VPU as the
+  // matmul streams it). The scale 1/sqrt(D) is left out (XLA folds it
+  // into the epilogue or into Q's producer: VPU work only).
+  TensorRef core_attention(const std::string& p, const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                           bool causal) {
+    if (o_.attention_kernel == AttentionImpl::flash) return b_.attention(p + "attn.core", q, k, v, causal);
+    const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];
+    const std::int64_t Sk = k.shape[1], KV = k.shape[2], Dv = v.shape[3];
+    TensorRef qg = b_.reshape(p + "attn.q_groups", q, {B_, Sq, KV, H / KV, D});
+    TensorRef s = b_.matmul(p + "attn.scores", qg, k, "bqgrd,bkgd->bgrqk", DType::f32);
+    if (causal) s = b_.add(p + "attn.causal_mask", s, causal_mask(Sq, Sk));
+    TensorRef pr = b_.cast(p + "attn.probs", b_.softmax(p + "attn.softmax", s), ad_);
+    TensorRef o = b_.matmul(p + "attn.core", pr, v, "bgrqk,bkgd->bqgrd", ad_);
+    return b_.reshape(p + "attn.heads", o, {B_, Sq, H, Dv});
+  }
+
+  // The additive causal mask [Sq, Sk] (0 or -inf, f32) the dense
+  // attention's logits add: one input every layer reads.
+  TensorRef causal_mask(std::int64_t sq, std::int64_t sk) {
+    if (!mask_ || mask_->shape != Shape{sq, sk}) mask_ = b_.input("attn_causal_mask", {sq, sk}, DType::f32);
+    return *mask_;
   }
 
   // A serving step's attention (PhaseOptions::serve_decode): the token
@@ -555,9 +587,10 @@ class TransformerGen {
     if (o_.moe_capacity_factor > 0) {
       TensorRef y = moe_capacity(p, xn, probs);
       if (e.shared_experts > 0)
-        y = b_.add(p + "mlp.shared_add", y,
-                   b_.reshape(p + "mlp.shared_out", ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false),
-                              {B_, S_, h}));
+        y = b_.add(
+            p + "mlp.shared_add", y,
+            b_.reshape(p + "mlp.shared_out",
+                       ffn(p + "mlp.shared", xf, e.shared_experts * e.expert_ffn_size, false, false), {B_, S_, h}));
       if (sp_) return tp_leave(p + "mlp", y);
       if (tp_ > 1) y = b_.all_reduce(p + "mlp.all_reduce", y, {"tensor"});
       return y;

@@ -97,9 +97,10 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
       "report", po::bool_switch(), "write report.html (bar chart of step time per mesh)");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_command_args("shard-search",
-                          "tpusim shard-search --model NAME|FILE --arch CFG --slice AxBxC --phase train --batch B --seq S",
-                          args, opts, pos, vm, ctx))
+  if (!parse_command_args(
+          "shard-search",
+          "tpusim shard-search --model NAME|FILE --arch CFG --slice AxBxC --phase train --batch B --seq S", args, opts,
+          pos, vm, ctx))
     return 0;
   check_sizes("shard-search", vm);
   codesign::ShardSearchOptions o;
@@ -122,6 +123,7 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   kernel_options("shard-search", vm, kernels);
   o.fused_attention_backward = kernels.fused_attention_backward;
   o.moe_capacity_factor = kernels.moe_capacity_factor;
+  o.attention_kernel = kernels.attention_kernel;
   o.sequence_parallel_variants = !vm["no-sequence-parallel"].as<bool>();
   o.sample_layers = vm["sample-layers"].as<int>();
   if (o.sample_layers < 0 || o.sample_layers > 100000)

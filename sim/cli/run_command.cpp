@@ -10,11 +10,11 @@
 #include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/cli/cli.h"
-#include "sim/report/run_html.h"
 #include "sim/cli/lora_options.h"
 #include "sim/cli/quant_options.h"
 #include "sim/cli/step_options.h"
 #include "sim/engine/slice_setup.h"
+#include "sim/report/run_html.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/model_fit.h"
 #include "sim/run/run.h"
@@ -53,10 +53,11 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
       "layers", po::value<std::int64_t>(),
       "--model (a decoder): simulate this many of its decoder layers; the fit check is the whole model's (layer "
-      "sampling, docs/validation.md)")(
-      "recompute", po::bool_switch(), "--model train: the same as --remat full")(
+      "sampling, docs/validation.md)")("recompute", po::bool_switch(), "--model train: the same as --remat full")(
       "remat", po::value<std::string>(),
-      "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
+      "--model train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded, or "
+      "MaxText's custom:NAME=PLACE,... (names decoder_layer_input, query_proj, key_proj, value_proj, qkv_proj, "
+      "context, out_proj, mlpwi, mlpwi_0, mlpwi_1, mlpwo; places remat, device, offload; docs/remat.md)")(
       "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
       "all-chips", po::bool_switch(), "simulate every chip of the slice, not one standing for all")(
       "quiet", po::bool_switch(), "no progress lines on stderr for long runs")(
@@ -69,12 +70,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "multi-chip: collective matmul ring steps go one way round the ring only")(
       "collective-matmul-min-mib", po::value<double>()->default_value(256),
       "multi-chip: smallest collective (MiB, its larger side) lowered as a collective matmul (XLA's "
-      "threshold_for_windowed_einsum_mib)")(
-      "top", po::value<int>()->default_value(10), "operators shown in the stdout table")(
+      "threshold_for_windowed_einsum_mib)")("top", po::value<int>()->default_value(10),
+                                            "operators shown in the stdout table")(
       "max-sim-time", po::value<double>()->default_value(3600),
       "stop with an error once this many seconds are simulated and the run has not finished (0 = no limit)")(
       "max-events", po::value<double>()->default_value(static_cast<double>(kDefaultMaxEvents), "1e10"),
-      "refuse, before simulating, a lowered program of more events (instructions plus DMA requests; DMA transfers with hbm.model=calibrated) "
+      "refuse, before simulating, a lowered program of more events (instructions plus DMA requests; DMA transfers with "
+      "hbm.model=calibrated) "
       "than this (0 = no limit)");
   add_kernel_options(opts);
   add_quant_options(opts);
@@ -100,8 +102,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
   if (quant_options_given(vm) && !vm.count("model"))
-    throw UsageError("run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
-                     "--sparsity need --model (workload files set them per tensor and op)");
+    throw UsageError(
+        "run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
+        "--sparsity need --model (workload files set them per tensor and op)");
 
   // --mesh, parsed once: the model zoo's sharding and the slice mapping
   // read the same MeshSpec; with --model only the zoo's axis names.
@@ -176,6 +179,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm.count("layers") && !vm.count("model")) throw UsageError("run: --layers needs --model");
   if (!vm["moe-capacity-factor"].defaulted() && !vm.count("model"))
     throw UsageError("run: --moe-capacity-factor needs --model");
+  if (!vm["attention-kernel"].defaulted() && !vm.count("model"))
+    throw UsageError("run: --attention-kernel needs --model");
   if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {

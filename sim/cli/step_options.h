@@ -5,6 +5,8 @@
 //   --remat full. Giving both is allowed only when they agree.
 // - --fused-attention-backward (train): splash attention's fused backward
 //   kernel (PhaseOptions::fused_attention_backward).
+// - --attention-kernel flash|dense: multi-head attention as one fused
+//   kernel or as XLA's dense einsums (PhaseOptions::attention_kernel).
 // - --moe-capacity-factor F: MaxText's dropping MoE
 //   (PhaseOptions::moe_capacity_factor); its range and the model's
 //   support are checked where the options are (models::check_options).
@@ -41,7 +43,10 @@ inline void add_kernel_options(boost::program_options::options_description& opts
       "--phase train: backward attention as splash attention's fused kernel (one pass) instead of its dQ and dK/dV "
       "kernels")("moe-capacity-factor", po::value<double>()->default_value(0.0, "0"),
                  "models with mixture-of-experts layers: MaxText's dropping MoE, C = ceil(seq x top_k / experts x F) "
-                 "slots per expert and sequence, dispatch and combine as einsums (0: dropless)");
+                 "slots per expert and sequence, dispatch and combine as einsums (0: dropless)")(
+      "attention-kernel", po::value<std::string>()->default_value("flash"),
+      "transformers' multi-head attention: flash (one fused kernel, no scores in HBM) or dense (XLA's einsums: f32 "
+      "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention)");
 }
 
 // Reads add_kernel_options' options into `o`, whose phase is already set.
@@ -51,6 +56,9 @@ inline void kernel_options(const std::string& cmd, const boost::program_options:
   if (o.fused_attention_backward && o.phase != models::Phase::train)
     throw UsageError(cmd + ": --fused-attention-backward needs --phase train");
   o.moe_capacity_factor = vm["moe-capacity-factor"].as<double>();
+  const std::string kernel = vm["attention-kernel"].as<std::string>();
+  if (!models::parse_attention_impl(kernel, &o.attention_kernel))
+    throw UsageError(cmd + ": --attention-kernel: expected flash or dense, found '" + kernel + "'");
 }
 
 }  // namespace tpusim::sim

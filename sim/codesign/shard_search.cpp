@@ -46,7 +46,7 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
                                                      const std::vector<std::string>& axes) {
   using Key = std::vector<std::pair<std::string, std::vector<std::pair<int, bool>>>>;
   std::map<Key, std::pair<std::vector<std::size_t>, std::vector<AxisPlace>>> best;  // key -> (axis order, mesh)
-  std::vector<Key> order;  // keys in the order first found
+  std::vector<Key> order;                                                           // keys in the order first found
   std::vector<AxisPlace> cur;
   std::vector<std::size_t> idx;
   // Dimensions of length 1 carry no axis (an axis of size 1 is no axis).
@@ -168,6 +168,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   base.context = o.context;
   base.fused_attention_backward = o.fused_attention_backward;
   base.moe_capacity_factor = o.moe_capacity_factor;
+  base.attention_kernel = o.attention_kernel;
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
@@ -184,8 +185,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   r.options.sample_layers = static_cast<int>(sample);
 
   const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<std::string>{"none"};
-  const bool sp_phase = spec.family == models::Family::decoder &&
-                        (o.phase == models::Phase::prefill || o.phase == models::Phase::train);
+  const bool sp_phase =
+      spec.family == models::Family::decoder && (o.phase == models::Phase::prefill || o.phase == models::Phase::train);
   std::vector<ShardPoint> sims, others;
   for (const auto& places : enumerate_meshes(slice, axes_for(spec, o.phase))) {
     models::MeshSpec mesh;
@@ -254,15 +255,26 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
         sweep::ChildSpec s;
         s.dir = dir_of(i);
         for (const auto& d : o.config_path) s.args.insert(s.args.end(), {"--config-path", d});
-        s.args.insert(s.args.end(), {"shard-search", "point", "--model", o.model, "--arch", o.arch, "--slice", o.slice,
-                                     "--mesh", pt.mesh, "--phase", models::phase_name(o.phase), "--batch",
-                                     std::to_string(o.batch), "--seq", std::to_string(o.seq), "--context",
-                                     std::to_string(o.context), "--remat", pt.remat, "--out", s.dir});
+        s.args.insert(s.args.end(), {"shard-search", "point",
+                                     "--model",      o.model,
+                                     "--arch",       o.arch,
+                                     "--slice",      o.slice,
+                                     "--mesh",       pt.mesh,
+                                     "--phase",      models::phase_name(o.phase),
+                                     "--batch",      std::to_string(o.batch),
+                                     "--seq",        std::to_string(o.seq),
+                                     "--context",    std::to_string(o.context),
+                                     "--remat",      pt.remat,
+                                     "--out",        s.dir});
         if (pt.sequence_parallel) s.args.push_back("--sequence-parallel");
         if (o.fused_attention_backward) s.args.push_back("--fused-attention-backward");
-        if (o.moe_capacity_factor > 0) s.args.insert(s.args.end(), {"--moe-capacity-factor", format_real(o.moe_capacity_factor, 17)});
+        if (o.moe_capacity_factor > 0)
+          s.args.insert(s.args.end(), {"--moe-capacity-factor", format_real(o.moe_capacity_factor, 17)});
+        if (o.attention_kernel != models::AttentionImpl::flash)
+          s.args.insert(s.args.end(), {"--attention-kernel", models::attention_impl_name(o.attention_kernel)});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
-        if (sample > 0) s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});
+        if (sample > 0)
+          s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});
         return s;
       },
       [&](std::size_t i, const sweep::ChildExit& e) {
@@ -307,8 +319,9 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   });
   for (auto& pt : sims)
     if (pt.status == "ok") pt.gap_pct = 100.0 * (pt.fig.seconds / best - 1.0);
-  std::stable_sort(others.begin(), others.end(),
-                   [](const ShardPoint& a, const ShardPoint& b) { return a.status == "no_fit" && b.status != "no_fit"; });
+  std::stable_sort(others.begin(), others.end(), [](const ShardPoint& a, const ShardPoint& b) {
+    return a.status == "no_fit" && b.status != "no_fit";
+  });
   r.points = sims;
   r.points.insert(r.points.end(), others.begin(), others.end());
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -36,9 +36,9 @@
 namespace tpusim::sim::codesign {
 
 struct ShardSearchOptions {
-  std::string model;  // zoo name or file
-  std::string arch;   // generation name or config file
-  std::string slice;  // "4x4x4"
+  std::string model;              // zoo name or file
+  std::string arch;               // generation name or config file
+  std::string slice;              // "4x4x4"
   std::vector<std::string> sets;  // config overrides key=value (--set), for the fit check and every child
   models::Phase phase = models::Phase::train;
   std::int64_t batch = 8, seq = 2048, context = 2048;
@@ -48,6 +48,7 @@ struct ShardSearchOptions {
   // Kernel choices of every point (models::PhaseOptions).
   bool fused_attention_backward = false;
   double moe_capacity_factor = 0;
+  models::AttentionImpl attention_kernel = models::AttentionImpl::flash;
   bool sequence_parallel_variants = true;
   int sample_layers = 0;  // 0 = simulate every layer
   std::string out_dir;
@@ -68,18 +69,18 @@ struct RunFigures {
 struct ShardPoint {
   std::string mesh;  // "fsdp=16,tensor=4"
   bool sequence_parallel = false;
-  std::string remat = "none";  // as --remat takes it
-  std::string status;  // "ok", "error", "no_fit", "cannot_shard"
-  std::string reason;        // why not ok (in full, for the CSV)
-  std::string short_reason;  // one line, for the terminal
+  std::string remat = "none";      // as --remat takes it
+  std::string status;              // "ok", "error", "no_fit", "cannot_shard"
+  std::string reason;              // why not ok (in full, for the CSV)
+  std::string short_reason;        // one line, for the terminal
   std::uint64_t memory_bytes = 0;  // per chip (fit check's footprint)
   RunFigures fig;                  // full-model figures (extrapolated when sampled)
   double mfu = 0, hfu = 0;
-  std::string bottleneck;      // compute, hbm, ici
-  double exposed_comm = 0;     // ici_exposed_s / seconds
-  double gap_pct = 0;          // 100 x (seconds / best - 1)
-  double wall = 0;             // host seconds of its children
-  std::string label() const;   // mesh, "+sp" with sequence parallelism, remat
+  std::string bottleneck;     // compute, hbm, ici
+  double exposed_comm = 0;    // ici_exposed_s / seconds
+  double gap_pct = 0;         // 100 x (seconds / best - 1)
+  double wall = 0;            // host seconds of its children
+  std::string label() const;  // mesh, "+sp" with sequence parallelism, remat
 };
 
 struct ShardSearchResult {

@@ -9,9 +9,12 @@ using workloads::Tensor;
 namespace {
 
 bool fusable_consumer(const Op& op) { return op.kind == OpKind::elementwise; }
+// A softmax anchors too: XLA's fusion computing its normalized output (a
+// loop fusion after the row reductions) takes elementwise consumers such
+// as the cast of probabilities back to bf16 (dense attention).
 bool fusable_anchor(const Op& op) {
   return op.kind == OpKind::matmul || op.kind == OpKind::conv2d || op.kind == OpKind::elementwise ||
-         op.kind == OpKind::attention;
+         op.kind == OpKind::attention || op.kind == OpKind::softmax;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Fusion planning as XLA does for elementwise consumers: an elementwise op
-// whose input is produced by a matmul, convolution, attention or another
-// elementwise op (and read by nothing else, not a workload output, same
+// whose input is produced by a matmul, convolution, attention, softmax or
+// another elementwise op (and read by nothing else, not a workload output, same
 // element count) joins its producer's epilogue. Chains form: the anchor
 // keeps the list of ops fused into it, in order.
 #pragma once

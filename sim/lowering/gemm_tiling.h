@@ -7,7 +7,9 @@
 // over its MXUs (output blocks are dealt to the cores, a block's K loop
 // on one), HBM traffic with the loop order that re-reads less) + the exposed first
 // load and last store + per-step costs (block latency and the scalar
-// core's step overhead). Compute takes the cheaper MXU orientation: B's
+// core's step overhead). A batched matmul whose entries each fit one block
+// may also put several entries in a step (GemmTiling::bb), which divides
+// the step count and multiplies the VMEM. Compute takes the cheaper MXU orientation: B's
 // tiles stationary with A's rows streaming, or the reverse. Among blocks
 // whose estimates are within 2% of each other, the one whose weight blocks
 // come in the fewest contiguous DMA pieces wins.
@@ -49,6 +51,12 @@ struct GemmTiling {
   // weight tile then serves bn rows instead of bm, so the array is not
   // bound by loading weight tiles that only a few rows use.
   bool stream_b = false;
+  // Batch entries per grid step (batched matmuls whose every entry is one
+  // block: bm, bk, bn cover M, K and N): a step loads and computes bb
+  // entries' blocks, which amortizes the step overhead over them and, when
+  // an entry's stationary tiles do not occupy every MXU, lets the entries
+  // take different MXUs (lower_gemm.cpp).
+  std::int64_t bb = 1;
   std::uint64_t vmem = 0;  // bytes per core
   double est_cycles = 0;   // the search's estimate
 };

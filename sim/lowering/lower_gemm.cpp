@@ -30,7 +30,8 @@ struct GemmOperands {
 // B's rows of a K block as stored: N:M compressed along K.
 std::int64_t stored_rows(const Tensor& t, std::int64_t k) {
   if (t.sparsity.dense()) return k;
-  return std::max<std::int64_t>(1, (k / t.sparsity.m) * t.sparsity.n + std::min<std::int64_t>(k % t.sparsity.m, t.sparsity.n));
+  return std::max<std::int64_t>(
+      1, (k / t.sparsity.m) * t.sparsity.n + std::min<std::int64_t>(k % t.sparsity.m, t.sparsity.n));
 }
 
 // `w`: the rows the steps cover (GemmRows; rows 0 = all, batch by batch).
@@ -90,7 +91,18 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
   const Epilogue& store_ep = w.own_out ? own_ep : ep;
   std::vector<Step> steps;
   steps.reserve(static_cast<std::size_t>(total_out_blocks * nk));
-  std::int64_t last_a = -1, last_b = -1;
+  // Batch entries per step (GemmTiling::bb). When an entry's stationary
+  // tiles (B's column tiles, or A's with stream_b) are fewer than the
+  // MXUs, add_matmul would split its rows among the MXUs, each loading the
+  // same tiles; a step's entries instead take the MXUs in turn, each
+  // matmul whole on its own (the batched matmuls of dense decode
+  // attention: a few query rows per sequence and KV head).
+  const std::int64_t bb = window ? 1 : tiling->bb;
+  const std::int64_t held_cols = tiling->stream_b ? bm : bn;
+  const int held_tiles = static_cast<int>(std::min<std::int64_t>(f.mxus, ceil_div(held_cols, f.cols)));
+  const int groups = f.mxus / held_tiles;
+  if (bb > 1) plan.blocking += " batch-block=" + std::to_string(bb);
+  std::vector<std::int64_t> last_as(static_cast<std::size_t>(bb), -1), last_bs(static_cast<std::size_t>(bb), -1);
   int last_core = -1;
   // Where B's metadata and scales follow its values (Tensor::bytes order).
   const Ref b_meta = at.b + bt.value_bytes(), b_scales = b_meta + bt.metadata_bytes();
@@ -102,17 +114,19 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
     after.push_back(static_cast<int>(s.compute.size()));
     s.compute.push_back({v, {}});
   };
-  std::int64_t ob_index = 0;
-  for (std::int64_t b = 0; b < g.batch; ++b)
+  for (std::int64_t b0 = 0; b0 < g.batch; b0 += bb)
     for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t in = 0; in < inner; ++in, ++ob_index) {
+      for (std::int64_t in = 0; in < inner; ++in) {
         const std::int64_t mi = n_outer ? in : o, ni = n_outer ? o : in;
-        const int core = static_cast<int>(ob_index * cores / std::max<std::int64_t>(1, total_out_blocks));
+        const std::int64_t first_ob = (b0 * outer + o) * inner + in;
+        const int core = static_cast<int>(first_ob * cores / std::max<std::int64_t>(1, total_out_blocks));
         if (core != last_core) {
-          last_a = last_b = -1;
+          std::fill(last_as.begin(), last_as.end(), -1);
+          std::fill(last_bs.begin(), last_bs.end(), -1);
           last_core = core;
         }
         const std::int64_t m = std::min(bm, g.m - mi * bm), n = std::min(bn, g.n - ni * bn);
+        const std::int64_t b_end = std::min(g.batch, b0 + bb);
         for (std::int64_t ki = 0; ki < nk; ++ki) {
           const std::int64_t k = std::min(bk, g.k - ki * bk);
           Step s;
@@ -120,127 +134,138 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
           // Up to one matmul per MXU, conversions and the epilogue's pass:
           // reserved, as millions of steps grew these one by one.
           s.compute.reserve(2 * static_cast<std::size_t>(f.mxus) + 2);
-          const std::int64_t a_id = (b * nm + mi) * nk + ki;
-          const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
-          std::vector<int> conv;  // VPU conversions the MXU waits for
-          bool convert_b = false;
-          if (a_id != last_a) {
-            quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
-            if (g.a_read_factor == 1.0) {
-              if (w.own_a)
-                s.loads.push_back(load_block(*w.own_a, g.in_dtype, {mi * bm, ki * bk, m, k, g.k}));
-              else
-                pieces(b, mi * bm, m, [&](std::int64_t, std::int64_t fr, std::int64_t rows) {
-                  s.loads.push_back(load_block(at.a, g.in_dtype, {fr, ki * bk, rows, k, g.k}));
-                });
+          for (std::int64_t b = b0; b < b_end; ++b) {
+            const std::int64_t ob_index = (b * outer + o) * inner + in;
+            std::int64_t& last_a = last_as[static_cast<std::size_t>(b - b0)];
+            std::int64_t& last_b = last_bs[static_cast<std::size_t>(b - b0)];
+            const std::int64_t a_id = (b * nm + mi) * nk + ki;
+            const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
+            std::vector<int> conv;  // VPU conversions the MXU waits for
+            bool convert_b = false;
+            if (a_id != last_a) {
+              quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
+              if (g.a_read_factor == 1.0) {
+                if (w.own_a)
+                  s.loads.push_back(load_block(*w.own_a, g.in_dtype, {mi * bm, ki * bk, m, k, g.k}));
+                else
+                  pieces(b, mi * bm, m, [&](std::int64_t, std::int64_t fr, std::int64_t rows) {
+                    s.loads.push_back(load_block(at.a, g.in_dtype, {fr, ki * bk, rows, k, g.k}));
+                  });
+              } else {
+                // A convolution's input window: rows of the im2col view.
+                const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
+                s.loads.push_back(load(at.a + bytes_of(g.in_dtype, (b * g.m + mi * bm) * g.k + ki * bk),
+                                       bytes_of(g.in_dtype, k), std::max<std::uint64_t>(1, rows),
+                                       bytes_of(g.in_dtype, g.k)));
+              }
+              last_a = a_id;
+            }
+            if (b_id != last_b) {
+              const std::int64_t row0 = (g.b_batched ? b : 0) * g.k + ki * bk;
+              if (bt.sparsity.dense()) {
+                s.loads.push_back(load_block(at.b, g.w_dtype, {row0, ni * bn, k, n, g.n}));
+              } else {
+                // Compressed values, then their position metadata.
+                s.loads.push_back(
+                    load_block(at.b, g.w_dtype, {stored_rows(bt, row0), ni * bn, stored_rows(bt, k), n, g.n}));
+                const std::uint64_t kept = static_cast<std::uint64_t>(stored_rows(bt, k) * n);
+                const std::uint64_t mb = (kept * static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) + 7) / 8;
+                const std::uint64_t moff = static_cast<std::uint64_t>(stored_rows(bt, row0) * g.n + ni * bn) *
+                                           static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) / 8;
+                s.loads.push_back(load(b_meta + std::min(moff, bt.metadata_bytes() - std::min(bt.metadata_bytes(), mb)),
+                                       std::max<std::uint64_t>(1, mb)));
+                plan.metadata_bytes += mb;
+              }
+              // The block's scales: one per channel (with the first K block
+              // when they reach the accumulator), one per group per channel,
+              // or the single per-tensor one with the first block.
+              std::uint64_t sc = 0;
+              if (bt.scales.kind == workloads::ScaleKind::block)
+                sc = block_scale_count(bt, k, n);
+              else if (bt.scales.kind == workloads::ScaleKind::channel && (ki == 0 || q.b.ops > 0))
+                sc = block_scale_count(bt, k, n);
+              else if (bt.scales.kind == workloads::ScaleKind::tensor && ob_index == 0 && ki == 0)
+                sc = 1;
+              if (sc > 0) {
+                const std::uint64_t sb = sc * scale_bytes_each;
+                const std::uint64_t soff = std::min(bt.scale_bytes() - std::min(bt.scale_bytes(), sb),
+                                                    static_cast<std::uint64_t>(ni * bn) * scale_bytes_each);
+                s.loads.push_back(load(b_scales + soff, sb));
+                plan.scale_bytes += sb;
+              }
+              convert_b = q.b.ops > 0;
+              last_b = b_id;
+            }
+            const std::int64_t kx =
+                q.sparse_mxu ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(k * q.mxu_k_fraction)))
+                             : k;
+            const std::int64_t col_tiles = ceil_div(n, f.cols);
+            std::vector<int> mxu_instrs;
+            mxu_instrs.reserve(2 * static_cast<std::size_t>(f.mxus));
+            if (convert_b && !tiling->stream_b && col_tiles >= f.mxus) {
+              // Each MXU's columns converted on their own, its matmul waiting
+              // only for them (and for A's conversion).
+              for (int u = 0; u < f.mxus; ++u) {
+                const std::int64_t c0 = std::min(n, col_tiles * u / f.mxus * f.cols);
+                const std::int64_t c1 = std::min(n, col_tiles * (u + 1) / f.mxus * f.cols);
+                if (c1 <= c0) continue;
+                std::vector<int> after = conv;
+                quant_vpu(s, static_cast<std::uint64_t>(k * (c1 - c0)), q.b.ops, after);
+                const std::size_t first = s.compute.size();
+                plan.padded_macs += add_matmul(s, f, m, kx, c1 - c0, q.mxu, after, u, 1);
+                for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
+              }
             } else {
-              // A convolution's input window: rows of the im2col view.
-              const std::uint64_t rows = static_cast<std::uint64_t>(std::ceil(m * g.a_read_factor));
-              s.loads.push_back(load(at.a + bytes_of(g.in_dtype, (b * g.m + mi * bm) * g.k + ki * bk),
-                                     bytes_of(g.in_dtype, k), std::max<std::uint64_t>(1, rows),
-                                     bytes_of(g.in_dtype, g.k)));
-            }
-            last_a = a_id;
-          }
-          if (b_id != last_b) {
-            const std::int64_t row0 = (g.b_batched ? b : 0) * g.k + ki * bk;
-            if (bt.sparsity.dense()) {
-              s.loads.push_back(load_block(at.b, g.w_dtype, {row0, ni * bn, k, n, g.n}));
-            } else {
-              // Compressed values, then their position metadata.
-              s.loads.push_back(
-                  load_block(at.b, g.w_dtype, {stored_rows(bt, row0), ni * bn, stored_rows(bt, k), n, g.n}));
-              const std::uint64_t kept = static_cast<std::uint64_t>(stored_rows(bt, k) * n);
-              const std::uint64_t mb = (kept * static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) + 7) / 8;
-              const std::uint64_t moff = static_cast<std::uint64_t>(stored_rows(bt, row0) * g.n + ni * bn) *
-                                         static_cast<std::uint64_t>(bt.sparsity.metadata_bits()) / 8;
-              s.loads.push_back(load(b_meta + std::min(moff, bt.metadata_bytes() - std::min(bt.metadata_bytes(), mb)),
-                                     std::max<std::uint64_t>(1, mb)));
-              plan.metadata_bytes += mb;
-            }
-            // The block's scales: one per channel (with the first K block
-            // when they reach the accumulator), one per group per channel,
-            // or the single per-tensor one with the first block.
-            std::uint64_t sc = 0;
-            if (bt.scales.kind == workloads::ScaleKind::block)
-              sc = block_scale_count(bt, k, n);
-            else if (bt.scales.kind == workloads::ScaleKind::channel && (ki == 0 || q.b.ops > 0))
-              sc = block_scale_count(bt, k, n);
-            else if (bt.scales.kind == workloads::ScaleKind::tensor && ob_index == 0 && ki == 0)
-              sc = 1;
-            if (sc > 0) {
-              const std::uint64_t sb = sc * scale_bytes_each;
-              const std::uint64_t soff = std::min(bt.scale_bytes() - std::min(bt.scale_bytes(), sb),
-                                                  static_cast<std::uint64_t>(ni * bn) * scale_bytes_each);
-              s.loads.push_back(load(b_scales + soff, sb));
-              plan.scale_bytes += sb;
-            }
-            convert_b = q.b.ops > 0;
-            last_b = b_id;
-          }
-          const std::int64_t kx =
-              q.sparse_mxu ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(k * q.mxu_k_fraction))) : k;
-          const std::int64_t col_tiles = ceil_div(n, f.cols);
-          std::vector<int> mxu_instrs;
-          mxu_instrs.reserve(2 * static_cast<std::size_t>(f.mxus));
-          if (convert_b && !tiling->stream_b && col_tiles >= f.mxus) {
-            // Each MXU's columns converted on their own, its matmul waiting
-            // only for them (and for A's conversion).
-            for (int u = 0; u < f.mxus; ++u) {
-              const std::int64_t c0 = std::min(n, col_tiles * u / f.mxus * f.cols);
-              const std::int64_t c1 = std::min(n, col_tiles * (u + 1) / f.mxus * f.cols);
-              if (c1 <= c0) continue;
-              std::vector<int> after = conv;
-              quant_vpu(s, static_cast<std::uint64_t>(k * (c1 - c0)), q.b.ops, after);
+              if (convert_b) quant_vpu(s, static_cast<std::uint64_t>(k * n), q.b.ops, conv);
               const std::size_t first = s.compute.size();
-              plan.padded_macs += add_matmul(s, f, m, kx, c1 - c0, q.mxu, after, u, 1);
+              // A batch block's entries on the MXUs in turn (bb above).
+              const bool turns = bb > 1 && groups > 1;
+              const int first_mxu = turns ? static_cast<int>((b - b0) % groups) * held_tiles : 0;
+              const int mxus = turns ? held_tiles : 0;
+              plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, conv, first_mxu, mxus)
+                                                   : add_matmul(s, f, m, kx, n, q.mxu, conv, first_mxu, mxus);
               for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
             }
-          } else {
-            if (convert_b) quant_vpu(s, static_cast<std::uint64_t>(k * n), q.b.ops, conv);
-            const std::size_t first = s.compute.size();
-            plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, conv)
-                                                 : add_matmul(s, f, m, kx, n, q.mxu, conv);
-            for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
-          }
-          for (int c : mxu_instrs) {
-            if (q.sparse_mxu) std::get<arch::MxuWork>(s.compute[static_cast<std::size_t>(c)].instr.work).sparse = true;
-          }
-          if (q.group_ops > 0) {
-            // Block scales at an integer MXU: each K group's partial sum
-            // scaled and added into the f32 accumulator.
-            const double groups = static_cast<double>(ceil_div(k, q.group));
-            const arch::Instr v = vpu(static_cast<std::uint64_t>(m * n), DType::f32, q.group_ops * groups, 0, 2, 1);
-            plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, v);
-            s.compute.push_back({v, mxu_instrs});
-          }
-          if (ki == nk - 1) {
-            // Partial sums received from ring neighbours are read and added
-            // (one more VPU input and add each) before the store.
-            const int received = static_cast<int>(w.received.size());
-            const AnchorWork work{DType::f32, q.out_ops + received, 0, 1 + received};
-            auto block_out = [&](std::int64_t row, std::int64_t rows) -> OutBlock {
-              return {static_cast<std::uint64_t>(rows * n),
-                      static_cast<std::uint64_t>(n),
-                      static_cast<std::uint64_t>(rows),
-                      static_cast<std::uint64_t>(g.n),
-                      static_cast<std::uint64_t>(row * g.n + ni * bn),
-                      true};
-            };
-            bool first_piece = true;
-            pieces(b, mi * bm, m, [&](std::int64_t own, std::int64_t fr, std::int64_t rows) {
-              const OutBlock full = block_out(fr, rows);
-              add_extra_loads(s, ep, full.offset_elems, full.elems, full_elems, ob_index == 0 && first_piece);
-              for (const GemmRows::Received& r : w.received)
-                s.loads.push_back(load_block(r.at, ep.out_dtype, {r.own_coords ? own : fr, ni * bn, rows, n, g.n}));
-              if (!w.own_out) add_epilogue(s, ep, full, work);
-              first_piece = false;
-            });
-            if (w.own_out) add_epilogue(s, store_ep, block_out(mi * bm, m), work);
-            if (q.out_ops > 0)
-              plan.quant_vpu_cycles +=
-                  arch::vpu_cost(cx.cfg.vpu, {static_cast<std::uint64_t>(m * n), DType::f32, q.out_ops, 0, 1, 1, {}})
-                      .alu_cycles;
+            for (int c : mxu_instrs) {
+              if (q.sparse_mxu)
+                std::get<arch::MxuWork>(s.compute[static_cast<std::size_t>(c)].instr.work).sparse = true;
+            }
+            if (q.group_ops > 0) {
+              // Block scales at an integer MXU: each K group's partial sum
+              // scaled and added into the f32 accumulator.
+              const double groups = static_cast<double>(ceil_div(k, q.group));
+              const arch::Instr v = vpu(static_cast<std::uint64_t>(m * n), DType::f32, q.group_ops * groups, 0, 2, 1);
+              plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, v);
+              s.compute.push_back({v, mxu_instrs});
+            }
+            if (ki == nk - 1) {
+              // Partial sums received from ring neighbours are read and added
+              // (one more VPU input and add each) before the store.
+              const int received = static_cast<int>(w.received.size());
+              const AnchorWork work{DType::f32, q.out_ops + received, 0, 1 + received};
+              auto block_out = [&](std::int64_t row, std::int64_t rows) -> OutBlock {
+                return {static_cast<std::uint64_t>(rows * n),
+                        static_cast<std::uint64_t>(n),
+                        static_cast<std::uint64_t>(rows),
+                        static_cast<std::uint64_t>(g.n),
+                        static_cast<std::uint64_t>(row * g.n + ni * bn),
+                        true};
+              };
+              bool first_piece = true;
+              pieces(b, mi * bm, m, [&](std::int64_t own, std::int64_t fr, std::int64_t rows) {
+                const OutBlock full = block_out(fr, rows);
+                add_extra_loads(s, ep, full.offset_elems, full.elems, full_elems, ob_index == 0 && first_piece);
+                for (const GemmRows::Received& r : w.received)
+                  s.loads.push_back(load_block(r.at, ep.out_dtype, {r.own_coords ? own : fr, ni * bn, rows, n, g.n}));
+                if (!w.own_out) add_epilogue(s, ep, full, work);
+                first_piece = false;
+              });
+              if (w.own_out) add_epilogue(s, store_ep, block_out(mi * bm, m), work);
+              if (q.out_ops > 0)
+                plan.quant_vpu_cycles +=
+                    arch::vpu_cost(cx.cfg.vpu, {static_cast<std::uint64_t>(m * n), DType::f32, q.out_ops, 0, 1, 1, {}})
+                        .alu_cycles;
+            }
           }
           steps.push_back(std::move(s));
         }

@@ -75,10 +75,18 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
   }
   // `tpusim run`'s own defaults, so that a filter may read a parameter
   // that some points leave unset.
-  static const std::map<std::string, std::string> defaults = {
-      {"arch", "v5e"},           {"model.phase", "decode"}, {"model.batch", "1"},       {"model.seq", "2048"},
-      {"model.context", "2048"}, {"model.image", "224"},    {"workload.dtype", "bf16"}, {"workload.fusion", "true"},
-      {"workload.cmem", "true"},  {"model.remat", "none"}, {"model.fused_attention_backward", "false"}};
+  static const std::map<std::string, std::string> defaults = {{"arch", "v5e"},
+                                                              {"model.phase", "decode"},
+                                                              {"model.batch", "1"},
+                                                              {"model.seq", "2048"},
+                                                              {"model.context", "2048"},
+                                                              {"model.image", "224"},
+                                                              {"workload.dtype", "bf16"},
+                                                              {"workload.fusion", "true"},
+                                                              {"workload.cmem", "true"},
+                                                              {"model.remat", "none"},
+                                                              {"model.fused_attention_backward", "false"},
+                                                              {"model.attention_kernel", "flash"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -162,6 +170,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
             params.count("model.fused_attention_backward") && params["model.fused_attention_backward"] == "true";
         if (po.fused_attention_backward && po.phase != models::Phase::train)
           throw std::runtime_error("model.fused_attention_backward: true needs model.phase train");
+        if (params.count("model.attention_kernel"))
+          models::parse_attention_impl(params["model.attention_kernel"], &po.attention_kernel);
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
@@ -171,14 +181,15 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         for (const char* k : {"phase", "batch", "seq", "context", "image", "remat"})
           if (params.count(std::string("model.") + k))
             a.insert(a.end(), {std::string("--") + k, params["model." + std::string(k)]});
-        for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
-                 {"weight_dtype", "--weight-dtype"},
-                 {"act_dtype", "--act-dtype"},
-                 {"kv_dtype", "--kv-dtype"},
-                 {"weight_scales", "--weight-scales"},
-                 {"act_quant", "--act-quant"},
-                 {"sparsity", "--sparsity"},
-                 {"moe_capacity_factor", "--moe-capacity-factor"}})
+        for (const auto& [key, flag] :
+             std::vector<std::pair<std::string, std::string>>{{"weight_dtype", "--weight-dtype"},
+                                                              {"act_dtype", "--act-dtype"},
+                                                              {"kv_dtype", "--kv-dtype"},
+                                                              {"weight_scales", "--weight-scales"},
+                                                              {"act_quant", "--act-quant"},
+                                                              {"sparsity", "--sparsity"},
+                                                              {"moe_capacity_factor", "--moe-capacity-factor"},
+                                                              {"attention_kernel", "--attention-kernel"}})
           if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
         if (po.fused_attention_backward) a.push_back("--fused-attention-backward");
       } else if (params.count("workload.file")) {

@@ -55,6 +55,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"sparsity", "model.sparsity"},
         {"moe_capacity_factor", "model.moe_capacity_factor"},
         {"fused_attention_backward", "model.fused_attention_backward"},
+        {"attention_kernel", "model.attention_kernel"},
     };
     // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
     v.insert(v.end(), serve_keys().begin(), serve_keys().end());
@@ -145,7 +146,8 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   all.push_back("arch");
   c.add(p, where.empty() ? key : where + "." + key,
         "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat|weight_dtype|act_dtype|"
-        "kv_dtype|weight_scales|act_quant|sparsity, workload.file|gemm|conv|attention|dtype|fusion, "
+        "kv_dtype|weight_scales|act_quant|sparsity|moe_capacity_factor|fused_attention_backward|attention_kernel, "
+        "workload.file|gemm|conv|attention|dtype|fusion|cmem, "
         "serve.slice|mesh|replicas|rate|concurrency|arrival|requests|input|output|seed|max_batch|max_tokens|policy|"
         "slo|step_cache",
         "unknown key '" + key + "'", nearest_word(key, all));
@@ -181,6 +183,9 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
       c.add(p, k, "a capacity factor in [0, 64] (0: dropless)", "'" + text + "'");
   } else if (key == "workload.fusion" || key == "workload.cmem" || key == "model.fused_attention_backward") {
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
+  } else if (key == "model.attention_kernel") {
+    models::AttentionImpl ak;
+    if (!models::parse_attention_impl(text, &ak)) c.add(p, k, "flash or dense", "'" + text + "'");
   } else if (key == "model.phase") {
     models::Phase ph;
     if (!models::parse_phase(text, &ph)) c.add(p, k, "a phase: prefill, decode, train, infer", "'" + text + "'");
@@ -538,8 +543,8 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
       spec.serve = spec.serve || is_serve_key(k);
     }
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
-                        "model.remat", "model.fused_attention_backward", "workload.dtype", "workload.fusion",
-                        "workload.cmem"})
+                        "model.remat", "model.fused_attention_backward", "model.attention_kernel", "workload.dtype",
+                        "workload.fusion", "workload.cmem"})
     names.insert(k);
   std::vector<std::string> name_list(names.begin(), names.end());
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {

@@ -33,15 +33,30 @@ const std::vector<std::string> kCaseKeys = {"id",     "title",    "source",    "
                                             "metric", "measured", "tolerance", "expect",        "reason"};
 const std::vector<std::string> kRequired = {"id",       "title",  "source",   "source_metric", "arch",
                                             "workload", "metric", "measured", "tolerance"};
-const std::vector<std::string> kWorkloadKeys = {
-    "gemm",   "conv", "attention",         "file",     "model", "dtype", "phase", "batch", "seq", "context", "image",
-    "fusion", "cmem", "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype", "kv_dtype",
-    "fused_attention_backward", "moe_capacity_factor", "sample_layers"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
-const std::vector<std::string> kModelOnly = {"phase",     "batch", "seq",          "context",   "image",
-                                             "sequence_parallel", "recompute", "remat", "weight_dtype", "act_dtype",
-                                             "kv_dtype", "fused_attention_backward", "moe_capacity_factor",
+// Keys of a `model:` workload only (tpusim run's model options).
+const std::vector<std::string> kModelOnly = {"phase",
+                                             "batch",
+                                             "seq",
+                                             "context",
+                                             "image",
+                                             "sequence_parallel",
+                                             "recompute",
+                                             "remat",
+                                             "weight_dtype",
+                                             "act_dtype",
+                                             "kv_dtype",
+                                             "fused_attention_backward",
+                                             "moe_capacity_factor",
+                                             "attention_kernel",
                                              "sample_layers"};
+// Every workload key: a source, the keys of any source, the model's.
+const std::vector<std::string> kWorkloadKeys = [] {
+  std::vector<std::string> v = kSources;
+  v.insert(v.end(), {"dtype", "fusion", "cmem"});
+  v.insert(v.end(), kModelOnly.begin(), kModelOnly.end());
+  return v;
+}();
 const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
 const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
 
@@ -159,8 +174,10 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   if (wl.source != "model")
     for (const auto& m : kModelOnly)
       if (w[m]) c.add(w[m], where + "." + m, "'" + m + "' only with model", "workload source " + wl.source);
-  const std::pair<const char*, std::string*> dtypes[] = {
-      {"dtype", &wl.dtype}, {"weight_dtype", &wl.weight_dtype}, {"act_dtype", &wl.act_dtype}, {"kv_dtype", &wl.kv_dtype}};
+  const std::pair<const char*, std::string*> dtypes[] = {{"dtype", &wl.dtype},
+                                                         {"weight_dtype", &wl.weight_dtype},
+                                                         {"act_dtype", &wl.act_dtype},
+                                                         {"kv_dtype", &wl.kv_dtype}};
   for (const auto& [key, dst] : dtypes) {
     if (!w[key]) continue;
     *dst = text(w[key], where + "." + key, c);
@@ -192,6 +209,14 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     else if (f)
       wl.moe_capacity_factor = w["moe_capacity_factor"].Scalar();
   }
+  if (w["attention_kernel"]) {
+    const std::string key = where + ".attention_kernel";
+    models::AttentionImpl k;
+    if (!w["attention_kernel"].IsScalar() || !models::parse_attention_impl(w["attention_kernel"].Scalar(), &k))
+      c.add(w["attention_kernel"], key, "flash or dense", kind_of(w["attention_kernel"]));
+    else
+      wl.attention_kernel = w["attention_kernel"].Scalar();
+  }
   if (w["sample_layers"] && wl.source == "model" && contains(models::list_models(), wl.value)) {
     const std::string key = where + ".sample_layers";
     const std::optional<double> n = number(w["sample_layers"], key, c);
@@ -215,7 +240,8 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     wl.remat = text(w["remat"], where + ".remat", c);
     models::RematPolicy r = models::RematPolicy::none;
     models::RematCustom custom;
-    const std::string err = wl.remat.empty() ? "" : models::parse_remat_spec(wl.remat, &r, &custom);  // empty: text() reported it
+    const std::string err =
+        wl.remat.empty() ? "" : models::parse_remat_spec(wl.remat, &r, &custom);  // empty: text() reported it
     if (!err.empty())
       c.add(w["remat"], where + ".remat", err, "'" + wl.remat + "'");
     else if (!wl.remat.empty() && wl.recompute && r != models::RematPolicy::full)
@@ -534,20 +560,17 @@ std::vector<std::string> run_args(const Case& c) {
   const Workload& w = c.workload;
   a.insert(a.end(), {"--" + (w.source == "file" ? std::string("workload") : w.source), w.value});
   if (!w.dtype.empty()) a.insert(a.end(), {"--dtype", w.dtype});
-  const std::pair<const char*, const std::string*> model_opts[] = {{"--phase", &w.phase},
-                                                                   {"--batch", &w.batch},
-                                                                   {"--seq", &w.seq},
-                                                                   {"--context", &w.context},
-                                                                   {"--image", &w.image},
-                                                                   {"--weight-dtype", &w.weight_dtype},
-                                                                   {"--act-dtype", &w.act_dtype},
-                                                                   {"--kv-dtype", &w.kv_dtype}};
+  const std::pair<const char*, const std::string*> model_opts[] = {
+      {"--phase", &w.phase},         {"--batch", &w.batch},      {"--seq", &w.seq},
+      {"--context", &w.context},     {"--image", &w.image},      {"--weight-dtype", &w.weight_dtype},
+      {"--act-dtype", &w.act_dtype}, {"--kv-dtype", &w.kv_dtype}};
   for (const auto& [flag, v] : model_opts)
     if (!v->empty()) a.insert(a.end(), {flag, *v});
   if (w.sequence_parallel) a.push_back("--sequence-parallel");
   if (w.recompute) a.push_back("--recompute");
   if (w.fused_attention_backward) a.push_back("--fused-attention-backward");
   if (!w.moe_capacity_factor.empty()) a.insert(a.end(), {"--moe-capacity-factor", w.moe_capacity_factor});
+  if (!w.attention_kernel.empty()) a.insert(a.end(), {"--attention-kernel", w.attention_kernel});
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");

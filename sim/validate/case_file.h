@@ -55,7 +55,8 @@ struct Workload {
   bool recompute = false;
   bool fused_attention_backward = false;  // --fused-attention-backward
   std::string moe_capacity_factor;        // --moe-capacity-factor, as written; empty: dropless
-  std::string remat;  // empty = run's default (none, or full with recompute)
+  std::string attention_kernel;           // --attention-kernel (flash or dense); empty: flash
+  std::string remat;                      // empty = run's default (none, or full with recompute)
   // Layer sampling (models::layer_sampling_obstacle): > 0 runs the case as
   // two simulations of n and 2n decoder layers (`tpusim run --layers`) and
   // extrapolates its extensive figures to the model's layer count

@@ -230,14 +230,36 @@ TEST(CliRun, FusedAttentionBackwardIsOneKernel) {
   const std::string ops = slurp(d.path() + "/fused/ops.csv");
   EXPECT_NE(ops.find("layers.0.attn.core.grad_qkv,attention"), std::string::npos);
   EXPECT_EQ(ops.find("layers.0.attn.core.grad_q,"), std::string::npos);
-  r = run_tpusim("run --arch v5e --model " + model + " --phase infer --quiet --fused-attention-backward --out " +
-                     d.path() + "/x",
-                 d);
+  r = run_tpusim(
+      "run --arch v5e --model " + model + " --phase infer --quiet --fused-attention-backward --out " + d.path() + "/x",
+      d);
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--fused-attention-backward needs --phase train"), std::string::npos) << r.err;
   r = run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --fused-attention-backward --out " + d.path() + "/y", d);
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--fused-attention-backward needs --model"), std::string::npos) << r.err;
+}
+
+// --attention-kernel dense: the attention as XLA's einsums (scores matmul,
+// softmax, PV matmul) in ops.csv instead of one attention operator. A bad
+// value, or the option without --model, is a usage error.
+TEST(CliRun, DenseAttentionKernelIsEinsums) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase infer --batch 1 --seq 64 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/dense --attention-kernel dense", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string ops = slurp(d.path() + "/dense/ops.csv");
+  EXPECT_NE(ops.find("layers.0.attn.scores,matmul"), std::string::npos);
+  EXPECT_NE(ops.find("layers.0.attn.softmax,softmax"), std::string::npos);
+  EXPECT_NE(ops.find("layers.0.attn.core,matmul"), std::string::npos);
+  EXPECT_EQ(ops.find(",attention,"), std::string::npos);
+  r = run_tpusim(base + d.path() + "/x --attention-kernel sparse", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--attention-kernel: expected flash or dense, found 'sparse'"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --attention-kernel dense --out " + d.path() + "/y", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--attention-kernel needs --model"), std::string::npos) << r.err;
 }
 
 TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
@@ -284,9 +306,8 @@ TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   r = run_tpusim(base + d.path() + "/x --remat selective --recompute", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--recompute means --remat full"), std::string::npos) << r.err;
-  r = run_tpusim("run --arch v5e --model " + model + " --phase infer --seq 64 --remat full --quiet --out " +
-                     d.path() + "/x",
-                 d);
+  r = run_tpusim(
+      "run --arch v5e --model " + model + " --phase infer --seq 64 --remat full --quiet --out " + d.path() + "/x", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("remat"), std::string::npos) << r.err;
 }
@@ -316,7 +337,8 @@ TEST(CliRun, OffloadedRematMovesActivationsOverTheHostLink) {
   EXPECT_EQ(host_bytes, 98304.0);
   EXPECT_GE(busy, 98304.0 / 16e9 - 1e-12);
   const auto s = read_rows(d.path() + "/off/summary.csv").at(0);
-  EXPECT_EQ(std::stod(s.at("hardware_flops")) - std::stod(s.at("model_flops")), 2097152.0 + 2 * 4194304.0 + 2097152.0 + 3145728.0);
+  EXPECT_EQ(std::stod(s.at("hardware_flops")) - std::stod(s.at("model_flops")),
+            2097152.0 + 2 * 4194304.0 + 2097152.0 + 3145728.0);
   const std::string ops = slurp(d.path() + "/off/ops.csv");
   EXPECT_NE(ops.find("layers.0.attn.q_proj.offload,copy"), std::string::npos);
   EXPECT_NE(ops.find("layers.0.reload.attn.q_proj,copy"), std::string::npos);

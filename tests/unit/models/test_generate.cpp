@@ -297,7 +297,8 @@ TEST(Generate, CustomRematPlacesEachNamedActivation) {
   const long reload = index_of("layers.1.reload.input.layers.0.mlp_residual");
   ASSERT_GE(reload, 0);
   EXPECT_LT(reload, index_of("layers.1.recompute.attn_norm"));
-  EXPECT_EQ(w.find_op("layers.1.recompute.attn_norm")->inputs[0], w.find_op(w.ops[static_cast<std::size_t>(reload)].name)->outputs[0]);
+  EXPECT_EQ(w.find_op("layers.1.recompute.attn_norm")->inputs[0],
+            w.find_op(w.ops[static_cast<std::size_t>(reload)].name)->outputs[0]);
   for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
     EXPECT_GE(index_of(std::string("layers.1.attn.") + p + ".offload"), 0) << p;
     EXPECT_EQ(w.find_op(std::string("layers.1.recompute.attn.") + p), nullptr) << p;
@@ -442,4 +443,101 @@ TEST(Generate, RejectsBadOptions) {
   d.context = 4095;
   d.batch = 1;
   EXPECT_NO_THROW(kv_cache_bytes(l, DType::bf16, 1, 4096));
+}
+
+// Dense attention (--attention-kernel dense) is XLA's einsum form: f32
+// logits [B, KV, H/KV, Sq, Sk] from a batched matmul with the causal mask
+// added, a softmax, the probabilities cast to bf16 and the PV matmul named
+// attn.core; no fused attention operator is left. Its matmuls compute every
+// (query, key) pair, which the closed-form count follows in prefill,
+// decode and training under every remat policy (within 1%).
+TEST(Generate, DenseAttentionIsXlasEinsums) {
+  ModelSpec m = load_model("llama3-8b");  // GQA: 32 query heads over 8 KV heads
+  m.transformer.layers = 2;
+  PhaseOptions o = small(Phase::prefill);
+  o.attention_kernel = AttentionImpl::dense;
+  Workload w = generate(m, o);
+  EXPECT_NO_THROW(w.validate());
+  for (const auto& op : w.ops) EXPECT_NE(op.kind, OpKind::attention) << op.name;
+  const Op* s = w.find_op("layers.1.attn.scores");
+  ASSERT_NE(s, nullptr);
+  const Tensor* logits = w.find_tensor(s->outputs[0]);
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->dtype, DType::f32);
+  EXPECT_EQ(logits->shape, (Shape{2, 8, 4, 16, 16}));
+  ASSERT_NE(w.find_op("layers.1.attn.causal_mask"), nullptr);
+  const Op* sm = w.find_op("layers.1.attn.softmax");
+  ASSERT_NE(sm, nullptr);
+  EXPECT_EQ(sm->kind, OpKind::softmax);
+  const Op* core = w.find_op("layers.1.attn.core");
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->kind, OpKind::matmul);
+  EXPECT_EQ(w.find_tensor(core->inputs[0])->dtype, DType::bf16);  // the cast probabilities
+  EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01);
+  // Every pair is computed: more MXU work than the fused causal kernel.
+  PhaseOptions flash = small(Phase::prefill);
+  EXPECT_GT(phase_matmul_flops(m, o), phase_matmul_flops(m, flash));
+
+  PhaseOptions d = small(Phase::decode);
+  d.attention_kernel = AttentionImpl::dense;
+  Workload wd = generate(m, d);
+  EXPECT_NO_THROW(wd.validate());
+  EXPECT_EQ(wd.find_op("layers.0.attn.causal_mask"), nullptr);  // the cache holds only the past
+  EXPECT_NEAR(mm_attn_flops(wd) / phase_matmul_flops(m, d), 1.0, 0.01);
+
+  RematCustom context_kept;
+  context_kept.set(RematTensor::context, RematPlace::device);
+  for (RematPolicy pol : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full,
+                          RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded, RematPolicy::custom}) {
+    PhaseOptions t = small(Phase::train);
+    t.attention_kernel = AttentionImpl::dense;
+    t.remat = pol;
+    if (pol == RematPolicy::custom) t.remat_custom = context_kept;
+    Workload wt = generate(m, t);
+    EXPECT_NO_THROW(wt.validate()) << remat_name(pol);
+    EXPECT_NEAR(mm_attn_flops(wt) / phase_matmul_flops(m, t), 1.0, 0.01) << remat_name(pol);
+  }
+}
+
+// Where dense attention is not modelled, or contradicts another option, it
+// is refused by name.
+TEST(Generate, DenseAttentionIsRefusedWhereItDoesNotApply) {
+  PhaseOptions o = small(Phase::prefill);
+  o.attention_kernel = AttentionImpl::dense;
+  EXPECT_THROW(check_options(load_model("deepseek-v3"), o), ModelError);  // latent attention
+  PhaseOptions r = small(Phase::infer);
+  r.attention_kernel = AttentionImpl::dense;
+  EXPECT_THROW(check_options(load_model("resnet50"), r), ModelError);
+  EXPECT_NO_THROW(check_options(load_model("bert-base"), r));
+  EXPECT_NO_THROW(check_options(load_model("vit-b16"), r));
+  PhaseOptions t = small(Phase::train);
+  t.attention_kernel = AttentionImpl::dense;
+  t.fused_attention_backward = true;
+  EXPECT_THROW(check_options(load_model("llama3-8b"), t), ModelError);
+  try {
+    check_options(load_model("llama3-8b"), t);
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("fused_attention_backward"), std::string::npos) << e.what();
+  }
+  AttentionImpl k;
+  EXPECT_TRUE(parse_attention_impl("dense", &k));
+  EXPECT_EQ(k, AttentionImpl::dense);
+  EXPECT_FALSE(parse_attention_impl("Dense", &k));
+}
+
+// The memory check counts dense attention's logits, softmax and
+// probabilities: a training step keeps them for backward, so its
+// activations exceed the fused kernel's by at least the f32 logits of
+// every layer.
+TEST(Generate, DenseAttentionActivationsIncludeTheScores) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o;
+  o.phase = Phase::train;
+  o.batch = 1;
+  o.seq_len = 4096;
+  const MemoryFootprint flash = memory_footprint(m, o);
+  o.attention_kernel = AttentionImpl::dense;
+  const MemoryFootprint dense = memory_footprint(m, o);
+  const double logits = 32.0 * 4096 * 4096 * 4 * static_cast<double>(m.transformer.layers);
+  EXPECT_GE(static_cast<double>(dense.activations) - static_cast<double>(flash.activations), logits);
 }

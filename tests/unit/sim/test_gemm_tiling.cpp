@@ -139,3 +139,30 @@ TEST(GemmTiling, EveryCoreGetsAnOutputBlock) {
 }
 
 }  // namespace
+
+// A batched matmul whose entries are tiny (dense decode attention's PV: one
+// row per sequence and KV head against a 2048 x 128 V block) puts several
+// entries in a grid step, within the VMEM budget, so the step overhead is
+// paid once per block of entries; one entry never is a block of more.
+TEST(GemmTiling, TinyBatchedMatmulsShareAStep) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const auto f = figures(cfg);
+  GemmShape g;
+  g.batch = 384;
+  g.m = 1;
+  g.k = 2048;
+  g.n = 128;
+  const auto t = choose_gemm_tiling(g, f, 1);
+  ASSERT_TRUE(t);
+  EXPECT_GT(t->bb, 1);
+  EXPECT_LE(t->bb, g.batch);
+  EXPECT_LE(t->vmem, f.vmem_budget);
+  EXPECT_GE(t->bm, g.m);
+  EXPECT_GE(t->bn, g.n);
+  g.batch = 1;
+  const auto one = choose_gemm_tiling(g, f, 1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->bb, 1);
+  // The 384 entries cost less than 384 separate single-entry matmuls.
+  EXPECT_LT(t->est_cycles, 384 * one->est_cycles);
+}

@@ -316,8 +316,8 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
     ASSERT_NE(it + 1, a.end());
     seen.insert(*(it + 1));
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"none", "minimal", "selective", "full", "qkv_proj_offloaded",
-                                         "minimal_offloaded"}));
+  EXPECT_EQ(seen,
+            (std::set<std::string>{"none", "minimal", "selective", "full", "qkv_proj_offloaded", "minimal_offloaded"}));
   try {
     parse_sweep_spec("base: {model: bert-base, phase: train}\naxes:\n  grid:\n    model.remat: [full, some]\n",
                      "bad.yaml");
@@ -332,8 +332,9 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   const std::string model = (d.p / "tiny.yaml").string();
   write_tiny_decoder(model, "");
   const SweepSpec c = parse_sweep_spec(
-      "base: {arch: v5p, model: " + model + ", phase: train, batch: 1, seq: 128}\n"
-      "axes:\n  grid:\n    model.remat: [\"custom:decoder_layer_input=offload,qkv_proj=device\"]\n",
+      "base: {arch: v5p, model: " + model +
+          ", phase: train, batch: 1, seq: 128}\n"
+          "axes:\n  grid:\n    model.remat: [\"custom:decoder_layer_input=offload,qkv_proj=device\"]\n",
       "ok.yaml");
   const auto cp = prepare_points(c, default_search_path());
   ASSERT_EQ(cp.size(), 1u);
@@ -342,8 +343,9 @@ TEST(SweepSpec, RematPolicyBecomesRunFlag) {
   ASSERT_NE(it, cp[0].run_args.end());
   EXPECT_EQ(*(it + 1), "custom:decoder_layer_input=offload,qkv_proj=device");
   try {
-    parse_sweep_spec("base: {model: llama3-8b, phase: train}\naxes:\n  grid:\n    model.remat: [\"custom:mlpwx=device\"]\n",
-                     "bad.yaml");
+    parse_sweep_spec(
+        "base: {model: llama3-8b, phase: train}\naxes:\n  grid:\n    model.remat: [\"custom:mlpwx=device\"]\n",
+        "bad.yaml");
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
@@ -373,8 +375,9 @@ TEST(SweepSpec, MoeCapacityFactorBecomesRunFlag) {
   }
   EXPECT_EQ(flags, (std::vector<std::string>{"0", "1.25"}));
   try {
-    parse_sweep_spec("base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.moe_capacity_factor: [1, 65]\n",
-                     "bad.yaml");
+    parse_sweep_spec(
+        "base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.moe_capacity_factor: [1, 65]\n",
+        "bad.yaml");
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
@@ -395,7 +398,8 @@ TEST(SweepSpec, FusedAttentionBackwardBecomesRunFlag) {
   ASSERT_EQ(pts.size(), 4u);
   int flagged = 0, refused = 0;
   for (const auto& pt : pts) {
-    const bool fused = std::find(pt.run_args.begin(), pt.run_args.end(), "--fused-attention-backward") != pt.run_args.end();
+    const bool fused =
+        std::find(pt.run_args.begin(), pt.run_args.end(), "--fused-attention-backward") != pt.run_args.end();
     const bool train = std::find(pt.run_args.begin(), pt.run_args.end(), "train") != pt.run_args.end();
     if (!pt.error.empty()) {
       // The fused backward kernel on a prefill point: the point's own error.
@@ -410,12 +414,45 @@ TEST(SweepSpec, FusedAttentionBackwardBecomesRunFlag) {
   EXPECT_EQ(flagged, 1);
   EXPECT_EQ(refused, 1);
   try {
-    parse_sweep_spec("base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.fused_attention_backward: [yes]\n",
-                     "bad.yaml");
+    parse_sweep_spec(
+        "base: {model: " + model + ", phase: train}\naxes:\n  grid:\n    model.fused_attention_backward: [yes]\n",
+        "bad.yaml");
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("true or false"), std::string::npos) << e.what();
+  }
+}
+
+// model.attention_kernel sweeps the attention's form: each point's run
+// gets --attention-kernel with its value; a value other than flash or
+// dense is a located error.
+TEST(SweepSpec, AttentionKernelBecomesRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v5e, model: " + model +
+                                           ", phase: prefill, batch: 1, seq: 64}\n"
+                                           "axes:\n  grid:\n    model.attention_kernel: [flash, dense]\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 2u);
+  std::vector<std::string> kernels;
+  for (const auto& pt : pts) {
+    EXPECT_TRUE(pt.error.empty()) << pt.error;
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), "--attention-kernel");
+    ASSERT_NE(it, pt.run_args.end());
+    ASSERT_NE(it + 1, pt.run_args.end());
+    kernels.push_back(*(it + 1));
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"flash", "dense"}));
+  try {
+    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.attention_kernel: [flash, splash]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("flash or dense"), std::string::npos) << e.what();
   }
 }
 

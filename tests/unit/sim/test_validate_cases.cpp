@@ -114,6 +114,14 @@ TEST(ValidateCases, RunArguments) {
   const auto q = run_args(parse_in(d, text)[2]);
   EXPECT_EQ(std::vector<std::string>(q.end() - 6, q.end()),
             (std::vector<std::string>{"--weight-dtype", "int8", "--act-dtype", "bf16", "--kv-dtype", "int8"}));
+  // The attention's form becomes --attention-kernel.
+  text = kGood;
+  text.replace(text.find(from), from.size(), "seq: 256, attention_kernel: dense}");
+  const auto k = parse_in(d, text);
+  EXPECT_EQ(k[2].workload.attention_kernel, "dense");
+  const auto ka = run_args(k[2]);
+  EXPECT_EQ(std::vector<std::string>(ka.end() - 2, ka.end()),
+            (std::vector<std::string>{"--attention-kernel", "dense"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -213,6 +221,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases[step-c].workload.moe_capacity_factor: expected a capacity factor in [0, 64] (0: dropless), found '-1'"},
       {"capacity factor on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, moe_capacity_factor: 1.25}"),
        "'moe_capacity_factor' only with model"},
+      {"unknown attention kernel", replace(g, "seq: 256,", "seq: 256, attention_kernel: splash,"),
+       "cases[step-c].workload.attention_kernel: expected flash or dense, found 'splash'"},
+      {"attention kernel on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, attention_kernel: dense}"),
+       "'attention_kernel' only with model"},
       {"bad custom remat entry", replace(g, "seq: 256,", "seq: 256, remat: \"custom:query_proj=gpu\","),
        "cases[step-c].workload.remat: expected a place remat, device or offload (entry 'query_proj=gpu')"},
       {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
