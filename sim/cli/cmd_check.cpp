@@ -13,6 +13,7 @@
 #include "sim/codesign/check.h"
 #include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
+#include "sim/run/model_fit.h"
 #include "sim/run/run.h"
 
 namespace tpusim::sim {
@@ -144,7 +145,9 @@ int check_point_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     }
     ro.sim.mesh = p.mesh;
   }
-  const models::FitReport fit = models::check_fit(spec, p, cfg.hbm.capacity_bytes, cfg.host_memory_per_chip());
+  // The fit check `tpusim run` makes (the memory plan decides within the
+  // closed form's margin), so that a what-if runs wherever run would.
+  const models::FitReport fit = check_model_fit(spec, p, cfg).report;
   if (!fit.fits) throw UsageError("check point: " + fit.message);
   const workloads::Workload wl = models::generate(spec, p);
   const RunReport r = run_workload(arch_name, cfg, wl, ro);
