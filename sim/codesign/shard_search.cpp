@@ -99,16 +99,6 @@ std::vector<std::string> axes_for(const models::ModelSpec& m, models::Phase phas
   return a;
 }
 
-// Whether every decoder layer lowers to the same work, so n and 2n layers
-// extrapolate exactly in the per-layer part.
-std::map<std::string, std::string> read_summary(const std::string& path) {
-  const auto rows = sweep::parse_csv(sweep::slurp_file(path));
-  std::map<std::string, std::string> out;
-  if (rows.size() < 2 || rows[1].size() != rows[0].size()) return out;
-  for (std::size_t i = 0; i < rows[0].size(); ++i) out[rows[0][i]] = rows[1][i];
-  return out;
-}
-
 // The figures of a summary.csv; throws std::runtime_error for a missing column.
 RunFigures figures(const std::map<std::string, std::string>& s, const std::string& path) {
   auto num = [&](const char* k) {
@@ -283,7 +273,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
         if (errors[i].empty()) {
           const std::string path = dir_of(i) + "/summary.csv";
           try {
-            figs[i] = figures(read_summary(path), path);
+            figs[i] = figures(sweep::read_run_summary(dir_of(i)), path);
           } catch (const std::exception& ex) {
             errors[i] = ex.what();
           }

@@ -1,6 +1,8 @@
 // Child-process pool of sweeps and validation runs; see child_pool.h.
 #include "sim/sweep/child_pool.h"
 
+#include "sim/sweep/results_table.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -180,6 +182,14 @@ void run_children(std::size_t count, const ChildPoolOptions& opt, const std::fun
       ::sigtimedwait(&chld, nullptr, &wait);
     }
   }
+}
+
+std::map<std::string, std::string> read_run_summary(const std::string& dir) {
+  const auto rows = parse_csv(slurp_file(dir + "/summary.csv"));
+  std::map<std::string, std::string> out;
+  if (rows.size() < 2 || rows[1].size() != rows[0].size()) return out;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) out[rows[0][i]] = rows[1][i];
+  return out;
 }
 
 }  // namespace tpusim::sim::sweep

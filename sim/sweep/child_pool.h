@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,11 @@ std::string stderr_line(const std::string& text);
 
 // The whole content of a file ("" when missing).
 std::string slurp_file(const std::string& path);
+
+// What a `tpusim run` child wrote to `dir`/summary.csv, its one row as
+// column -> value; empty when the file is missing or is not a header and
+// a row of the same width (kNoSummary says so in a row's message).
+std::map<std::string, std::string> read_run_summary(const std::string& dir);
+inline constexpr const char* kNoSummary = "the run exited 0 but wrote no readable summary.csv";
 
 }  // namespace tpusim::sim::sweep

@@ -78,11 +78,10 @@ std::vector<std::string> finish(const SweepSpec& spec, const std::vector<std::st
   std::map<std::string, std::string> metrics;
   std::string message = child_failure(e, dir);
   if (message.empty()) {
-    const auto rows = parse_csv(slurp_file(dir + "/summary.csv"));
-    if (rows.size() < 2 || rows[0].size() != rows[1].size()) {
-      message = "the run exited 0 but wrote no readable summary.csv";
+    metrics = read_run_summary(dir);
+    if (metrics.empty()) {
+      message = kNoSummary;
     } else {
-      for (std::size_t i = 0; i < rows[0].size(); ++i) metrics[rows[0][i]] = rows[1][i];
       // The child resolved the config itself; the digest must agree with
       // the one computed up front, or the row would describe another chip.
       // (`tpusim serve` writes none: its steps resolve the config in the

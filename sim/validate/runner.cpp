@@ -116,13 +116,11 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
         r.wall_seconds += e.seconds;
         std::string message = sweep::child_failure(e, dir_of(j));
         if (message.empty()) {
-          const auto rows = sweep::parse_csv(sweep::slurp_file(dir_of(j) + "/summary.csv"));
-          if (rows.size() < 2 || rows[0].size() != rows[1].size()) {
-            message = "the run exited 0 but wrote no readable summary.csv";
-          } else {
-            auto& summary = summaries[i][j.layers == 2 * c.workload.sample_layers && j.layers > 0 ? 1 : 0];
-            for (std::size_t col = 0; col < rows[0].size(); ++col) summary[rows[0][col]] = rows[1][col];
-          }
+          auto summary = sweep::read_run_summary(dir_of(j));
+          if (summary.empty())
+            message = sweep::kNoSummary;
+          else
+            summaries[i][j.layers == 2 * c.workload.sample_layers && j.layers > 0 ? 1 : 0] = std::move(summary);
         }
         if (!message.empty() && r.message.empty())
           r.message = j.layers > 0 ? "the run of " + std::to_string(j.layers) + " layers: " + message : message;
