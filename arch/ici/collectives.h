@@ -59,6 +59,7 @@
 #include <utility>
 #include <vector>
 
+#include "arch/common/collective_progress.h"
 #include "arch/common/stats.h"
 #include "arch/ici/network.h"
 #include "arch/ici/topology.h"
@@ -183,14 +184,12 @@ class IciSimulator {
   };
   std::vector<ChipDone> take_chip_completions();
   // Progress of one chip in a collective, reported as each of its messages
-  // starts to move: `sent` bytes leave the chip (its DMA engines read them
-  // from HBM as they go) or `received` bytes come to it (written to HBM as
-  // they arrive; `reduce` of them are partial results the chip adds).
+  // starts to move (arch::CollectiveProgress).
   struct ChipProgress {
     std::uint64_t id;
     int chip;
     Ps time;
-    std::uint64_t sent = 0, received = 0, reduce = 0;
+    CollectiveProgress step;
   };
   // Reports chip `chip`'s progress in collective `id` (take_progress) from
   // now on: call before the collective's traffic starts (right after

@@ -312,14 +312,14 @@ void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vect
   // from the moment it starts.
   if (!a.watched.empty()) {
     if (a.watched[static_cast<std::size_t>(n.src)]) {
-      ChipProgress p{a.res.id, n.src, t};
-      p.sent = n.bytes;
+      ChipProgress p{a.res.id, n.src, t, {}};
+      p.step.sent = n.bytes;
       progress_.push_back(p);
     }
     if (a.watched[static_cast<std::size_t>(n.dst)]) {
-      ChipProgress p{a.res.id, n.dst, t};
-      p.received = n.bytes;
-      p.reduce = n.reduce_bytes;
+      ChipProgress p{a.res.id, n.dst, t, {}};
+      p.step.received = n.bytes;
+      p.step.reduce = n.reduce_bytes;
       progress_.push_back(p);
     }
   }

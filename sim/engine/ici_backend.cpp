@@ -13,13 +13,7 @@ namespace {
 
 arch::ici::IciModule::ProgressCallback progress_of(std::function<void(const arch::CollectiveProgress&)> fn) {
   if (!fn) return {};
-  return [f = std::move(fn)](const arch::ici::IciSimulator::ChipProgress& p) {
-    arch::CollectiveProgress cp;
-    cp.sent = p.sent;
-    cp.received = p.received;
-    cp.reduce = p.reduce;
-    f(cp);
-  };
+  return [f = std::move(fn)](const arch::ici::IciSimulator::ChipProgress& p) { f(p.step); };
 }
 
 arch::ici::CollectiveRequest to_request(const arch::IciWork& work, const arch::CollectiveGroup& group,
