@@ -413,12 +413,16 @@ class Backward {
     switch (op.kind) {
       case OpKind::matmul: {
         const std::string& eq = op.as<MatmulAttrs>().equation;
+        // The gradients' einsums use the same labels, so a causal mask's
+        // (query, key) labels carry over (MatmulAttrs::causal).
+        const std::string& causal = op.as<MatmulAttrs>().causal;
         std::size_t comma = eq.find(','), arrow = eq.find("->");
         std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
         if (wants(op, 0))
-          give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad));
+          give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad, causal));
         if (wants(op, 1))
-          give(op, 1, b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad));
+          give(op, 1,
+               b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad, causal));
         return;
       }
       case OpKind::attention: {

@@ -372,10 +372,10 @@ class TransformerGen {
     const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];
     const std::int64_t Sk = k.shape[1], KV = k.shape[2], Dv = v.shape[3];
     TensorRef qg = b_.reshape(p + "attn.q_groups", q, {B_, Sq, KV, H / KV, D});
-    TensorRef s = b_.matmul(p + "attn.scores", qg, k, "bqgrd,bkgd->bgrqk", DType::f32);
+    TensorRef s = b_.matmul(p + "attn.scores", qg, k, "bqgrd,bkgd->bgrqk", DType::f32, causal ? "qk" : "");
     if (causal) s = b_.add(p + "attn.causal_mask", s, causal_mask(Sq, Sk));
     TensorRef pr = b_.cast(p + "attn.probs", b_.softmax(p + "attn.softmax", s), ad_);
-    TensorRef o = b_.matmul(p + "attn.core", pr, v, "bgrqk,bkgd->bqgrd", ad_);
+    TensorRef o = b_.matmul(p + "attn.core", pr, v, "bgrqk,bkgd->bqgrd", ad_, causal ? "qk" : "");
     return b_.reshape(p + "attn.heads", o, {B_, Sq, H, Dv});
   }
 

@@ -96,8 +96,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     const double most = 8.0 * static_cast<double>(v.size());
     v.reserve(std::max(2 * v.size(), static_cast<std::size_t>(std::min(projected, most))));
   };
-  const lowering::Schedule schedule =
-      lowering::schedule_ops(wl, fusion, opt.prefetch_collectives && opt.multi_chip);
+  const lowering::Schedule schedule = lowering::schedule_ops(wl, fusion, opt.prefetch_collectives && opt.multi_chip);
   const std::vector<std::size_t>& order = schedule.order;
   const lowering::CollectiveMatmulPlan cm = lowering::plan_collective_matmul(wl, index, fusion, opt, order);
   lowering::CollectiveMatmulEmitter cm_emit(
@@ -115,6 +114,7 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
     plan.flops = cost.flops;
     plan.macs = cost.macs;
     plan.recompute_macs = cost.recompute_macs;
+    plan.masked_macs = cost.masked_macs;
     out.program.op_names.push_back(op.name);
     if (fusion.fused(i)) {
       plan.fused_into = fusion.fused_into[i];

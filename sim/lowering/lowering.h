@@ -87,6 +87,7 @@ struct OpPlan {
   std::uint64_t flops = 0;
   std::uint64_t macs = 0;            // useful multiply-accumulates
   std::uint64_t recompute_macs = 0;  // of macs, forward work redone by a backward attention kernel
+  std::uint64_t masked_macs = 0;     // of macs, pairs a causal mask discards (MatmulAttrs::causal)
   std::uint64_t padded_macs = 0;     // MAC slots issued on the MXUs, padding included
   std::uint64_t hbm_bytes = 0;       // minimum HBM traffic of the fused group it anchors
   std::uint64_t dma_bytes = 0;       // HBM traffic the program actually moves

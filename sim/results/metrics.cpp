@@ -118,7 +118,9 @@ RunMetrics compute_metrics(const RunReport& r) {
     OpMetrics& om = m.ops[i];
     m.total_flops += p.flops;
     m.total_macs += p.macs;
-    if (!is_recomputed_op(p.name)) m.model_flops += 2 * (p.macs - p.recompute_macs);
+    // Model FLOPs: the useful work, without what a kernel recomputes or a
+    // causal mask discards.
+    if (!is_recomputed_op(p.name)) m.model_flops += 2 * (p.macs - p.recompute_macs - p.masked_macs);
     m.vmem_peak_bytes = std::max(m.vmem_peak_bytes, p.vmem_peak);
     om.roofline_cycles = static_cast<std::uint64_t>(std::ceil(std::max(0.0, p.roofline_cycles)));
     // The dtype the MXU ran sets its rate (int8 runs faster than bf16 on

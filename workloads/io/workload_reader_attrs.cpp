@@ -10,8 +10,8 @@ namespace tpusim::workloads::detail {
 std::vector<std::string> Reader::attr_keys(OpKind k) {
   switch (k) {
     case OpKind::matmul:
-      return {"equation", "lhs_batch", "rhs_batch", "lhs_contracting", "rhs_contracting", "out_dtype",
-              "quantize"};
+      return {"equation",        "lhs_batch", "rhs_batch", "lhs_contracting",
+              "rhs_contracting", "out_dtype", "quantize",  "causal"};
     case OpKind::conv2d: return {"stride", "dilation", "padding", "groups", "out_dtype"};
     case OpKind::elementwise: return {"fn", "to"};
     case OpKind::reduce: return {"fn", "axes", "keep_dims"};
@@ -64,6 +64,8 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
       auto& a = op.as<MatmulAttrs>();
       opt_dtype(a.out_dtype, "out_dtype");
       opt_dtype(a.quantize, "quantize");
+      if (auto v = n["causal"])
+        if (auto s = get_str(v, key("causal"))) a.causal = *s;
       bool dims = n["lhs_contracting"] || n["rhs_contracting"] || n["lhs_batch"] || n["rhs_batch"];
       if (auto v = n["equation"]) {
         if (dims) error(v, key("equation"), "give either equation or the *_batch/*_contracting dims, not both");
@@ -170,10 +172,10 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
       if (auto v = n["scale"])
         if (auto d = get_double(v, key("scale"))) a.scale = *d;
       if (auto v = n["pass"])
-        if (auto ps = get_enum<AttentionPass>(v, key("pass"), "attention pass",
-                                              {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv,
-                                               AttentionPass::grad_qkv},
-                                              parse_attention_pass, attention_pass_name))
+        if (auto ps = get_enum<AttentionPass>(
+                v, key("pass"), "attention pass",
+                {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv, AttentionPass::grad_qkv},
+                parse_attention_pass, attention_pass_name))
           a.pass = *ps;
       break;
     }

@@ -93,6 +93,7 @@ void attrs_doc(const Op& op, Doc& d) {
       d.add("equation", Doc::str(a.equation));
       if (a.out_dtype) d.add("out_dtype", dtype_doc(*a.out_dtype));
       if (a.quantize) d.add("quantize", dtype_doc(*a.quantize));
+      if (!a.causal.empty()) d.add("causal", Doc::str(a.causal));
       break;
     }
     case OpKind::conv2d: {

@@ -105,7 +105,8 @@ std::vector<std::string> names(const std::vector<TensorRef>& xs) {
 }  // namespace
 
 TensorRef WorkloadBuilder::matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
-                                  const std::string& equation, std::optional<DType> out_dtype) {
+                                  const std::string& equation, std::optional<DType> out_dtype,
+                                  const std::string& causal) {
   MatmulAttrs a;
   if (equation.empty()) {
     try {
@@ -117,6 +118,7 @@ TensorRef WorkloadBuilder::matmul(const std::string& name, const TensorRef& lhs,
     a.equation = equation;
   }
   a.out_dtype = out_dtype;
+  a.causal = causal;
   return add_op(make(name, OpKind::matmul, {lhs.name, rhs.name}, a));
 }
 
@@ -174,8 +176,7 @@ TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x,
 }
 
 TensorRef WorkloadBuilder::attention(const std::string& name, const TensorRef& q, const TensorRef& k,
-                                     const TensorRef& v, bool causal, std::optional<double> scale,
-                                     AttentionPass pass) {
+                                     const TensorRef& v, bool causal, std::optional<double> scale, AttentionPass pass) {
   return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale, pass}));
 }
 

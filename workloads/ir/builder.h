@@ -42,8 +42,10 @@ class WorkloadBuilder {
   TensorRef tensor(const std::string& name, Shape shape, DType dtype, TensorKind kind, MemSpace space = MemSpace::hbm);
 
   // equation empty = default_matmul_equation(lhs rank, rhs rank).
+  // causal: MatmulAttrs::causal (two labels of the equation, or "").
   TensorRef matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
-                   const std::string& equation = "", std::optional<DType> out_dtype = std::nullopt);
+                   const std::string& equation = "", std::optional<DType> out_dtype = std::nullopt,
+                   const std::string& causal = "");
   TensorRef conv2d(const std::string& name, const TensorRef& input, const TensorRef& filter,
                    const Conv2dAttrs& attrs = {});
   // kind by name ("silu", "add", ...); throws WorkloadError for unknown kinds.

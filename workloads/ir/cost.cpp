@@ -18,6 +18,7 @@ OpCost& OpCost::operator+=(const OpCost& o) {
   flops += o.flops;
   macs += o.macs;
   recompute_macs += o.recompute_macs;
+  masked_macs += o.masked_macs;
   transcendentals += o.transcendentals;
   bytes_read += o.bytes_read;
   bytes_written += o.bytes_written;
@@ -116,10 +117,19 @@ OpCost cost_impl(Find find, const Op& op) {
 
   switch (op.kind) {
     case OpKind::matmul: {
-      MatmulDims d = matmul_dims(op.as<MatmulAttrs>(), in.at(0)->shape, in.at(1)->shape);
+      const auto& a = op.as<MatmulAttrs>();
+      MatmulDims d = matmul_dims(a, in.at(0)->shape, in.at(1)->shape);
       c.macs = k.mul(k.mul(U(d.batch), U(d.m)), k.mul(U(d.k), U(d.n)));
       if (c.macs > u64{1} << 62) k.overflow();  // MatmulDims::macs() is int64
       c.flops = k.mul(2, c.macs);
+      if (!a.causal.empty()) {
+        // Both labels are dims of the product: every (query, key) pair
+        // has macs / (q x k) MACs; the masked pairs' are not useful.
+        const auto [ql, kl] = matmul_causal_extents(a, in.at(0)->shape, in.at(1)->shape);
+        const u64 kept = attention_score_pairs(ql, kl, true), all = k.mul(U(ql), U(kl));
+        if (kept == std::numeric_limits<u64>::max()) k.overflow();
+        if (all > 0) c.masked_macs = c.macs - k.mul(c.macs / all, kept);
+      }
       break;
     }
     case OpKind::conv2d: {
@@ -213,6 +223,7 @@ OpCost workload_cost(const Workload& wl) {
     for (auto [sum, part] : {std::pair{&total.flops, c.flops},
                              {&total.macs, c.macs},
                              {&total.recompute_macs, c.recompute_macs},
+                             {&total.masked_macs, c.masked_macs},
                              {&total.transcendentals, c.transcendentals},
                              {&total.bytes_read, c.bytes_read},
                              {&total.bytes_written, c.bytes_written}}) {

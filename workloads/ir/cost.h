@@ -30,6 +30,7 @@ struct OpCost {
   std::uint64_t flops = 0;
   std::uint64_t macs = 0;             // matmul, conv2d and attention only
   std::uint64_t recompute_macs = 0;   // of macs, forward work a backward kernel redoes (attention)
+  std::uint64_t masked_macs = 0;      // of macs, (query, key) pairs a causal mask discards (MatmulAttrs::causal)
   std::uint64_t transcendentals = 0;  // exp, log, tanh, rsqrt, ... (EUP work)
   std::uint64_t bytes_read = 0;       // minimum, from HBM
   std::uint64_t bytes_written = 0;    // minimum, to HBM

@@ -69,8 +69,14 @@ struct MatmulAttrs {
   // dtype; the output is rescaled by the product of the scales (AQT, MLPerf
   // int8 training). Unset: operands go to the MXU as stored.
   std::optional<DType> quantize;
+  // Two labels "qk" (or ""): the einsum runs over attention's (query, key)
+  // pairs under a causal mask (queries aligned with the last keys, as in
+  // AttentionAttrs), e.g. dense attention's QK^T and PV and their
+  // gradients. Every pair is computed; the masked ones are not useful work
+  // (OpCost::masked_macs, left out of model FLOPs).
+  std::string causal;
   bool operator==(const MatmulAttrs& o) const {
-    return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize;
+    return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize && causal == o.causal;
   }
 };
 

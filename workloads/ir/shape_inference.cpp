@@ -96,6 +96,18 @@ void check_matmul_shapes(const EinsumSpec& s, const std::string& eq, const Shape
 }
 }  // namespace
 
+std::pair<std::int64_t, std::int64_t> matmul_causal_extents(const MatmulAttrs& a, const Shape& lhs, const Shape& rhs) {
+  EinsumSpec s = parse_einsum(a.equation);
+  check_matmul_shapes(s, a.equation, lhs, rhs);
+  const std::string& c = a.causal;
+  auto labelled = [&](char x) { return s.lhs.find(x) != std::string::npos || s.rhs.find(x) != std::string::npos; };
+  if (c.size() != 2 || c[0] == c[1] || !labelled(c[0]) || !labelled(c[1]))
+    throw WorkloadError(
+        SourceLoc{}, "causal",
+        "expected two distinct labels of the equation '" + a.equation + "' (query, key), found '" + c + "'");
+  return {label_size(s, c[0], lhs, rhs), label_size(s, c[1], lhs, rhs)};
+}
+
 MatmulDims matmul_dims(const MatmulAttrs& a, const Shape& lhs, const Shape& rhs) {
   EinsumSpec s = parse_einsum(a.equation);
   check_matmul_shapes(s, a.equation, lhs, rhs);
@@ -276,6 +288,7 @@ class Inferer {
     TensorType t;
     for (char c : s.out) t.shape.push_back(label_size(s, c, in_[0].shape, in_[1].shape));
     t.dtype = a.out_dtype.value_or(in_[0].dtype);
+    if (!a.causal.empty()) matmul_causal_extents(a, in_[0].shape, in_[1].shape);
     return t;
   }
 

@@ -32,6 +32,11 @@ struct EinsumSpec {
 // Throws WorkloadError (path "equation") with the reason.
 EinsumSpec parse_einsum(const std::string& equation);
 
+// The sizes of the query and key labels of a matmul's `causal` attribute
+// (MatmulAttrs::causal); throws WorkloadError when it is not two distinct
+// labels of the equation.
+std::pair<std::int64_t, std::int64_t> matmul_causal_extents(const MatmulAttrs& a, const Shape& lhs, const Shape& rhs);
+
 // Matmul sizes as products of the classified dims: out = batch x (M x K)(K x N).
 // Upper bound on a conv's stride, dilation and padding: 2^20, far beyond
 // any real network (strides and dilations are single digits), and small

@@ -474,9 +474,23 @@ TEST(Generate, DenseAttentionIsXlasEinsums) {
   EXPECT_EQ(core->kind, OpKind::matmul);
   EXPECT_EQ(w.find_tensor(core->inputs[0])->dtype, DType::bf16);  // the cast probabilities
   EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01);
-  // Every pair is computed: more MXU work than the fused causal kernel.
+  // Every pair is computed: more MXU work than the fused causal kernel,
+  // but the useful MACs (the model FLOPs: what the causal mask keeps) are
+  // the fused kernel's, in prefill and in training.
   PhaseOptions flash = small(Phase::prefill);
   EXPECT_GT(phase_matmul_flops(m, o), phase_matmul_flops(m, flash));
+  auto useful = [](const Workload& wl) {
+    std::uint64_t u = 0;
+    for (const auto& op : wl.ops) {
+      const OpCost c = op_cost(wl, op);
+      u += c.macs - c.recompute_macs - c.masked_macs;
+    }
+    return u;
+  };
+  EXPECT_EQ(useful(w), useful(generate(m, flash)));
+  PhaseOptions dt = small(Phase::train), ft = small(Phase::train);
+  dt.attention_kernel = AttentionImpl::dense;
+  EXPECT_EQ(useful(generate(m, dt)), useful(generate(m, ft)));
 
   PhaseOptions d = small(Phase::decode);
   d.attention_kernel = AttentionImpl::dense;

@@ -152,6 +152,33 @@ TEST(Cost, BackwardAttentionKernels) {
   EXPECT_EQ(dqkv.flops, 2 * 1536u + 7 * 48u);
 }
 
+// Dense causal attention's matmuls (MatmulAttrs::causal): every pair is
+// computed (macs), the masked ones are not useful (masked_macs). 6 queries
+// aligned with the last of 6 keys keep 21 of 36 pairs; QK^T with head
+// dim 8 over 2 heads: 2 x 36 x 8 = 576 MACs, 2 x 15 x 8 = 240 masked,
+// the unmasked 336 = the causal attention operator's QK^T share.
+TEST(Cost, CausalMatmulMasksPairs) {
+  WorkloadBuilder b("t");
+  auto q = b.input("q", {2, 6, 8}, DType::bf16);
+  auto k = b.input("k", {2, 6, 8}, DType::bf16);
+  b.matmul("s", q, k, "hqd,hkd->hqk", std::nullopt, "qk");
+  b.matmul("full", q, k, "hqd,hkd->hqk");
+  const OpCost s = cost_of(b, "s"), full = cost_of(b, "full");
+  EXPECT_EQ(s.macs, 576u);
+  EXPECT_EQ(s.flops, 2 * 576u);
+  EXPECT_EQ(s.masked_macs, 240u);
+  EXPECT_EQ(full.masked_macs, 0u);
+  EXPECT_EQ(s.macs - s.masked_macs, 2 * attention_score_pairs(6, 6, true) * 8);
+  // Four queries over six keys (the queries are the last four): 4 + 5 + 6 + ... kept.
+  WorkloadBuilder c("t");
+  auto q4 = c.input("q", {1, 4, 8}, DType::bf16);
+  auto k6 = c.input("k", {1, 6, 8}, DType::bf16);
+  c.matmul("s", q4, k6, "hqd,hkd->hqk", std::nullopt, "qk");
+  const OpCost s4 = cost_of(c, "s");
+  EXPECT_EQ(s4.macs - s4.masked_macs, attention_score_pairs(4, 6, true) * 8);
+  EXPECT_EQ(attention_score_pairs(4, 6, true), 3u + 4u + 5u + 6u);
+}
+
 TEST(Cost, GatherReadsOnlyLookedUpRows) {
   WorkloadBuilder b("t");
   auto table = b.weight("table", {1000, 64}, DType::bf16);

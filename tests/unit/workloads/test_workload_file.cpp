@@ -358,8 +358,7 @@ TEST(WorkloadFile, BadQuantizationKeysAreLocated) {
   EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, scales: block}").find("needs a group size"), std::string::npos);
   EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, scales: chanel}").find("did you mean 'channel'?"),
             std::string::npos);
-  EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, group: 32}").find("needs 'scales: block'"),
-            std::string::npos);
+  EXPECT_NE(err("{name: w, shape: [8, 8], dtype: int8, group: 32}").find("needs 'scales: block'"), std::string::npos);
   const std::string s = err("{name: w, shape: [8, 8], dtype: bf16, sparsity: \"4:2\"}");
   EXPECT_NE(s.find("bad.yaml:4:"), std::string::npos) << s;
   EXPECT_NE(s.find("tensors[0].sparsity (tensor 'w')"), std::string::npos) << s;
@@ -400,4 +399,27 @@ TEST(WorkloadFile, CopyNeedsHbmOrHostDestination) {
   EXPECT_NE(msg.find("to"), std::string::npos) << msg;
   EXPECT_NE(msg.find("vmem"), std::string::npos) << msg;
   EXPECT_EQ(error_of(base + "  - {name: off, op: copy, inputs: [a], to: host}\n"), "");
+}
+
+// A matmul's causal (query, key) labels round-trip and must be two labels
+// of its equation; a bad one is reported at its op's line.
+TEST(WorkloadFile, MatmulCausalLabelsRoundTripAndAreChecked) {
+  const std::string base = std::string(kHeader) +
+                           "tensors:\n"
+                           "  - {name: q, shape: [2, 16, 8], dtype: bf16}\n"
+                           "  - {name: k, shape: [2, 16, 8], dtype: bf16}\n"
+                           "ops:\n";
+  Workload wl = read_workload_string(
+      base + "  - {name: s, op: matmul, inputs: [q, k], equation: \"bqd,bkd->bqk\", causal: qk}\n");
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().causal, "qk");
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  for (const char* bad : {"qz", "qq", "q", "qkd"}) {
+    const std::string msg = error_of(base +
+                                     "  - {name: s, op: matmul, inputs: [q, k], equation: \"bqd,bkd->bqk\", "
+                                     "causal: " +
+                                     std::string(bad) + "}\n");
+    EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("causal"), std::string::npos) << bad << ": " << msg;
+  }
 }
