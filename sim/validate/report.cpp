@@ -216,15 +216,19 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   s << "<text x=\"" << lx << "\" y=\"" << gy
     << "\">dashed: y = x; band: ±25%; grey bar: the case's "
        "tolerance</text>\n";
-  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results)) << "</text>\n";
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results))
+    << "</text>\n";
   // Labels are placed right of their point (left of it near the right
   // edge), moved up or down in steps until they overlap no label placed
-  // before, with a leader line when moved.
+  // before, the legend or the title lines and stay on the plot, with a
+  // leader line when moved.
   struct Box {
     double x0, y0, x1, y1;
   };
-  std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph}};  // the legend
+  std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph},  // the legend
+                             {0, 0, W, T - 2}};                      // the title and the summary line
   auto overlaps = [&](const Box& b) {
+    if (b.y0 < 0 || b.y1 > H) return true;
     for (const auto& p : placed)
       if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return true;
     return false;
@@ -239,17 +243,22 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     // Candidate offsets 0, +10, -10, +20, -20, ... px from beside the point.
     double ly = y - 4;
     Box b{};
-    for (int k = 0; k < 25; ++k) {
+    bool free = false;
+    for (int k = 0; k < 61 && !free; ++k) {
       const int step = (k + 1) / 2;  // 0, 1, 1, 2, 2, ...
       ly = y - 4 + 10.0 * step * (k % 2 ? 1 : -1);
       b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
-      if (!overlaps(b)) break;
+      free = !overlaps(b);
+    }
+    if (!free) {  // crowded out: beside the point after all, below the title
+      ly = std::max(y - 4, T + 9.0);
+      b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
     }
     placed.push_back(b);
     const bool moved = ly != y - 4;
     s << "<g><title>"
-      << xml_escape(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) + " (" +
-             pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
+      << xml_escape(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) +
+                    " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
       << "</title>\n"
       << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x) << "\" y2=\""
       << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
@@ -276,8 +285,8 @@ std::string html_page(const std::vector<CaseResult>& results) {
                     v ? pct(r.error_pct) + "%" : "-", tol(c),
                     std::string(outcome_name(r.outcome)) + (note(r).empty() ? "" : ": " + note(r)), c.source});
   }
-  s << report::html_table(
-      {"case", "title", "measured", "simulated", "unit", "error", "tolerance", "outcome", "source"}, rows);
+  s << report::html_table({"case", "title", "measured", "simulated", "unit", "error", "tolerance", "outcome", "source"},
+                          rows);
   return report::html_page("tpusim validation", s.str());
 }
 

@@ -318,6 +318,28 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find(">gemm-a</text>"), std::string::npos);
   EXPECT_EQ(svg.find(">step-c</text>"), std::string::npos);  // an error has no point
+  // Many cases at the top of the plot: every label stays below the title
+  // and summary lines (y <= 40) and inside the picture.
+  std::vector<Case> crowd(30, cases[0]);
+  std::vector<CaseResult> top;
+  for (std::size_t i = 0; i < crowd.size(); ++i) {
+    crowd[i].id = "case-" + std::to_string(i);
+    crowd[i].measured = 1000.0 * (1.0 + 0.01 * static_cast<double>(i));
+    top.push_back({&crowd[i], Outcome::Pass, crowd[i].measured * 1.1, 10, "", 1});
+  }
+  top.push_back({&cases[1], Outcome::Pass, 1, 0, "", 1});  // the plot's low end
+  const std::string crowded = svg_plot(top);
+  int labels = 0;
+  for (std::size_t at = crowded.find("font-size=\"9\""); at != std::string::npos;
+       at = crowded.find("font-size=\"9\"", at + 1)) {
+    const std::size_t y = crowded.rfind(" y=\"", at);
+    ASSERT_NE(y, std::string::npos);
+    const double ly = std::stod(crowded.substr(y + 4));
+    EXPECT_GT(ly - 9, 47.0) << crowded.substr(y, 40);
+    EXPECT_LE(ly + 2, 650.0);
+    ++labels;
+  }
+  EXPECT_EQ(labels, 31);
   const std::string html = html_page(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("exit 2: boom"), std::string::npos);
