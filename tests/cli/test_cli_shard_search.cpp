@@ -39,8 +39,11 @@ using Rows = std::vector<std::map<std::string, std::string>>;
 std::string decoder(std::int64_t ffn, std::int64_t layers = 2, std::int64_t kv_heads = 8) {
   return "name: small\nfamily: decoder\nhidden: 1024\nlayers: " + std::to_string(layers) +
          "\nvocab: 1024\nmax_context: 65536\nnorm: rmsnorm\nposition: rotary\ntied_embeddings: false\n"
-         "attention: {heads: 8, kv_heads: " + std::to_string(kv_heads) + ", head_dim: 128}\n"
-         "ffn: {kind: swiglu, size: " + std::to_string(ffn) + "}\n";
+         "attention: {heads: 8, kv_heads: " +
+         std::to_string(kv_heads) +
+         ", head_dim: 128}\n"
+         "ffn: {kind: swiglu, size: " +
+         std::to_string(ffn) + "}\n";
 }
 
 // alpha = C / W_ici on v5p: bf16 peak over both directions of one link
@@ -53,8 +56,9 @@ double alpha() {
 
 Rows search(const TempDir& t, const std::string& model, const std::string& args) {
   const std::string m = t.write("m.yaml", model);
-  const auto r = tpusim::test::run_tpusim_in(t.path(), "shard-search --model " + m + " --arch v5p --phase train " + args +
-                                                           " --set hbm.model=calibrated --out " + t.path() + "/out");
+  const auto r =
+      tpusim::test::run_tpusim_in(t.path(), "shard-search --model " + m + " --arch v5p --phase train " + args +
+                                                " --set hbm.model=calibrated --out " + t.path() + "/out");
   EXPECT_EQ(r.rc, 0) << r.err << r.out;
   return tpusim::test::rows_of(t.path() + "/out/shard_search.csv");
 }
@@ -136,9 +140,11 @@ TEST(CliShardSearch, EnumeratesEachMeshOnceAndSaysWhyOthersAreDropped) {
   // does; each no_fit row carries the fit check's message.
   TempDir t2;
   const std::string m = t2.write("m.yaml", decoder(4096, 2, 8));
-  const auto r = tpusim::test::run_tpusim_in(
-      t2.path(), "shard-search --model " + m + " --arch v5p --slice 2x2x1 --phase train --batch 4 --seq 256 "
-                 "--set hbm.model=calibrated --set hbm.capacity=400MB --out " + t2.path() + "/out");
+  const auto r =
+      tpusim::test::run_tpusim_in(t2.path(), "shard-search --model " + m +
+                                                 " --arch v5p --slice 2x2x1 --phase train --batch 4 --seq 256 "
+                                                 "--set hbm.model=calibrated --set hbm.capacity=400MB --out " +
+                                                 t2.path() + "/out");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Rows fit = tpusim::test::rows_of(t2.path() + "/out/shard_search.csv");
   const auto& d = row(fit, "data=4");
@@ -212,6 +218,34 @@ TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
   EXPECT_EQ(ep.at("status"), "cannot_shard");
   EXPECT_NE(ep.at("reason").find("0 under expert parallelism"), std::string::npos) << ep.at("reason");
   EXPECT_EQ(row(moe, "fsdp=4").at("status"), "ok") << row(moe, "fsdp=4").at("reason");
+
+  // Dense attention reaches every point: each mesh does the same model
+  // FLOPs as with the fused kernel (mfu x seconds; the CSV's rounding
+  // aside). Its hardware FLOPs: every (query, key) pair, forward and two
+  // gradient matmuls each (6 per pair and head dim), against the causal
+  // pairs only but S and dP recomputed by the backward kernels (9): more
+  // where a chip's queries see about half the pairs (512 positions), fewer
+  // under sequence=4, whose last query block sees 7/8 of its keys.
+  TempDir t4, t5;
+  const std::string plain = "--slice 4x1x1 --batch 4 --seq 512 --no-sequence-parallel";
+  const Rows dense = search(t4, decoder(4096), plain + " --attention-kernel dense");
+  const Rows flash = search(t5, decoder(4096), plain);
+  int compared = 0;
+  for (const auto& d : dense) {
+    if (d.at("status") != "ok") continue;
+    const auto& f = row(flash, d.at("mesh"));
+    ASSERT_EQ(f.at("status"), "ok") << d.at("mesh");
+    auto times = [](const std::map<std::string, std::string>& r, const char* k) {
+      return std::stod(r.at(k)) * std::stod(r.at("seconds"));
+    };
+    if (d.at("mesh").find("sequence") == std::string::npos)
+      EXPECT_GT(times(d, "hfu"), times(f, "hfu")) << d.at("mesh");
+    else
+      EXPECT_LT(times(d, "hfu"), times(f, "hfu")) << d.at("mesh");
+    EXPECT_NEAR(times(d, "mfu") / times(f, "mfu"), 1.0, 1e-3) << d.at("mesh");
+    ++compared;
+  }
+  EXPECT_GE(compared, 2);
 }
 
 TEST(CliShardSearch, BadInputIsAUsageError) {
@@ -221,7 +255,8 @@ TEST(CliShardSearch, BadInputIsAUsageError) {
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 3x5x7 --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase decode --remat full --out " + t.path() + "/o"), 2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5e --slice 1x1 --out " + t.path() + "/o"), 2);  // one chip: no mesh
-  EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --remat custom:query_proj=host --out " + t.path() + "/o"), 2);
+  EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --remat custom:query_proj=host --out " + t.path() + "/o"),
+            2);
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase prefill --fused-attention-backward --out " +
                t.path() + "/o"),
             2);
