@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -144,13 +145,16 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   }
   std::vector<std::string> all = run_param_keys();
   all.push_back("arch");
-  c.add(p, where.empty() ? key : where + "." + key,
-        "a swept key: arch, arch.<config key>, model.name|phase|batch|seq|context|image|remat|weight_dtype|act_dtype|"
-        "kv_dtype|weight_scales|act_quant|sparsity|moe_capacity_factor|fused_attention_backward|attention_kernel, "
-        "workload.file|gemm|conv|attention|dtype|fusion|cmem, "
-        "serve.slice|mesh|replicas|rate|concurrency|arrival|requests|input|output|seed|max_batch|max_tokens|policy|"
-        "slo|step_cache",
-        "unknown key '" + key + "'", nearest_word(key, all));
+  // "model.name|phase|...": the keys grouped by prefix, from the one list
+  // of keys, so that the message names every key there is.
+  std::string expected = "a swept key: arch, arch.<config key>";
+  for (const char* prefix : {"model.", "workload.", "serve."}) {
+    std::string group;
+    for (const auto& k : all)
+      if (k.rfind(prefix, 0) == 0) group += (group.empty() ? k : "|" + k.substr(std::strlen(prefix)));
+    if (!group.empty()) expected += ", " + group;
+  }
+  c.add(p, where.empty() ? key : where + "." + key, expected, "unknown key '" + key + "'", nearest_word(key, all));
   return false;
 }
 
