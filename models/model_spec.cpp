@@ -195,9 +195,6 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   else if (o.moe_capacity_factor > 0 && (m.family != Family::decoder || m.transformer.moe.experts == 0))
     bad("moe_capacity_factor", "0 for a model without mixture-of-experts layers",
         std::to_string(o.moe_capacity_factor));
-  else if (o.moe_capacity_factor > 0 && o.mesh.size("expert") > 1)
-    bad("moe_capacity_factor", "0 under expert parallelism (the dropping layout is for experts sharded as weights)",
-        std::to_string(o.moe_capacity_factor));
   if (o.remat == RematPolicy::custom && m.family != Family::decoder)
     bad("remat",
         "a named policy for a " + std::string(family_name(m.family)) +

@@ -14,7 +14,8 @@
 //    row-parallel one (and the vocab-parallel embedding); in training the
 //    inputs of column-parallel blocks get their gradient all_reduced.
 //  - expert: routed experts split; batch split; tokens all_to_all'ed to
-//    their experts' chips and back.
+//    their experts' chips and back (the dropping MoE: its [E, B, C, h]
+//    capacity slots, E split and B concatenated).
 //  - sequence (context parallelism, decoders, prefill/train): every chip
 //    holds seq/sequence tokens of each sequence; attention all_gathers K
 //    and V (MLA: the latent) over the axis (their gradients reduce_scatter back); weight

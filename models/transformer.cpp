@@ -569,10 +569,18 @@ class TransformerGen {
     if (tp_ > 1) tc_.activation_grad_all_reduce[gates.name] = {"tensor"};
     TensorRef combine_mask = b_.mul(p + "mlp.combine_mask", dispatch_mask, gates);
     TensorRef xe = b_.matmul(p + "mlp.dispatch", xn, dispatch_mask, "bsm,bsec->ebcm", ad_);  // [E, B, C, h]
-    xe = b_.reshape(p + "mlp.slots", xe, {E, B_ * C, h});
-    TensorRef rows = expert_group(p + "mlp.experts.g0", xe, E, B_ * C);  // [E * B * C, h]
-    rows = b_.reshape(p + "mlp.slot_rows", rows, {E, B_, C, h});
-    return b_.matmul(p + "mlp.combine", rows, combine_mask, "ebcm,bsec->bsm", ad_);  // [B, S, h]
+    // Expert parallelism: the slots of expert e go to the expert rank that
+    // holds it, every rank's sequences side by side (MaxText's dense path
+    // reshards [E, B, C, h] from batch- to expert-sharded, which XLA
+    // lowers as one all_to_all splitting E and concatenating B), and come
+    // back the same way.
+    const std::int64_t El = E / ep_, Bl = B_ * ep_;
+    if (ep_ > 1) xe = b_.all_to_all(p + "mlp.dispatch.all_to_all", xe, {"expert"}, 0, 1);  // [E/ep, ep B, C, h]
+    xe = b_.reshape(p + "mlp.slots", xe, {El, Bl * C, h});
+    TensorRef rows = expert_group(p + "mlp.experts.g0", xe, El, Bl * C);  // [E/ep * ep B * C, h]
+    rows = b_.reshape(p + "mlp.slot_rows", rows, {El, Bl, C, h});
+    if (ep_ > 1) rows = b_.all_to_all(p + "mlp.combine.all_to_all", rows, {"expert"}, 1, 0);  // [E, B, C, h]
+    return b_.matmul(p + "mlp.combine", rows, combine_mask, "ebcm,bsec->bsm", ad_);           // [B, S, h]
   }
 
   TensorRef moe(const std::string& p, const TensorRef& xn) {

@@ -198,7 +198,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
       pt.sequence_parallel = sp;
       try {
         models::check_mesh(spec, po);
-        models::check_options(spec, po);  // e.g. the dropping MoE under expert parallelism
+        models::check_options(spec, po);  // e.g. dense attention with latent attention
       } catch (const models::ModelError& e) {
         pt.status = "cannot_shard";
         pt.reason = e.what();

@@ -396,8 +396,7 @@ TEST(Generate, RematSpecsParseAndPrint) {
 // [E,B,C,h] feeds the experts all E x B x C = 8 x 2 x 5 = 80 slots, and
 // the combine einsum (the mask times the router's probabilities) brings
 // them back; the router gets a gradient through the combine mask. A
-// capacity factor on a dense model, under expert parallelism or out of
-// range is an error.
+// capacity factor on a dense model or out of range is an error.
 TEST(Generate, DroppingMoeDispatchesThroughCapacitySlots) {
   ModelSpec m = load_model("mixtral-8x7b");
   m.transformer.layers = 2;

@@ -43,6 +43,11 @@ TEST(ParamCounts, Mixtral) {
   auto c = P("mixtral-8x7b");
   near_pct(c.total, 46.7e9, 1);
   near_pct(c.active, 12.9e9, 1);
+  // Mistral's announcement of 8x22B: "141B" total, "39B" active, both
+  // rounded to whole billions (so within 0.5B); counted as for 8x7B.
+  auto d = P("mixtral-8x22b");
+  EXPECT_NEAR(d.total, 141e9, 0.5e9);
+  EXPECT_NEAR(d.active, 39e9, 0.5e9);
 }
 
 TEST(ParamCounts, DeepSeekV3) {

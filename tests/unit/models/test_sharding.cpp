@@ -299,6 +299,36 @@ TEST(Collectives, ExpertParallelExchangesTokensAllToAll) {
   EXPECT_EQ(w.find_tensor("layers.3.mlp.experts.g0.dispatch")->shape, (Shape{1, 32, 4096}));
 }
 
+// MaxText's dropping MoE under expert parallelism: the dispatch einsum's
+// [E, B, C, h] slots are resharded from batch to experts by one
+// all_to_all (E split, B concatenated) and back. 8 experts over 4 ranks,
+// 8 sequences (2 per rank) of 16 tokens, top-2, capacity factor 1.25:
+// C = ceil(16 x 2 / 8 x 1.25) = 5; a rank sends [8, 2, 5, h] and its 2
+// experts receive [2, 8, 5, h], 40 slots each; train, so both exchanges
+// have their reverse in backward. The expert FLOPs over the 4 chips are
+// those of all 8 experts' E x B x C slots, as without the axis.
+TEST(Collectives, DroppingMoeUnderExpertParallelismExchangesSlots) {
+  ModelSpec m = load_model("mixtral-8x7b");
+  PhaseOptions o = opts(Phase::train, 8, "expert=4");
+  o.moe_capacity_factor = 1.25;
+  Workload w = generate(m, o);
+  w.validate();
+  const Op& d = op_named(w, "layers.3.mlp.dispatch.all_to_all");
+  const Op& c = op_named(w, "layers.3.mlp.combine.all_to_all");
+  EXPECT_EQ(d.as<CollectiveAttrs>().mesh_axes, std::vector<std::string>{"expert"});
+  EXPECT_EQ(w.find_tensor(d.inputs[0])->shape, (Shape{8, 2, 5, 4096}));
+  EXPECT_EQ(w.find_tensor(d.outputs[0])->shape, (Shape{2, 8, 5, 4096}));
+  EXPECT_EQ(w.find_tensor(c.outputs[0])->shape, (Shape{8, 2, 5, 4096}));
+  EXPECT_EQ(w.find_tensor("layers.3.mlp.experts.g0.gate_proj.weight")->shape, (Shape{2, 4096, 14336}));
+  EXPECT_NE(w.find_op("layers.3.mlp.dispatch.all_to_all.grad_x"), nullptr);
+  EXPECT_NE(w.find_op("layers.3.mlp.combine.all_to_all.grad_x"), nullptr);
+  PhaseOptions one = o;
+  one.mesh = parse_mesh("fsdp=4", mesh_axis_names());
+  Workload f = generate(m, one);
+  EXPECT_DOUBLE_EQ(mm_flops(w, "mlp.experts"), mm_flops(f, "mlp.experts"));
+  EXPECT_GT(mm_flops(w, "mlp.experts"), 0.0);
+}
+
 TEST(Collectives, DecodeKvCacheFollowsTheSharding) {
   ModelSpec m = load_model("llama3-8b");
   PhaseOptions o = opts(Phase::decode, 8, "data=2,tensor=4");
