@@ -754,12 +754,18 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   // them freezes the base: gradients and Adam state for the adapters only.
   const u64 adapters = lora_params(m, o);
   f.weights += arch::dtype_bytes(o.activation_dtype, adapters);
+  // Adam's m and v in the optimizer dtype, plus an f32 master copy when
+  // that is f32 (PhaseOptions::optimizer_dtype): 12 or 4 B per parameter.
+  auto optimizer_bytes = [&](u64 n) {
+    const u64 moments = 2 * arch::dtype_bytes(o.optimizer_dtype, n);
+    return o.optimizer_dtype == DType::f32 ? moments + arch::dtype_bytes(DType::f32, n) : moments;
+  };
   if (o.phase == Phase::train && o.lora.enabled()) {
     f.gradients = arch::dtype_bytes(o.activation_dtype, adapters);
-    f.optimizer = adapters * 12;
+    f.optimizer = optimizer_bytes(adapters);
   } else if (o.phase == Phase::train) {
     f.gradients = arch::dtype_bytes(o.weight_dtype, params);
-    f.optimizer = params * 12;  // f32 master weights, Adam m and v
+    f.optimizer = optimizer_bytes(params);
   }
   return f;
 }

@@ -7,7 +7,8 @@
 //    FLOPs per unmasked (query, key) pair and head (the IR's cost rule).
 //  - memory: weights at the weight dtype; KV cache at the KV dtype; an
 //    estimate of activations (flash attention, no L^2 scores); training adds
-//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param),
+//    gradients (weight dtype) and Adam state (f32 master, m, v: 12 B/param;
+//    bf16 m and v, no master, with PhaseOptions::optimizer_dtype bf16),
 //    and its activations peak (at the loss or the first layer of backward)
 //    before the gradients accumulate (MemoryFootprint::total);
 //    LoRA adapters (models/lora.h) add their weights, and LoRA training

@@ -31,7 +31,8 @@
 // gradients as the inverse layout op; gradients of gathers and slices as a
 // gather with an inverse-index input (the IR has no scatter-add: the cost is
 // the dense gradient write, as frameworks with dense embedding gradients
-// do). Adam: m, v and the master weight in f32, unfused elementwise ops.
+// do). Adam: m, v and the master weight in f32, unfused elementwise ops
+// (PhaseOptions::optimizer_dtype bf16: m and v bf16, no master).
 // Sharded programs: all_gather's gradient is a reduce_scatter (FSDP weight
 // gradients land on the shard), reduce_scatter's an all_gather, all_reduce's
 // the identity (Megatron's "g"), all_to_all's the reverse all_to_all; FSDP
@@ -668,19 +669,33 @@ class Backward {
       if (!contrib_.count(w)) continue;
       TensorRef g = grad(w), wt = b_.ref(w);
       const std::string p = "optimizer." + w;
-      TensorRef master = b_.weight(p + ".master", wt.shape, f32);
-      TensorRef m = b_.weight(p + ".m", wt.shape, f32), v = b_.weight(p + ".v", wt.shape, f32);
-      TensorRef g32 = g.dtype == f32 ? g : b_.cast(p + ".g32", g, f32);
+      // bf16 state (PhaseOptions::optimizer_dtype): m and v stored bf16,
+      // the weight itself is the master; the arithmetic stays f32.
+      const DType sd = o_.optimizer_dtype;
+      auto to32 = [&](const std::string& n, const TensorRef& x) { return x.dtype == f32 ? x : b_.cast(n, x, f32); };
+      TensorRef master = sd == f32 ? b_.weight(p + ".master", wt.shape, f32) : to32(p + ".w32", wt);
+      TensorRef m = to32(p + ".m32", b_.weight(p + ".m", wt.shape, sd));
+      TensorRef v = to32(p + ".v32", b_.weight(p + ".v", wt.shape, sd));
+      TensorRef g32 = to32(p + ".g32", g);
       TensorRef m_new = b_.add(p + ".m_new", b_.mul(p + ".m_decay", m, b1), b_.mul(p + ".m_grad", g32, b1c));
       TensorRef g2 = b_.elementwise(p + ".g_sq", EwKind::square, {g32});
       TensorRef v_new = b_.add(p + ".v_new", b_.mul(p + ".v_decay", v, b2), b_.mul(p + ".v_grad", g2, b2c));
       TensorRef den = b_.add(p + ".denom", b_.elementwise(p + ".v_sqrt", EwKind::sqrt, {v_new}), eps);
       TensorRef step = b_.mul(p + ".step", b_.elementwise(p + ".update", EwKind::div, {m_new, den}), lr);
       TensorRef w_new = b_.elementwise(p + ".master_new", EwKind::sub, {master, step});
-      b_.mark_output(m_new);
-      b_.mark_output(v_new);
-      b_.mark_output(w_new);
-      if (wt.dtype != f32) b_.cast(p + ".weight_new", w_new, wt.dtype);
+      auto store = [&](const std::string& n, const TensorRef& x, DType d) {
+        TensorRef y = x.dtype == d ? x : b_.cast(n, x, d);
+        b_.mark_output(y);
+        return y;
+      };
+      store(p + ".m_store", m_new, sd);
+      store(p + ".v_store", v_new, sd);
+      if (sd == f32) {
+        b_.mark_output(w_new);
+        if (wt.dtype != f32) b_.cast(p + ".weight_new", w_new, wt.dtype);
+      } else {
+        store(p + ".weight_new", w_new, wt.dtype);
+      }
     }
   }
 };

@@ -68,6 +68,15 @@ bool parse_attention_impl(const std::string& s, AttentionImpl* out) {
   return false;
 }
 
+bool parse_optimizer_dtype(const std::string& s, DType* out) {
+  for (DType d : {DType::f32, DType::bf16})
+    if (s == arch::dtype_name(d)) {
+      *out = d;
+      return true;
+    }
+  return false;
+}
+
 bool parse_remat(const std::string& s, RematPolicy* out) {
   for (RematPolicy r : {RematPolicy::none, RematPolicy::minimal, RematPolicy::selective, RematPolicy::full,
                         RematPolicy::qkv_proj_offloaded, RematPolicy::minimal_offloaded, RematPolicy::custom})
@@ -195,6 +204,12 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   else if (o.moe_capacity_factor > 0 && (m.family != Family::decoder || m.transformer.moe.experts == 0))
     bad("moe_capacity_factor", "0 for a model without mixture-of-experts layers",
         std::to_string(o.moe_capacity_factor));
+  if (o.optimizer_dtype != DType::f32 && o.optimizer_dtype != DType::bf16)
+    bad("optimizer_dtype", "f32 or bf16", std::string(arch::dtype_name(o.optimizer_dtype)));
+  else if (o.optimizer_dtype != DType::f32 && o.phase != Phase::train)
+    bad("optimizer_dtype",
+        "f32 for phase " + std::string(phase_name(o.phase)) + " (optimizer state is a training option)",
+        std::string(arch::dtype_name(o.optimizer_dtype)));
   if (o.remat == RematPolicy::custom && m.family != Family::decoder)
     bad("remat",
         "a named policy for a " + std::string(family_name(m.family)) +

@@ -133,6 +133,8 @@ const char* remat_name(RematPolicy r);
 const char* attention_impl_name(AttentionImpl k);
 // Parses "flash" or "dense"; false if unknown.
 bool parse_attention_impl(const std::string& s, AttentionImpl* out);
+// PhaseOptions::optimizer_dtype from "f32" or "bf16"; false otherwise.
+bool parse_optimizer_dtype(const std::string& s, DType* out);
 // Parses a policy's name ("none", "minimal", ..., "custom" with the
 // defaults); false if unknown. parse_remat_spec also takes custom's places.
 bool parse_remat(const std::string& s, RematPolicy* out);
@@ -305,6 +307,13 @@ struct PhaseOptions {
   // the gates); the experts compute every slot. 0: dropless (routed
   // tokens gathered to exactly their experts, the default).
   double moe_capacity_factor = 0;
+  // Train: the dtype of what the optimizer keeps per parameter. f32 (the
+  // default): f32 master weights and Adam m and v, 12 B per parameter
+  // besides the weights. bf16 (MaxText weight_dtype: bfloat16, whose Adam
+  // (optax) keeps m and v in the parameters' dtype): no master copy, the
+  // bf16 weights updated in place, m and v bf16: 4 B per parameter. The
+  // update's arithmetic is f32 either way (fused with its casts).
+  DType optimizer_dtype = DType::f32;
   // Serving (decoder, phase prefill, batch 1): one continuous-batching
   // step. The prefill chunk of seq_len tokens follows prefill_context tokens
   // of its sequence already in the KV cache (chunked prefill), and

@@ -124,6 +124,7 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   o.fused_attention_backward = kernels.fused_attention_backward;
   o.moe_capacity_factor = kernels.moe_capacity_factor;
   o.attention_kernel = kernels.attention_kernel;
+  o.optimizer_dtype = kernels.optimizer_dtype;
   o.sequence_parallel_variants = !vm["no-sequence-parallel"].as<bool>();
   o.sample_layers = vm["sample-layers"].as<int>();
   if (o.sample_layers < 0 || o.sample_layers > 100000)

@@ -181,6 +181,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("run: --moe-capacity-factor needs --model");
   if (!vm["attention-kernel"].defaulted() && !vm.count("model"))
     throw UsageError("run: --attention-kernel needs --model");
+  if (!vm["optimizer-dtype"].defaulted() && !vm.count("model"))
+    throw UsageError("run: --optimizer-dtype needs --model");
   if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {

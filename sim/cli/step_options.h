@@ -10,6 +10,8 @@
 // - --moe-capacity-factor F: MaxText's dropping MoE
 //   (PhaseOptions::moe_capacity_factor); its range and the model's
 //   support are checked where the options are (models::check_options).
+// - --optimizer-dtype f32|bf16 (train): Adam's state per parameter
+//   (PhaseOptions::optimizer_dtype).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -46,7 +48,10 @@ inline void add_kernel_options(boost::program_options::options_description& opts
                  "slots per expert and sequence, dispatch and combine as einsums (0: dropless)")(
       "attention-kernel", po::value<std::string>()->default_value("flash"),
       "transformers' multi-head attention: flash (one fused kernel, no scores in HBM) or dense (XLA's einsums: f32 "
-      "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention)");
+      "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention)")(
+      "optimizer-dtype", po::value<std::string>()->default_value("f32"),
+      "--phase train: Adam's state, f32 (f32 master weights, m and v: 12 B per parameter) or bf16 (MaxText's "
+      "weight_dtype bfloat16: m and v bf16, weights updated in place: 4 B per parameter)");
 }
 
 // Reads add_kernel_options' options into `o`, whose phase is already set.
@@ -59,6 +64,11 @@ inline void kernel_options(const std::string& cmd, const boost::program_options:
   const std::string kernel = vm["attention-kernel"].as<std::string>();
   if (!models::parse_attention_impl(kernel, &o.attention_kernel))
     throw UsageError(cmd + ": --attention-kernel: expected flash or dense, found '" + kernel + "'");
+  const std::string opt = vm["optimizer-dtype"].as<std::string>();
+  if (!models::parse_optimizer_dtype(opt, &o.optimizer_dtype))
+    throw UsageError(cmd + ": --optimizer-dtype: expected f32 or bf16, found '" + opt + "'");
+  if (o.optimizer_dtype != arch::DType::f32 && o.phase != models::Phase::train)
+    throw UsageError(cmd + ": --optimizer-dtype " + opt + " needs --phase train");
 }
 
 }  // namespace tpusim::sim

@@ -159,6 +159,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   base.fused_attention_backward = o.fused_attention_backward;
   base.moe_capacity_factor = o.moe_capacity_factor;
   base.attention_kernel = o.attention_kernel;
+  base.optimizer_dtype = o.optimizer_dtype;
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
@@ -262,6 +263,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
           s.args.insert(s.args.end(), {"--moe-capacity-factor", format_real(o.moe_capacity_factor, 17)});
         if (o.attention_kernel != models::AttentionImpl::flash)
           s.args.insert(s.args.end(), {"--attention-kernel", models::attention_impl_name(o.attention_kernel)});
+        if (o.optimizer_dtype != arch::DType::f32)
+          s.args.insert(s.args.end(), {"--optimizer-dtype", std::string(arch::dtype_name(o.optimizer_dtype))});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
         if (sample > 0)
           s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});

@@ -49,6 +49,7 @@ struct ShardSearchOptions {
   bool fused_attention_backward = false;
   double moe_capacity_factor = 0;
   models::AttentionImpl attention_kernel = models::AttentionImpl::flash;
+  arch::DType optimizer_dtype = arch::DType::f32;  // PhaseOptions::optimizer_dtype
   bool sequence_parallel_variants = true;
   int sample_layers = 0;  // 0 = simulate every layer
   std::string out_dir;

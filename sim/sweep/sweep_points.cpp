@@ -86,7 +86,8 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
                                                               {"workload.cmem", "true"},
                                                               {"model.remat", "none"},
                                                               {"model.fused_attention_backward", "false"},
-                                                              {"model.attention_kernel", "flash"}};
+                                                              {"model.attention_kernel", "flash"},
+                                                              {"model.optimizer_dtype", "f32"}};
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);
@@ -172,6 +173,11 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
           throw std::runtime_error("model.fused_attention_backward: true needs model.phase train");
         if (params.count("model.attention_kernel"))
           models::parse_attention_impl(params["model.attention_kernel"], &po.attention_kernel);
+        if (params.count("model.optimizer_dtype"))
+          models::parse_optimizer_dtype(params["model.optimizer_dtype"], &po.optimizer_dtype);
+        if (po.optimizer_dtype != arch::DType::f32 && po.phase != models::Phase::train)
+          throw std::runtime_error("model.optimizer_dtype: " + params["model.optimizer_dtype"] +
+                                   " needs model.phase train");
         models::check_quant_options(po);
         // The same fit check `tpusim run` makes, done here so that a point
         // that cannot fit costs no process.
@@ -189,7 +195,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
                                                               {"act_quant", "--act-quant"},
                                                               {"sparsity", "--sparsity"},
                                                               {"moe_capacity_factor", "--moe-capacity-factor"},
-                                                              {"attention_kernel", "--attention-kernel"}})
+                                                              {"attention_kernel", "--attention-kernel"},
+                                                              {"optimizer_dtype", "--optimizer-dtype"}})
           if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
         if (po.fused_attention_backward) a.push_back("--fused-attention-backward");
       } else if (params.count("workload.file")) {

@@ -57,6 +57,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"moe_capacity_factor", "model.moe_capacity_factor"},
         {"fused_attention_backward", "model.fused_attention_backward"},
         {"attention_kernel", "model.attention_kernel"},
+        {"optimizer_dtype", "model.optimizer_dtype"},
     };
     // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
     v.insert(v.end(), serve_keys().begin(), serve_keys().end());
@@ -190,6 +191,9 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   } else if (key == "model.attention_kernel") {
     models::AttentionImpl ak;
     if (!models::parse_attention_impl(text, &ak)) c.add(p, k, "flash or dense", "'" + text + "'");
+  } else if (key == "model.optimizer_dtype") {
+    arch::DType od;
+    if (!models::parse_optimizer_dtype(text, &od)) c.add(p, k, "f32 or bf16", "'" + text + "'");
   } else if (key == "model.phase") {
     models::Phase ph;
     if (!models::parse_phase(text, &ph)) c.add(p, k, "a phase: prefill, decode, train, infer", "'" + text + "'");
@@ -547,8 +551,8 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& file) {
       spec.serve = spec.serve || is_serve_key(k);
     }
   for (const char* k : {"arch", "model.phase", "model.batch", "model.seq", "model.context", "model.image",
-                        "model.remat", "model.fused_attention_backward", "model.attention_kernel", "workload.dtype",
-                        "workload.fusion", "workload.cmem"})
+                        "model.remat", "model.fused_attention_backward", "model.attention_kernel",
+                        "model.optimizer_dtype", "workload.dtype", "workload.fusion", "workload.cmem"})
     names.insert(k);
   std::vector<std::string> name_list(names.begin(), names.end());
   auto check_names = [&](const NamedExpr& e, const std::string& key, bool metrics) {

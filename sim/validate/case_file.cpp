@@ -49,6 +49,7 @@ const std::vector<std::string> kModelOnly = {"phase",
                                              "fused_attention_backward",
                                              "moe_capacity_factor",
                                              "attention_kernel",
+                                             "optimizer_dtype",
                                              "sample_layers"};
 // Every workload key: a source, the keys of any source, the model's.
 const std::vector<std::string> kWorkloadKeys = [] {
@@ -216,6 +217,14 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
       c.add(w["attention_kernel"], key, "flash or dense", kind_of(w["attention_kernel"]));
     else
       wl.attention_kernel = w["attention_kernel"].Scalar();
+  }
+  if (w["optimizer_dtype"]) {
+    const std::string key = where + ".optimizer_dtype";
+    arch::DType d;
+    if (!w["optimizer_dtype"].IsScalar() || !models::parse_optimizer_dtype(w["optimizer_dtype"].Scalar(), &d))
+      c.add(w["optimizer_dtype"], key, "f32 or bf16", kind_of(w["optimizer_dtype"]));
+    else
+      wl.optimizer_dtype = w["optimizer_dtype"].Scalar();
   }
   if (w["sample_layers"] && wl.source == "model" && contains(models::list_models(), wl.value)) {
     const std::string key = where + ".sample_layers";
@@ -571,6 +580,7 @@ std::vector<std::string> run_args(const Case& c) {
   if (w.fused_attention_backward) a.push_back("--fused-attention-backward");
   if (!w.moe_capacity_factor.empty()) a.insert(a.end(), {"--moe-capacity-factor", w.moe_capacity_factor});
   if (!w.attention_kernel.empty()) a.insert(a.end(), {"--attention-kernel", w.attention_kernel});
+  if (!w.optimizer_dtype.empty()) a.insert(a.end(), {"--optimizer-dtype", w.optimizer_dtype});
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");

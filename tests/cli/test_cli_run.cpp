@@ -262,6 +262,38 @@ TEST(CliRun, DenseAttentionKernelIsEinsums) {
   EXPECT_NE(r.err.find("--attention-kernel needs --model"), std::string::npos) << r.err;
 }
 
+// --optimizer-dtype bf16: Adam's m and v in bf16 and no f32 master, so
+// the optimizer moves fewer HBM bytes (per parameter: read and write
+// 2 + 2 + 2 against 4 + 4 + 4, plus the bf16 weight's write) with the
+// same matmuls. A bad value, another phase or no --model is a usage error.
+TEST(CliRun, Bf16OptimizerStateMovesFewerBytes) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase train --batch 1 --seq 64 --quiet --out ";
+  std::map<std::string, std::map<std::string, std::string>> s;
+  for (const char* dt : {"f32", "bf16"}) {
+    Result r = run_tpusim(base + d.path() + "/" + dt + " --optimizer-dtype " + dt, d);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    s[dt] = read_rows(d.path() + "/" + dt + "/summary.csv").at(0);
+  }
+  EXPECT_LT(std::stod(s["bf16"].at("hbm_bytes")), std::stod(s["f32"].at("hbm_bytes")));
+  EXPECT_EQ(s["bf16"].at("model_flops"), s["f32"].at("model_flops"));
+  // bf16: the weight itself, widened, is what the update subtracts from.
+  EXPECT_NE(slurp(d.path() + "/bf16/ops.csv").find(".weight.w32,"), std::string::npos);
+  EXPECT_EQ(slurp(d.path() + "/f32/ops.csv").find(".weight.w32,"), std::string::npos);
+  Result r = run_tpusim(base + d.path() + "/x --optimizer-dtype f16", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--optimizer-dtype: expected f32 or bf16, found 'f16'"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --model " + model +
+                     " --phase infer --batch 1 --seq 64 --quiet --optimizer-dtype bf16 --out " + d.path() + "/y",
+                 d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--optimizer-dtype bf16 needs --phase train"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --optimizer-dtype bf16 --out " + d.path() + "/z", d);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--optimizer-dtype needs --model"), std::string::npos) << r.err;
+}
+
 TEST(CliRun, RematPoliciesAndModelVersusHardwareFlops) {
   TempDir d;
   const std::string model = tiny_encoder(d);

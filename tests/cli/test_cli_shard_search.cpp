@@ -250,6 +250,25 @@ TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
     ++compared;
   }
   EXPECT_GE(compared, 2);
+
+  // bf16 Adam state reaches every point: each mesh needs less memory per
+  // chip (4 B of state per parameter instead of 12) for the same model
+  // FLOPs.
+  TempDir t6;
+  const Rows bf16 = search(t6, decoder(4096), plain + " --optimizer-dtype bf16");
+  int lighter = 0;
+  for (const auto& b : bf16) {
+    if (b.at("status") != "ok") continue;
+    const auto& f = row(flash, b.at("mesh"));
+    ASSERT_EQ(f.at("status"), "ok") << b.at("mesh");
+    EXPECT_LT(std::stod(b.at("memory_per_chip_bytes")), std::stod(f.at("memory_per_chip_bytes"))) << b.at("mesh");
+    EXPECT_NEAR(std::stod(b.at("mfu")) * std::stod(b.at("seconds")),
+                std::stod(f.at("mfu")) * std::stod(f.at("seconds")),
+                1e-3 * std::stod(f.at("mfu")) * std::stod(f.at("seconds")))
+        << b.at("mesh");
+    ++lighter;
+  }
+  EXPECT_GE(lighter, 2);
 }
 
 TEST(CliShardSearch, BadInputIsAUsageError) {
@@ -264,6 +283,9 @@ TEST(CliShardSearch, BadInputIsAUsageError) {
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase prefill --fused-attention-backward --out " +
                t.path() + "/o"),
             2);
+  EXPECT_EQ(
+      rc("--model llama3-8b --arch v5p --slice 4x4x4 --phase prefill --optimizer-dtype bf16 --out " + t.path() + "/o"),
+      2);
   // A dense model has no experts to drop tokens from: a model error.
   EXPECT_EQ(rc("--model llama3-8b --arch v5p --slice 4x4x4 --moe-capacity-factor 1.25 --out " + t.path() + "/o"), 2);
 }

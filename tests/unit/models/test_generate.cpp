@@ -158,6 +158,51 @@ TEST(Generate, TrainHasBackwardMatmulsAtTwiceForwardAndAdamState) {
   EXPECT_NEAR(mm_attn_flops(wr) / phase_matmul_flops(m, r), 1.0, 0.01);
 }
 
+// optimizer_dtype bf16 (MaxText's weight_dtype bfloat16): Adam's m and v
+// are bf16 weights, there is no f32 master, the bf16 weight is the
+// output of the update; the footprint keeps 4 B per parameter of state
+// instead of 12. Outside training, and for another dtype, an error.
+TEST(Generate, Bf16OptimizerStateHasNoMasterAndBf16Moments) {
+  ModelSpec m = load_model("llama2-7b");
+  m.transformer.layers = 2;
+  PhaseOptions o = small(Phase::train);
+  o.optimizer_dtype = DType::bf16;
+  Workload w = generate(m, o);
+  const std::string p = "optimizer.layers.1.attn.q_proj.weight";
+  EXPECT_EQ(w.find_tensor(p + ".master"), nullptr);
+  for (const char* s : {".m", ".v"}) {
+    const Tensor* t = w.find_tensor(p + s);
+    ASSERT_NE(t, nullptr) << s;
+    EXPECT_EQ(t->dtype, DType::bf16) << s;
+    EXPECT_EQ(t->kind, TensorKind::weight) << s;
+  }
+  const Tensor* updated = w.find_tensor(p + ".weight_new");
+  ASSERT_NE(updated, nullptr);
+  EXPECT_EQ(updated->dtype, DType::bf16);
+  EXPECT_EQ(updated->kind, TensorKind::output);
+  PhaseOptions f = o;
+  f.optimizer_dtype = DType::f32;
+  const Workload wf = generate(m, f);
+  // Per-parameter state (the scalar hyperparameters aside).
+  auto state = [](const Workload& x) {
+    std::uint64_t b = 0;
+    for (const auto& t : x.tensors)
+      if (t.kind == TensorKind::weight && t.name.rfind("optimizer.", 0) == 0 && !t.shape.empty()) b += t.bytes();
+    return b;
+  };
+  const std::uint64_t state_f32 = state(wf), state_bf16 = state(w);
+  EXPECT_EQ(state_f32, 3 * state_bf16);  // master, m, v in f32 against m, v in bf16
+  const MemoryFootprint a = memory_footprint(m, f), b = memory_footprint(m, o);
+  EXPECT_EQ(a.optimizer, 3 * b.optimizer);
+  EXPECT_EQ(b.optimizer, 4 * count_params(m).total);
+  PhaseOptions d = small(Phase::decode);
+  d.optimizer_dtype = DType::bf16;
+  EXPECT_THROW(generate(m, d), ModelError);
+  PhaseOptions h = small(Phase::train);
+  h.optimizer_dtype = DType::int8;
+  EXPECT_THROW(generate(m, h), ModelError);
+}
+
 // Minimal remat keeps every matmul output and re-emits only the ops the
 // layer's backward reads (norms, the SwiGLU activation and product,
 // rotary, attention), not the residual adds (their gradient reads nothing):

@@ -456,6 +456,44 @@ TEST(SweepSpec, AttentionKernelBecomesRunFlag) {
   }
 }
 
+// model.optimizer_dtype sweeps Adam's state dtype of a training step: each
+// point's run gets --optimizer-dtype; a point of another phase with bf16
+// fails alone, naming the key; another value is a located error.
+TEST(SweepSpec, OptimizerDtypeBecomesRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v5e, model: " + model +
+                                           ", batch: 1, seq: 64}\n"
+                                           "axes:\n  grid:\n    model.phase: [train, prefill]\n"
+                                           "    model.optimizer_dtype: [f32, bf16]\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  int ok = 0, refused = 0;
+  for (const auto& pt : pts) {
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), "--optimizer-dtype");
+    if (pt.error.empty()) {
+      ++ok;
+      ASSERT_NE(it, pt.run_args.end());
+      ASSERT_NE(it + 1, pt.run_args.end());
+    } else {
+      ++refused;
+      EXPECT_NE(pt.error.find("model.optimizer_dtype: bf16 needs model.phase train"), std::string::npos) << pt.error;
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(refused, 1);
+  try {
+    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.optimizer_dtype: [f32, f8]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("f32 or bf16"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SweepResults, TornLastLineIsDropped) {
   TmpDir d;
   const std::string path = (d.p / "results.csv").string();

@@ -122,6 +122,11 @@ TEST(ValidateCases, RunArguments) {
   const auto ka = run_args(k[2]);
   EXPECT_EQ(std::vector<std::string>(ka.end() - 2, ka.end()),
             (std::vector<std::string>{"--attention-kernel", "dense"}));
+  // Adam's state dtype becomes --optimizer-dtype.
+  text = kGood;
+  text.replace(text.find(from), from.size(), "seq: 256, optimizer_dtype: bf16}");
+  const auto oa = run_args(parse_in(d, text)[2]);
+  EXPECT_EQ(std::vector<std::string>(oa.end() - 2, oa.end()), (std::vector<std::string>{"--optimizer-dtype", "bf16"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -225,6 +230,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases[step-c].workload.attention_kernel: expected flash or dense, found 'splash'"},
       {"attention kernel on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, attention_kernel: dense}"),
        "'attention_kernel' only with model"},
+      {"unknown optimizer dtype", replace(g, "seq: 256,", "seq: 256, optimizer_dtype: f16,"),
+       "cases[step-c].workload.optimizer_dtype: expected f32 or bf16, found 'f16'"},
+      {"optimizer dtype on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, optimizer_dtype: bf16}"),
+       "'optimizer_dtype' only with model"},
       {"bad custom remat entry", replace(g, "seq: 256,", "seq: 256, remat: \"custom:query_proj=gpu\","),
        "cases[step-c].workload.remat: expected a place remat, device or offload (entry 'query_proj=gpu')"},
       {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
