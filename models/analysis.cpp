@@ -448,10 +448,14 @@ double attention_flops_per_token(const ModelSpec& m, std::int64_t context) {
 std::string layer_sampling_obstacle(const ModelSpec& m) {
   if (m.family != Family::decoder) return "layer sampling needs a decoder";
   const auto& t = m.transformer;
-  if (t.moe.enabled && t.moe.dense_layers_first > 0) return "the first layers are dense, the rest MoE";
   if (t.attention.sliding_window > 0 && t.attention.sliding_window_every > 1)
     return "sliding-window attention alternates between layers";
   return "";
+}
+
+std::int64_t layer_sampling_base(const ModelSpec& m) {
+  const auto& t = m.transformer;
+  return m.family == Family::decoder && t.moe.enabled ? t.moe.dense_layers_first : 0;
 }
 
 double flops_per_token(const ModelSpec& m, std::int64_t context) {

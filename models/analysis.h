@@ -58,16 +58,22 @@ std::uint64_t kv_cache_bytes_per_token(const ModelSpec& m, DType kv);
 // sliding-window layers keep at most their window.
 std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, std::int64_t tokens);
 
-// Layer sampling (simulating n and 2n decoder layers and extrapolating every
-// extensive figure linearly to the model's layer count, as `tpusim
-// shard-search --sample-layers` and validation cases with `sample_layers`
-// do) holds when every decoder layer lowers to the same instructions:
-// empty if so, else why not (not a decoder; dense layers before MoE ones;
-// sliding-window attention on some layers only).
+// Layer sampling (simulating b + n and b + 2n decoder layers and
+// extrapolating every extensive figure linearly to the model's layer
+// count, as `tpusim shard-search --sample-layers` and validation cases
+// with `sample_layers` do) holds when every decoder layer after the first
+// b lowers to the same instructions: empty if so, else why not (not a
+// decoder; sliding-window attention on some layers only).
 std::string layer_sampling_obstacle(const ModelSpec& m);
-// The extrapolation: x(layers) = x(n) + (layers - n) (x(2n) - x(n)) / n.
-inline double extrapolate_layers(double at_n, double at_2n, std::int64_t n, std::int64_t layers) {
-  return at_n + static_cast<double>(layers - n) / static_cast<double>(n) * (at_2n - at_n);
+// b: the leading layers that differ from the rest and are always
+// simulated whole (the dense layers before the MoE ones, DeepSeek-V3's
+// first 3), 0 for most models.
+std::int64_t layer_sampling_base(const ModelSpec& m);
+// The extrapolation from runs of b + n and b + 2n layers:
+// x(layers) = x(b + n) + (layers - b - n) (x(b + 2n) - x(b + n)) / n.
+inline double extrapolate_layers(double at_n, double at_2n, std::int64_t n, std::int64_t layers,
+                                 std::int64_t base = 0) {
+  return at_n + static_cast<double>(layers - base - n) / static_cast<double>(n) * (at_2n - at_n);
 }
 
 // Decoders: forward FLOPs of one decode step of one sequence whose cache
@@ -137,7 +143,6 @@ struct FitReport {
 // Throws ModelError for hbm_bytes == 0 or options the model does not take.
 // `host_bytes`: host memory per chip for offloaded activations (0: not
 // checked); a run whose offloaded activations exceed it does not fit.
-FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes,
-                    std::uint64_t host_bytes = 0);
+FitReport check_fit(const ModelSpec& m, const PhaseOptions& o, std::uint64_t hbm_bytes, std::uint64_t host_bytes = 0);
 
 }  // namespace tpusim::models

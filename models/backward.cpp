@@ -432,17 +432,27 @@ class Backward {
         // Flash attention's two backward kernels (AttentionPass): the dQ
         // kernel reads the output gradient (dP = dO V^T): it takes q's
         // place (same shape), so that the op waits for dO and dO's buffer
-        // is freed once read; the dK/dV op reads q. With a value width
-        // other than the query's (MLA) q stays. The fused kernel
+        // is freed once read; the dK/dV op reads q. The fused kernel
         // (PhaseOptions::fused_attention_backward) is one op reading dO,
         // K and V whose output stands for dQ, dK and dV alike.
-        const bool do_as_q = dy.shape == q.shape && dy.dtype == q.dtype;
+        // MLA's dO is narrower than q (value width 128 against 192 for
+        // DeepSeek-V3): zero-padded to q's width so that it can stand in
+        // q's place too (a small copy, 1.5x dO's bytes), rather than be
+        // left unread and kept to the end of the step.
+        TensorRef q_place = q;
+        if (dy.shape == q.shape && dy.dtype == q.dtype) {
+          q_place = dy;
+        } else if (dy.rank() == 4 && q.rank() == 4 && dy.dtype == q.dtype && dy.dim(0) == q.dim(0) &&
+                   dy.dim(1) == q.dim(1) && dy.dim(2) == q.dim(2) && dy.dim(3) < q.dim(3)) {
+          TensorRef zeros =
+              b_.input(n + ".grad_do_zeros", {dy.dim(0), dy.dim(1), dy.dim(2), q.dim(3) - dy.dim(3)}, dy.dtype);
+          q_place = b_.concat(n + ".grad_do_pad", {dy, zeros}, 3);
+        }
         TensorRef dq, dv;
         if (o_.fused_attention_backward) {
-          dq = dv =
-              b_.attention(n + ".grad_qkv", do_as_q ? dy : q, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
+          dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
         } else {
-          dq = b_.attention(n + ".grad_q", do_as_q ? dy : q, k, k, causal, std::nullopt, AttentionPass::grad_q);
+          dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q);
           dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);
         }
         const std::int64_t H = q.dim(2), KV = k.dim(2);

@@ -127,24 +127,22 @@ class TransformerGen {
   // A weight as one chip holds it: shape `s` is already split over tensor
   // (callers divide); fsdp stores a 1/fsdp shard along dim 0 (dim 1 for
   // expert weights, whose dim 0 counts experts), or along the last dim
-  // when that one does not divide, and returns it all_gathered. Records
-  // the data-parallel replicas its gradient is all_reduced over.
+  // when that one does not divide, and returns it all_gathered. A weight
+  // neither dim of which divides (a small vector such as DeepSeek-V3's
+  // 256 router biases under fsdp=512) stays whole on every chip, as the
+  // GSPMD partitioner replicates what it cannot split evenly, and its
+  // gradient is all_reduced over fsdp too. Records the data-parallel
+  // replicas its gradient is all_reduced over.
   TensorRef sharded_weight(const std::string& n, Shape s, DType dt, bool expert) {
     std::vector<std::string> sync;
     for (const auto& ax : batch_axes_)
       if (ax != "fsdp" && !(expert && ax == "expert")) sync.push_back(ax);
-    if (!sync.empty()) tc_.weight_grad_all_reduce[n] = sync;
-    if (fs_ == 1 || s.empty()) return b_.weight(n, std::move(s), dt);
     const std::size_t pref = expert && s.size() > 1 ? 1 : 0;
-    std::size_t d = s[pref] % fs_ == 0 ? pref : s.size() - 1;
-    if (s[d] % fs_ != 0) {
-      std::string shape;
-      for (auto x : s) shape += (shape.empty() ? "" : ", ") + std::to_string(x);
-      throw ModelError(Diagnostic{m_.name, 0, 0, n,
-                                  "dim " + std::to_string(pref) + " or the last dim a multiple of fsdp=" +
-                                      std::to_string(fs_) + " (mesh " + o_.mesh.str() + ")",
-                                  "per-chip shape [" + shape + "] in model '" + m_.name + "'", ""});
-    }
+    const std::size_t d = !s.empty() && s[pref] % fs_ == 0 ? pref : s.size() - 1;
+    const bool replicated = fs_ > 1 && (s.empty() || s[d] % fs_ != 0);
+    if (replicated) sync.insert(sync.begin(), "fsdp");
+    if (!sync.empty()) tc_.weight_grad_all_reduce[n] = sync;
+    if (fs_ == 1 || replicated) return b_.weight(n, std::move(s), dt);
     s[d] /= fs_;
     TensorRef w = b_.weight(n, std::move(s), dt);
     return b_.all_gather(n + ".all_gather", w, {"fsdp"}, static_cast<std::int64_t>(d));

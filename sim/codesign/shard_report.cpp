@@ -53,19 +53,20 @@ std::vector<std::string> table_row(const ShardSearchResult& r, const ShardPoint&
 
 std::string header_text(const ShardSearchResult& r) {
   const auto& o = r.options;
-  std::string s = "shard-search: " + r.model_name + " " + models::phase_name(o.phase) + " batch " +
-                  std::to_string(o.batch) + (o.phase == models::Phase::decode ? " context " + std::to_string(o.context)
-                                                                               : " seq " + std::to_string(o.seq)) +
-                  " on " + o.arch + " " + o.slice + " (" + std::to_string(r.chips) + " chips)";
+  std::string s =
+      "shard-search: " + r.model_name + " " + models::phase_name(o.phase) + " batch " + std::to_string(o.batch) +
+      (o.phase == models::Phase::decode ? " context " + std::to_string(o.context) : " seq " + std::to_string(o.seq)) +
+      " on " + o.arch + " " + o.slice + " (" + std::to_string(r.chips) + " chips)";
   return s;
 }
 
 std::string sampling_text(const ShardSearchResult& r) {
   if (r.options.sample_layers <= 0)
     return "every layer simulated" + (r.sampling_note.empty() ? std::string() : "; " + r.sampling_note);
-  return "layer sampling: " + std::to_string(r.options.sample_layers) + " and " +
-         std::to_string(2 * r.options.sample_layers) + " of " + std::to_string(r.layers) +
-         " layers simulated, extrapolated linearly";
+  const std::int64_t b = r.sample_base, n = r.options.sample_layers;
+  return "layer sampling: " + std::to_string(b + n) + " and " + std::to_string(b + 2 * n) + " of " +
+         std::to_string(r.layers) + " layers simulated" +
+         (b > 0 ? " (the first " + std::to_string(b) + " in both)" : std::string()) + ", extrapolated linearly";
 }
 
 }  // namespace
@@ -83,7 +84,8 @@ void print_shard_search(const ShardSearchResult& r, std::ostream& os) {
      << " cannot shard the model; " << r.simulations << " simulations in " << format_fixed(r.wall_seconds, 1)
      << " s wall (" << sampling_text(r) << ")\n\n";
   std::vector<std::vector<std::string>> rows = {table_header()};
-  const std::size_t show = r.options.top > 0 ? std::min<std::size_t>(ok.size(), static_cast<std::size_t>(r.options.top)) : ok.size();
+  const std::size_t show =
+      r.options.top > 0 ? std::min<std::size_t>(ok.size(), static_cast<std::size_t>(r.options.top)) : ok.size();
   for (std::size_t i = 0; i < show; ++i) rows.push_back(table_row(r, *ok[i], i + 1));
   std::vector<std::size_t> w(rows[0].size(), 0);
   for (const auto& row : rows)
@@ -126,7 +128,8 @@ std::string shard_search_csv(const ShardSearchResult& r) {
 std::string shard_search_html(const ShardSearchResult& r) {
   using report::Svg;
   const auto ok = ranked(r, true);
-  std::string body = "<p>" + report::xml_escape(header_text(r)) + "; " + report::xml_escape(sampling_text(r)) + ".</p>\n";
+  std::string body =
+      "<p>" + report::xml_escape(header_text(r)) + "; " + report::xml_escape(sampling_text(r)) + ".</p>\n";
   if (!ok.empty()) {
     // Step time per mesh, best first, one bar each, coloured by bottleneck.
     const double bar_h = 14, gap = 4, label_w = 260, top = 46, width = 860;
@@ -170,7 +173,8 @@ std::string shard_search_html(const ShardSearchResult& r) {
   std::vector<std::vector<std::string>> dropped;
   for (const auto& p : r.points)
     if (p.status != "ok") dropped.push_back({p.label(), remat_text(r, p), p.status, p.reason});
-  if (!dropped.empty()) body += "<h2>Not ranked</h2>\n" + report::html_table({"mesh", "remat", "status", "reason"}, dropped);
+  if (!dropped.empty())
+    body += "<h2>Not ranked</h2>\n" + report::html_table({"mesh", "remat", "status", "reason"}, dropped);
   return report::html_page("tpusim shard-search", body);
 }
 

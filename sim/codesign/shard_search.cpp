@@ -130,8 +130,9 @@ std::string bottleneck(const RunFigures& f) {
   return "compute";
 }
 
-RunFigures extrapolate(const RunFigures& a, const RunFigures& b, std::int64_t n, std::int64_t layers) {
-  auto x = [&](double RunFigures::*f) { return models::extrapolate_layers(a.*f, b.*f, n, layers); };
+RunFigures extrapolate(const RunFigures& a, const RunFigures& b, std::int64_t n, std::int64_t layers,
+                       std::int64_t base) {
+  auto x = [&](double RunFigures::*f) { return models::extrapolate_layers(a.*f, b.*f, n, layers, base); };
   RunFigures r;
   for (auto f : {&RunFigures::seconds, &RunFigures::model_flops, &RunFigures::hardware_flops, &RunFigures::compute_s,
                  &RunFigures::ici_s, &RunFigures::ici_exposed_s, &RunFigures::hbm_exposed_s})
@@ -165,15 +166,19 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   std::int64_t sample = o.sample_layers;
   if (sample > 0) {
     const std::string why = models::layer_sampling_obstacle(spec);
-    if (!why.empty() || 2 * sample >= spec.transformer.layers) {
-      r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +
-                        (why.empty() ? "2 x " + std::to_string(sample) + " layers are not fewer than the model's " +
-                                           std::to_string(spec.transformer.layers)
-                                     : why);
+    const std::int64_t base = models::layer_sampling_base(spec);
+    if (!why.empty() || base + 2 * sample >= spec.transformer.layers) {
+      r.sampling_note =
+          "--sample-layers " + std::to_string(sample) + " not used: " +
+          (why.empty() ? (base > 0 ? std::to_string(base) + " + " : std::string()) + "2 x " + std::to_string(sample) +
+                             " layers are not fewer than the model's " + std::to_string(spec.transformer.layers)
+                       : why);
       sample = 0;
     }
   }
   r.options.sample_layers = static_cast<int>(sample);
+  r.sample_base = sample > 0 ? models::layer_sampling_base(spec) : 0;
+  const std::int64_t sample_base = r.sample_base;
 
   const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<std::string>{"none"};
   const bool sp_phase =
@@ -267,7 +272,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
           s.args.insert(s.args.end(), {"--optimizer-dtype", std::string(arch::dtype_name(o.optimizer_dtype))});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
         if (sample > 0)
-          s.args.insert(s.args.end(), {"--layers", std::to_string(sample * static_cast<std::int64_t>(1 + i % 2))});
+          s.args.insert(s.args.end(),
+                        {"--layers", std::to_string(sample_base + sample * static_cast<std::int64_t>(1 + i % 2))});
         return s;
       },
       [&](std::size_t i, const sweep::ChildExit& e) {
@@ -296,7 +302,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
       pt.short_reason = err;
       continue;
     }
-    pt.fig = sample > 0 ? extrapolate(figs[2 * p], figs[2 * p + 1], sample, spec.transformer.layers) : figs[p];
+    pt.fig =
+        sample > 0 ? extrapolate(figs[2 * p], figs[2 * p + 1], sample, spec.transformer.layers, sample_base) : figs[p];
     // MFU and HFU as summary.csv defines them: FLOPs over 2 x seconds x
     // the chip's peak MACs per second.
     const double peak = arch::peak_flops(r.config, arch::DType::bf16);

@@ -12,11 +12,12 @@
 // check's message (models::check_fit). The rest are simulated, one
 // `tpusim shard-search point` child per simulation, `jobs` at a time
 // (sweep::run_children), and ranked by step time.
-// Layer sampling (`sample_layers` > 0, decoders whose layers are all
-// alike): each point simulates the model with n and 2n layers and
-// extrapolates every time, FLOP and busy figure linearly to the full layer
-// count (t(L) = t(n) + (L - n) (t(2n) - t(n)) / n). Its error against full
-// runs is measured in docs/codesign.md and bounded by a test.
+// Layer sampling (`sample_layers` > 0, decoders whose layers after the
+// first b are all alike, b = models::layer_sampling_base): each point
+// simulates the model with b + n and b + 2n layers and extrapolates every
+// time, FLOP and busy figure linearly to the full layer count
+// (t(L) = t(b + n) + (L - b - n) (t(b + 2n) - t(b + n)) / n). Its error
+// against full runs is measured in docs/codesign.md and bounded by a test.
 // Bottleneck of a run (summary.csv's time breakdown, time_breakdown.h):
 // whichever of compute time, exposed collective (ICI) time and exposed HBM
 // time is the largest (ties: ici before hbm before compute); the table
@@ -92,7 +93,8 @@ struct ShardSearchResult {
   int chips = 0;
   std::vector<ShardPoint> points;  // ranked: ok by step time, then error, no_fit, cannot_shard
   std::size_t simulations = 0;
-  std::string sampling_note;  // why --sample-layers was not used, when it was not
+  std::string sampling_note;     // why --sample-layers was not used, when it was not
+  std::int64_t sample_base = 0;  // with layer sampling: the leading layers always simulated (b)
   double wall_seconds = 0;
 };
 
@@ -102,8 +104,9 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o);
 
 // The bottleneck rule above.
 std::string bottleneck(const RunFigures& f);
-// Linear extrapolation from n and 2n layers to `layers`.
-RunFigures extrapolate(const RunFigures& at_n, const RunFigures& at_2n, std::int64_t n, std::int64_t layers);
+// Linear extrapolation from base + n and base + 2n layers to `layers`.
+RunFigures extrapolate(const RunFigures& at_n, const RunFigures& at_2n, std::int64_t n, std::int64_t layers,
+                       std::int64_t base = 0);
 
 // Reports (shard_report.cpp).
 void print_shard_search(const ShardSearchResult& r, std::ostream& os);

@@ -150,10 +150,15 @@ bool shares_operand(OpKind k) {
   return k == OpKind::elementwise || k == OpKind::softmax || k == OpKind::rms_norm || k == OpKind::layer_norm;
 }
 
-// HBM placement by liveness, as XLA's buffer assignment does: sources
-// (inputs, weights, KV caches) and results live throughout; an activation
-// lives from its producer to its last consumer, and its range is reused
-// afterwards (best fit over a free list, 4 KiB aligned).
+// HBM placement by liveness, as XLA's buffer assignment does: weights
+// (optimizer state included), KV caches and results live throughout;
+// an activation lives from its producer to its last consumer, and its
+// range is reused afterwards (best fit over a free list, 4 KiB aligned).
+// An input lives from its first reader to its last: the big inputs of a
+// generated step stand for values XLA computes in place (a gradient's
+// inverse indices, zero padding, masks, routing slots), which a real step
+// does not hold for its whole length; its true inputs (tokens, labels) are
+// small or read throughout. An input a reshape aliases lives throughout.
 void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, MemoryPlan& plan) {
   std::map<std::uint64_t, std::uint64_t> free;  // offset -> size
   std::uint64_t top = 0, peak = 0, live = 0;
@@ -201,9 +206,16 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
   std::unordered_map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < wl.ops.size(); ++i)
     for (const std::string& in : wl.ops[i].inputs) last_use[in] = i;
-  auto permanent = [&](const Tensor& t) {
-    return t.is_source() || t.kind == workloads::TensorKind::output || !last_use.count(t.name);
+  std::unordered_map<std::string, std::size_t> first_use;
+  for (std::size_t i = wl.ops.size(); i-- > 0;)
+    for (const std::string& in : wl.ops[i].inputs) first_use[in] = i;
+  const AliasClasses alias(wl);
+  // Held from the start to the end (the rule above).
+  auto throughout = [&](const Tensor& t) {
+    return t.kind == workloads::TensorKind::weight || t.kind == workloads::TensorKind::kv_cache ||
+           t.kind == workloads::TensorKind::output || (t.kind == workloads::TensorKind::input && alias.aliased(t.name));
   };
+  auto permanent = [&](const Tensor& t) { return throughout(t) || !last_use.count(t.name); };
   auto on_chip = [&](const std::string& n) {
     auto it = plan.at.find(n);
     return it != plan.at.end() && it->second.space != MemSpace::hbm;
@@ -212,21 +224,25 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
   // member, and never when a member is a source or a result. (A class
   // whose root took a dead source's range by donation releases that range,
   // as an unaliased donated tensor does.)
-  const AliasClasses alias(wl);
   auto find = [&](const std::string& n) { return alias.root(n); };
   std::unordered_map<std::string, std::size_t> class_last;
   std::unordered_set<std::string> class_permanent;
   for (const Tensor& t : wl.tensors) {
     const std::string r = find(t.name);
-    if (t.is_source() || t.kind == workloads::TensorKind::output) class_permanent.insert(r);
+    if (throughout(t)) class_permanent.insert(r);
     auto lu = last_use.find(t.name);
     if (lu != last_use.end()) class_last[r] = std::max(class_last[r], lu->second);
   }
   std::unordered_set<std::string> donors, released, shared;
   for (const Tensor& t : wl.tensors)
-    if (t.is_source()) alloc(t.name, t.bytes());
+    if (t.is_source() && throughout(t)) alloc(t.name, t.bytes());
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
     const Op& op = wl.ops[i];
+    for (const std::string& in : op.inputs) {
+      const Tensor& t = tensor(in);
+      if (t.kind == workloads::TensorKind::input && !throughout(t) && first_use.at(in) == i && !plan.at.count(in))
+        alloc(in, t.bytes());
+    }
     for (const std::string& o : op.outputs) {
       const Tensor& t = tensor(o);
       if (on_chip(o)) continue;
@@ -277,7 +293,7 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     }
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
-      if (permanent(t) || last_use.at(in) != i || on_chip(in) || shared.count(in)) continue;
+      if (permanent(t) || last_use.at(in) != i || on_chip(in) || shared.count(in) || donors.count(in)) continue;
       if (alias.aliased(in)) {
         // The class's range goes once its last member's last use is here.
         const std::string r = find(in);

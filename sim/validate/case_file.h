@@ -59,11 +59,14 @@ struct Workload {
   std::string optimizer_dtype;            // --optimizer-dtype (f32 or bf16); empty: f32
   std::string remat;                      // empty = run's default (none, or full with recompute)
   // Layer sampling (models::layer_sampling_obstacle): > 0 runs the case as
-  // two simulations of n and 2n decoder layers (`tpusim run --layers`) and
-  // extrapolates its extensive figures to the model's layer count
-  // (runner.h); 0 simulates every layer.
+  // two simulations of b + n and b + 2n decoder layers (`tpusim run
+  // --layers`; b = models::layer_sampling_base, the leading layers unlike
+  // the rest) and extrapolates its extensive figures to the model's layer
+  // count (runner.h); 0 simulates every layer.
   std::int64_t sample_layers = 0;
+  std::int64_t sample_base = 0;   // b, with sample_layers
   std::int64_t model_layers = 0;  // the model's decoder layers, with sample_layers
+  std::int64_t sampled_run_layers(int run) const { return sample_base + (run + 1) * sample_layers; }
   bool fusion = true;
   bool cmem = true;
 };

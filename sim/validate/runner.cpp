@@ -41,15 +41,15 @@ Outcome judge(const Case& c, double simulated) {
 }
 
 std::map<std::string, std::string> extrapolate_summary(const std::map<std::string, std::string>& at_n,
-                                                       const std::map<std::string, std::string>& at_2n,
-                                                       std::int64_t n, std::int64_t layers) {
+                                                       const std::map<std::string, std::string>& at_2n, std::int64_t n,
+                                                       std::int64_t layers, std::int64_t base) {
   std::map<std::string, std::string> out;
   for (const char* col : kSampledColumns) {
     const auto a = at_n.find(col), b = at_2n.find(col);
     if (a == at_n.end() || b == at_2n.end()) continue;
     const sweep::Value x = sweep::Value::from_text(a->second), y = sweep::Value::from_text(b->second);
     if (!x.is_number || !y.is_number) continue;
-    out[col] = format_real(models::extrapolate_layers(x.number, y.number, n, layers), 17);
+    out[col] = format_real(models::extrapolate_layers(x.number, y.number, n, layers, base), 17);
   }
   return out;
 }
@@ -57,8 +57,8 @@ std::map<std::string, std::string> extrapolate_summary(const std::map<std::strin
 std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const ValidateRunOptions& opt) {
   std::vector<CaseResult> results(cases.size());
   fs::create_directories(opt.out_dir);
-  // One child per case, or two for a case with layer sampling (n and 2n
-  // decoder layers, `tpusim run --layers`).
+  // One child per case, or two for a case with layer sampling (b + n and
+  // b + 2n decoder layers, `tpusim run --layers`).
   struct Job {
     std::size_t c;
     std::int64_t layers;  // 0: the model's own
@@ -71,10 +71,10 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
   for (int pass = 0; pass < 2; ++pass)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       if ((cases[i].workload.phase == "train") != (pass == 0)) continue;
-      const std::int64_t n = cases[i].workload.sample_layers;
-      if (n > 0) {
-        jobs.push_back({i, n});
-        jobs.push_back({i, 2 * n});
+      const Workload& w = cases[i].workload;
+      if (w.sample_layers > 0) {
+        jobs.push_back({i, w.sampled_run_layers(0)});
+        jobs.push_back({i, w.sampled_run_layers(1)});
         pending[i] = 2;
       } else {
         jobs.push_back({i, 0});
@@ -85,8 +85,8 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
   auto dir_of = [&](const Job& j) {
     return j.layers > 0 ? (fs::path(case_dir(j.c)) / ("layers-" + std::to_string(j.layers))).string() : case_dir(j.c);
   };
-  // Per case: the summaries of its runs (index 0: n layers or the only
-  // run, 1: 2n layers).
+  // Per case: the summaries of its runs (index 0: b + n layers or the
+  // only run, 1: b + 2n layers).
   std::vector<std::array<std::map<std::string, std::string>, 2>> summaries(cases.size());
   sweep::ChildPoolOptions pool;
   pool.executable = opt.executable;
@@ -120,7 +120,7 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
           if (summary.empty())
             message = sweep::kNoSummary;
           else
-            summaries[i][j.layers == 2 * c.workload.sample_layers && j.layers > 0 ? 1 : 0] = std::move(summary);
+            summaries[i][j.layers > 0 && j.layers == c.workload.sampled_run_layers(1) ? 1 : 0] = std::move(summary);
         }
         if (!message.empty() && r.message.empty())
           r.message = j.layers > 0 ? "the run of " + std::to_string(j.layers) + " layers: " + message : message;
@@ -129,7 +129,7 @@ std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const Validate
           try {
             const auto summary = c.workload.sample_layers > 0
                                      ? extrapolate_summary(summaries[i][0], summaries[i][1], c.workload.sample_layers,
-                                                           c.workload.model_layers)
+                                                           c.workload.model_layers, c.workload.sample_base)
                                      : summaries[i][0];
             r.simulated = simulated_value(c, summary);
             r.error_pct = 100.0 * (r.simulated / c.measured - 1.0);

@@ -53,14 +53,15 @@ struct ValidateRunOptions {
   std::ostream* progress = nullptr;      // one line per finished case
 };
 
-// Layer sampling (Workload::sample_layers = n): the columns of the two
-// runs' summaries extrapolated to the model's L layers,
-// x(L) = x(n) + (L - n) (x(2n) - x(n)) / n; the metric of a sampled case
-// may read only these (others are not linear in the layer count).
+// Layer sampling (Workload::sample_layers = n, sample_base = b): the
+// columns of the two runs' summaries extrapolated to the model's L layers,
+// x(L) = x(b + n) + (L - b - n) (x(b + 2n) - x(b + n)) / n; the metric of
+// a sampled case may read only these (others are not linear in the layer
+// count).
 inline constexpr const char* kSampledColumns[] = {"seconds", "total_flops", "model_flops", "hardware_flops"};
 std::map<std::string, std::string> extrapolate_summary(const std::map<std::string, std::string>& at_n,
-                                                       const std::map<std::string, std::string>& at_2n,
-                                                       std::int64_t n, std::int64_t layers);
+                                                       const std::map<std::string, std::string>& at_2n, std::int64_t n,
+                                                       std::int64_t layers, std::int64_t base = 0);
 
 // Results in the order of `cases`.
 std::vector<CaseResult> run_cases(const std::vector<Case>& cases, const ValidateRunOptions& opt);

@@ -96,10 +96,10 @@ TEST(Cmem, IntermediatesMoveFromHbmToCmem) {
   EXPECT_DOUBLE_EQ(with.ops[1].memory_cycles, 2.0 * kBytes / cmem_per_cycle);
   // HBM peaks: without CMEM, e0 is written in place of the donated input
   // x and each later op over its dying operand, so the chain holds one
-  // 16 MiB range; with it, e0..e2 take no HBM, but x (a source not
-  // donated to an op in HBM) and the result e3 hold two.
+  // 16 MiB range; with it, e0..e2 take no HBM, x lives only while e0
+  // reads it and the result e3 takes its range: one as well.
   EXPECT_EQ(without.hbm_peak_bytes, kBytes);
-  EXPECT_EQ(with.hbm_peak_bytes, 2 * kBytes);
+  EXPECT_EQ(with.hbm_peak_bytes, kBytes);
 }
 
 TEST(Cmem, ChipsWithoutCmemKeepEverythingInHbm) {

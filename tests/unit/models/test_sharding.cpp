@@ -329,6 +329,31 @@ TEST(Collectives, DroppingMoeUnderExpertParallelismExchangesSlots) {
   EXPECT_GT(mm_flops(w, "mlp.experts"), 0.0);
 }
 
+// A weight neither of whose sharded dims divides by fsdp stays whole on
+// every chip, its gradient all_reduced over fsdp: DeepSeek-V3's 256 router
+// biases under fsdp=512 (the expert weights still shard and gather).
+// Training MLA reads its narrower output gradient (value width 128
+// against the query's 192) zero-padded in the dQ kernel's query place, so
+// no gradient is left unread: the step's only results are the
+// optimizer's.
+TEST(Collectives, UndividableWeightStaysWholeAndMlaBackwardReadsItsOutputGradient) {
+  ModelSpec m = load_model("deepseek-v3");
+  m.transformer.layers = 4;  // 3 dense, 1 MoE
+  Workload w = generate(m, opts(Phase::train, 512, "fsdp=512"));
+  w.validate();
+  EXPECT_EQ(w.find_tensor("layers.3.mlp.router.bias")->shape, (Shape{256}));
+  EXPECT_EQ(w.find_op("layers.3.mlp.router.bias.all_gather"), nullptr);
+  const Op* sync = w.find_op("layers.3.mlp.router.bias.grad_all_reduce");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->as<CollectiveAttrs>().mesh_axes, std::vector<std::string>{"fsdp"});
+  EXPECT_NE(w.find_op("layers.3.mlp.experts.g0.gate_proj.weight.all_gather"), nullptr);
+  const Op& pad = op_named(w, "layers.3.attn.core.grad_do_pad");
+  EXPECT_EQ(pad.inputs[0], "layers.3.attn.merge_heads.grad_x");
+  EXPECT_EQ(op_named(w, "layers.3.attn.core.grad_q").inputs[0], pad.outputs[0]);
+  for (const auto& t : w.tensors)
+    if (t.kind == TensorKind::output) EXPECT_EQ(t.name.rfind("optimizer.", 0), 0u) << t.name;
+}
+
 TEST(Collectives, DecodeKvCacheFollowsTheSharding) {
   ModelSpec m = load_model("llama3-8b");
   PhaseOptions o = opts(Phase::decode, 8, "data=2,tensor=4");

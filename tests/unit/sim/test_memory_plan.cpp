@@ -2,7 +2,8 @@
 // result is its input's bytes relabelled, so the two share one range, and
 // that range is released after the last use of either, not kept for the
 // whole step; an elementwise result writes over an operand of its size
-// that dies where it reads it.
+// that dies where it reads it; an input lives from its first reader to its
+// last.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -90,4 +91,23 @@ TEST(MemoryPlan, AliasOfAnInputLivesThroughoutAndLateReadsExtendTheClass) {
   // result writing over e2 (both die where they are read).
   b.elementwise("e3", "add", {e2, r0});
   EXPECT_EQ(peak(b.build()), 3 * kBytes);
+}
+
+// An input lives from its first reader to its last, as the big inputs of
+// a generated step stand for values computed in place (a gradient's
+// inverse indices, padding, masks). x is read by e0 and e1: e1 writes in
+// place of x (read for the last time), e0 dies there too, e2 writes over
+// e1; y comes in at e3 and takes e0's old range, e3 writes over e2 and e4
+// over e3: 2 ranges. Holding y from the start, as the plan once did, puts
+// x, e0 and y together at e1: 3.
+TEST(MemoryPlan, InputLivesFromItsFirstReaderToItsLast) {
+  workloads::WorkloadBuilder b("late_input");
+  auto x = b.input("x", {kRows, kCols}, arch::DType::bf16);
+  auto e0 = b.elementwise("e0", "exp", {x});
+  auto e1 = b.elementwise("e1", "add", {e0, x});
+  auto e2 = b.elementwise("e2", "gelu", {e1});
+  auto y = b.input("y", {kRows, kCols}, arch::DType::bf16);
+  auto e3 = b.elementwise("e3", "add", {e2, y});
+  b.elementwise("e4", "add", {e3, y});
+  EXPECT_EQ(peak(b.build()), 2 * kBytes);
 }

@@ -288,6 +288,33 @@ TEST(ValidateCases, LayerSampling) {
   EXPECT_EQ(x.count("model_flops"), 0u);      // in neither run
 }
 
+// A model whose first layers differ (DeepSeek-V3: 3 dense, then 58 MoE)
+// keeps them in both runs: b + n and b + 2n layers, extrapolated from
+// there, x(L) = x(b + n) + (L - b - n) / n (x(b + 2n) - x(b + n)); b + 2n
+// must stay below the model's layers.
+TEST(ValidateCases, LayerSamplingKeepsTheLeadingDenseLayers) {
+  TempDir d;
+  const auto c = parse_in(d, replace(kGood, "model: llama3-8b, phase: train, batch: 4, seq: 256,",
+                                     "model: deepseek-v3, phase: train, batch: 4, seq: 256, sample_layers: 2,"));
+  ASSERT_EQ(c[2].workload.sample_layers, 2);
+  EXPECT_EQ(c[2].workload.sample_base, 3);
+  EXPECT_EQ(c[2].workload.model_layers, 61);
+  EXPECT_EQ(c[2].workload.sampled_run_layers(0), 5);
+  EXPECT_EQ(c[2].workload.sampled_run_layers(1), 7);
+  const auto x = extrapolate_summary({{"seconds", "5"}}, {{"seconds", "7"}}, 2, 61, 3);
+  EXPECT_DOUBLE_EQ(std::stod(x.at("seconds")), 5 + (61.0 - 3 - 2) / 2 * 2);  // 1 s per MoE layer: 61 s
+  std::string err;
+  try {
+    parse_in(d, replace(kGood, "model: llama3-8b, phase: train, batch: 4, seq: 256,",
+                        "model: deepseek-v3, phase: train, batch: 4, seq: 256, sample_layers: 29,"));
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("an integer n >= 1 with 3 + 2 x n below the model's 61 layers (its first 3 run whole)"),
+            std::string::npos)
+      << err;
+}
+
 TEST(ValidateCases, EveryProblemIsReported) {
   TempDir d;
   std::string t = replace(kGood, "measured: 100", "measured: -1");
