@@ -175,6 +175,43 @@ TEST(CliShardSearch, LayerSamplingMatchesTheFullRun) {
   }
 }
 
+// A model whose first layer is dense and the rest MoE keeps that layer in
+// both sampled runs: 1 + 2 and 1 + 4 of its 10 layers, extrapolated from
+// there. FLOPs are linear in the MoE layers, so each mesh's extrapolated
+// model FLOPs (mfu x seconds) are the full run's; sampling 2 and 4 layers
+// instead would miss by the dense layer's difference from an MoE one.
+// (Times on a model this small also depend on how layers overlap: up to
+// 4.7% here, under expert=4.)
+TEST(CliShardSearch, LayerSamplingKeepsTheLeadingDenseLayers) {
+  TempDir t1, t2;
+  const std::string moe =
+      decoder(4096, 10) + "moe: {experts: 4, top_k: 2, expert_ffn_size: 512, dense_layers_first: 1}\n";
+  const Rows full = search(t1, moe, "--slice 4x1x1 --batch 4 --seq 512 --no-sequence-parallel");
+  const std::string m = t2.write("m.yaml", moe);
+  const auto r =
+      tpusim::test::run_tpusim_in(t2.path(), "shard-search --model " + m +
+                                                 " --arch v5p --phase train --slice 4x1x1 --batch 4 --seq 512 "
+                                                 "--no-sequence-parallel --sample-layers 2 --set "
+                                                 "hbm.model=calibrated --out " +
+                                                 t2.path() + "/out");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("layer sampling: 3 and 5 of 10 layers simulated (the first 1 in both)"), std::string::npos)
+      << r.out;
+  const Rows sampled = tpusim::test::rows_of(t2.path() + "/out/shard_search.csv");
+  ASSERT_EQ(full.size(), sampled.size());
+  int compared = 0;
+  for (const auto& f : full) {
+    if (f.at("status") != "ok") continue;
+    const auto& s = row(sampled, f.at("mesh"));
+    EXPECT_EQ(s.at("sampled_layers"), "2");
+    const double model_s = std::stod(s.at("mfu")) * std::stod(s.at("seconds"));
+    const double model_f = std::stod(f.at("mfu")) * std::stod(f.at("seconds"));
+    EXPECT_NEAR(model_s, model_f, 1e-6 * model_f) << f.at("mesh");  // the CSV's 9 digits aside
+    ++compared;
+  }
+  EXPECT_GE(compared, 2);
+}
+
 // --remat takes the named policies and MaxText's custom policy (a
 // repeated option, since its entries are comma separated), and
 // --fused-attention-backward reaches every simulation: each mesh is
