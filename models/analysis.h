@@ -69,6 +69,8 @@ std::string layer_sampling_obstacle(const ModelSpec& m);
 // simulated whole (the dense layers before the MoE ones, DeepSeek-V3's
 // first 3), 0 for most models.
 std::int64_t layer_sampling_base(const ModelSpec& m);
+// The layers of sampled run `run` (0 or 1): b + n, then b + 2n.
+inline std::int64_t sampled_run_layers(std::int64_t base, std::int64_t n, int run) { return base + (run + 1) * n; }
 // The extrapolation from runs of b + n and b + 2n layers:
 // x(layers) = x(b + n) + (layers - b - n) (x(b + 2n) - x(b + n)) / n.
 inline double extrapolate_layers(double at_n, double at_2n, std::int64_t n, std::int64_t layers,

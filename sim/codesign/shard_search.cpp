@@ -164,20 +164,20 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
+  const std::int64_t layer_base = models::layer_sampling_base(spec);
   if (sample > 0) {
     const std::string why = models::layer_sampling_obstacle(spec);
-    const std::int64_t base = models::layer_sampling_base(spec);
-    if (!why.empty() || base + 2 * sample >= spec.transformer.layers) {
-      r.sampling_note =
-          "--sample-layers " + std::to_string(sample) + " not used: " +
-          (why.empty() ? (base > 0 ? std::to_string(base) + " + " : std::string()) + "2 x " + std::to_string(sample) +
-                             " layers are not fewer than the model's " + std::to_string(spec.transformer.layers)
-                       : why);
+    if (!why.empty() || layer_base + 2 * sample >= spec.transformer.layers) {
+      r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +
+                        (why.empty() ? (layer_base > 0 ? std::to_string(layer_base) + " + " : std::string()) + "2 x " +
+                                           std::to_string(sample) + " layers are not fewer than the model's " +
+                                           std::to_string(spec.transformer.layers)
+                                     : why);
       sample = 0;
     }
   }
   r.options.sample_layers = static_cast<int>(sample);
-  r.sample_base = sample > 0 ? models::layer_sampling_base(spec) : 0;
+  r.sample_base = sample > 0 ? layer_base : 0;
   const std::int64_t sample_base = r.sample_base;
 
   const auto remats = o.phase == models::Phase::train ? o.remats : std::vector<std::string>{"none"};
@@ -272,8 +272,9 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
           s.args.insert(s.args.end(), {"--optimizer-dtype", std::string(arch::dtype_name(o.optimizer_dtype))});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
         if (sample > 0)
-          s.args.insert(s.args.end(),
-                        {"--layers", std::to_string(sample_base + sample * static_cast<std::int64_t>(1 + i % 2))});
+          s.args.insert(
+              s.args.end(),
+              {"--layers", std::to_string(models::sampled_run_layers(sample_base, sample, static_cast<int>(i % 2)))});
         return s;
       },
       [&](std::size_t i, const sweep::ChildExit& e) {

@@ -206,9 +206,6 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
   std::unordered_map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < wl.ops.size(); ++i)
     for (const std::string& in : wl.ops[i].inputs) last_use[in] = i;
-  std::unordered_map<std::string, std::size_t> first_use;
-  for (std::size_t i = wl.ops.size(); i-- > 0;)
-    for (const std::string& in : wl.ops[i].inputs) first_use[in] = i;
   const AliasClasses alias(wl);
   // Held from the start to the end (the rule above).
   auto throughout = [&](const Tensor& t) {
@@ -238,10 +235,10 @@ void place_in_hbm(const Workload& wl, const workloads::TensorIndex& index, Memor
     if (t.is_source() && throughout(t)) alloc(t.name, t.bytes());
   for (std::size_t i = 0; i < wl.ops.size(); ++i) {
     const Op& op = wl.ops[i];
+    // An input not yet placed is read for the first time here.
     for (const std::string& in : op.inputs) {
       const Tensor& t = tensor(in);
-      if (t.kind == workloads::TensorKind::input && !throughout(t) && first_use.at(in) == i && !plan.at.count(in))
-        alloc(in, t.bytes());
+      if (t.kind == workloads::TensorKind::input && !plan.at.count(in)) alloc(in, t.bytes());
     }
     for (const std::string& o : op.outputs) {
       const Tensor& t = tensor(o);

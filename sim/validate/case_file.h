@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "models/analysis.h"
 #include "sim/config/config_loader.h"
 #include "sim/sweep/expr.h"
 
@@ -66,7 +67,7 @@ struct Workload {
   std::int64_t sample_layers = 0;
   std::int64_t sample_base = 0;   // b, with sample_layers
   std::int64_t model_layers = 0;  // the model's decoder layers, with sample_layers
-  std::int64_t sampled_run_layers(int run) const { return sample_base + (run + 1) * sample_layers; }
+  std::int64_t sampled_run_layers(int run) const { return models::sampled_run_layers(sample_base, sample_layers, run); }
   bool fusion = true;
   bool cmem = true;
 };
