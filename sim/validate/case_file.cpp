@@ -166,11 +166,35 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
             "'" + p.string() + "' does not exist");
     wl.value = p.lexically_normal().string();
   }
+  // A model: a name of the zoo, or a model file (a path ending in .yaml or
+  // .yml, relative to the case file), read here so that its errors are
+  // the case file's.
+  bool model_ok = false;
   if (wl.source == "model" && !wl.value.empty()) {
     const auto names = models::list_models();
-    if (!contains(names, wl.value))
-      c.add(w["model"], where + ".model", "a model of the zoo (tpusim model list)", "'" + wl.value + "'",
-            nearest_word(wl.value, names));
+    const bool is_file = wl.value.size() > 5 && (wl.value.compare(wl.value.size() - 5, 5, ".yaml") == 0 ||
+                                                 wl.value.compare(wl.value.size() - 4, 4, ".yml") == 0);
+    if (is_file) {
+      fs::path p(wl.value);
+      if (p.is_relative()) p = fs::path(dir) / p;
+      wl.value = p.lexically_normal().string();
+      if (!fs::is_regular_file(p)) {
+        c.add(w["model"], where + ".model", "an existing model file (relative to the case file)",
+              "'" + wl.value + "' does not exist");
+      } else {
+        try {
+          (void)models::load_model(wl.value);
+          model_ok = true;
+        } catch (const std::exception& e) {
+          c.add(w["model"], where + ".model", "a valid model file", e.what());
+        }
+      }
+    } else if (!contains(names, wl.value)) {
+      c.add(w["model"], where + ".model", "a model of the zoo (tpusim model list) or a model file (.yaml)",
+            "'" + wl.value + "'", nearest_word(wl.value, names));
+    } else {
+      model_ok = true;
+    }
   }
   if (wl.source != "model")
     for (const auto& m : kModelOnly)
@@ -226,7 +250,7 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     else
       wl.optimizer_dtype = w["optimizer_dtype"].Scalar();
   }
-  if (w["sample_layers"] && wl.source == "model" && contains(models::list_models(), wl.value)) {
+  if (w["sample_layers"] && model_ok) {
     const std::string key = where + ".sample_layers";
     const std::optional<double> n = number(w["sample_layers"], key, c);
     const models::ModelSpec spec = models::load_model(wl.value);

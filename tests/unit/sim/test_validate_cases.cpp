@@ -5,6 +5,7 @@
 // repository's own suite (it loads, has >= 15 cases from >= 4 generations).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "sim/validate/case_file.h"
 #include "sim/validate/report.h"
 #include "sim/validate/runner.h"
+#include "tests/cli/tiny_decoder.h"
 
 namespace tpusim::sim::validate {
 namespace {
@@ -212,6 +214,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"expect other than miss", replace(g, "expect: miss", "expect: pass"), "cases[copy-b].expect: expected miss"},
       {"missing workload file", replace(g, "file: wl.yaml", "file: nope.yaml"), "nope.yaml' does not exist"},
       {"unknown model", replace(g, "model: llama3-8b", "model: llama9"), "cases[step-c].workload.model"},
+      {"missing model file", replace(g, "model: llama3-8b", "model: mine.yaml"),
+       "cases[step-c].workload.model: expected an existing model file (relative to the case file)"},
+      {"model file with an error", replace(g, "model: llama3-8b", "model: wl.yaml"),
+       "cases[step-c].workload.model: expected a valid model file"},
       {"model key on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, batch: 4}"), "'batch' only with model"},
       {"weight dtype on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, weight_dtype: int8}"),
        "'weight_dtype' only with model"},
@@ -286,6 +292,25 @@ TEST(ValidateCases, LayerSampling) {
   EXPECT_DOUBLE_EQ(std::stod(x.at("total_flops")), 100 + 29.0 / 3.0 * 60);
   EXPECT_EQ(x.count("mxu_utilization"), 0u);  // not linear in the layers: left out
   EXPECT_EQ(x.count("model_flops"), 0u);      // in neither run
+}
+
+// A model file instead of a zoo name: read relative to the case file,
+// passed to the run as its absolute path, and sampled like a zoo model.
+TEST(ValidateCases, ModelFileRelativeToTheCaseFile) {
+  TempDir d;
+  // The tiny decoder with 8 layers, enough to sample 2 and 4 of them.
+  d.write("models/small.yaml", replace(test::kTinyDecoder, "layers: 2", "layers: 8"));
+  const auto c = parse_in(d, replace(kGood, "model: llama3-8b, phase: train, batch: 4, seq: 256,",
+                                     "model: models/small.yaml, phase: train, batch: 4, seq: 256, sample_layers: 2,"));
+  const std::string file = (fs::path(d.path()) / "models" / "small.yaml").lexically_normal().string();
+  EXPECT_EQ(c[2].workload.value, file);
+  EXPECT_EQ(c[2].workload.sample_layers, 2);
+  EXPECT_EQ(c[2].workload.model_layers, 8);
+  const std::vector<std::string> args = run_args(c[2]);
+  const auto at = std::find(args.begin(), args.end(), "--model");
+  ASSERT_NE(at, args.end());
+  ASSERT_NE(at + 1, args.end());
+  EXPECT_EQ(*(at + 1), file);
 }
 
 // A model whose first layers differ (DeepSeek-V3: 3 dense, then 58 MoE)
