@@ -26,10 +26,13 @@ std::vector<std::string> list_models(const std::string& zoo_dir) {
   return names;
 }
 
+bool is_model_path(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos ||
+         (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".yaml") == 0);
+}
+
 ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
-  if (is_path) return read_model_file(name_or_path);
+  if (is_model_path(name_or_path)) return read_model_file(name_or_path);
   const std::string path = zoo_dir + "/" + name_or_path + ".yaml";
   if (!fs::exists(path)) {
     std::vector<std::string> names;

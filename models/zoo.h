@@ -22,9 +22,13 @@ std::string default_zoo_dir();
 // ModelError if the directory cannot be read.
 std::vector<std::string> list_models(const std::string& zoo_dir = default_zoo_dir());
 
-// A name ("llama3-8b", looked up as zoo_dir/<name>.yaml) or a path (has a
-// '/' or ends in .yaml). Throws ModelError; an unknown name suggests the
-// nearest zoo model.
+// Whether load_model reads `name_or_path` as a file path (it has a '/' or
+// ends in .yaml) rather than a zoo name.
+bool is_model_path(const std::string& name_or_path);
+
+// A name ("llama3-8b", looked up as zoo_dir/<name>.yaml) or a path
+// (is_model_path). Throws ModelError; an unknown name suggests the nearest
+// zoo model.
 ModelSpec load_model(const std::string& name_or_path, const std::string& zoo_dir = default_zoo_dir());
 
 // The workload of one phase. Throws ModelError for options the model does

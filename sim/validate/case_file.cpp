@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -158,42 +159,38 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
   Workload& wl = k.workload;
   wl.source = given[0];
   wl.value = text(w[wl.source], where + "." + wl.source, c);
-  if (wl.source == "file" && !wl.value.empty()) {
+  // A file named by the case: relative to the case file; false (and a
+  // diagnostic) when there is no such file.
+  auto case_file_path = [&](const std::string& key, const std::string& what) {
     fs::path p(wl.value);
     if (p.is_relative()) p = fs::path(dir) / p;
-    if (!fs::is_regular_file(p))
-      c.add(w["file"], where + ".file", "an existing workload file (relative to the case file)",
-            "'" + p.string() + "' does not exist");
     wl.value = p.lexically_normal().string();
-  }
-  // A model: a name of the zoo, or a model file (a path ending in .yaml or
-  // .yml, relative to the case file), read here so that its errors are
-  // the case file's.
-  bool model_ok = false;
+    if (fs::is_regular_file(p)) return true;
+    c.add(w[key], where + "." + key, "an existing " + what + " (relative to the case file)",
+          "'" + wl.value + "' does not exist");
+    return false;
+  };
+  if (wl.source == "file" && !wl.value.empty()) case_file_path("file", "workload file");
+  // A model: a name of the zoo, or a model file (a path, as load_model
+  // tells them apart), read here so that its errors are the case file's.
+  std::optional<models::ModelSpec> spec;
   if (wl.source == "model" && !wl.value.empty()) {
-    const auto names = models::list_models();
-    const bool is_file = wl.value.size() > 5 && (wl.value.compare(wl.value.size() - 5, 5, ".yaml") == 0 ||
-                                                 wl.value.compare(wl.value.size() - 4, 4, ".yml") == 0);
-    if (is_file) {
-      fs::path p(wl.value);
-      if (p.is_relative()) p = fs::path(dir) / p;
-      wl.value = p.lexically_normal().string();
-      if (!fs::is_regular_file(p)) {
-        c.add(w["model"], where + ".model", "an existing model file (relative to the case file)",
-              "'" + wl.value + "' does not exist");
-      } else {
+    if (models::is_model_path(wl.value)) {
+      if (case_file_path("model", "model file")) {
         try {
-          (void)models::load_model(wl.value);
-          model_ok = true;
+          spec = models::load_model(wl.value);
         } catch (const std::exception& e) {
           c.add(w["model"], where + ".model", "a valid model file", e.what());
         }
       }
-    } else if (!contains(names, wl.value)) {
-      c.add(w["model"], where + ".model", "a model of the zoo (tpusim model list) or a model file (.yaml)",
-            "'" + wl.value + "'", nearest_word(wl.value, names));
     } else {
-      model_ok = true;
+      const auto names = models::list_models();
+      if (contains(names, wl.value)) {
+        if (w["sample_layers"]) spec = models::load_model(wl.value);  // the only reader of a zoo model here
+      } else {
+        c.add(w["model"], where + ".model", "a model of the zoo (tpusim model list) or a model file (.yaml)",
+              "'" + wl.value + "'", nearest_word(wl.value, names));
+      }
     }
   }
   if (wl.source != "model")
@@ -250,13 +247,12 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     else
       wl.optimizer_dtype = w["optimizer_dtype"].Scalar();
   }
-  if (w["sample_layers"] && model_ok) {
+  if (w["sample_layers"] && spec) {
     const std::string key = where + ".sample_layers";
     const std::optional<double> n = number(w["sample_layers"], key, c);
-    const models::ModelSpec spec = models::load_model(wl.value);
-    const std::string why = models::layer_sampling_obstacle(spec);
-    const std::int64_t layers = why.empty() ? spec.transformer.layers : 0;
-    const std::int64_t base = models::layer_sampling_base(spec);
+    const std::string why = models::layer_sampling_obstacle(*spec);
+    const std::int64_t layers = why.empty() ? spec->transformer.layers : 0;
+    const std::int64_t base = models::layer_sampling_base(*spec);
     const std::string below = base > 0 ? std::to_string(base) + " + 2 x n below the model's " + std::to_string(layers) +
                                              " layers (its first " + std::to_string(base) + " run whole)"
                                        : "2 x n below the model's " + std::to_string(layers) + " layers";
