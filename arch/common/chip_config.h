@@ -213,6 +213,12 @@ struct IciConfig {
   bool twisted_torus = false;
   int max_chips = 1;
   int chips_per_host = 4;
+  // Data-centre network between slices (multislice runs, "N*SHAPE"; the
+  // top-level config keys dcn_bandwidth and dcn_latency): each chip's
+  // share of its host's NIC, per direction, and the one-way latency of one
+  // message (chip -> host -> network -> host -> chip).
+  double dcn_bandwidth = 0;  // bytes/s per chip; 0 = no multislice runs
+  double dcn_latency = 0;    // seconds per message
 };
 
 // One SparseCore (arch/sparsecore): a scalar sequencer driving `tiles`
@@ -279,7 +285,6 @@ struct TpuConfig {
   DmaConfig dma;
   HbmConfig hbm;
   IciConfig ici;
-  double dcn_bandwidth = 0;   // bytes/s per chip
   double pcie_bandwidth = 0;  // bytes/s per chip
   // Host DRAM per host, shared by its ici.chips_per_host chips (0: not
   // published; offloaded activations are then not checked against it).

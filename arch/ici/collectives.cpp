@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <tuple>
 
@@ -34,7 +35,9 @@ CollectiveKind parse_collective_kind(const std::string& s) {
 
 // ---------------------------------------------------------------------- Mesh
 Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes) : axes_(std::move(axes)) {
-  std::vector<bool> used(static_cast<std::size_t>(slice.rank()), false);
+  // Slice axes 0..rank-1, and the DCN dimension (rank) on a multislice.
+  const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
+  std::vector<bool> used(static_cast<std::size_t>(mesh_dims), false);
   for (std::size_t i = 0; i < axes_.size(); ++i) {
     const auto& [name, dims] = axes_[i];
     if (name.empty()) throw ConfigError("mesh axis with an empty name");
@@ -42,7 +45,7 @@ Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<in
       if (axes_[j].first == name) throw ConfigError("mesh axis '" + name + "' named twice");
     if (dims.empty()) throw ConfigError("mesh axis '" + name + "' maps to no slice axis");
     for (int d : dims) {
-      if (d < 0 || d >= slice.rank())
+      if (d < 0 || d >= mesh_dims)
         throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) + " does not exist in shape " +
                           slice.shape());
       if (used[static_cast<std::size_t>(d)])
@@ -55,6 +58,7 @@ Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<in
 
 Mesh Mesh::physical(const Slice& slice) {
   std::vector<std::pair<std::string, std::vector<int>>> axes;
+  if (slice.num_slices() > 1) axes.push_back({"dcn", {slice.dcn_axis()}});
   for (int a = 0; a < slice.rank(); ++a) axes.push_back({std::string(1, "xyz"[a]), {a}});
   return Mesh(slice, std::move(axes));
 }
@@ -93,10 +97,11 @@ class Builder {
   explicit Builder(const Slice& s) : slice_(s) {}
   CollectivePlan plan;
 
-  std::uint32_t msg(int src, int dst, std::uint64_t bytes, std::uint64_t reduce) {
+  std::uint32_t msg(int src, int dst, std::uint64_t bytes, std::uint64_t reduce, bool dcn = false) {
     PlanNode n;
     n.src = src;
     n.dst = dst;
+    n.dcn = dcn;
     n.bytes = bytes;
     n.reduce_bytes = reduce;
     plan.nodes.push_back(std::move(n));
@@ -157,6 +162,24 @@ class Builder {
     }
   }
 
+  // One ring stage over the DCN's N slices (unidirectional: both ways
+  // would leave through the same NIC): N - 1 steps of a shard of `s`
+  // bytes, each a message from chip c to chip c of the next slice after
+  // the previous step's arrived (by symmetry, when c's own previous
+  // message did). reduce: each step's partial sum is added on arrival.
+  void dcn_stage(bool reduce, std::uint64_t s, const std::vector<std::int64_t>& ready,
+                 std::vector<std::vector<std::uint32_t>>& arrivals) {
+    for (int c = 0; c < slice_.num_chips(); ++c) {
+      std::int64_t prev = ready[static_cast<std::size_t>(c)];
+      for (int k = 0; k + 1 < slice_.num_slices(); ++k) {
+        const std::uint32_t m = msg(c, c, s, reduce ? s : 0, true);
+        dep(prev, m);
+        arrivals[static_cast<std::size_t>(c)].push_back(m);
+        prev = m;
+      }
+    }
+  }
+
   // After a stage: chip c may start the next one when everything sent to
   // it has arrived (and it had started this one).
   std::vector<std::int64_t> next_ready(const std::vector<std::int64_t>& ready,
@@ -176,57 +199,116 @@ class Builder {
   const Slice& slice_;
 };
 
+std::string axis_name(const Slice& s, int a) { return s.is_dcn(a) ? std::string("dcn") : std::string(1, "xyz"[a]); }
+
 std::string axes_text(const Slice& s, const std::vector<int>& axes) {
   std::string t;
-  for (int a : axes) t += std::string(t.empty() ? "" : ",") + "xyz"[a];
+  for (int a : axes) t += (t.empty() ? "" : ",") + axis_name(s, a);
   return t;
 }
 
 std::string ring_text(const Slice& s, const std::vector<int>& axes) {
   std::string t;
-  for (int a : axes)
-    t += std::string(t.empty() ? "" : " ") + (s.wraps(a) ? "ring_bidir(" : "line_bidir(") + "xyz"[a] + "=" +
-         std::to_string(s.dim(a)) + ")";
+  for (int a : axes) {
+    const char* kind = s.is_dcn(a) ? "dcn_ring(" : s.wraps(a) ? "ring_bidir(" : "line_bidir(";
+    t += (t.empty() ? "" : " ") + std::string(kind) + axis_name(s, a) + "=" + std::to_string(s.axis_length(a)) + ")";
+  }
   return t;
 }
 
-void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const std::vector<int>& active) {
-  const std::size_t k = active.size();
-  b.plan.algorithm = std::string(to_string(req.kind)) + ": " + std::to_string(k) + "-way split over " +
-                     axes_text(s, active) + "; " + ring_text(s, active);
+// Rings over the `active` ICI axes, k-way split and rotated, and over the
+// DCN when `dcn`: all-gather crosses the DCN first (with the smallest
+// shard), reduce-scatter last, all-reduce in the middle.
+void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const std::vector<int>& active, bool dcn) {
+  const std::size_t k = std::max<std::size_t>(active.size(), 1);
+  std::vector<int> named = active;
+  if (dcn) named.push_back(s.dcn_axis());
+  b.plan.algorithm = std::string(to_string(req.kind)) + ": " +
+                     (active.empty() ? std::string()
+                                     : std::to_string(k) + "-way split over " + axes_text(s, active) +
+                                           (dcn ? ", hierarchical over the dcn" : "") + "; ") +
+                     ring_text(s, named);
   for (std::size_t p = 0; p < k; ++p) {
     const std::uint64_t vp = req.bytes / k + (p < req.bytes % k ? 1 : 0);
     if (vp == 0) continue;
     std::vector<int> order;
-    for (std::size_t i = 0; i < k; ++i) order.push_back(active[(p + i) % k]);
+    for (std::size_t i = 0; i < active.size(); ++i) order.push_back(active[(p + i) % active.size()]);
+    if (dcn) {
+      if (req.kind == CollectiveKind::all_gather)
+        order.insert(order.begin(), s.dcn_axis());
+      else
+        order.push_back(s.dcn_axis());
+    }
     std::vector<std::int64_t> ready(static_cast<std::size_t>(s.num_chips()), kStart);
     auto stage = [&](int axis, bool reduce, std::uint64_t shard) {
       std::vector<std::vector<std::uint32_t>> arr(static_cast<std::size_t>(s.num_chips()));
-      b.ring_stage(axis, reduce, shard, ready, arr);
+      if (s.is_dcn(axis))
+        b.dcn_stage(reduce, shard, ready, arr);
+      else
+        b.ring_stage(axis, reduce, shard, ready, arr);
       ready = b.next_ready(ready, arr);
     };
+    auto len = [&](int a) { return static_cast<std::uint64_t>(s.axis_length(a)); };
     if (req.kind == CollectiveKind::all_gather) {
       std::uint64_t n_all = 1;
-      for (int a : order) n_all *= static_cast<std::uint64_t>(s.dim(a));
+      for (int a : order) n_all *= len(a);
       std::uint64_t shard = ceil_div(vp, n_all);
       for (int a : order) {
         stage(a, false, shard);
-        shard *= static_cast<std::uint64_t>(s.dim(a));
+        shard *= len(a);
       }
     } else {
       std::uint64_t x = vp;
       for (int a : order) {
-        x = ceil_div(x, static_cast<std::uint64_t>(s.dim(a)));
+        x = ceil_div(x, len(a));
         stage(a, true, x);
       }
       if (req.kind == CollectiveKind::all_reduce) {
         for (auto it = order.rbegin(); it != order.rend(); ++it) {
           stage(*it, false, x);
-          x *= static_cast<std::uint64_t>(s.dim(*it));
+          x *= len(*it);
         }
       }
     }
   }
+}
+
+// A permute's (source, destination) rank pairs within a group of n: the
+// request's, or every rank to the next (cyclic). ConfigError for a rank
+// outside the group or used twice on one side.
+std::vector<std::pair<int, int>> permute_pairs(const CollectiveRequest& req, int n) {
+  std::vector<std::pair<int, int>> pairs = req.pairs;
+  if (pairs.empty())
+    for (int r = 0; r < n; ++r) pairs.push_back({r, (r + 1) % n});
+  std::vector<bool> seen_src(static_cast<std::size_t>(n), false), seen_dst(static_cast<std::size_t>(n), false);
+  for (const auto& [a, d] : pairs) {
+    if (a < 0 || a >= n || d < 0 || d >= n)
+      throw ConfigError("collective_permute: pair (" + std::to_string(a) + "," + std::to_string(d) +
+                        ") outside group ranks 0.." + std::to_string(n - 1));
+    if (seen_src[static_cast<std::size_t>(a)] || seen_dst[static_cast<std::size_t>(d)])
+      throw ConfigError("collective_permute: rank used twice as source or destination");
+    seen_src[static_cast<std::size_t>(a)] = seen_dst[static_cast<std::size_t>(d)] = true;
+  }
+  return pairs;
+}
+
+// A collective over the DCN alone that is not a ring: every chip's
+// messages to its peers in the other slices leave through its NIC share.
+void plan_dcn_direct(Builder& b, const Slice& s, const CollectiveRequest& req) {
+  const int n = s.num_slices();
+  if (req.kind == CollectiveKind::all_to_all) {
+    b.plan.algorithm = "all_to_all: direct over the dcn (" + std::to_string(n) + " slices)";
+    const std::uint64_t piece = ceil_div(req.bytes, static_cast<std::uint64_t>(n));
+    for (int c = 0; c < s.num_chips(); ++c)
+      for (int k = 0; k + 1 < n; ++k) b.msg(c, c, piece, 0, true);
+    return;
+  }
+  // collective_permute: a slice's view that sends (the slowest one).
+  const std::vector<std::pair<int, int>> pairs = permute_pairs(req, n);
+  const bool moves = std::any_of(pairs.begin(), pairs.end(), [](const auto& p) { return p.first != p.second; });
+  b.plan.algorithm = "collective_permute: direct over the dcn (" + std::to_string(n) + " slices)";
+  if (moves)
+    for (int c = 0; c < s.num_chips(); ++c) b.msg(c, c, req.bytes, 0, true);
 }
 
 }  // namespace
@@ -234,16 +316,36 @@ void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const 
 CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const CollectiveRequest& req) {
   const std::vector<int> axes = mesh.slice_axes(req.axes);
   if (req.bytes == 0) throw ConfigError(std::string(to_string(req.kind)) + ": a collective needs bytes > 0");
-  std::vector<int> active;
-  int group = 1;
+  std::vector<int> active;  // ICI axes longer than one chip
+  bool dcn = false;         // over the DCN of more than one slice
+  std::int64_t group = 1;
   for (int a : axes) {
-    group *= s.dim(a);
-    if (s.dim(a) > 1) active.push_back(a);
+    group *= s.axis_length(a);
+    if (s.is_dcn(a))
+      dcn = s.num_slices() > 1;
+    else if (s.dim(a) > 1)
+      active.push_back(a);
   }
+  if (group > INT32_MAX) throw ConfigError(std::string(to_string(req.kind)) + ": group of more than 2^31 chips");
   Builder b(s);
-  b.plan.group_size = group;
-  if (active.empty()) {
+  b.plan.group_size = static_cast<int>(group);
+  if (active.empty() && !dcn) {
     b.plan.algorithm = std::string(to_string(req.kind)) + ": group of one chip, no messages";
+    return std::move(b.plan);
+  }
+  if (dcn) {
+    const bool ring = req.kind == CollectiveKind::all_gather || req.kind == CollectiveKind::reduce_scatter ||
+                      req.kind == CollectiveKind::all_reduce;
+    if (ring) {
+      plan_rings(b, s, req, active, true);
+      return std::move(b.plan);
+    }
+    if (req.kind == CollectiveKind::broadcast || !active.empty())
+      throw ConfigError(std::string(to_string(req.kind)) + " over the DCN" +
+                        (active.empty() ? "" : " and ICI axes together") +
+                        " is not modelled (only all_gather, reduce_scatter and all_reduce are; all_to_all and "
+                        "collective_permute over the DCN alone)");
+    plan_dcn_direct(b, s, req);
     return std::move(b.plan);
   }
 
@@ -268,7 +370,7 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
   switch (req.kind) {
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_reduce: plan_rings(b, s, req, active); break;
+    case CollectiveKind::all_reduce: plan_rings(b, s, req, active, false); break;
     case CollectiveKind::all_to_all: {
       b.plan.algorithm = "all_to_all: direct, dimension-order routed over " + axes_text(s, active);
       const std::uint64_t piece = ceil_div(req.bytes, static_cast<std::uint64_t>(group));
@@ -280,19 +382,7 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
     }
     case CollectiveKind::collective_permute: {
       b.plan.algorithm = "collective_permute: direct, dimension-order routed over " + axes_text(s, active);
-      std::vector<std::pair<int, int>> pairs = req.pairs;
-      if (pairs.empty())
-        for (int r = 0; r < group; ++r) pairs.push_back({r, (r + 1) % group});
-      std::vector<bool> seen_src(static_cast<std::size_t>(group), false),
-          seen_dst(static_cast<std::size_t>(group), false);
-      for (const auto& [a, d] : pairs) {
-        if (a < 0 || a >= group || d < 0 || d >= group)
-          throw ConfigError("collective_permute: pair (" + std::to_string(a) + "," + std::to_string(d) +
-                            ") outside group ranks 0.." + std::to_string(group - 1));
-        if (seen_src[static_cast<std::size_t>(a)] || seen_dst[static_cast<std::size_t>(d)])
-          throw ConfigError("collective_permute: rank used twice as source or destination");
-        seen_src[static_cast<std::size_t>(a)] = seen_dst[static_cast<std::size_t>(d)] = true;
-      }
+      const std::vector<std::pair<int, int>> pairs = permute_pairs(req, static_cast<int>(group));
       for (const auto& g : groups)
         for (const auto& [a, d] : pairs)
           if (a != d) b.msg(g[static_cast<std::size_t>(a)], g[static_cast<std::size_t>(d)], req.bytes, 0);

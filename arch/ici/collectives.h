@@ -30,8 +30,18 @@
 //   than one axis. all_reduce = reduce_scatter over the rotated order then
 //   all_gather in reverse. A stage starts at a chip when the previous
 //   stage's messages to that chip have arrived.
+// - Over the DCN of a multislice (the mesh dimension of the slice count):
+//   a unidirectional ring over the slices through each chip's NIC share
+//   (a bidirectional one gains nothing: both directions leave through the
+//   same NIC). Only one slice's chips are simulated; the others do the
+//   same at the same time, so chip c's ring step is a message from c to
+//   chip c of the next slice, and what c receives from the previous slice
+//   arrives when that message does. A collective over DCN and ICI axes
+//   together is hierarchical: reduce-scatter over ICI first, so that only
+//   a 1/N_ici shard crosses the DCN, all-gather over ICI last.
 // - all_to_all and collective_permute: direct messages, dimension-order
-//   routed. broadcast: the buffer cut into pieces pipelined from the root
+//   routed; over the DCN alone, each chip's N-1 pieces (all_to_all) or
+//   its one buffer (permute) leave through its NIC share. broadcast: the buffer cut into pieces pipelined from the root
 //   axis by axis; on a wrapping axis even pieces go + and odd pieces go -.
 // Reduction arithmetic is not timed here: reduce_bytes_per_chip tells the
 // engine how many bytes each chip adds (one element-wise add per received
@@ -46,8 +56,13 @@
 // or the last chip_start of the group): the synchronisation and handshake
 // before data moves, once per collective.
 // Leaves out: reduction compute time (the engine's VPU charge), in-network
-// reduction, hierarchical/DCN collectives, mesh axes that split one
-// physical axis, non-uniform shard sizes, per-message DMA setup.
+// reduction, mesh axes that split one physical axis, non-uniform shard
+// sizes, per-message DMA setup; all_to_all, collective_permute and
+// broadcast over DCN and ICI axes together, and broadcast over the DCN
+// (ConfigError).
+// DCN messages: each chip's NIC share is a FIFO at
+// IciConfig::dcn_bandwidth; a message lands IciConfig::dcn_latency after
+// its last byte left (the same for both network fidelities).
 #pragma once
 
 #include <cstdint>
@@ -103,6 +118,10 @@ struct CollectiveRequest {
 struct PlanNode {
   int src = 0;
   int dst = 0;
+  // A message over the DCN to the chip `dst` of another slice (src == dst
+  // for a ring over the slices), out through src's NIC share, not routed
+  // over ICI links.
+  bool dcn = false;
   std::uint64_t bytes = 0;
   std::uint64_t reduce_bytes = 0;  // added at dst on arrival
   std::uint32_t deps = 0;          // predecessors
@@ -242,7 +261,25 @@ class IciSimulator {
   void maybe_finish(std::size_t coll, Ps t, std::vector<CollectiveResult>& done);
   void complete_node(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
   void release(std::size_t coll, std::uint32_t node, Ps t, std::vector<CollectiveResult>& done);
+  // A message (tag: collective << 32 | node) landed at `t`.
+  void deliver(std::uint64_t tag, Ps t, std::vector<CollectiveResult>& done);
   std::vector<ChipProgress> progress_;
+
+  // The DCN: per chip, when its NIC share is free; messages in flight as
+  // (landing time, order sent, tag).
+  struct DcnLanding {
+    Ps at;
+    std::uint64_t seq;
+    std::uint64_t tag;
+    bool operator>(const DcnLanding& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  std::vector<Ps> nic_free_;
+  std::priority_queue<DcnLanding, std::vector<DcnLanding>, std::greater<DcnLanding>> dcn_;
+  std::uint64_t dcn_seq_ = 0;
+  double dcn_ps_per_byte_ = 0;
+  Ps dcn_latency_ps_ = 0;
+  std::uint64_t dcn_bytes_ = 0, dcn_messages_ = 0;
+  Ps dcn_busy_ = 0;  // NIC transmission time summed over chips
 
   Slice slice_;
   Mesh mesh_;

@@ -19,6 +19,7 @@ namespace tpusim::arch::ici {
 struct IciSimulator::PlanInfo {
   struct Node {
     int src, dst;
+    bool dcn;
     std::uint64_t bytes, reduce_bytes;
   };
   std::string algorithm;
@@ -67,7 +68,13 @@ IciSimulator::IciSimulator(const Slice& slice, const Mesh& mesh, const NetworkOp
     : slice_(slice),
       mesh_(mesh),
       net_(make_network(slice_, options)),
-      startup_ps_(static_cast<Ps>(std::llround(slice_.config().collective_latency * 1e12))) {}
+      startup_ps_(static_cast<Ps>(std::llround(slice_.config().collective_latency * 1e12))) {
+  if (slice_.num_slices() > 1) {
+    nic_free_.assign(static_cast<std::size_t>(slice_.num_chips()), 0);
+    dcn_ps_per_byte_ = 1e12 / slice_.config().dcn_bandwidth;  // > 0: Slice checks
+    dcn_latency_ps_ = static_cast<Ps>(std::llround(slice_.config().dcn_latency * 1e12));
+  }
+}
 
 Ps IciSimulator::startup(std::size_t coll) const { return colls_[coll]->info->has_messages ? startup_ps_ : 0; }
 
@@ -85,7 +92,7 @@ std::shared_ptr<const IciSimulator::PlanInfo> IciSimulator::plan_info(const Coll
   info->nodes.reserve(nodes.size());
   info->succ_begin.reserve(nodes.size() + 1);
   for (const PlanNode& n : nodes) {
-    info->nodes.push_back({n.src, n.dst, n.bytes, n.reduce_bytes});
+    info->nodes.push_back({n.src, n.dst, n.dcn, n.bytes, n.reduce_bytes});
     info->succ_begin.push_back(static_cast<std::uint32_t>(info->succ.size()));
     info->succ.insert(info->succ.end(), n.succ.begin(), n.succ.end());
   }
@@ -173,7 +180,8 @@ std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
   a.group_of.assign(chips, 0);
   for (int c = 0; c < slice_.num_chips(); ++c) {
     std::vector<int> x = slice_.coords(c);
-    for (int ax : axes) x[static_cast<std::size_t>(ax)] = 0;
+    for (int ax : axes)
+      if (!slice_.is_dcn(ax)) x[static_cast<std::size_t>(ax)] = 0;
     const std::size_t key = static_cast<std::size_t>(slice_.chip_at(x));
     if (index_of_key[key] < 0) {
       index_of_key[key] = static_cast<int>(a.group_waiting.size());
@@ -245,6 +253,7 @@ std::vector<IciSimulator::ChipDone> IciSimulator::take_chip_completions() {
 Ps IciSimulator::next_event_time() const {
   Ps t = net_->next_event_time();
   if (!pending_.empty()) t = std::min(t, pending_.top().at);
+  if (!dcn_.empty()) t = std::min(t, dcn_.top().at);
   return t;
 }
 
@@ -303,7 +312,7 @@ void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vect
     return;
   }
   std::size_t hops = 0;
-  const int* route = route_of(n.src, n.dst, hops);
+  const int* route = n.dcn ? nullptr : route_of(n.src, n.dst, hops);
   for (std::size_t h = 0; h < hops; ++h) a.res.bytes_per_link[static_cast<std::size_t>(route[h])] += n.bytes;
   a.res.sent_per_chip[static_cast<std::size_t>(n.src)] += n.bytes;
   a.res.messages += 1;
@@ -324,7 +333,21 @@ void IciSimulator::release(std::size_t coll, std::uint32_t node, Ps t, std::vect
     }
   }
   if (coll > UINT32_MAX) throw InternalError("IciSimulator: too many collectives for a message tag");
-  net_->send(n.src, n.dst, n.bytes, t, route, hops, static_cast<std::uint64_t>(coll) << 32 | node);
+  const std::uint64_t tag = static_cast<std::uint64_t>(coll) << 32 | node;
+  if (n.dcn) {
+    // Out through the sender's NIC share, in the order sent; lands one
+    // DCN latency after its last byte left.
+    Ps& free = nic_free_[static_cast<std::size_t>(n.src)];
+    const Ps begin = std::max(free, t);
+    const Ps tx = static_cast<Ps>(std::llround(static_cast<double>(n.bytes) * dcn_ps_per_byte_));
+    free = begin + tx;
+    dcn_busy_ += tx;
+    dcn_bytes_ += n.bytes;
+    dcn_messages_ += 1;
+    dcn_.push(DcnLanding{free + dcn_latency_ps_, dcn_seq_++, tag});
+    return;
+  }
+  net_->send(n.src, n.dst, n.bytes, t, route, hops, tag);
 }
 
 const int* IciSimulator::route_of(int src, int dst, std::size_t& hops) {
@@ -356,36 +379,46 @@ void IciSimulator::complete_node(std::size_t coll, std::uint32_t node, Ps t, std
   maybe_finish(coll, t, done);
 }
 
+void IciSimulator::deliver(std::uint64_t tag, Ps t, std::vector<CollectiveResult>& done) {
+  const std::size_t coll = static_cast<std::size_t>(tag >> 32);
+  const std::uint32_t node = static_cast<std::uint32_t>(tag);
+  Active& a = *colls_[coll];
+  const PlanInfo::Node& n = a.info->nodes[node];
+  const std::size_t dst = static_cast<std::size_t>(n.dst), src = static_cast<std::size_t>(n.src);
+  a.res.received_per_chip[dst] += n.bytes;
+  a.res.reduce_bytes_per_chip[dst] += n.reduce_bytes;
+  if (a.by_incoming[dst] && --a.chip_left[dst] == 0) chip_done(coll, n.dst, t);
+  if (!a.by_incoming[src] && --a.chip_left[src] == 0) chip_done(coll, n.src, t);
+  complete_node(coll, node, t, done);
+}
+
 std::vector<CollectiveResult> IciSimulator::run_until(Ps t) {
   std::vector<CollectiveResult> done;
   std::vector<Delivery>& del = deliveries_;
   for (;;) {
     const Ps tn = net_->next_event_time();
     const Ps ts = pending_.empty() ? kNeverPs : pending_.top().at;
-    const Ps next = std::min(tn, ts);
+    const Ps td = dcn_.empty() ? kNeverPs : dcn_.top().at;
+    const Ps next = std::min({tn, ts, td});
     if (next == kNeverPs || next > t) break;
-    if (ts <= tn) {
+    if (ts == next) {
       const PendingStart p = pending_.top();
       pending_.pop();
       now_ = std::max(now_, ts);
       activate(p.coll, p.group, ts, done);
       continue;
     }
+    if (td == next) {
+      const DcnLanding l = dcn_.top();
+      dcn_.pop();
+      now_ = std::max(now_, td);
+      deliver(l.tag, td, done);
+      continue;
+    }
     del.clear();
     net_->advance_to(tn, del);
     now_ = std::max(now_, tn);
-    for (const Delivery& d : del) {
-      const std::size_t coll = static_cast<std::size_t>(d.tag >> 32);
-      const std::uint32_t node = static_cast<std::uint32_t>(d.tag);
-      Active& a = *colls_[coll];
-      const PlanInfo::Node& n = a.info->nodes[node];
-      const std::size_t dst = static_cast<std::size_t>(n.dst), src = static_cast<std::size_t>(n.src);
-      a.res.received_per_chip[dst] += n.bytes;
-      a.res.reduce_bytes_per_chip[dst] += n.reduce_bytes;
-      if (a.by_incoming[dst] && --a.chip_left[dst] == 0) chip_done(coll, n.dst, d.time);
-      if (!a.by_incoming[src] && --a.chip_left[src] == 0) chip_done(coll, n.src, d.time);
-      complete_node(coll, node, d.time, done);
-    }
+    for (const Delivery& d : del) deliver(d.tag, d.time, done);
   }
   if (t != kNeverPs) {
     now_ = std::max(now_, t);
@@ -414,6 +447,16 @@ StatList IciSimulator::stats() const {
                "bytes sent over links, every hop counted, all chips (the energy model charges them)"});
   s.push_back({"ici.packet_hops", static_cast<double>(net_->packets_transmitted()), "count",
                "packet transmissions (packet fidelity only)"});
+  if (slice_.num_slices() > 1) {
+    const double el = static_cast<double>(now_) * 1e-12;
+    const double busy = static_cast<double>(dcn_busy_) * 1e-12;
+    s.push_back({"dcn.messages", static_cast<double>(dcn_messages_), "count",
+                 "messages sent to other slices over the data-centre network, by the simulated slice's chips"});
+    s.push_back({"dcn.bytes_sent", static_cast<double>(dcn_bytes_), "bytes",
+                 "bytes the simulated slice's chips sent over the data-centre network"});
+    s.push_back({"dcn.utilization", el > 0 ? busy / (el * slice_.num_chips()) : 0.0, "ratio",
+                 "mean busy fraction of the chips' NIC shares (dcn_bandwidth each)"});
+  }
   return s;
 }
 

@@ -44,6 +44,19 @@ std::vector<int> parse_shape(const std::string& shape) {
   return dims;
 }
 
+std::string split_slices(const std::string& shape, int& num_slices) {
+  num_slices = 1;
+  const std::size_t star = shape.find('*');
+  if (star == std::string::npos) return shape;
+  const std::string n = shape.substr(0, star);
+  if (n.empty() || n.size() > 5 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    shape_error(shape, "expected a slice count before '*', like 4*16x16 (4 slices of 16x16 joined by the DCN)");
+  num_slices = std::stoi(n);
+  if (num_slices < 1 || num_slices > kMaxSlices)
+    shape_error(shape, "the slice count must be in [1, " + std::to_string(kMaxSlices) + "]");
+  return shape.substr(star + 1);
+}
+
 bool axis_wraps(const std::string& rule, int length) {
   if (rule == "length16") return length == 16;          // scaling book: v5e/v6e wrap only at 16
   if (rule == "multiple_of_4") return length % 4 == 0;  // v4 docs: torus when a multiple of 4
@@ -53,7 +66,13 @@ bool axis_wraps(const std::string& rule, int length) {
 }
 
 Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
-    : config_(config), shape_(shape), dims_(parse_shape(shape)), twisted_(twisted) {
+    : config_(config), shape_(shape), twisted_(twisted) {
+  dims_ = parse_shape(split_slices(shape, num_slices_));
+  if (num_slices_ > 1 && !(config.dcn_bandwidth > 0))
+    shape_error(shape, std::to_string(num_slices_) +
+                           " slices need the data-centre network between them, but dcn_bandwidth is 0 for this "
+                           "generation");
+  if (config.dcn_latency < 0) throw ConfigError("dcn_latency must not be negative");
   int want_rank = 0;
   if (config.topology == "torus2d")
     want_rank = 2;

@@ -11,7 +11,15 @@
 // from (x,3,z) reaches (x,0,(z+4)%8); on 4x8x8, +x from (3,y,z) reaches
 // (0,(y+4)%8,(z+4)%8). The -direction wrap applies the opposite shift.
 //
-// Leaves out: optical circuit switch reconfiguration, multislice (DCN),
+// Multislice: "N*SHAPE" (e.g. "4*16x16") is N identical slices joined by
+// the data-centre network (DCN). The slice's own chips are the ones laid
+// out here (num_chips); the others are identical copies, and the DCN is an
+// extra mesh dimension of length N (dcn_axis(), outermost) whose
+// collectives go out through each chip's share of its host's NIC
+// (IciConfig::dcn_bandwidth, dcn_latency; collectives.h).
+//
+// Leaves out: optical circuit switch reconfiguration, DCN topology
+// (switches, oversubscription: each chip's NIC share is its only limit),
 // failed chips or links, per-link bandwidth differences (every link has
 // IciConfig::link_bandwidth), mesh axes that split one physical axis.
 #pragma once
@@ -40,6 +48,12 @@ struct Link {
 // "4x4x8" -> {4,4,8}. Throws ConfigError on malformed text.
 std::vector<int> parse_shape(const std::string& shape);
 
+// Most slices of one multislice run.
+inline constexpr int kMaxSlices = 4096;
+// "4*16x16" -> "16x16" with num_slices = 4; "16x16" -> itself with 1.
+// ConfigError for a malformed count.
+std::string split_slices(const std::string& shape, int& num_slices);
+
 // Whether an axis of this length wraps under `rule` ("length16",
 // "multiple_of_4", "always", "never"). Throws ConfigError for an unknown
 // rule.
@@ -56,9 +70,19 @@ class Slice {
   Slice(const IciConfig& config, const std::string& shape, bool twisted = false);
 
   const IciConfig& config() const { return config_; }
-  const std::string& shape() const { return shape_; }
+  const std::string& shape() const { return shape_; }  // as given, "N*" included
   int rank() const { return static_cast<int>(dims_.size()); }
   int dim(int axis) const { return dims_[static_cast<std::size_t>(axis)]; }
+  // Multislice: the number of slices (1 = one slice, no DCN), and the mesh
+  // dimension index that stands for the DCN (rank(); not a slice axis: no
+  // coordinate, no link). axis_length(a) is dim(a), or num_slices() for
+  // the DCN dimension.
+  int num_slices() const { return num_slices_; }
+  int dcn_axis() const { return rank(); }
+  bool is_dcn(int axis) const { return axis == rank(); }
+  int axis_length(int axis) const { return is_dcn(axis) ? num_slices_ : dim(axis); }
+  // Chips of all slices: num_chips() x num_slices().
+  std::int64_t total_chips() const { return static_cast<std::int64_t>(num_chips_) * num_slices_; }
   const std::vector<int>& dims() const { return dims_; }
   int num_chips() const { return num_chips_; }
   bool wraps(int axis) const { return wraps_[static_cast<std::size_t>(axis)]; }
@@ -104,6 +128,7 @@ class Slice {
   // twist_[a][b]: shift along axis b applied when crossing axis a's +wrap.
   std::vector<std::vector<int>> twist_;
   int num_chips_ = 1;
+  int num_slices_ = 1;
   std::vector<Link> links_;
   std::vector<int> out_;  // chip * 2 * rank + axis * 2 + (dir > 0 ? 0 : 1)
   std::vector<int> host_block_;

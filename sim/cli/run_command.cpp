@@ -48,8 +48,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "trace", po::bool_switch(), "write trace.json (Chrome trace events, opens in Perfetto)")(
       "report", po::bool_switch(), "write report.html: timeline, roofline, time by kind, HBM bandwidth")(
       "vcd", po::value<std::string>(), "write a SystemC VCD of the main signals")(
-      "slice", po::value<std::string>(), "multi-chip slice shape, e.g. 4x4 or 4x4x4 (default: one chip)")(
-      "mesh", po::value<std::string>(), "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
+      "slice", po::value<std::string>(),
+      "multi-chip slice shape, e.g. 4x4 or 4x4x4; N*SHAPE is N slices joined by the data-centre network, "
+      "e.g. 4*16x16 (default: one chip)")("mesh", po::value<std::string>(),
+                                          "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
       "layers", po::value<std::int64_t>(),
       "--model (a decoder): simulate this many of its decoder layers; the fit check is the whole model's (layer "

@@ -149,6 +149,11 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   r.model_name = spec.name;
   r.layers = spec.transformer.layers;
   const arch::ici::Slice slice(r.config.ici, o.slice, false);  // std::invalid_argument for a bad shape
+  if (slice.num_slices() > 1)
+    throw std::invalid_argument("slice " + o.slice +
+                                ": shard-search searches the meshes of one slice; multislice shapes (N*SHAPE) are "
+                                "run with `tpusim run --slice " +
+                                o.slice + " --mesh data=N,...`");
   r.chips = slice.num_chips();
   if (r.chips < 2) throw std::invalid_argument("slice " + o.slice + " has one chip: there is no mesh to search");
 

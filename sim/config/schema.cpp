@@ -171,8 +171,7 @@ std::vector<FieldSpec> build() {
     };
   }
   b.num("mxu.sparsity.metadata_bandwidth", FieldType::real, TPUSIM_FIELD(c.mxu.sparsity.metadata_bytes_per_cycle), 0,
-        false,
-        "Bytes of sparsity metadata per cycle per MXU shifted in with a weight tile (0 = never limiting)")
+        false, "Bytes of sparsity metadata per cycle per MXU shifted in with a weight tile (0 = never limiting)")
       .bounded(1e6);
   // vpu
   b.integer("vpu.sublanes", TPUSIM_FIELD(c.vpu.sublanes), 1, "Sublanes of a vector register").bounded(1024);
@@ -194,8 +193,10 @@ std::vector<FieldSpec> build() {
             "ALUs operate on packed sub-32-bit values (a bf16 vreg slot holds 2 values); false = "
             "narrow values run one per slot at the f32 rate");
   // xlu
-  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0, "Cross-lane units per TensorCore, each running one XLU op at a time; 0 = none (TPUv1): a workload "
-            "that needs cross-lane work is refused").bounded(64);
+  b.integer("xlu.count", TPUSIM_FIELD(c.xlu.count), 0,
+            "Cross-lane units per TensorCore, each running one XLU op at a time; 0 = none (TPUv1): a workload "
+            "that needs cross-lane work is refused")
+      .bounded(64);
   b.integer("xlu.latency", TPUSIM_FIELD(c.xlu.latency), 1, "Cycles for one vreg through an XLU").bounded(1e6);
   b.real("xlu.vregs_per_cycle", TPUSIM_FIELD(c.xlu.vregs_per_cycle), "Vregs per cycle per XLU").bounded(64);
   // on-chip memories
@@ -299,8 +300,12 @@ std::vector<FieldSpec> build() {
   b.integer("ici.max_chips", TPUSIM_FIELD(c.ici.max_chips), 1, "Largest slice, chips").bounded(1048576);
   b.integer("ici.chips_per_host", TPUSIM_FIELD(c.ici.chips_per_host), 1, "Chips per host").bounded(1024);
   // chip-level links and blocks
-  b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.dcn_bandwidth), "Data-centre network bandwidth per chip", true)
+  b.qty("dcn_bandwidth", U::bandwidth, TPUSIM_FIELD(c.ici.dcn_bandwidth),
+        "Data-centre network (between slices) bandwidth per chip and direction; 0 = no multislice runs", true)
       .bounded(1e15);
+  b.qty("dcn_latency", U::time, TPUSIM_FIELD(c.ici.dcn_latency),
+        "One-way latency of one message between slices (chip, host, network, host, chip)", true)
+      .bounded(1e-1);
   b.qty("pcie_bandwidth", U::bandwidth, TPUSIM_FIELD(c.pcie_bandwidth), "Host PCIe bandwidth per chip", true)
       .bounded(1e15);
   b.qty("host_memory", U::size, TPUSIM_FIELD(c.host_memory_bytes),

@@ -53,8 +53,7 @@ void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const 
     throw SimLimitError("the lowered program needs at least " + sci(w.min_seconds()) +
                         " s of simulated time (MXU work at peak " + sci(w.mxu_seconds) + " s, HBM traffic at peak " +
                         sci(w.hbm_seconds) + " s), beyond the simulated-time limit of " +
-                        limit_text(opt.max_sim_seconds) +
-                        " s; raise --max-sim-time (seconds) or shrink the workload");
+                        limit_text(opt.max_sim_seconds) + " s; raise --max-sim-time (seconds) or shrink the workload");
 }
 
 }  // namespace
@@ -101,8 +100,8 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
   auto limit_error = [&] {
     const std::size_t total = program.instrs.size() * chips.size();
-    return SimLimitError("the run passed the simulated-time limit of " + limit_text(opt.max_sim_seconds) +
-                         " s with " + std::to_string(completed()) + " of " + std::to_string(total) +
+    return SimLimitError("the run passed the simulated-time limit of " + limit_text(opt.max_sim_seconds) + " s with " +
+                         std::to_string(completed()) + " of " + std::to_string(total) +
                          " instructions done; raise --max-sim-time (seconds) or shrink the workload");
   };
   auto check_limit = [&] {
@@ -194,6 +193,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   if (ici) {
     r.collectives = ici->records();
     r.chips = ici->chips();
+    r.num_slices = ici->num_slices();
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

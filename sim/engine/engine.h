@@ -81,7 +81,8 @@ struct SimResult {
   std::vector<std::pair<std::string, arch::StatList>> block_stats;
   double wall_seconds = 0;                    // host time spent in elaboration and simulation
   std::vector<CollectiveRecord> collectives;  // in completion order
-  int chips = 1;
+  int chips = 1;                              // chips of the simulated slice
+  int num_slices = 1;                         // multislice: identical slices (the DCN joins them)
   // --all-chips: records and block_stats above are the slowest chip's
   // (records) and every chip's (blocks prefixed "chipN."); these hold
   // each chip's end and records. Empty otherwise.

@@ -46,8 +46,7 @@ CollectiveRecord to_record(arch::InstrId instr, const arch::ici::CollectiveResul
 class IciBackendImpl {
  public:
   IciBackendImpl(const arch::TpuConfig& cfg, const std::string& shape, const workloads::MeshSpec& mesh, bool twisted)
-      : slice(cfg.ici, shape, twisted),
-        module("ici", slice, network_mesh(slice, mesh)) {}
+      : slice(cfg.ici, shape, twisted), module("ici", slice, network_mesh(slice, mesh)) {}
 
   class Port : public arch::CollectiveBackend {
    public:
@@ -143,5 +142,6 @@ std::vector<std::pair<std::string, arch::StatList>> IciBackend::block_stats() co
 const std::vector<CollectiveRecord>& IciBackend::records() const { return impl_->records; }
 
 int IciBackend::chips() const { return impl_->slice.num_chips(); }
+int IciBackend::num_slices() const { return impl_->slice.num_slices(); }
 
 }  // namespace tpusim::sim

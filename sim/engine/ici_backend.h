@@ -25,11 +25,11 @@ class IciBackend : public arch::CollectiveBackend {
   IciBackend(const arch::TpuConfig& cfg, const std::string& slice, const workloads::MeshSpec& mesh, bool twisted);
   ~IciBackend() override;
   void start(const arch::IciWork& work, const arch::CollectiveGroup& group, arch::InstrId instr,
-             std::function<void()> on_done,
-             std::function<void(const arch::CollectiveProgress&)> on_progress) override;
+             std::function<void()> on_done, std::function<void(const arch::CollectiveProgress&)> on_progress) override;
   std::vector<std::pair<std::string, arch::StatList>> block_stats() const override;
   const std::vector<CollectiveRecord>& records() const;
-  int chips() const;
+  int chips() const;       // of one slice
+  int num_slices() const;  // multislice: the slice count, else 1
   // Chip `chip`'s view (lives as long as the backend). Its block_stats
   // are empty: the network's statistics are the backend's.
   arch::CollectiveBackend& chip_port(int chip);

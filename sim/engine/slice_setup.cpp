@@ -9,19 +9,23 @@ namespace tpusim::sim {
 
 arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const workloads::MeshSpec& mesh) {
   std::vector<std::pair<std::string, std::vector<int>>> mapped;
-  int dim = 0;
-  const auto& dims = slice.dims();
+  // The DCN dimension of a multislice is the outermost: taken first.
+  std::vector<int> order;
+  if (slice.num_slices() > 1) order.push_back(slice.dcn_axis());
+  for (int d = 0; d < slice.rank(); ++d) order.push_back(d);
+  std::size_t next = 0;
   for (const auto& [name, size] : mesh.axes) {
     std::vector<int> mine;
     std::int64_t product = 1;
-    while (product < size && dim < slice.rank()) {
-      product *= dims[static_cast<std::size_t>(dim)];
-      mine.push_back(dim++);
+    while (product < size && next < order.size()) {
+      product *= slice.axis_length(order[next]);
+      mine.push_back(order[next++]);
     }
     if (product != size) {
       std::ostringstream os;
       os << "--mesh: axis '" << name << "' of size " << size << " does not cover whole dimensions of slice "
-         << slice.shape() << " (mesh axes take consecutive slice dimensions in order)";
+         << slice.shape() << " (mesh axes take consecutive slice dimensions in order"
+         << (slice.num_slices() > 1 ? ", the slice count first" : "") << ")";
       throw std::invalid_argument(os.str());
     }
     mapped.emplace_back(name, mine);
@@ -32,6 +36,7 @@ arch::ici::Mesh map_mesh(const arch::ici::Slice& slice, const workloads::MeshSpe
 workloads::MeshSpec physical_mesh(const arch::ici::Slice& slice) {
   static const char* const names[] = {"x", "y", "z"};
   workloads::MeshSpec mesh;
+  if (slice.num_slices() > 1) mesh.axes.push_back({"dcn", slice.num_slices()});
   for (int d = 0; d < slice.rank(); ++d) mesh.axes.push_back({names[d], slice.dims()[static_cast<std::size_t>(d)]});
   return mesh;
 }

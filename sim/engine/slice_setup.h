@@ -5,7 +5,11 @@
 // consecutive slice dimensions whose lengths multiply to its size (so on
 // 4x4x4, fsdp=16 takes x and y, tensor=4 takes z). A size that does not
 // land on whole dimensions is an error; slice dimensions left over belong
-// to no mesh axis. Without --mesh, the axes are the physical x, y (, z).
+// to no mesh axis. On a multislice ("N*SHAPE") the slice count is a
+// dimension before the first (the DCN, outermost, as MaxText's dcn_*
+// parallelism axes are): data=4,fsdp=256 on 4*16x16 puts data on the DCN.
+// Without --mesh, the axes are the physical dcn (multislice only), x, y
+// (, z).
 #pragma once
 
 #include <string>

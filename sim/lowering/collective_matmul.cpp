@@ -85,11 +85,13 @@ GemmRows chunk_rows(const workloads::Shape& lhs, int dim, std::int64_t n, std::i
 namespace {
 
 // The single mesh axis a collective runs over and its size in the run's
-// mesh, or 0 when it runs over several axes or the run lacks the axis.
+// mesh, or 0 when it runs over several axes, over the DCN, or the run
+// lacks the axis.
 std::int64_t ring_of(const Op& op, const LoweringOptions& opt, std::string& axis) {
   const auto& a = op.as<workloads::CollectiveAttrs>();
   if (a.mesh_axes.size() != 1) return 0;
   axis = a.mesh_axes[0];
+  if (axis == opt.dcn_axis) return 0;  // over the DCN: left whole
   for (const auto& [name, size] : opt.mesh)
     if (name == axis) return size;
   return 0;

@@ -2,6 +2,8 @@
 // network model times it on the whole slice. Its lower bound: a chip
 // cannot receive its share of the data faster than all of its links
 // together deliver it.
+#include <algorithm>
+
 #include "arch/ici/collectives.h"
 #include "sim/lowering/op_lowering.h"
 
@@ -61,7 +63,22 @@ std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const 
   if (op.kind == OpKind::all_reduce) received *= 2;
   if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) received = group > 1 ? v : 0;
   const double links_bw = static_cast<double>(cx.cfg.ici.ports) * cx.cfg.ici.link_bandwidth;
-  plan.roofline_cycles = links_bw > 0 ? received / links_bw * cx.cfg.chip.clock_hz : 0;
+  double seconds = links_bw > 0 ? received / links_bw : 0;
+  const bool over_dcn = !cx.opt.dcn_axis.empty() && cx.opt.num_slices > 1 &&
+                        std::find(a.mesh_axes.begin(), a.mesh_axes.end(), cx.opt.dcn_axis) != a.mesh_axes.end();
+  if (over_dcn && group > 1) {
+    // What crosses the DCN at least: the hierarchical collective's 1/n_ici
+    // shard (all of a permute's buffer) through the chip's NIC share; and
+    // everything it receives, over its links and NIC together.
+    const double s = static_cast<double>(cx.opt.num_slices);
+    const double n_ici = n / s;
+    double dcn = v / n_ici * (s - 1) / s;
+    if (op.kind == OpKind::all_reduce) dcn *= 2;
+    if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) dcn = v;
+    const double nic = cx.cfg.ici.dcn_bandwidth;
+    seconds = std::max(received / (links_bw + nic), dcn / nic);  // nic > 0: Slice checks
+  }
+  plan.roofline_cycles = seconds * cx.cfg.chip.clock_hz;
   plan.blocking = "group of " + std::to_string(group) + " over " + std::to_string(a.mesh_axes.size()) + " axes";
   return {collective_step(w, std::move(g))};
 }

@@ -70,6 +70,12 @@ struct LoweringOptions {
   // matmul rings go between torus neighbours (collective_matmul.h,
   // ring_order). An axis not listed rings in rank order.
   std::vector<std::pair<std::string, std::vector<int>>> mesh_dims;
+  // Multislice runs ("N*SHAPE"): the mesh axis that spans the DCN (its
+  // slowest-varying num_slices ranks are the slices), empty if none.
+  // Collectives over it are not decomposed into collective matmuls (XLA
+  // windows einsums over ICI rings), and their roofline counts the DCN.
+  std::string dcn_axis;
+  int num_slices = 1;
   // Refuse a workload whose HBM peak exceeds the chip's capacity. Off for
   // cost probes: `tpusim serve` simulates the corners of its step grid
   // (the largest batch at the longest context) to interpolate between,

@@ -92,6 +92,32 @@ Schedule schedule_ops(const workloads::Workload& wl, const FusionPlan& fusion, b
     }
     prev = static_cast<int>(i);
   }
+  // A collective reading another one's result (a weight gradient's
+  // all-reduce over the data replicas after its reduce-scatter over fsdp)
+  // would hold the in-order sequencer until that one completes: it moves
+  // to just before the next collective of its producer's kind (XLA keeps
+  // one collective of a kind in flight, so its producer has completed by
+  // then) or, if none comes, before its own first consumer.
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::size_t i = base[p];
+    if (!workloads::is_collective(wl.ops[i].kind) || fusion.fused(i)) continue;
+    int from = -1;
+    for (const std::string& in : wl.ops[i].inputs) {
+      auto it = producer.find(in);
+      if (it != producer.end() && workloads::is_collective(wl.ops[it->second].kind) && !fusion.fused(it->second))
+        from = std::max(from, static_cast<int>(it->second));
+    }
+    if (from < 0) continue;
+    std::size_t target = n;
+    for (std::size_t q = pos[static_cast<std::size_t>(from)] + 1; q < n; ++q)
+      if (q != p && wl.ops[base[q]].kind == wl.ops[static_cast<std::size_t>(from)].kind) {
+        target = q;
+        break;
+      }
+    auto use = first_use.find(wl.ops[i].outputs[0]);
+    if (use != first_use.end()) target = std::min(target, use->second);
+    if (2 * target > key[i]) key[i] = 2 * target;
+  }
   s.order = base;
   std::stable_sort(s.order.begin(), s.order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
   return s;

@@ -17,6 +17,14 @@
 //   that allows, so a large gather overlaps all the compute since the
 //   previous gather ended rather than only the operator before its
 //   consumer.
+// - a collective that reads another collective's result (a weight
+//   gradient's all-reduce over data replicas after its reduce-scatter
+//   over fsdp) is issued just before the next collective of its
+//   producer's kind (XLA keeps one collective of each kind in flight,
+//   SchedulerConfig's *_overlap_limit = 1, so the producer has completed
+//   there) or, when none follows, before its own first consumer, instead
+//   of right after its producer, where the in-order sequencer would wait
+//   for the producer and hold back every kernel behind it.
 // Leaves out: the scheduler's memory limit (gathers run at most one ahead
 // here, so at most two gathered weights are live; the memory plan keeps
 // the workload's order), chaining of activation all-gathers and of the

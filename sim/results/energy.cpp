@@ -219,7 +219,10 @@ std::optional<EnergyMetrics> compute_energy(const RunReport& r, double seconds, 
   e.over_tdp = e.tdp_w > 0 && e.avg_power_w > e.tdp_w;
   if (e.energy_j > 0) {
     e.flops_per_joule = static_cast<double>(total_flops) / e.energy_j;
-    if (r.tokens > 0) e.tokens_per_joule = static_cast<double>(r.tokens) / (e.energy_j * std::max(1, r.sim.chips));
+    // The run's tokens are the whole mesh's: every chip of every slice.
+    if (r.tokens > 0)
+      e.tokens_per_joule =
+          static_cast<double>(r.tokens) / (e.energy_j * std::max(1, r.sim.chips) * std::max(1, r.sim.num_slices));
   }
 
   // The profile.

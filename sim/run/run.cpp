@@ -43,11 +43,18 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
     const arch::ici::Slice slice(cfg.ici, opt.sim.slice, opt.sim.twisted);
     const workloads::MeshSpec mesh = opt.sim.mesh.empty() ? physical_mesh(slice) : opt.sim.mesh;
     for (const auto& a : mesh.axes) lo.mesh.emplace_back(a.name, a.size);  // LoweringOptions' (name, size) pairs
-    const arch::ici::Mesh mapped = network_mesh(slice, opt.sim.mesh);  // as the ICI backend maps it
+    const arch::ici::Mesh mapped = network_mesh(slice, opt.sim.mesh);      // as the ICI backend maps it
     for (const auto& [name, axes] : mapped.axes()) {
       std::vector<int> dims;
-      for (int a : axes) dims.push_back(slice.dim(a));
-      lo.mesh_dims.emplace_back(name, std::move(dims));
+      for (int a : axes) {
+        if (slice.is_dcn(a)) {
+          lo.dcn_axis = name;
+          lo.num_slices = slice.num_slices();
+          continue;
+        }
+        dims.push_back(slice.dim(a));
+      }
+      if (lo.dcn_axis != name) lo.mesh_dims.emplace_back(name, std::move(dims));
     }
   }
   // A placement hint the chip cannot honour is the user's mistake, not a

@@ -399,6 +399,16 @@ INSTANTIATE_TEST_SUITE_P(MultiChip, IronwoodAllGather,
 
 namespace {
 
+// `wl` on a v5e 2x2 slice over `mesh`, collectives prefetched or in the
+// workload's order (the report points at `cfg` and `wl`, which must
+// outlive it).
+sim::RunReport run_on_2x2(const arch::TpuConfig& cfg, const workloads::Workload& wl, const std::string& mesh,
+                          bool prefetch) {
+  sim::RunOptions o = slice_opts("2x2", mesh);
+  o.lowering.prefetch_collectives = prefetch;
+  return sim::run_workload("v5e", cfg, wl, o);
+}
+
 // Two FSDP layers: each weight shard is all-gathered before its matmul.
 // Returns the run with the weight gathers prefetched or not (the report
 // points at `cfg`, which must outlive it).
@@ -412,10 +422,7 @@ sim::RunReport two_fsdp_layers(const arch::TpuConfig& cfg, bool prefetch) {
   auto h = b.matmul("mm1", x, g1);
   auto g2 = b.all_gather("w2.all_gather", w2, {"fsdp"}, 0);
   b.matmul("mm2", h, g2);
-  const auto wl = b.build();
-  sim::RunOptions o = slice_opts("2x2", "fsdp=4");
-  o.lowering.prefetch_collectives = prefetch;
-  return sim::run_workload("v5e", cfg, wl, o);
+  return run_on_2x2(cfg, b.build(), "fsdp=4", prefetch);
 }
 
 }  // namespace
@@ -454,7 +461,7 @@ TEST(MultiChip, WeightGathersRunOneAtATimeAsEarlyAsTheyCan) {
   // ops: 0 w1 gather, 1 h1, 2 c1, 3 d1, 4 w2 gather, 5 h2
   const auto& g1 = m.ops[0];
   const auto& g2 = m.ops[4];
-  EXPECT_GE(g2.start_cycle + 2, g1.end_cycle);        // never two in flight
+  EXPECT_GE(g2.start_cycle + 2, g1.end_cycle);          // never two in flight
   EXPECT_LE(g2.start_cycle, m.ops[1].start_cycle + 2);  // issued before h1, which waits for g1 too
   EXPECT_LT(g2.end_cycle, m.ops[2].end_cycle);          // done during c1, two kernels before h2
   EXPECT_GE(m.ops[5].start_cycle, g2.end_cycle);
@@ -466,4 +473,47 @@ TEST(MultiChip, WeightGatherInWorkloadOrderWaitsForThePreviousMatmul) {
   const sim::RunMetrics m = sim::compute_metrics(r);
   // Issued only once mm1's last instructions are: in its final tenth.
   EXPECT_GT(m.ops[2].start_cycle, m.ops[1].start_cycle + m.ops[1].cycles * 9 / 10);
+}
+
+namespace {
+
+// Two weight gradients of a data x fsdp mesh: each is reduce-scattered
+// over fsdp and its shard all-reduced over data, as backward emits them;
+// the second gradient's matmul is independent of the first's collectives.
+sim::RunReport two_gradient_chains(const arch::TpuConfig& cfg, bool prefetch) {
+  WorkloadBuilder b("grads");
+  b.mesh_axis("data", 2);
+  b.mesh_axis("fsdp", 2);
+  auto x = b.input("x", {4096, 4096}, arch::DType::bf16);
+  auto y = b.input("y", {4096, 4096}, arch::DType::bf16);
+  auto g1 = b.matmul("g1", x, y);
+  auto s1 = b.reduce_scatter("g1.reduce_scatter", g1, {"fsdp"}, 0);
+  b.all_reduce("g1.all_reduce", s1, {"data"});
+  auto g2 = b.matmul("g2", y, x);
+  auto s2 = b.reduce_scatter("g2.reduce_scatter", g2, {"fsdp"}, 0);
+  b.all_reduce("g2.all_reduce", s2, {"data"});
+  return run_on_2x2(cfg, b.build(), "data=2,fsdp=2", prefetch);
+}
+
+}  // namespace
+
+// A collective reading another's result is issued where its producer has
+// completed (sim/lowering/schedule.h), not right after it, where the
+// in-order sequencer would wait for the reduce-scatter and hold back the
+// next gradient's matmul.
+TEST(MultiChip, ChainedCollectiveDoesNotHoldBackIndependentCompute) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  // ops: 0 g1, 1 g1.reduce_scatter, 2 g1.all_reduce, 3 g2, 4 g2.reduce_scatter, 5 g2.all_reduce
+  const sim::RunMetrics m = sim::compute_metrics(two_gradient_chains(cfg, true));
+  EXPECT_LT(m.ops[3].start_cycle, m.ops[1].end_cycle);      // g2 runs while g1's reduce-scatter does
+  EXPECT_GE(m.ops[2].start_cycle + 2, m.ops[1].end_cycle);  // the all-reduce still follows it
+  EXPECT_GE(m.ops[5].start_cycle + 2, m.ops[4].end_cycle);
+}
+
+// In workload order the all-reduce's issue waits for the reduce-scatter,
+// and g2 behind it.
+TEST(MultiChip, ChainedCollectiveInWorkloadOrderHoldsBackTheNextMatmul) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  const sim::RunMetrics w = sim::compute_metrics(two_gradient_chains(cfg, false));
+  EXPECT_GE(w.ops[3].start_cycle + 2, w.ops[1].end_cycle);
 }
