@@ -98,6 +98,21 @@ Schedule schedule_ops(const workloads::Workload& wl, const FusionPlan& fusion, b
   // to just before the next collective of its producer's kind (XLA keeps
   // one collective of a kind in flight, so its producer has completed by
   // then) or, if none comes, before its own first consumer.
+  // next_of_kind[k][q]: the first place >= q in `base` of a collective of
+  // kind k (n if none), for the kinds that produce another's operand.
+  std::unordered_map<workloads::OpKind, std::vector<std::size_t>> next_of_kind;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!workloads::is_collective(wl.ops[i].kind)) continue;
+    for (const std::string& in : wl.ops[i].inputs) {
+      auto it = producer.find(in);
+      if (it != producer.end() && workloads::is_collective(wl.ops[it->second].kind))
+        next_of_kind.emplace(wl.ops[it->second].kind, std::vector<std::size_t>());
+    }
+  }
+  for (auto& [kind, next] : next_of_kind) {
+    next.assign(n + 1, n);
+    for (std::size_t q = n; q-- > 0;) next[q] = wl.ops[base[q]].kind == kind ? q : next[q + 1];
+  }
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t i = base[p];
     if (!workloads::is_collective(wl.ops[i].kind) || fusion.fused(i)) continue;
@@ -108,12 +123,15 @@ Schedule schedule_ops(const workloads::Workload& wl, const FusionPlan& fusion, b
         from = std::max(from, static_cast<int>(it->second));
     }
     if (from < 0) continue;
+    // The next collective of the producer's kind after it, other than
+    // this one (skipped when it is the next one itself).
     std::size_t target = n;
-    for (std::size_t q = pos[static_cast<std::size_t>(from)] + 1; q < n; ++q)
-      if (q != p && wl.ops[base[q]].kind == wl.ops[static_cast<std::size_t>(from)].kind) {
-        target = q;
-        break;
-      }
+    const workloads::OpKind kind = wl.ops[static_cast<std::size_t>(from)].kind;
+    auto it = next_of_kind.find(kind);
+    if (it != next_of_kind.end()) {
+      target = it->second[pos[static_cast<std::size_t>(from)] + 1];
+      if (target == p) target = it->second[p + 1];
+    }
     auto use = first_use.find(wl.ops[i].outputs[0]);
     if (use != first_use.end()) target = std::min(target, use->second);
     if (2 * target > key[i]) key[i] = 2 * target;
