@@ -219,43 +219,49 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results))
     << "</text>\n";
   // Labels are placed right of their point (left of it near the right
-  // edge), moved up or down in steps until they overlap no label placed
-  // before, the legend or the title lines and stay on the plot, with a
-  // leader line when moved.
+  // edge), moved up or down in steps, on either side, until they overlap no
+  // label placed before, the legend or the title lines and stay inside the
+  // plot, with a leader line when moved. A label that finds no room is left
+  // out (its point keeps its tooltip; a note under the plot counts them),
+  // rather than drawn over others where it could not be read.
   struct Box {
     double x0, y0, x1, y1;
   };
   std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph},  // the legend
                              {0, 0, W, T - 2}};                      // the title and the summary line
   auto overlaps = [&](const Box& b) {
-    if (b.y0 < 0 || b.y1 > H) return true;
+    if (b.y0 < T || b.y1 > T + ph || b.x0 < L || b.x1 > L + pw) return true;
     for (const auto& p : placed)
       if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return true;
     return false;
   };
+  int omitted = 0;
   for (const auto& r : results) {
     if (!has_value(r) || !(r.simulated > 0)) continue;
     const Case& c = *r.c;
     const double x = X(c.measured);
     const double y = std::min(std::max(Y(r.simulated), T), T + ph);
     const double tw = 5.0 * static_cast<double>(c.id.size());  // ~9 px font
-    const bool left = x + 6 + tw > L + pw;
-    // Candidate offsets 0, +10, -10, +20, -20, ... px from beside the point.
+    const bool prefer_left = x + 6 + tw > L + pw;
+    // Candidate offsets 0, -10, +10, -20, +20, ... px from beside the
+    // point, the preferred side first at each.
     double ly = y - 4;
+    bool left = prefer_left;
     Box b{};
     bool free = false;
     for (int k = 0; k < 61 && !free; ++k) {
       const int step = (k + 1) / 2;  // 0, 1, 1, 2, 2, ...
       ly = y - 4 + 10.0 * step * (k % 2 ? 1 : -1);
-      b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
-      free = !overlaps(b);
+      for (bool side : {prefer_left, !prefer_left}) {
+        left = side;
+        b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
+        free = !overlaps(b);
+        if (free) break;
+      }
     }
-    if (!free) {  // crowded out: beside the point after all, below the title
-      ly = std::max(y - 4, T + 9.0);
-      b = Box{left ? x - 6 - tw : x + 6, ly - 9, left ? x - 6 : x + 6 + tw, ly + 2};
-    }
-    placed.push_back(b);
-    const bool moved = ly != y - 4;
+    if (free) placed.push_back(b);
+    omitted += free ? 0 : 1;
+    const bool moved = ly != y - 4 || left != prefer_left;
     s << "<g><title>"
       << xml_escape(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) +
                     " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
@@ -264,12 +270,18 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
       << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
       << "stroke-opacity=\"0.35\"/>\n"
       << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n";
-    if (moved)  // a leader line from the point to its displaced label
+    if (free && moved)  // a leader line from the point to its displaced label
       s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
         << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
-    s << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
-      << (left ? " text-anchor=\"end\"" : "") << ">" << xml_escape(c.id) << "</text></g>\n";
+    if (free)
+      s << "<text x=\"" << f(left ? x - 6 : x + 6) << "\" y=\"" << f(ly) << "\" font-size=\"9\""
+        << (left ? " text-anchor=\"end\"" : "") << ">" << xml_escape(c.id) << "</text>";
+    s << "</g>\n";
   }
+  if (omitted > 0)
+    s << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\" class=\"omitted\">" << omitted
+      << (omitted == 1 ? " label" : " labels")
+      << " left out where points crowd: hover a point for its case, or see the table</text>\n";
   doc.raw(s.str());
   return doc.str();
 }

@@ -5,6 +5,8 @@
 // repository's own suite (it loads, has >= 15 cases from >= 4 generations).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -352,6 +354,35 @@ TEST(ValidateCases, EveryProblemIsReported) {
   }
 }
 
+namespace {
+
+// The case labels of a validation plot (9 px text), as boxes; fails the
+// test when one leaves the plot area or overlaps another.
+std::vector<std::array<double, 4>> label_rows(const std::string& svg) {
+  std::vector<std::array<double, 4>> boxes;
+  for (std::size_t at = svg.find("font-size=\"9\""); at != std::string::npos;
+       at = svg.find("font-size=\"9\"", at + 1)) {
+    const std::size_t y = svg.rfind(" y=\"", at), x = svg.rfind("<text x=\"", at);
+    const std::size_t open = svg.find('>', at), close = svg.find("</text>", at);
+    EXPECT_TRUE(y != std::string::npos && x != std::string::npos && open < close);
+    if (y == std::string::npos || x == std::string::npos || open >= close) break;
+    const double ly = std::stod(svg.substr(y + 4)), lx = std::stod(svg.substr(x + 9));
+    const double w = 5.0 * static_cast<double>(close - open - 1);
+    const bool end = svg.substr(at, open - at).find("text-anchor=\"end\"") != std::string::npos;
+    const std::array<double, 4> b = {end ? lx - w : lx, ly - 9, end ? lx : lx + w, ly + 2};
+    EXPECT_GE(b[1], 50.0) << svg.substr(x, 60);  // below the title lines, inside the plot
+    EXPECT_LE(b[3], 590.0) << svg.substr(x, 60);
+    // Positions are written to 0.1 px: boxes that touch may overlap by that.
+    for (const auto& o : boxes)
+      EXPECT_FALSE(b[0] < o[2] - 0.2 && o[0] < b[2] - 0.2 && b[1] < o[3] - 0.2 && o[1] < b[3] - 0.2)
+          << svg.substr(x, 60);
+    boxes.push_back(b);
+  }
+  return boxes;
+}
+
+}  // namespace
+
 TEST(ValidateReports, TableCsvSvgAndHtml) {
   TempDir d;
   const auto cases = parse_in(d, kGood);
@@ -390,17 +421,23 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   }
   top.push_back({&cases[1], Outcome::Pass, 1, 0, "", 1});  // the plot's low end
   const std::string crowded = svg_plot(top);
-  int labels = 0;
-  for (std::size_t at = crowded.find("font-size=\"9\""); at != std::string::npos;
-       at = crowded.find("font-size=\"9\"", at + 1)) {
-    const std::size_t y = crowded.rfind(" y=\"", at);
-    ASSERT_NE(y, std::string::npos);
-    const double ly = std::stod(crowded.substr(y + 4));
-    EXPECT_GT(ly - 9, 47.0) << crowded.substr(y, 40);
-    EXPECT_LE(ly + 2, 650.0);
-    ++labels;
+  EXPECT_EQ(label_rows(crowded).size(), 31u);  // room for every label
+  EXPECT_EQ(crowded.find("left out"), std::string::npos);
+  // Twice as many at one spot: those that find no room are left out and
+  // counted under the plot, none drawn over another.
+  std::vector<Case> many(70, cases[0]);
+  std::vector<CaseResult> pile;
+  for (std::size_t i = 0; i < many.size(); ++i) {
+    many[i].id = "crowded-case-" + std::to_string(i);
+    many[i].measured = 1000.0;
+    pile.push_back({&many[i], Outcome::Pass, 1100.0, 10, "", 1});
   }
-  EXPECT_EQ(labels, 31);
+  pile.push_back({&cases[1], Outcome::Pass, 1, 0, "", 1});
+  const std::string piled = svg_plot(pile);
+  const std::size_t drawn = label_rows(piled).size();
+  EXPECT_LT(drawn, 71u);
+  EXPECT_GT(drawn, 40u);
+  EXPECT_NE(piled.find(">" + std::to_string(71 - drawn) + " labels left out where points crowd"), std::string::npos);
   const std::string html = html_page(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("exit 2: boom"), std::string::npos);
