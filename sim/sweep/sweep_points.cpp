@@ -8,10 +8,13 @@
 #include <stdexcept>
 
 #include "arch/common/dtype.h"
+#include "arch/ici/topology.h"
 #include "models/quantize.h"
+#include "models/sharding.h"
 #include "models/zoo.h"
 #include "sim/config/config_writer.h"
 #include "sim/config/schema.h"
+#include "sim/engine/slice_setup.h"
 #include "sim/results/results_writer.h"
 #include "sim/run/model_fit.h"
 #include "sim/sweep/serve_points.h"
@@ -128,6 +131,11 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     // --quiet: a child's stderr is kept for its error message only.
     a = {"run", "--quiet", "--arch", arch_name};
     if (spec.serve) {
+      if (params.count("run.slice") || params.count("run.mesh")) {
+        pp.error = "run.slice and run.mesh are a run sweep's; a serve sweep takes serve.slice and serve.mesh";
+        out.push_back(std::move(pp));
+        continue;
+      }
       try {
         std::string model = params.count("model.name") ? params["model.name"] : "";
         if (looks_like_path(model)) model = resolve_path(spec.dir, model);
@@ -142,6 +150,19 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
       continue;
     }
     try {
+      // The slice and mesh as `tpusim run` checks them, so that a point
+      // that cannot run costs no process.
+      workloads::MeshSpec mesh;
+      if (params.count("run.mesh") && !params.count("run.slice"))
+        throw std::runtime_error("run.mesh needs run.slice (a mesh lies over a multi-chip slice)");
+      if (params.count("run.slice")) {
+        const arch::ici::Slice slice(cfg.ici, params["run.slice"]);  // arch::ConfigError
+        if (params.count("run.mesh")) {
+          mesh = workloads::parse_mesh(
+              params["run.mesh"], params.count("model.name") ? models::mesh_axis_names() : std::vector<std::string>{});
+          (void)map_mesh(slice, mesh);  // std::invalid_argument
+        }
+      }
       if (params.count("model.name")) {
         const std::string model =
             looks_like_path(params["model.name"]) ? resolve_path(spec.dir, params["model.name"]) : params["model.name"];
@@ -152,6 +173,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (params.count("model.seq")) po.seq_len = std::stoll(params["model.seq"]);
         if (params.count("model.context")) po.context = std::stoll(params["model.context"]);
         po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 224;
+        po.mesh = mesh;
         if (params.count("model.remat")) models::parse_remat_spec(params["model.remat"], &po.remat, &po.remat_custom);
         po.weight_dtype = po.activation_dtype = po.kv_dtype = dtype ? *dtype : arch::DType::bf16;
         // Separate dtypes and quantization (checked values: sweep_spec.cpp).
@@ -220,6 +242,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
       out.push_back(std::move(pp));
       continue;
     }
+    if (params.count("run.slice")) a.insert(a.end(), {"--slice", params["run.slice"]});
+    if (params.count("run.mesh")) a.insert(a.end(), {"--mesh", params["run.mesh"]});
     a.insert(a.end(), {"--dtype", dtype_text});
     for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     if (params.count("workload.fusion") && params["workload.fusion"] == "false") a.push_back("--no-fusion");

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "arch/common/dtype.h"
+#include "arch/ici/topology.h"
 #include "models/quantize.h"
 #include "models/zoo.h"
 #include "sim/config/config_writer.h"
@@ -21,6 +22,7 @@
 #include "sim/sweep/source_keys.h"
 #include "workloads/io/input_file.h"
 #include "workloads/io/yaml_strict.h"
+#include "workloads/ir/mesh.h"
 
 namespace tpusim::sim::sweep {
 
@@ -58,6 +60,10 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"fused_attention_backward", "model.fused_attention_backward"},
         {"attention_kernel", "model.attention_kernel"},
         {"optimizer_dtype", "model.optimizer_dtype"},
+        // Multi-chip runs (`run --slice --mesh`); named in full, since the
+        // short `slice` and `mesh` are a serve sweep's.
+        {"run.slice", "run.slice"},
+        {"run.mesh", "run.mesh"},
     };
     // Serve points (serve_points.h): `tpusim serve` instead of `tpusim run`.
     v.insert(v.end(), serve_keys().begin(), serve_keys().end());
@@ -149,7 +155,7 @@ bool check_key(const std::string& key, SpecPos p, const std::string& where, Coll
   // "model.name|phase|...": the keys grouped by prefix, from the one list
   // of keys, so that the message names every key there is.
   std::string expected = "a swept key: arch, arch.<config key>";
-  for (const char* prefix : {"model.", "workload.", "serve."}) {
+  for (const char* prefix : {"model.", "workload.", "run.", "serve."}) {
     std::string group;
     for (const auto& k : all)
       if (k.rfind(prefix, 0) == 0) group += (group.empty() ? k : "|" + k.substr(std::strlen(prefix)));
@@ -165,6 +171,23 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   if (is_serve_key(key)) {
     const std::string expected = check_serve_value(key, text);
     if (!expected.empty()) c.add(p, k, expected, "'" + text + "'");
+    return;
+  }
+  if (key == "run.slice") {
+    try {
+      int slices = 1;
+      (void)arch::ici::parse_shape(arch::ici::split_slices(text, slices));
+    } catch (const std::exception&) {
+      c.add(p, k, "a slice shape such as 4x4, 4x4x8, or N*SHAPE for N slices (4*16x16)", "'" + text + "'");
+    }
+    return;
+  }
+  if (key == "run.mesh") {
+    try {
+      (void)workloads::parse_mesh(text);
+    } catch (const std::exception& e) {
+      c.add(p, k, "mesh axes NAME=SIZE,... such as fsdp=16,tensor=4", "'" + text + "'");
+    }
     return;
   }
   if (key == "model.batch" || key == "model.seq" || key == "model.context" || key == "model.image") {

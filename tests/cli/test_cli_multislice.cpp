@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "../unit/sim/config_test_util.h"
 #include "cli_test_util.h"
 #include "csv_rows.h"
 #include "sim/config/config_loader.h"
+#include "tiny_decoder.h"
 
 namespace {
 
@@ -133,4 +135,28 @@ TEST(CliMultislice, BadShapesAndMeshesAreUsageErrors) {
                                 d.path() + "/ss");
   EXPECT_EQ(ss.rc, 2);
   EXPECT_NE(ss.err.find("multislice"), std::string::npos) << ss.err;
+}
+
+TEST(CliMultislice, SweepOverTheSliceCount) {
+  // One run sweep over 1, 2 and 4 slices of the same 2x2 (data over the
+  // DCN, batch per chip fixed): one row each, the same work per chip, the
+  // DCN's all-reduces on top from 2 slices on.
+  TempDir d;
+  d.write("tiny.yaml", tpusim::test::kTinyDecoder);
+  d.write("spec.yaml",
+          "base: {arch: v5e, model: tiny.yaml, phase: train, seq: 128}\n"
+          "axes:\n  zip:\n    run.slice: ['2x2', '2*2x2', '4*2x2']\n"
+          "    run.mesh: ['fsdp=4', 'data=2,fsdp=4', 'data=4,fsdp=4']\n"
+          "    model.batch: [4, 8, 16]\n");
+  const auto r = tpusim_in(d, "sweep " + d.path() + "/spec.yaml --out " + d.path() + "/out --jobs 2 --quiet");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto rows = rows_of(d.path() + "/out/results.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  std::map<std::string, double> cycles;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.at("status"), "ok") << row.at("message");
+    cycles[row.at("run.slice")] = std::stod(row.at("total_cycles"));
+  }
+  EXPECT_GT(cycles.at("2*2x2"), cycles.at("2x2"));
+  EXPECT_GT(cycles.at("4*2x2"), cycles.at("2x2"));
 }

@@ -494,6 +494,72 @@ TEST(SweepSpec, OptimizerDtypeBecomesRunFlag) {
   }
 }
 
+// A run sweep's slice and mesh (run.slice, run.mesh) become --slice and
+// --mesh; a slice count (N*SHAPE) sweeps multislice runs. Points whose
+// slice the generation cannot build or whose mesh does not land on it are
+// error rows before any process starts; malformed text is a spec error.
+TEST(SweepSpec, SliceAndMeshBecomeRunFlags) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v5e, model: " + model +
+                                           ", phase: train, batch: 32, seq: 64}\n"
+                                           "axes:\n  zip:\n    run.slice: [4x4, '2*4x4', '2*4x4', 4x4x4]\n"
+                                           "    run.mesh: ['fsdp=16', 'data=2,fsdp=16', 'fsdp=32', 'fsdp=64']\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  auto arg = [](const PreparedPoint& pt, const std::string& flag) {
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), flag);
+    return it != pt.run_args.end() && it + 1 != pt.run_args.end() ? *(it + 1) : std::string("-");
+  };
+  EXPECT_TRUE(pts[0].error.empty()) << pts[0].error;
+  EXPECT_EQ(arg(pts[0], "--slice"), "4x4");
+  EXPECT_EQ(arg(pts[0], "--mesh"), "fsdp=16");
+  EXPECT_TRUE(pts[1].error.empty()) << pts[1].error;
+  EXPECT_EQ(arg(pts[1], "--slice"), "2*4x4");
+  EXPECT_EQ(arg(pts[1], "--mesh"), "data=2,fsdp=16");
+  // fsdp=32 takes the slice count and x, y (2 x 4 x 4): it lands.
+  EXPECT_TRUE(pts[2].error.empty()) << pts[2].error;
+  // v5e slices are 2D.
+  EXPECT_NE(pts[3].error.find("4x4x4"), std::string::npos) << pts[3].error;
+  // A mesh without a slice is an error row.
+  const SweepSpec lone = parse_sweep_spec(
+      "base: {arch: v5e, model: " + model + ", phase: train, batch: 8, seq: 64, run.mesh: 'fsdp=4'}\n", "lone.yaml");
+  EXPECT_NE(prepare_points(lone, default_search_path())[0].error.find("run.mesh needs run.slice"), std::string::npos);
+  for (const char* bad : {"run.slice: [4y4]", "run.slice: ['0*4x4']", "run.mesh: [fsdp]"}) {
+    try {
+      parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    " + std::string(bad) + "\n", "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("axes.grid.run."), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Every sweep the repository ships loads, and its points resolve (a point
+// may be an error row, as hbm_batch_llama3's llama3-70b ones are, but not
+// every point, and not the multislice one's).
+TEST(SweepSpec, ShippedSweepsLoadAndResolve) {
+  int specs = 0;
+  for (const auto& e : fs::directory_iterator(std::string(TPUSIM_SOURCE_DIR) + "/configs/sweeps")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++specs;
+    SCOPED_TRACE(e.path().string());
+    const SweepSpec s = load_sweep_spec(e.path().string());
+    const auto pts = prepare_points(s, default_search_path());
+    ASSERT_FALSE(pts.empty());
+    const auto ok = std::count_if(pts.begin(), pts.end(), [](const PreparedPoint& p) { return p.error.empty(); });
+    EXPECT_GT(ok, 0);
+    if (e.path().filename() == "multislice_dcn.yaml") {
+      EXPECT_EQ(ok, 6);
+      for (const auto& p : pts) EXPECT_NE(std::find(p.run_args.begin(), p.run_args.end(), "--slice"), p.run_args.end());
+    }
+  }
+  EXPECT_GE(specs, 6);
+}
+
 TEST(SweepResults, TornLastLineIsDropped) {
   TmpDir d;
   const std::string path = (d.p / "results.csv").string();
