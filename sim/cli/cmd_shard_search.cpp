@@ -31,7 +31,8 @@ namespace {
 void add_common(po::options_description& opts) {
   opts.add_options()("model", po::value<std::string>()->required(), "a zoo model name or a model file")(
       "arch", po::value<std::string>()->required(), "generation name or config file")(
-      "slice", po::value<std::string>()->required(), "slice shape, e.g. 4x4x4")(
+      "slice", po::value<std::string>()->required(),
+      "slice shape, e.g. 4x4x4; N*SHAPE for N slices over the data-centre network, e.g. 2*16x16")(
       "phase", po::value<std::string>()->default_value("train"), "train, prefill, decode or infer")(
       "batch", po::value<std::int64_t>()->default_value(8), "global batch (sequences)")(
       "seq", po::value<std::int64_t>()->default_value(2048), "sequence length (prefill, train)")(

@@ -34,11 +34,12 @@ namespace {
 struct AxisPlace {
   std::string axis;
   std::int64_t size = 1;
-  std::vector<std::pair<int, bool>> dims;  // (length, wraps) of each dimension it takes
+  std::vector<std::pair<int, bool>> dims;  // (length, wraps) of each dimension it takes; the DCN's as -length
 };
 
-// Every assignment of the slice's dimensions, in order, to distinct axes
-// (each axis a run of consecutive dimensions), duplicates removed: of the
+// Every assignment of the slice's dimensions (a multislice's slice count
+// first, as map_mesh places it), in order, to distinct axes (each axis a
+// run of consecutive dimensions), duplicates removed: of the
 // assignments that give each axis dimensions of the same lengths and
 // wraparound, the one listing the axes closest to `axes`' order is kept
 // (fsdp=16,tensor=4 rather than tensor=4,fsdp=16 on 4x4x4).
@@ -50,7 +51,9 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
   std::vector<AxisPlace> cur;
   std::vector<std::size_t> idx;
   // Dimensions of length 1 carry no axis (an axis of size 1 is no axis).
+  // A multislice's slice count comes first (map_mesh's order).
   std::vector<int> dims;
+  if (slice.num_slices() > 1) dims.push_back(slice.dcn_axis());
   for (int i = 0; i < slice.rank(); ++i)
     if (slice.dim(i) > 1) dims.push_back(i);
   const int rank = static_cast<int>(dims.size());
@@ -74,8 +77,8 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
         AxisPlace p{axes[n], 1, {}};
         for (int i = d; i < e; ++i) {
           const int k = dims[static_cast<std::size_t>(i)];
-          p.size *= slice.dim(k);
-          p.dims.emplace_back(slice.dim(k), slice.wraps(k));
+          p.size *= slice.axis_length(k);
+          p.dims.emplace_back(slice.is_dcn(k) ? -slice.num_slices() : slice.dim(k), !slice.is_dcn(k) && slice.wraps(k));
         }
         cur.push_back(p);
         idx.push_back(n);
@@ -149,12 +152,8 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   r.model_name = spec.name;
   r.layers = spec.transformer.layers;
   const arch::ici::Slice slice(r.config.ici, o.slice, false);  // std::invalid_argument for a bad shape
-  if (slice.num_slices() > 1)
-    throw std::invalid_argument("slice " + o.slice +
-                                ": shard-search searches the meshes of one slice; multislice shapes (N*SHAPE) are "
-                                "run with `tpusim run --slice " +
-                                o.slice + " --mesh data=N,...`");
-  r.chips = slice.num_chips();
+  // Every chip of every slice: the meshes cover them all.
+  r.chips = static_cast<int>(slice.total_chips());
   if (r.chips < 2) throw std::invalid_argument("slice " + o.slice + " has one chip: there is no mesh to search");
 
   models::PhaseOptions base;

@@ -128,13 +128,32 @@ TEST(CliMultislice, BadShapesAndMeshesAreUsageErrors) {
       tpusim_in(d, "run --arch v5e --workload " + d.path() + "/b.yaml --slice '2*2x2' --out " + d.path() + "/bc");
   EXPECT_NE(bc.rc, 0);
   EXPECT_NE(bc.err.find("broadcast over the DCN"), std::string::npos) << bc.err;
-  // shard-search searches one slice's meshes.
-  const auto ss = tpusim_in(d,
-                            "shard-search --arch v5e --model llama2-7b --phase train --batch 16 --seq 512 "
-                            "--slice '2*4x4' --out " +
-                                d.path() + "/ss");
-  EXPECT_EQ(ss.rc, 2);
-  EXPECT_NE(ss.err.find("multislice"), std::string::npos) << ss.err;
+}
+
+TEST(CliMultislice, ShardSearchPlacesAxesOverTheSlices) {
+  // Two 2x2 slices: the meshes cover all 8 chips, the slice count taken by
+  // the first axis (data over the DCN, or fsdp spanning it), and each is
+  // simulated on the multislice.
+  TempDir d;
+  d.write("tiny.yaml", tpusim::test::kTinyDecoder);
+  const auto r = tpusim_in(d, "shard-search --arch v5e --model " + d.path() +
+                                  "/tiny.yaml --phase train --batch 16 --seq 128 --slice '2*2x2' --jobs 2 --out " +
+                                  d.path() + "/ss");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  bool data_over_dcn = false;
+  int simulated = 0;
+  for (const auto& row : rows_of(d.path() + "/ss/shard_search.csv")) {
+    if (row.at("status") != "ok") continue;
+    ++simulated;
+    int product = 1;
+    const std::string text = row.at("mesh");
+    for (std::size_t at = text.find('='); at != std::string::npos; at = text.find('=', at + 1))
+      product *= std::stoi(text.substr(at + 1));
+    EXPECT_EQ(product, 8) << text;
+    data_over_dcn = data_over_dcn || text.rfind("data=2,", 0) == 0;
+  }
+  EXPECT_GT(simulated, 2);
+  EXPECT_TRUE(data_over_dcn);
 }
 
 TEST(CliMultislice, SweepOverTheSliceCount) {
