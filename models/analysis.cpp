@@ -365,6 +365,21 @@ u64 tensor_replicated_params(const ModelSpec& m) {
 
 u64 div_up(u64 a, u64 b) { return (a + b - 1) / b; }
 
+// One layer's K and V projection parameters (MHA/GQA/MQA; 0 for MLA).
+u64 kv_proj_params(const TransformerSpec& t) {
+  const auto& a = t.attention;
+  if (a.kind == AttentionKind::mla) return 0;
+  const u64 kv = U(a.kv_heads) * U(a.head_dim);
+  return 2 * U(t.hidden) * kv + (a.qkv_bias ? 2 * kv : 0);
+}
+
+// What tensor divides the K/V projections (and the KV cache) by: tensor,
+// or kv_heads when each rank holds a replicated KV head (sharding.h).
+u64 kv_split(const TransformerSpec& t, std::int64_t tp) {
+  if (t.attention.kind == AttentionKind::mla) return 1;
+  return U(kv_heads_replicated(t.attention.kv_heads, tp) ? t.attention.kv_heads : tp);
+}
+
 // Largest single layer's parameters as one chip gathers them under FSDP
 // (tensor and expert splits applied, fsdp undone).
 u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
@@ -382,7 +397,9 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
     } else {
       p += ffn_params(t, t.ffn.size, t.ffn.bias);
     }
-    best = std::max(best, div_up(p, tp) + div_up(routed, tp * ep));
+    const u64 kvp = kv_split(t, static_cast<std::int64_t>(tp)) < tp ? kv_proj_params(t) : 0;  // replicated K/V
+    best = std::max(best, div_up(p - kvp, tp) + div_up(kvp, kv_split(t, static_cast<std::int64_t>(tp))) +
+                              div_up(routed, tp * ep));
   }
   return best;
 }
@@ -589,8 +606,19 @@ std::uint64_t per_chip_params(const ModelSpec& m, const MeshSpec& mesh) {
   const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
   const u64 repl = transformer ? tensor_replicated_params(m) : c.total;
   const u64 routed = c.routed_experts;
-  const u64 rest = c.total - routed - repl;
-  return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep);
+  u64 rest = c.total - routed - repl;
+  u64 kv = 0;  // K/V projections replicated over tensor / kv_heads ranks
+  if (transformer && kv_split(m.transformer, static_cast<std::int64_t>(tp)) < tp) {
+    kv = kv_proj_params(m.transformer) * U(m.transformer.layers);
+    rest -= kv;
+  }
+  if (transformer && m.family != Family::vit) {  // a vocabulary tensor does not divide: padded rows
+    const auto& t = m.transformer;
+    const u64 pad = U(vocab_per_rank(t.vocab, static_cast<std::int64_t>(tp))) * tp - U(t.vocab);
+    rest += pad * U(t.hidden) * (m.family == Family::decoder && !t.tied_embeddings ? 2 : 1);
+  }
+  return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep) +
+         (kv > 0 ? div_up(kv, kv_split(m.transformer, static_cast<std::int64_t>(tp)) * fs) : 0);
 }
 
 std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
@@ -733,9 +761,10 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
       act = tokens * (max_layer + dispatch_mask) * ab + out_rows * logits_cols * ab;
     }
     // KV heads split over tensor; MLA's one latent head is replicated.
-    const u64 kv_split = t.attention.kind == AttentionKind::mla ? 1 : U(tp);
-    if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kv_split;
-    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, S) / kv_split;
+    // (or replicated when tensor exceeds them).
+    const u64 kvs = kv_split(t, tp);
+    if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kvs;
+    if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, S) / kvs;
   } else if (m.family == Family::resnet) {
     // Largest single layer output, twice (input and output live together).
     PhaseOptions one = o;

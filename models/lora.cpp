@@ -82,7 +82,8 @@ std::uint64_t lora_params(const ModelSpec& m, const PhaseOptions& o) {
   const auto& t = m.transformer;
   const auto& a = t.attention;
   const std::int64_t tp = o.mesh.size("tensor"), fs = o.mesh.size("fsdp"), r = l.rank;
-  const std::int64_t H = a.heads / tp, KV = a.kv_heads / tp, D = a.head_dim, F = t.ffn.size / tp, h = t.hidden;
+  const std::int64_t H = a.heads / tp, KV = kv_heads_per_rank(a.kv_heads, tp), D = a.head_dim, F = t.ffn.size / tp,
+                     h = t.hidden;
   // Local [in, out] of each target's base weight, as the generator shapes it.
   auto pair = [&](std::int64_t in, std::int64_t out) {
     return static_cast<std::uint64_t>((in * r + r * out + fs - 1) / fs);  // A [in, r] and B [r, out], / fsdp

@@ -17,6 +17,16 @@ std::int64_t local_seq(const PhaseOptions& o) {
   return o.seq_len / o.mesh.size("sequence");
 }
 
+std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tensor) {
+  return kv_heads_replicated(kv_heads, tensor) ? 1 : kv_heads / tensor;
+}
+
+bool kv_heads_replicated(std::int64_t kv_heads, std::int64_t tensor) {
+  return tensor > kv_heads && kv_heads > 0 && tensor % kv_heads == 0;
+}
+
+std::int64_t vocab_per_rank(std::int64_t vocab, std::int64_t tensor) { return (vocab + tensor - 1) / tensor; }
+
 std::int64_t local_batch(const PhaseOptions& o) {
   const std::int64_t d = o.mesh.size("data") * o.mesh.size("fsdp") * o.mesh.size("expert");
   return o.batch / d;
@@ -66,11 +76,6 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
     else if (o.phase == Phase::decode)
       bad("sequence_parallel", "phase prefill or train (decode's one token per sequence cannot be split)",
           "phase decode");
-    else if (tp >= 2 && o.seq_len % cp == 0 && (o.seq_len / cp) % tp != 0)
-      bad("seq_len",
-          "tokens per chip (seq_len / sequence) a multiple of tensor=" + std::to_string(tp) +
-              " (sequence parallelism splits them)",
-          std::to_string(o.seq_len));
   }
   const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
   if (!transformer) {
@@ -87,11 +92,14 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
     const auto& t = m.transformer;
     const auto& a = t.attention;
     divides("tensor", a.heads, "attention.heads", "the attention heads");
-    if (a.kind == AttentionKind::mha) divides("tensor", a.kv_heads, "attention.kv_heads", "the KV heads");
+    if (a.kind == AttentionKind::mha && tp > 1 && a.kv_heads % tp != 0 && !kv_heads_replicated(a.kv_heads, tp))
+      bad("attention.kv_heads",
+          "a multiple of mesh axis tensor=" + std::to_string(tp) +
+              " (it splits the KV heads) or a divisor of it (each KV head replicated on tensor / kv_heads ranks)",
+          std::to_string(a.kv_heads));
     const bool dense_ffn = !t.moe.enabled || t.moe.dense_layers_first > 0;
     if (dense_ffn) divides("tensor", t.ffn.size, "ffn.size", "the FFN hidden size");
     if (t.moe.enabled) divides("tensor", t.moe.expert_ffn_size, "moe.expert_ffn_size", "each expert's FFN hidden size");
-    if (m.family != Family::vit) divides("tensor", t.vocab, "vocab", "the vocabulary");
     divides("fsdp", t.hidden, "hidden", "every norm scale and the input dim of the projections");
     if (mesh.size("expert") > 1) {
       if (!t.moe.enabled) {

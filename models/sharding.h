@@ -10,7 +10,13 @@
 //    in backward; weight gradients reduce_scattered back to the shard; Adam
 //    state lives on the shard.
 //  - tensor (Megatron): heads, KV heads, FFN hidden and vocabulary split;
-//    column-parallel then row-parallel matmuls, all_reduce after each
+//    a tensor degree that is a multiple of the KV heads (GQA/MQA with
+//    fewer KV heads than ranks) gives each rank the one KV head its query
+//    heads share, replicated on tensor/kv_heads ranks (Megatron-LM and
+//    vLLM do the same), whose K/V projection gradients are partial and
+//    all_reduced over tensor; a vocabulary tensor does not divide is
+//    padded to ceil(vocab/tensor) rows per rank, as GSPMD pads an uneven
+//    split; column-parallel then row-parallel matmuls, all_reduce after each
 //    row-parallel one (and the vocab-parallel embedding); in training the
 //    inputs of column-parallel blocks get their gradient all_reduced.
 //  - expert: routed experts split; batch split; tokens all_to_all'ed to
@@ -25,9 +31,11 @@
 //  - PhaseOptions::sequence_parallel (Megatron SP on the tensor axis): the
 //    residual stream and norms hold seq/tensor tokens; each tensor
 //    all_reduce becomes a reduce_scatter of the tokens and the inputs of
-//    column-parallel blocks are all_gathered (again in backward).
-// Leaves out: pipeline parallelism, uneven splits (every split must
-// divide), context parallelism for decode, sequence parallelism
+//    column-parallel blocks are all_gathered (again in backward). Tokens
+//    per chip tensor does not divide are padded to a multiple of it (the
+//    padding rows computed too).
+// Leaves out: pipeline parallelism, uneven splits other than the
+// vocabulary's (every other split must divide), context parallelism for decode, sequence parallelism
 // for encoders/ViT, resnet/dlrm beyond data parallelism.
 #pragma once
 
@@ -45,17 +53,25 @@ namespace tpusim::models {
 const std::vector<std::string>& mesh_axis_names();
 
 // Checks that o.mesh can shard model m in o's phase: each split divides
-// the dims it splits (tensor: attention.heads, attention.kv_heads, ffn.size,
-// moe.expert_ffn_size, vocab; fsdp: hidden; expert: moe.experts and the
+// the dims it splits (tensor: attention.heads, attention.kv_heads (or is
+// a multiple of them), ffn.size, moe.expert_ffn_size; fsdp: hidden; expert: moe.experts and the
 // tokens x top_k each chip dispatches; data x fsdp x expert: batch;
-// sequence: seq_len, and with sequence_parallel seq_len / sequence by
-// tensor), expert only for MoE models, sequence only for decoders' prefill
+// sequence: seq_len), expert only for MoE models, sequence only for decoders' prefill
 // and train, sequence_parallel only with tensor > 1
 // for decoders' prefill and train, resnet/dlrm only data.
 // Throws ModelError naming the model, the model key and the mesh axis.
 // Weight dims fsdp splits beyond hidden are checked when generating (the
 // error names the weight). An empty mesh always passes.
 void check_mesh(const ModelSpec& m, const PhaseOptions& o);
+
+// KV heads one tensor rank holds: kv_heads / tensor, or 1 when tensor is
+// a multiple of kv_heads (the head replicated on tensor / kv_heads ranks).
+std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tensor);
+// Whether the KV heads are replicated over tensor ranks (tensor > kv_heads).
+bool kv_heads_replicated(std::int64_t kv_heads, std::int64_t tensor);
+// Vocabulary rows one tensor rank holds: ceil(vocab / tensor), the last
+// rank's padded as GSPMD pads an uneven split.
+std::int64_t vocab_per_rank(std::int64_t vocab, std::int64_t tensor);
 
 // Sequences per chip: o.batch / (data x fsdp x expert).
 std::int64_t local_batch(const PhaseOptions& o);

@@ -234,16 +234,19 @@ class TransformerGen {
   }
   // Row-parallel: `in` is this chip's share; the partial sums are
   // all_reduced over tensor (Megatron's "g") before the replicated bias,
-  // unless the caller reduces a sum of several (reduce = false).
+  // unless the caller reduces a sum of several (reduce = false: the
+  // caller also adds the bias, row_bias, after its reduction).
   TensorRef row_linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool bias,
                        bool reduce = true) {
     TensorRef y = with_lora(n, x, b_.matmul(n, x, weight(n + ".weight", {in, out}), "", ad_), in, out, true);
-    if (reduce) y = tp_leave(n, y);
-    if (bias) {
-      y = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
-      sp_partial_grad(n + ".bias");
-    }
-    return y;
+    if (!reduce) return y;
+    y = tp_leave(n, y);
+    return bias ? row_bias(n, y, out) : y;
+  }
+  TensorRef row_bias(const std::string& n, const TensorRef& y, std::int64_t out) {
+    TensorRef r = b_.add(n + ".bias_add", y, act_weight(n + ".bias", {out}));
+    sp_partial_grad(n + ".bias");
+    return r;
   }
   // On the residual stream: seq/tensor tokens under sequence parallelism.
   TensorRef norm(const std::string& n, const TensorRef& x) {
@@ -289,7 +292,7 @@ class TransformerGen {
     TensorRef tok = b_.input("tokens", {B_, S_}, DType::f32);
     // Vocab-parallel over tensor: each rank looks up its rows (zeros for
     // the others' tokens) and the partial embeddings are all_reduced.
-    embed_ = weight("embed.weight", {t_.vocab / tp_, t_.hidden});
+    embed_ = weight("embed.weight", {vocab_per_rank(t_.vocab, tp_), t_.hidden});
     TensorRef x = b_.gather("embed", embed_, tok);
     x = dequant("embed.dequant", x);
     x = tp_leave("embed", x);  // sequence parallel: [B, S / tensor, h]
@@ -307,13 +310,31 @@ class TransformerGen {
     return x;
   }
 
-  TensorRef attention_mha(const std::string& p, std::int64_t layer, const TensorRef& xn, bool causal) {
+  // reduce = false: o_proj's partial sums over tensor are returned
+  // unreduced and without its bias (row_linear).
+  TensorRef attention_mha(const std::string& p, std::int64_t layer, const TensorRef& xn, bool causal,
+                          bool reduce = true) {
     const auto& a = t_.attention;
-    const std::int64_t H = a.heads / tp_, KV = a.kv_heads / tp_, D = a.head_dim;
+    const std::int64_t H = a.heads / tp_, KV = kv_heads_per_rank(a.kv_heads, tp_), D = a.head_dim;
     tp_grad_sync(xn);
     TensorRef q = linear(p + "attn.q_proj", xn, t_.hidden, H * D, a.qkv_bias);
     TensorRef k = linear(p + "attn.k_proj", xn, t_.hidden, KV * D, a.qkv_bias);
     TensorRef v = linear(p + "attn.v_proj", xn, t_.hidden, KV * D, a.qkv_bias);
+    if (kv_heads_replicated(a.kv_heads, tp_)) {
+      // More tensor ranks than KV heads: each rank computes the KV head
+      // its query heads share, replicated on tensor / kv_heads ranks; the
+      // projections' weight gradients hold only this rank's query heads'
+      // share, so they are all_reduced over tensor (every rank, though
+      // only the ranks sharing a head need to: the ring's bytes per chip
+      // are nearly the same).
+      for (const char* proj : {"attn.k_proj", "attn.v_proj"})
+        for (const char* w : {".weight", ".bias", ".lora_a.weight", ".lora_b.weight"}) {
+          const std::string n = p + proj + w;
+          if (!b_.peek().find_tensor(n)) continue;
+          auto& axes = tc_.weight_grad_all_reduce[n];
+          if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
+        }
+    }
     q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, D});
     k = b_.reshape(p + "attn.k_heads", k, {B_, S_, KV, D});
     v = b_.reshape(p + "attn.v_heads", v, {B_, S_, KV, D});
@@ -350,7 +371,7 @@ class TransformerGen {
       }
     }
     o = b_.reshape(p + "attn.merge_heads", o, {B_, S_, H * D});
-    return row_linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias);
+    return row_linear(p + "attn.o_proj", o, H * D, t_.hidden, a.out_bias, reduce);
   }
 
   // softmax(Q K^T) V of q [B, Sq, H, D] over k, v [B, Sk, KV, D] (causal:
@@ -647,6 +668,19 @@ class TransformerGen {
   TensorRef decoder_layer(std::int64_t i, TensorRef x) {
     const std::string p = L(i);
     TensorRef xn = tp_enter(p + "attn_norm", norm(p + "attn_norm", x));
+    if (t_.parallel_block && tp_ > 1 && t_.attention.kind == AttentionKind::mha) {
+      // Attention and FFN read the same norm: their row-parallel partial
+      // sums are added and reduced over tensor once, as XLA's
+      // AllReduceReassociate / ReduceScatterReassociate passes rewrite
+      // reduce(a) + reduce(b) into reduce(a + b) (and as PaLM's "parallel
+      // layers" are meant to run), the biases added after the reduction.
+      TensorRef a = attention_mha(p, i, xn, true, false);
+      TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias, false);
+      TensorRef y = tp_leave(p + "block", b_.add(p + "block.partial_sum", a, f));
+      if (t_.attention.out_bias) y = row_bias(p + "attn.o_proj", y, t_.hidden);
+      if (t_.ffn.bias) y = row_bias(p + (t_.ffn.kind == FfnKind::swiglu ? "mlp.down_proj" : "mlp.fc2"), y, t_.hidden);
+      return b_.add(p + "residual", x, y);
+    }
     TensorRef a = t_.attention.kind == AttentionKind::mla ? attention_mla(p, xn) : attention_mha(p, i, xn, true);
     if (t_.parallel_block) {
       TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias);
@@ -665,8 +699,8 @@ class TransformerGen {
     if (t_.tied_embeddings)
       logits = b_.matmul("lm_head", x, embed_, "bsh,vh->bsv", ad_);
     else
-      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, t_.vocab / tp_}), "", ad_);
-    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {t_.vocab / tp_}));
+      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, vocab_per_rank(t_.vocab, tp_)}), "", ad_);
+    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {vocab_per_rank(t_.vocab, tp_)}));
     if (tp_ > 1 && o_.phase != Phase::train)
       logits = b_.all_gather("lm_head.all_gather", logits, {"tensor"}, logits.rank() - 1);
     return logits;
@@ -676,6 +710,10 @@ class TransformerGen {
     B_ = local_batch(o_);
     decode_ = o_.phase == Phase::decode;
     S_ = local_seq(o_) + o_.serve_decode * o_.decode_tokens;
+    // Sequence parallelism over tokens tensor does not divide: the
+    // sequence is padded to a multiple of it (as GSPMD pads an uneven
+    // split), the last rank's padding rows computed with the rest.
+    if (sp_) S_ = (S_ + tp_ - 1) / tp_ * tp_;
     TensorRef x = embed_tokens();
     for (std::int64_t i = 0; i < t_.layers; ++i) x = decoder_layer(i, x);
     x = norm("final_norm", x);

@@ -51,7 +51,11 @@ std::string divisibility_text(const Divisibility& d) {
     for (int x : v) o += (o.empty() ? "" : ",") + std::to_string(x);
     return o.empty() ? std::string("none") : o;
   };
-  return s + "divides by " + list(d.divides) + "; not by " + list(d.fails);
+  s += "divides by " + list(d.divides) + "; not by " + list(d.fails);
+  // A tensor degree that is a multiple of the KV heads replicates them
+  // (models/sharding.h): it runs, with K/V computed and cached per rank.
+  if (d.key == "attention.kv_heads") s += " (a tensor degree that is a multiple of it replicates the KV heads)";
+  return s;
 }
 
 const Candidate& cand(const CheckResult& r, const Suggestion& s) {

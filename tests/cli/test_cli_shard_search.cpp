@@ -116,9 +116,10 @@ TEST(CliShardSearch, EnumeratesEachMeshOnceAndSaysWhyOthersAreDropped) {
   // length 1 (no axis). With data, fsdp, tensor and sequence: one axis over
   // both dims (4 meshes) or two distinct axes, one per dim (4 x 3 ordered
   // pairs, halved since x and y are alike: 6), 10 meshes; the 4 with
-  // tensor > 1 again with sequence parallelism: 14 rows. KV heads 2 cannot
-  // split 4 ways: tensor=4 (with and without +sp) cannot shard.
-  const Rows rows = search(t, decoder(4096, 2, 2), "--slice 2x2x1 --batch 4 --seq 256");
+  // tensor > 1 again with sequence parallelism: 14 rows. An FFN of 4098
+  // cannot split 4 ways: tensor=4 (with and without +sp) cannot shard
+  // (2 KV heads would be replicated on 2 ranks each: not a reason).
+  const Rows rows = search(t, decoder(4098, 2, 2), "--slice 2x2x1 --batch 4 --seq 256");
   ASSERT_EQ(rows.size(), 14u);
   std::set<std::string> seen;
   int cannot = 0;
@@ -127,7 +128,7 @@ TEST(CliShardSearch, EnumeratesEachMeshOnceAndSaysWhyOthersAreDropped) {
     if (r.at("status") == "cannot_shard") {
       ++cannot;
       EXPECT_EQ(r.at("mesh"), "tensor=4");
-      EXPECT_NE(r.at("reason").find("kv_heads"), std::string::npos) << r.at("reason");
+      EXPECT_NE(r.at("reason").find("ffn.size"), std::string::npos) << r.at("reason");
     } else {
       EXPECT_EQ(r.at("status"), "ok") << r.at("reason");
     }

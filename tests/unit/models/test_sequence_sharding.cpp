@@ -202,13 +202,23 @@ TEST(SequenceParallel, BadOptionsNameTheKey) {
   EXPECT_NE(e.find("sequence_parallel: expected a mesh with tensor > 1"), std::string::npos) << e;
   e = error_of(m, opts(Phase::decode, 2, "tensor=4", true));
   EXPECT_NE(e.find("sequence_parallel: expected phase prefill or train"), std::string::npos) << e;
-  PhaseOptions o = opts(Phase::train, 2, "tensor=4", true);
-  o.seq_len = 18;
-  e = error_of(m, o);
-  EXPECT_NE(e.find("seq_len: expected tokens per chip (seq_len / sequence) a multiple of tensor=4"), std::string::npos)
-      << e;
   e = error_of(load_model("bert-base"), opts(Phase::train, 2, "tensor=4", true));
   EXPECT_NE(e.find("sequence_parallel: expected a decoder model"), std::string::npos) << e;
+}
+
+TEST(SequenceParallel, TokensTensorDoesNotDivideArePadded) {
+  // 18 tokens over tensor=4: padded to 20, 5 per rank on the residual
+  // stream and 20 gathered into each tensor-parallel block.
+  PhaseOptions o = opts(Phase::train, 2, "tensor=4", true);
+  o.seq_len = 18;
+  Workload w = generate(load_model("llama3-8b"), o);
+  w.validate();
+  EXPECT_EQ(w.find_tensor("layers.0.attn_norm.all_gather")->shape, (Shape{2, 20, 4096}));
+  EXPECT_EQ(w.find_tensor("layers.0.attn.o_proj.reduce_scatter")->shape, (Shape{2, 5, 4096}));
+  // A sequence tensor divides is not padded.
+  o.seq_len = 16;
+  Workload d = generate(load_model("llama3-8b"), o);
+  EXPECT_EQ(d.find_tensor("layers.0.attn_norm.all_gather")->shape, (Shape{2, 16, 4096}));
 }
 
 TEST(SequenceParallel, MoeAndMlaLayersReduceScatterToo) {

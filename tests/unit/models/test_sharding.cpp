@@ -7,6 +7,7 @@
 // bytes a chip receives are output x (group - 1) / group for all_gather.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "models/sharding.h"
@@ -91,9 +92,17 @@ TEST(Mesh, BadTextListsEveryProblem) {
 
 TEST(Mesh, SplitsThatDoNotDivideNameTheModelKey) {
   ModelSpec l = load_model("llama3-8b");
-  std::string e = error_of(l, opts(Phase::decode, 16, "tensor=16"));  // 8 KV heads
-  EXPECT_NE(e.find("attention.kv_heads: expected a multiple of mesh axis tensor=16"), std::string::npos) << e;
-  EXPECT_NE(e.find("found 8 in model 'llama3-8b'"), std::string::npos) << e;
+  ModelSpec six = l;  // 6 KV heads (of 24 query heads): tensor=4 neither splits nor replicates them evenly
+  six.transformer.attention.heads = 24;
+  six.transformer.attention.kv_heads = 6;
+  six.transformer.attention.head_dim = 128;
+  six.transformer.hidden = 3072;
+  std::string e = error_of(six, opts(Phase::decode, 4, "tensor=4"));
+  EXPECT_NE(e.find("attention.kv_heads: expected a multiple of mesh axis tensor=4 (it splits the KV heads) or a "
+                   "divisor of it"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("found 6 in model 'llama3-8b'"), std::string::npos) << e;
   e = error_of(l, opts(Phase::decode, 6, "data=4"));
   EXPECT_NE(e.find("batch: expected a multiple of data x fsdp x expert = 4"), std::string::npos) << e;
   e = error_of(l, opts(Phase::decode, 3, "fsdp=3"));  // hidden 4096
@@ -370,6 +379,87 @@ TEST(Collectives, DecodeKvCacheFollowsTheSharding) {
   PhaseOptions od = opts(Phase::decode, 16, "expert=8,tensor=2");
   Workload wd = generate(d, od);
   EXPECT_EQ(wd.find_tensor("layers.3.attn.latent_cache")->shape, (Shape{2, 32, 1, 576}));
+}
+
+TEST(Collectives, MoreTensorRanksThanKvHeadsReplicateThem) {
+  // llama3-8b: 32 query heads in 8 KV groups of 4; tensor=16 gives each
+  // rank 2 query heads of one group and that group's KV head, replicated
+  // on the 2 ranks of the group.
+  ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o = opts(Phase::decode, 8, "data=2,tensor=16");
+  o.context = 1000;
+  Workload w = generate(m, o);
+  w.validate();
+  EXPECT_EQ(w.find_tensor("layers.31.attn.k_proj.weight")->shape, (Shape{4096, 128}));
+  EXPECT_EQ(w.find_tensor("layers.31.attn.q_proj.weight")->shape, (Shape{4096, 256}));
+  EXPECT_EQ(w.find_tensor("layers.31.attn.k_cache")->shape, (Shape{4, 1000, 1, 128}));
+  // Per chip: 1/2 of the data split and 1/8 of the KV heads.
+  PhaseOptions one = o;
+  one.mesh = {};
+  EXPECT_EQ(memory_footprint(m, o).kv_cache, memory_footprint(m, one).kv_cache / 16);
+  // The analysis' per-chip parameters are the generated program's weights
+  // (norm scales aside), the replicated K/V projections counted whole.
+  EXPECT_NEAR(static_cast<double>(weight_bytes_of(w)), 2.0 * static_cast<double>(per_chip_params(m, o.mesh)), 1e6);
+  const double kv = 32.0 * 2 * 4096 * 128;  // the K and V projections of 32 layers, one head each
+  EXPECT_NEAR(static_cast<double>(per_chip_params(m, o.mesh)),
+              (static_cast<double>(count_params(m).total) - 32.0 * 2 * 4096 * 1024) / 16 + kv, 1e6);
+  // Training: each rank's K/V weight gradient holds only its query heads'
+  // share, so it is all_reduced over tensor as well as data; a split
+  // weight's is not.
+  Workload t = generate(m, opts(Phase::train, 2, "data=2,tensor=16"));
+  t.validate();
+  auto axes = op_named(t, "layers.3.attn.k_proj.weight.grad_all_reduce").as<CollectiveAttrs>().mesh_axes;
+  EXPECT_NE(std::find(axes.begin(), axes.end(), "tensor"), axes.end());
+  EXPECT_NE(std::find(axes.begin(), axes.end(), "data"), axes.end());
+  EXPECT_EQ(op_named(t, "layers.3.attn.q_proj.weight.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
+            std::vector<std::string>{"data"});
+  // Where tensor divides the KV heads nothing is replicated.
+  Workload s = generate(m, opts(Phase::train, 2, "data=2,tensor=8"));
+  EXPECT_EQ(op_named(s, "layers.3.attn.k_proj.weight.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
+            std::vector<std::string>{"data"});
+}
+
+TEST(Collectives, ParallelBlockReducesAttentionAndFfnOnce) {
+  // GPT-J: attention and FFN read one LayerNorm; their row-parallel
+  // partial sums are added and all_reduced once (XLA's
+  // AllReduceReassociate), the FFN's output bias added after.
+  ModelSpec m = load_model("gpt-j-6b");
+  Workload w = generate(m, opts(Phase::prefill, 2, "tensor=2"));
+  w.validate();
+  EXPECT_EQ(out_bytes(w, op_named(w, "layers.3.block.all_reduce")), 2u * 16 * 4096 * 2);
+  EXPECT_EQ(w.find_op("layers.3.attn.o_proj.all_reduce"), nullptr);
+  EXPECT_EQ(w.find_op("layers.3.mlp.fc2.all_reduce"), nullptr);
+  EXPECT_EQ(op_named(w, "layers.3.mlp.fc2.bias_add").inputs[0], "layers.3.block.all_reduce");
+  std::size_t reduces = 0;
+  for (const auto& op : w.ops)
+    if (op.kind == OpKind::all_reduce && op.name.rfind("layers.3.", 0) == 0) ++reduces;
+  EXPECT_EQ(reduces, 1u);
+  // The same FLOPs as the unsharded program, over the two ranks.
+  Workload one = generate(m, opts(Phase::prefill, 2, ""));
+  EXPECT_NEAR(mm_flops(w) * 2 / mm_flops(one), 1.0, 1e-9);
+  // Under sequence parallelism: one reduce_scatter of the tokens, and the
+  // training step differentiates it.
+  PhaseOptions sp = opts(Phase::train, 2, "tensor=2");
+  sp.sequence_parallel = true;
+  Workload t = generate(m, sp);
+  t.validate();
+  EXPECT_EQ(t.find_tensor("layers.3.block.reduce_scatter")->shape, (Shape{2, 8, 4096}));
+}
+
+TEST(Collectives, VocabularyTensorDoesNotDivideIsPadded) {
+  ModelSpec m = load_model("llama3-8b");
+  m.transformer.attention.heads = 12;
+  m.transformer.attention.kv_heads = 1;
+  m.transformer.ffn.size = 12288;
+  m.transformer.vocab = 1000;
+  PhaseOptions o = opts(Phase::prefill, 2, "tensor=12");
+  Workload w = generate(m, o);
+  w.validate();
+  // ceil(1000 / 12) = 84 rows per rank (1008 in all).
+  EXPECT_EQ(w.find_tensor("embed.weight")->shape, (Shape{84, 4096}));
+  EXPECT_EQ(w.find_tensor("lm_head.weight")->shape, (Shape{4096, 84}));
+  generate(m, opts(Phase::train, 2, "tensor=12")).validate();  // the loss over the padded logits too
+  EXPECT_NEAR(static_cast<double>(weight_bytes_of(w)), 2.0 * static_cast<double>(per_chip_params(m, o.mesh)), 1e6);
 }
 
 TEST(Fit, Llama3_70bOn16V5eChips) {
