@@ -386,6 +386,8 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
   const auto& t = m.transformer;
   const u64 tp = U(mesh.size("tensor")), ep = U(mesh.size("expert"));
   u64 best = 0;
+  // Replicated K/V projections (tensor > kv_heads) are divided by kv_heads, not tensor.
+  const u64 kvs = kv_split(t, static_cast<std::int64_t>(tp)), kvp = kvs < tp ? kv_proj_params(t) : 0;
   for (std::int64_t i = 0; i < t.layers; ++i) {
     u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
     u64 routed = 0;
@@ -397,9 +399,7 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
     } else {
       p += ffn_params(t, t.ffn.size, t.ffn.bias);
     }
-    const u64 kvp = kv_split(t, static_cast<std::int64_t>(tp)) < tp ? kv_proj_params(t) : 0;  // replicated K/V
-    best = std::max(best, div_up(p - kvp, tp) + div_up(kvp, kv_split(t, static_cast<std::int64_t>(tp))) +
-                              div_up(routed, tp * ep));
+    best = std::max(best, div_up(p - kvp, tp) + div_up(kvp, kvs) + div_up(routed, tp * ep));
   }
   return best;
 }
@@ -607,18 +607,17 @@ std::uint64_t per_chip_params(const ModelSpec& m, const MeshSpec& mesh) {
   const u64 repl = transformer ? tensor_replicated_params(m) : c.total;
   const u64 routed = c.routed_experts;
   u64 rest = c.total - routed - repl;
-  u64 kv = 0;  // K/V projections replicated over tensor / kv_heads ranks
-  if (transformer && kv_split(m.transformer, static_cast<std::int64_t>(tp)) < tp) {
-    kv = kv_proj_params(m.transformer) * U(m.transformer.layers);
-    rest -= kv;
-  }
-  if (transformer && m.family != Family::vit) {  // a vocabulary tensor does not divide: padded rows
-    const auto& t = m.transformer;
+  if (!transformer) return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep);
+  const auto& t = m.transformer;
+  // K/V projections replicated over tensor / kv_heads ranks: divided by kv_heads.
+  const u64 kvs = kv_split(t, static_cast<std::int64_t>(tp));
+  const u64 kv = kvs < tp ? kv_proj_params(t) * U(t.layers) : 0;
+  rest -= kv;
+  if (m.family != Family::vit) {  // a vocabulary tensor does not divide: padded rows
     const u64 pad = U(vocab_per_rank(t.vocab, static_cast<std::int64_t>(tp))) * tp - U(t.vocab);
     rest += pad * U(t.hidden) * (m.family == Family::decoder && !t.tied_embeddings ? 2 : 1);
   }
-  return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep) +
-         (kv > 0 ? div_up(kv, kv_split(m.transformer, static_cast<std::int64_t>(tp)) * fs) : 0);
+  return div_up(rest, tp * fs) + div_up(repl, fs) + div_up(routed, tp * fs * ep) + div_up(kv, kvs * fs);
 }
 
 std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {

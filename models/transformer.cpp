@@ -180,7 +180,11 @@ class TransformerGen {
   // parallelism (norm scales, row-parallel biases, learned positions) gets
   // a partial gradient on each tensor rank: all_reduced over tensor too.
   void sp_partial_grad(const std::string& weight) {
-    if (!sp_) return;
+    if (sp_) grad_over_tensor(weight);
+  }
+  // A weight whose gradient is partial on each tensor rank: all_reduced
+  // over tensor as well as its data-parallel axes.
+  void grad_over_tensor(const std::string& weight) {
     auto& axes = tc_.weight_grad_all_reduce[weight];
     if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
   }
@@ -199,9 +203,7 @@ class TransformerGen {
     if (!o_.lora.enabled() || !target || !o_.lora.has(*target)) return y;
     const std::int64_t r = o_.lora.rank, na = o_.lora.adapters;
     auto partial = [&](const std::string& w) {
-      if (tp_ == 1) return;
-      auto& axes = tc_.weight_grad_all_reduce[w];
-      if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
+      if (tp_ > 1) grad_over_tensor(w);
     };
     TensorRef d;
     if (na == 1) {
@@ -328,12 +330,8 @@ class TransformerGen {
       // only the ranks sharing a head need to: the ring's bytes per chip
       // are nearly the same).
       for (const char* proj : {"attn.k_proj", "attn.v_proj"})
-        for (const char* w : {".weight", ".bias", ".lora_a.weight", ".lora_b.weight"}) {
-          const std::string n = p + proj + w;
-          if (!b_.peek().find_tensor(n)) continue;
-          auto& axes = tc_.weight_grad_all_reduce[n];
-          if (std::find(axes.begin(), axes.end(), "tensor") == axes.end()) axes.push_back("tensor");
-        }
+        for (const char* w : {".weight", ".bias", ".lora_a.weight", ".lora_b.weight"})
+          if (b_.peek().find_tensor(p + proj + w)) grad_over_tensor(p + proj + w);
     }
     q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, D});
     k = b_.reshape(p + "attn.k_heads", k, {B_, S_, KV, D});
@@ -696,11 +694,12 @@ class TransformerGen {
     // Column-parallel over the vocabulary; serving gathers the logits.
     tp_grad_sync(x);
     TensorRef logits;
+    const std::int64_t vocab = vocab_per_rank(t_.vocab, tp_);
     if (t_.tied_embeddings)
       logits = b_.matmul("lm_head", x, embed_, "bsh,vh->bsv", ad_);
     else
-      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, vocab_per_rank(t_.vocab, tp_)}), "", ad_);
-    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {vocab_per_rank(t_.vocab, tp_)}));
+      logits = b_.matmul("lm_head", x, weight("lm_head.weight", {t_.hidden, vocab}), "", ad_);
+    if (t_.lm_head_bias) logits = b_.add("lm_head.bias_add", logits, act_weight("lm_head.bias", {vocab}));
     if (tp_ > 1 && o_.phase != Phase::train)
       logits = b_.all_gather("lm_head.all_gather", logits, {"tensor"}, logits.rank() - 1);
     return logits;
