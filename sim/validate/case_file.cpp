@@ -59,8 +59,9 @@ const std::vector<std::string> kWorkloadKeys = [] {
   v.insert(v.end(), kModelOnly.begin(), kModelOnly.end());
   return v;
 }();
-const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "peak_tflops"};
-const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "mfu"};
+const std::vector<std::string> kMetricKeys = {"kind", "unit", "flops", "bytes", "tokens", "samples", "peak_tflops"};
+const std::vector<std::string> kKinds = {"time", "tflops", "bandwidth", "tokens_per_second", "samples_per_second",
+                                         "mfu"};
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -310,6 +311,9 @@ void parse_metric(const YAML::Node& m, Case& k, Collector& c) {
   } else if (kind == "tokens_per_second") {
     mt.kind = MetricKind::TokensPerSecond;
     units = {{"tokens/s", 1}};
+  } else if (kind == "samples_per_second") {
+    mt.kind = MetricKind::SamplesPerSecond;
+    units = {{"samples/s", 1}};
   } else if (kind == "mfu") {
     mt.kind = MetricKind::Mfu;
     units = {{"%", 1}};
@@ -337,16 +341,19 @@ void parse_metric(const YAML::Node& m, Case& k, Collector& c) {
   only_for("flops", {MetricKind::Tflops, MetricKind::Mfu}, "tflops or mfu");
   only_for("bytes", {MetricKind::Bandwidth}, "bandwidth");
   only_for("tokens", {MetricKind::TokensPerSecond}, "tokens_per_second");
+  only_for("samples", {MetricKind::SamplesPerSecond}, "samples_per_second");
   only_for("peak_tflops", {MetricKind::Mfu}, "mfu");
   auto required = [&](const std::string& key, MetricKind kd) {
     if (mt.kind == kd && !m[key]) c.add(m, where + "." + key, "'" + key + "' for kind " + kind, "none");
   };
   required("bytes", MetricKind::Bandwidth);
   required("tokens", MetricKind::TokensPerSecond);
+  required("samples", MetricKind::SamplesPerSecond);
   required("peak_tflops", MetricKind::Mfu);
   if (m["flops"]) mt.flops = expression(m["flops"], where + ".flops", c);
   if (m["bytes"]) mt.bytes = expression(m["bytes"], where + ".bytes", c);
   if (m["tokens"]) mt.tokens = expression(m["tokens"], where + ".tokens", c);
+  if (m["samples"]) mt.samples = expression(m["samples"], where + ".samples", c);
   if (m["peak_tflops"]) {
     const auto p = number(m["peak_tflops"], where + ".peak_tflops", c);
     if (p && *p <= 0) c.add(m["peak_tflops"], where + ".peak_tflops", "a number > 0", m["peak_tflops"].Scalar());
@@ -377,6 +384,7 @@ const char* metric_kind_name(MetricKind k) {
     case MetricKind::Tflops: return "tflops";
     case MetricKind::Bandwidth: return "bandwidth";
     case MetricKind::TokensPerSecond: return "tokens_per_second";
+    case MetricKind::SamplesPerSecond: return "samples_per_second";
     case MetricKind::Mfu: return "mfu";
   }
   return "?";
@@ -483,8 +491,10 @@ std::vector<Case> parse_case_file(const std::string& content, const std::string&
     parse_metric(get("metric"), k, c);
     if (k.workload.sample_layers > 0) {
       // A sampled case's summary holds the extrapolated columns only (runner.h).
-      const std::pair<const char*, const std::optional<sweep::Expr>*> exprs[] = {
-          {"flops", &k.metric.flops}, {"bytes", &k.metric.bytes}, {"tokens", &k.metric.tokens}};
+      const std::pair<const char*, const std::optional<sweep::Expr>*> exprs[] = {{"flops", &k.metric.flops},
+                                                                                 {"bytes", &k.metric.bytes},
+                                                                                 {"tokens", &k.metric.tokens},
+                                                                                 {"samples", &k.metric.samples}};
       for (const auto& [key, e] : exprs) {
         if (!*e) continue;
         for (const auto& [name, col] : (*e)->names()) {
@@ -638,6 +648,7 @@ double simulated_value(const Case& c, const std::map<std::string, std::string>& 
     case MetricKind::Tflops: return flops() / sec / 1e12;
     case MetricKind::Bandwidth: return eval(*m.bytes, "bytes") / sec / m.unit_scale;
     case MetricKind::TokensPerSecond: return eval(*m.tokens, "tokens") / sec;
+    case MetricKind::SamplesPerSecond: return eval(*m.samples, "samples") / sec;
     case MetricKind::Mfu: return 100.0 * flops() / sec / (m.peak_tflops * 1e12);
   }
   throw std::logic_error("unknown metric kind");

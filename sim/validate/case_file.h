@@ -22,9 +22,10 @@
 
 namespace tpusim::sim::validate {
 
-enum class MetricKind { Time, Tflops, Bandwidth, TokensPerSecond, Mfu };
+enum class MetricKind { Time, Tflops, Bandwidth, TokensPerSecond, SamplesPerSecond, Mfu };
 
-// "time", "tflops", "bandwidth", "tokens_per_second", "mfu".
+// "time", "tflops", "bandwidth", "tokens_per_second", "samples_per_second",
+// "mfu".
 const char* metric_kind_name(MetricKind k);
 
 // How the simulated value is computed from the run's summary.csv
@@ -33,15 +34,16 @@ const char* metric_kind_name(MetricKind k);
 //   tflops             flops / seconds / 1e12     (flops default: total_flops)
 //   bandwidth          bytes / seconds / unit     (unit GB/s = 1e9 or TB/s = 1e12)
 //   tokens_per_second  tokens / seconds
+//   samples_per_second samples / seconds   (images, queries: MLPerf's samples/s)
 //   mfu                100 x flops / seconds / (peak_tflops x 1e12)   (percent)
-// flops, bytes and tokens are numbers or expressions (sim/sweep/expr.h)
+// flops, bytes, tokens and samples are numbers or expressions (sim/sweep/expr.h)
 // over numbers and summary.csv columns, e.g. "2 * 4096 * 4096 * 4096" or
 // "hbm_bytes".
 struct Metric {
   MetricKind kind = MetricKind::Time;
   std::string unit;       // display unit of measured and simulated values
   double unit_scale = 1;  // SI value / unit_scale = value in `unit`
-  std::optional<sweep::Expr> flops, bytes, tokens;
+  std::optional<sweep::Expr> flops, bytes, tokens, samples;
   double peak_tflops = 0;  // mfu only
 };
 

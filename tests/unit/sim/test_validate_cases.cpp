@@ -152,6 +152,10 @@ TEST(ValidateCases, MetricFormulas) {
   tok.metric.kind = MetricKind::TokensPerSecond;
   tok.metric.tokens = sweep::Expr::parse("4 * 256");
   EXPECT_NEAR(simulated_value(tok, summary), 1024 / 0.002, 1e-6);
+  Case img = cases[0];
+  img.metric.kind = MetricKind::SamplesPerSecond;
+  img.metric.samples = sweep::Expr::parse("512");
+  EXPECT_NEAR(simulated_value(img, summary), 512 / 0.002, 1e-6);
   // Missing or non-positive seconds is an error, not a value.
   EXPECT_THROW(simulated_value(cases[0], {{"total_flops", "1"}}), std::runtime_error);
   EXPECT_THROW(simulated_value(cases[0], {{"seconds", "0"}, {"total_flops", "1"}}), std::runtime_error);
@@ -208,6 +212,12 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"flops on a bandwidth metric", replace(g, "bytes: \"2 * 1048576\"", "bytes: \"2 * 1048576\", flops: 1"),
        "cases[copy-b].metric.flops: expected 'flops' only for kind tflops or mfu"},
       {"unknown name in bytes", replace(g, "2 * 1048576", "2 * hbm_byte"), "unknown name 'hbm_byte'"},
+      {"samples per second without samples",
+       replace(g, "{kind: bandwidth, unit: GB/s, bytes: \"2 * 1048576\"}",
+               "{kind: samples_per_second, unit: samples/s}"),
+       "cases[copy-b].metric.samples: expected 'samples' for kind samples_per_second"},
+      {"samples on a bandwidth metric", replace(g, "bytes: \"2 * 1048576\"", "bytes: \"2 * 1048576\", samples: 8"),
+       "cases[copy-b].metric.samples: expected 'samples' only for kind samples_per_second"},
       {"tolerance above 1", replace(g, "tolerance: 0.2", "tolerance: 20"),
        "cases[copy-b].tolerance: expected a "
        "relative tolerance"},
