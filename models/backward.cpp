@@ -11,7 +11,9 @@
 // (gate_proj, up_proj, fc1).
 // The offloaded policies (qkv_proj_offloaded, minimal_offloaded) keep their
 // matmul outputs in host memory: a `copy` to host is inserted in forward
-// right after each such matmul (<matmul>.offload, result <tensor>.host),
+// right after each such matmul (<matmul>.offload, result <tensor>.host;
+// after the all_reduce or reduce_scatter that reduces a row-parallel
+// matmul's partial sums, taking the reduced tensor),
 // and before the backward of layer i the copies back to HBM of layer i and
 // of layer i-1 are emitted (layers.<i>.reload.*: one layer of prefetch, so
 // that the host link reads the next layer's tensors while this one's
@@ -51,6 +53,7 @@
 // row), FlashAttention's extra score recomputation in backward, the dK/dV
 // op's read of the output gradient (the dQ op reads it in q's place),
 // gradient clipping, weight decay, conv2d backward.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -122,6 +125,7 @@ class Backward {
   std::map<std::string, std::string> rename_;          // forward tensor -> recomputed copy
   std::set<int> reloaded_;                             // layers whose offloaded tensors were read back
   std::map<int, std::set<std::string>> layer_inputs_;  // offloaded layer inputs per layer
+  std::map<std::string, std::string> offloaded_tensor_;  // offloaded matmul -> the tensor put on host
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
 
@@ -252,12 +256,21 @@ class Backward {
   // Inserts, after each op whose output the policy offloads, its copy to
   // host: the matmul (or attention) outputs it names, and with the layer
   // inputs offloaded each tensor a layer reads from an op outside it (the
-  // previous layer's output, or the embedding's for layer 0).
+  // previous layer's output, or the embedding's for layer 0). A matmul
+  // whose only reader is a reduction collective (a row-parallel projection
+  // under tensor parallelism: its partial sums, all_reduced or, with
+  // sequence parallelism, reduce-scattered) has that collective's result
+  // offloaded instead, right after it: XLA partitions the einsum with the
+  // reduction inside, so the activation the policy names is the reduced
+  // (and scattered) tensor, never the partial sums (offloaded_tensor).
   void insert_offloads() {
     const std::vector<Op> ops = b_.peek().ops;
     std::map<std::string, int> made_by;
-    for (const auto& op : ops)
-      for (const auto& out : op.outputs) made_by[out] = layer_of(op.name);
+    std::map<std::string, std::vector<std::size_t>> readers;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& out : ops[i].outputs) made_by[out] = layer_of(ops[i].name);
+      for (const auto& in : ops[i].inputs) readers[in].push_back(i);
+    }
     std::set<std::string> inputs;
     if (inputs_offloaded())
       for (const auto& op : ops) {
@@ -271,18 +284,40 @@ class Backward {
           }
         }
       }
-    std::size_t added = 0;
+    // (position after which to insert, the copy); stable by position.
+    std::vector<std::pair<std::size_t, Op>> copies;
+    std::set<std::string> copied;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const bool input = !ops[i].outputs.empty() && inputs.count(ops[i].outputs[0]);
       if (!input && !offloaded(ops[i])) continue;
+      std::size_t at = i;
+      if (!input && ops[i].kind == OpKind::matmul) {
+        auto r = readers.find(ops[i].outputs[0]);
+        if (r != readers.end() && r->second.size() == 1) {
+          const Op& reader = ops[r->second[0]];
+          if (reader.kind == OpKind::reduce_scatter || reader.kind == OpKind::all_reduce) at = r->second[0];
+        }
+        offloaded_tensor_[ops[i].name] = ops[at].outputs[0];
+      }
+      if (!copied.insert(ops[at].outputs[0]).second) continue;
       Op c;
-      c.name = ops[i].name + ".offload";
+      c.name = ops[at].name + ".offload";
       c.kind = OpKind::copy;
-      c.inputs = {ops[i].outputs[0]};
-      c.outputs = {ops[i].outputs[0] + ".host"};
+      c.inputs = {ops[at].outputs[0]};
+      c.outputs = {ops[at].outputs[0] + ".host"};
       c.attrs = CopyAttrs{MemSpace::host};
-      b_.insert_op(i + 1 + added++, c);
+      copies.emplace_back(at, std::move(c));
     }
+    std::stable_sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::size_t added = 0;
+    for (auto& [at, c] : copies) b_.insert_op(at + 1 + added++, std::move(c));
+  }
+
+  // The tensor the policy puts in host memory for offloaded op `op`: its
+  // output, or the reduction collective's result (insert_offloads).
+  const std::string& offloaded_tensor(const Op& op) const {
+    auto it = offloaded_tensor_.find(op.name);
+    return it == offloaded_tensor_.end() ? op.outputs[0] : it->second;
   }
 
   // Emits the copies back to HBM of layer `layer`'s offloaded tensors (once)
@@ -303,8 +338,8 @@ class Backward {
       for (const auto& x : in->second) copy_back(x, pre + "reload.input." + x);
     for (const Op& op : fwd_) {
       if (layer_of(op.name) != layer || !offloaded(op)) continue;
-      const std::string& out = op.outputs[0];
-      copy_back(out, pre + "reload." + out.substr(pre.size()));
+      const std::string& out = offloaded_tensor(op);
+      copy_back(out, pre + "reload." + (out.rfind(pre, 0) == 0 ? out.substr(pre.size()) : out));
     }
   }
 
