@@ -10,7 +10,9 @@
 // collective outputs, `selective` the same but the FFN input projections'
 // (gate_proj, up_proj, fc1).
 // The offloaded policies (qkv_proj_offloaded, minimal_offloaded) keep their
-// matmul outputs in host memory: a `copy` to host is inserted in forward
+// matmul outputs in host memory, those the backward reads (directly or
+// through recomputation; not a dense FFN's down projection, as JAX saves
+// only the residuals the backward needs): a `copy` to host is inserted in forward
 // right after each such matmul (<matmul>.offload, result <tensor>.host;
 // after the all_reduce or reduce_scatter that reduces a row-parallel
 // matmul's partial sums, taking the reduced tensor),
@@ -71,8 +73,6 @@ class Backward {
   Backward(WorkloadBuilder& b, const PhaseOptions& o, const TrainingCollectives& tc) : b_(b), o_(o), tc_(tc) {}
 
   void run(const TensorRef& logits) {
-    if (o_.remat_offloads()) insert_offloads();
-    fwd_ = b_.peek().ops;  // copy: the builder grows while we read
     for (const auto& t : b_.peek().tensors)
       // LoRA fine-tuning: the base weights are frozen, only the adapters
       // get gradients and optimizer state (activation gradients still
@@ -81,17 +81,17 @@ class Backward {
         rg_.insert(t.name);
         weights_.push_back(t.name);
       }
+    fwd_ = b_.peek().ops;  // copy: the builder grows while we read
+    mark_requires_grad();
+    if (o_.remat_offloads()) {
+      insert_offloads();  // decides from the forward as it was
+      fwd_ = b_.peek().ops;
+      mark_requires_grad();
+    }
     for (std::size_t i = 0; i < fwd_.size(); ++i) {
       for (const auto& out : fwd_[i].outputs) producer_[out] = i;
       for (const auto& in : fwd_[i].inputs)
         if (!first_use_.count(in)) first_use_[in] = i;
-    }
-    for (const auto& op : fwd_) {
-      bool any = false;
-      for (std::size_t i = 0; i < op.inputs.size(); ++i)
-        any = any || (differentiable(op, i) && rg_.count(op.inputs[i]));
-      if (any)
-        for (const auto& out : op.outputs) rg_.insert(out);
     }
     contrib_[logits.name].push_back(tc_.vocab_split_axes.empty() ? b_.softmax("loss.grad", logits)
                                                                  : vocab_parallel_loss(logits));
@@ -125,7 +125,7 @@ class Backward {
   std::map<std::string, std::string> rename_;          // forward tensor -> recomputed copy
   std::set<int> reloaded_;                             // layers whose offloaded tensors were read back
   std::map<int, std::set<std::string>> layer_inputs_;  // offloaded layer inputs per layer
-  std::map<std::string, std::string> offloaded_tensor_;  // offloaded matmul -> the tensor put on host
+  std::map<std::string, std::string> offloaded_tensor_;  // offloaded op -> the tensor put on host
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
 
@@ -133,6 +133,18 @@ class Backward {
     if (n.rfind("layers.", 0) != 0) return -1;
     std::size_t dot = n.find('.', 7);
     return std::stoi(n.substr(7, dot - 7));
+  }
+
+  // Adds to rg_ the forward tensors computed from one that needs a
+  // gradient through a differentiable input.
+  void mark_requires_grad() {
+    for (const auto& op : fwd_) {
+      bool any = false;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        any = any || (differentiable(op, i) && rg_.count(op.inputs[i]));
+      if (any)
+        for (const auto& out : op.outputs) rg_.insert(out);
+    }
   }
 
   TensorRef fwd(const std::string& name) const {
@@ -263,8 +275,21 @@ class Backward {
   // offloaded instead, right after it: XLA partitions the einsum with the
   // reduction inside, so the activation the policy names is the reduced
   // (and scattered) tensor, never the partial sums (offloaded_tensor).
+  // Only tensors the backward reads go to host, directly or through the
+  // ops the policy re-emits (JAX saves the residuals the backward needs
+  // and no others): a dense FFN's down projection output, which only the
+  // layer's last residual add reads, stays put.
   void insert_offloads() {
-    const std::vector<Op> ops = b_.peek().ops;
+    const std::vector<Op>& ops = fwd_;
+    std::set<std::string> needed;
+    std::set<int> layers;
+    for (const auto& op : ops)
+      if (layer_of(op.name) >= 0) layers.insert(layer_of(op.name));
+    for (int l : layers) {
+      std::set<std::string> of_layer;
+      (void)to_recompute(l, &of_layer);
+      needed.insert(of_layer.begin(), of_layer.end());
+    }
     std::map<std::string, int> made_by;
     std::map<std::string, std::vector<std::size_t>> readers;
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -297,8 +322,9 @@ class Backward {
           const Op& reader = ops[r->second[0]];
           if (reader.kind == OpKind::reduce_scatter || reader.kind == OpKind::all_reduce) at = r->second[0];
         }
-        offloaded_tensor_[ops[i].name] = ops[at].outputs[0];
       }
+      if (!input && !needed.count(ops[at].outputs[0])) continue;
+      if (!input) offloaded_tensor_[ops[i].name] = ops[at].outputs[0];
       if (!copied.insert(ops[at].outputs[0]).second) continue;
       Op c;
       c.name = ops[at].name + ".offload";
@@ -311,13 +337,6 @@ class Backward {
     std::stable_sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::size_t added = 0;
     for (auto& [at, c] : copies) b_.insert_op(at + 1 + added++, std::move(c));
-  }
-
-  // The tensor the policy puts in host memory for offloaded op `op`: its
-  // output, or the reduction collective's result (insert_offloads).
-  const std::string& offloaded_tensor(const Op& op) const {
-    auto it = offloaded_tensor_.find(op.name);
-    return it == offloaded_tensor_.end() ? op.outputs[0] : it->second;
   }
 
   // Emits the copies back to HBM of layer `layer`'s offloaded tensors (once)
@@ -337,8 +356,9 @@ class Backward {
     if (in != layer_inputs_.end())
       for (const auto& x : in->second) copy_back(x, pre + "reload.input." + x);
     for (const Op& op : fwd_) {
-      if (layer_of(op.name) != layer || !offloaded(op)) continue;
-      const std::string& out = offloaded_tensor(op);
+      auto put = offloaded_tensor_.find(op.name);
+      if (layer_of(op.name) != layer || put == offloaded_tensor_.end()) continue;
+      const std::string& out = put->second;
       copy_back(out, pre + "reload." + (out.rfind(pre, 0) == 0 ? out.substr(pre.size()) : out));
     }
   }
@@ -348,10 +368,13 @@ class Backward {
   // backward reads from, walked back through their inputs until a kept
   // tensor or the layer's input. Ops nobody reads again (the layer's last
   // residual add) are not re-emitted, as XLA drops dead code.
-  std::vector<bool> to_recompute(int layer) const {
+  // `needed` (when given) collects the forward tensors the layer's
+  // backward reads, directly or through the re-emitted ops.
+  std::vector<bool> to_recompute(int layer, std::set<std::string>* needed_out = nullptr) const {
     std::vector<bool> emit(fwd_.size(), false);
     const bool full = o_.remat == RematPolicy::full;
-    std::set<std::string> needed;
+    std::set<std::string> local;
+    std::set<std::string>& needed = needed_out ? *needed_out : local;
     for (const Op& op : fwd_)
       if (layer_of(op.name) == layer && rg_.count(op.outputs[0]))
         for (auto& t : backward_reads(op)) needed.insert(t);

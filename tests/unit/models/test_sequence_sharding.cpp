@@ -179,7 +179,9 @@ TEST(SequenceParallel, TrainingMirrorsTheCollectivesAndRegathers) {
 // is (the all_reduce's, or with sequence parallelism the reduce_scatter's:
 // a tensor-th of the partial sums), copied right after the reduction and
 // read back for backward, as XLA partitions the einsum with the reduction
-// inside it. Column-parallel projections still offload their own outputs.
+// inside it. The FFN's down projection, which only the last residual add
+// reads, goes to host in neither form; column-parallel projections still
+// offload their own outputs.
 TEST(SequenceParallel, OffloadingSavesTheReducedProjection) {
   ModelSpec m = load_model("llama3-8b");
   m.transformer.layers = 3;
@@ -193,29 +195,26 @@ TEST(SequenceParallel, OffloadingSavesTheReducedProjection) {
         if (w.ops[i].name == n) return static_cast<long>(i);
       return -1L;
     };
-    for (const std::string p : {"layers.1.attn.o_proj", "layers.1.mlp.down_proj"}) {
-      const std::string reduced = p + (sp ? ".reduce_scatter" : ".all_reduce");
-      const std::string sum = op_named(w, reduced).outputs[0];
-      EXPECT_EQ(w.find_op(p + ".offload"), nullptr) << p;
-      const Op& to_host = op_named(w, reduced + ".offload");
-      EXPECT_EQ(to_host.inputs[0], sum) << p;
-      EXPECT_EQ(index_of(reduced + ".offload"), index_of(reduced) + 1) << p;
-      EXPECT_EQ(w.find_tensor(to_host.outputs[0])->bytes(), out_bytes(w, reduced)) << p;
-      EXPECT_EQ(out_bytes(w, p), (sp ? 4u : 1u) * out_bytes(w, reduced)) << p;
-      // Read back before layer 1's backward.
-      const Op& back = op_named(w, "layers.1.reload." + sum.substr(std::string("layers.1.").size()));
-      EXPECT_EQ(back.inputs[0], sum + ".host") << p;
-    }
-    // The attention's residual sum, which the FFN norm's backward reads, is
-    // rebuilt from the copy of the reduced output projection.
-    const std::string o_sum =
-        op_named(w, std::string("layers.1.attn.o_proj") + (sp ? ".reduce_scatter" : ".all_reduce")).outputs[0];
-    const std::string o_back = "layers.1.reload." + o_sum.substr(std::string("layers.1.").size());
+    const std::string red = sp ? ".reduce_scatter" : ".all_reduce";
+    const std::string o_proj = "layers.1.attn.o_proj", reduced = o_proj + red;
+    const std::string sum = op_named(w, reduced).outputs[0];
+    EXPECT_EQ(w.find_op(o_proj + ".offload"), nullptr);
+    const Op& to_host = op_named(w, reduced + ".offload");
+    EXPECT_EQ(to_host.inputs[0], sum);
+    EXPECT_EQ(index_of(reduced + ".offload"), index_of(reduced) + 1);
+    EXPECT_EQ(w.find_tensor(to_host.outputs[0])->bytes(), out_bytes(w, reduced));
+    EXPECT_EQ(out_bytes(w, o_proj), (sp ? 4u : 1u) * out_bytes(w, reduced));
+    // Read back before layer 1's backward; the attention's residual sum,
+    // which the FFN norm's backward reads, is rebuilt from that copy.
+    const Op& back = op_named(w, "layers.1.reload." + sum.substr(std::string("layers.1.").size()));
+    EXPECT_EQ(back.inputs[0], sum + ".host");
     bool read = false;
     for (const auto& op : w.ops)
       if (op.name.rfind("layers.1.recompute.", 0) == 0)
-        for (const auto& in : op.inputs) read = read || in == o_back;
+        for (const auto& in : op.inputs) read = read || in == back.outputs[0];
     EXPECT_TRUE(read);
+    EXPECT_EQ(w.find_op("layers.1.mlp.down_proj.offload"), nullptr);
+    EXPECT_EQ(w.find_op("layers.1.mlp.down_proj" + red + ".offload"), nullptr);
     EXPECT_NE(w.find_op("layers.1.attn.q_proj.offload"), nullptr);
     EXPECT_NE(w.find_op("layers.1.mlp.up_proj.offload"), nullptr);
   }
