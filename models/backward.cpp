@@ -679,7 +679,11 @@ class Backward {
   }
 
   // An activation forward all_gathered that backward gathers again
-  // (TrainingCollectives::regather_in_backward), once per tensor.
+  // (TrainingCollectives::regather_in_backward), once per tensor. What is
+  // gathered is the shard as backward has it: recomputed when the policy
+  // re-emits the op that made it (a sequence-parallel norm's output, which
+  // the policy does not keep, is rebuilt and gathered again, so the
+  // forward's shard is freed once the forward gather has read it).
   TensorRef regather_activation(const std::string& name) {
     if (o_.remat == RematPolicy::full || !tc_.regather_in_backward.count(name)) return fwd(name);
     auto it = regathered_.find(name);
@@ -688,7 +692,7 @@ class Backward {
     if (g.kind != OpKind::all_gather)
       throw ModelInternalError("training: '" + name + "' is to be gathered again but no all_gather made it");
     const auto& a = g.as<CollectiveAttrs>();
-    TensorRef x = b_.all_gather(g.name + "_bwd", b_.ref(g.inputs[0]), a.mesh_axes, a.dim);
+    TensorRef x = b_.all_gather(g.name + "_bwd", fwd(g.inputs[0]), a.mesh_axes, a.dim);
     regathered_[name] = x;
     return x;
   }

@@ -165,6 +165,17 @@ TEST(SequenceParallel, TrainingMirrorsTheCollectivesAndRegathers) {
   Workload spd = generate(m, opts(Phase::train, 4, "data=2,tensor=4", true));
   EXPECT_EQ(op_named(spd, "final_norm.scale.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
             (std::vector<std::string>{"data", "tensor"}));
+  // A policy that does not keep the norm's output (minimal keeps matmul
+  // outputs) rebuilds it and gathers the rebuilt shard again, so the
+  // forward's shard dies with the forward gather.
+  PhaseOptions mr = opts(Phase::train, 2, "tensor=4", true);
+  mr.remat = RematPolicy::minimal;
+  Workload spm = generate(m, mr);
+  EXPECT_EQ(op_named(spm, "layers.3.attn_norm.all_gather_bwd").inputs[0], "layers.3.recompute.attn_norm");
+  EXPECT_EQ(op_named(spm, "layers.3.mlp_norm.all_gather_bwd").inputs[0], "layers.3.recompute.mlp_norm");
+  for (const auto& op : spm.ops)
+    if (op.name.find(".grad") != std::string::npos || op.name.find("_bwd") != std::string::npos)
+      for (const auto& in : op.inputs) EXPECT_NE(in, "layers.3.attn_norm") << op.name;
   // With recompute the re-emitted forward gathers instead.
   PhaseOptions r = opts(Phase::train, 2, "tensor=4", true);
   r.remat = RematPolicy::full;
