@@ -359,7 +359,7 @@ class Backward {
       auto put = offloaded_tensor_.find(op.name);
       if (layer_of(op.name) != layer || put == offloaded_tensor_.end()) continue;
       const std::string& out = put->second;
-      copy_back(out, pre + "reload." + (out.rfind(pre, 0) == 0 ? out.substr(pre.size()) : out));
+      copy_back(out, pre + "reload." + out.substr(pre.size()));  // offloaded tensors are the layer's
     }
   }
 

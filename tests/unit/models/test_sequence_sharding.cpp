@@ -201,18 +201,13 @@ TEST(SequenceParallel, OffloadingSavesTheReducedProjection) {
     o.remat = RematPolicy::minimal_offloaded;
     Workload w = generate(m, o);
     w.validate();
-    auto index_of = [&](const std::string& n) {
-      for (std::size_t i = 0; i < w.ops.size(); ++i)
-        if (w.ops[i].name == n) return static_cast<long>(i);
-      return -1L;
-    };
     const std::string red = sp ? ".reduce_scatter" : ".all_reduce";
     const std::string o_proj = "layers.1.attn.o_proj", reduced = o_proj + red;
     const std::string sum = op_named(w, reduced).outputs[0];
     EXPECT_EQ(w.find_op(o_proj + ".offload"), nullptr);
     const Op& to_host = op_named(w, reduced + ".offload");
     EXPECT_EQ(to_host.inputs[0], sum);
-    EXPECT_EQ(index_of(reduced + ".offload"), index_of(reduced) + 1);
+    EXPECT_EQ(&to_host, &op_named(w, reduced) + 1);  // right after the reduction
     EXPECT_EQ(w.find_tensor(to_host.outputs[0])->bytes(), out_bytes(w, reduced));
     EXPECT_EQ(out_bytes(w, o_proj), (sp ? 4u : 1u) * out_bytes(w, reduced));
     // Read back before layer 1's backward; the attention's residual sum,
