@@ -34,24 +34,94 @@ CollectiveKind parse_collective_kind(const std::string& s) {
 }
 
 // ---------------------------------------------------------------------- Mesh
-Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes) : axes_(std::move(axes)) {
-  // Slice axes 0..rank-1, and the DCN dimension (rank) on a multislice.
-  const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
-  std::vector<bool> used(static_cast<std::size_t>(mesh_dims), false);
-  for (std::size_t i = 0; i < axes_.size(); ++i) {
-    const auto& [name, dims] = axes_[i];
-    if (name.empty()) throw ConfigError("mesh axis with an empty name");
-    for (std::size_t j = 0; j < i; ++j)
-      if (axes_[j].first == name) throw ConfigError("mesh axis '" + name + "' named twice");
-    if (dims.empty()) throw ConfigError("mesh axis '" + name + "' maps to no slice axis");
+bool is_whole(const Slice& s, const SubAxis& a) { return a.stride == 1 && a.length == s.axis_length(a.axis); }
+
+std::string sub_axis_name(const Slice& s, const SubAxis& a) {
+  const std::string base = s.is_dcn(a.axis) ? std::string("dcn") : std::string(1, "xyz"[a.axis]);
+  if (is_whole(s, a)) return base;
+  std::string t = base;
+  if (a.stride > 1) t += "/" + std::to_string(a.stride);
+  if (a.stride * a.length != s.axis_length(a.axis)) t += "%" + std::to_string(a.length);
+  return t;
+}
+
+int sub_position(const Slice& s, int chip, const SubAxis& a) {
+  if (s.is_dcn(a.axis)) return 0;
+  return (s.coord(chip, a.axis) / a.stride) % a.length;
+}
+
+bool sub_wraps(const Slice& s, const SubAxis& a) {
+  return !s.is_dcn(a.axis) && s.wraps(a.axis) && a.stride * a.length == s.dim(a.axis);
+}
+
+Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes) {
+  for (auto& [name, dims] : axes) {
+    std::vector<SubAxis> parts;
     for (int d : dims) {
+      const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
       if (d < 0 || d >= mesh_dims)
         throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) + " does not exist in shape " +
                           slice.shape());
-      if (used[static_cast<std::size_t>(d)])
-        throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) +
-                          " already used by another mesh axis");
-      used[static_cast<std::size_t>(d)] = true;
+      parts.push_back({d, 1, slice.axis_length(d)});
+    }
+    axes_.emplace_back(std::move(name), std::move(parts));
+  }
+  check(slice);
+}
+
+Mesh Mesh::split(const Slice& slice, std::vector<std::pair<std::string, std::vector<SubAxis>>> axes) {
+  Mesh m;
+  m.axes_ = std::move(axes);
+  m.check(slice);
+  return m;
+}
+
+void Mesh::check(const Slice& slice) {
+  // Slice axes 0..rank-1, and the DCN dimension (rank) on a multislice.
+  const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
+  std::vector<std::vector<std::pair<SubAxis, std::string>>> parts(static_cast<std::size_t>(mesh_dims));
+  for (std::size_t i = 0; i < axes_.size(); ++i) {
+    const auto& [name, subs] = axes_[i];
+    if (name.empty()) throw ConfigError("mesh axis with an empty name");
+    for (std::size_t j = 0; j < i; ++j)
+      if (axes_[j].first == name) throw ConfigError("mesh axis '" + name + "' named twice");
+    for (const SubAxis& a : subs) {
+      if (a.axis < 0 || a.axis >= mesh_dims)
+        throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(a.axis) +
+                          " does not exist in shape " + slice.shape());
+      if (a.stride < 1 || a.length < 1)
+        throw ConfigError("mesh axis '" + name + "': a part of slice axis " + std::to_string(a.axis) +
+                          " needs a stride and a length of at least 1");
+      if (slice.is_dcn(a.axis) && !is_whole(slice, a))
+        throw ConfigError("mesh axis '" + name + "': the DCN dimension (the slice count) cannot be split");
+      for (const auto& [other, owner] : parts[static_cast<std::size_t>(a.axis)])
+        if (other == a || is_whole(slice, other) || is_whole(slice, a))
+          throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(a.axis) +
+                            " already used by another mesh axis ('" + owner + "')");
+      parts[static_cast<std::size_t>(a.axis)].emplace_back(a, name);
+    }
+  }
+  // The parts of one slice axis are separate digits of its coordinate:
+  // each part's stride a multiple of the stride x length of the part
+  // below it, the top one's stride x length dividing the axis's length
+  // (positions no part takes are, like an unnamed axis, never collective
+  // axes).
+  for (int d = 0; d < mesh_dims; ++d) {
+    auto ps = parts[static_cast<std::size_t>(d)];
+    std::sort(ps.begin(), ps.end(), [](const auto& x, const auto& y) { return x.first.stride < y.first.stride; });
+    std::int64_t below = 1;
+    for (const auto& [a, owner] : ps) {
+      if (a.stride % below != 0)
+        throw ConfigError("mesh axis '" + owner + "': part " + sub_axis_name(slice, a) + " of slice axis " +
+                          std::to_string(d) + " overlaps a part below it (stride " + std::to_string(a.stride) +
+                          " is not a multiple of " + std::to_string(below) + ")");
+      below = static_cast<std::int64_t>(a.stride) * a.length;
+      if (slice.axis_length(d) % below != 0)
+        throw ConfigError("mesh axis '" + owner + "': part " + sub_axis_name(slice, a) + " of slice axis " +
+                          std::to_string(d) + " (stride " + std::to_string(a.stride) + ", length " +
+                          std::to_string(a.length) + ") does not fit its length " +
+                          std::to_string(slice.axis_length(d)));
+      if (!is_whole(slice, a)) splits_ = true;
     }
   }
 }
@@ -63,9 +133,9 @@ Mesh Mesh::physical(const Slice& slice) {
   return Mesh(slice, std::move(axes));
 }
 
-std::vector<int> Mesh::slice_axes(const std::vector<std::string>& names) const {
+std::vector<SubAxis> Mesh::sub_axes(const std::vector<std::string>& names) const {
   if (names.empty()) throw ConfigError("a collective needs at least one mesh axis");
-  std::vector<int> out;
+  std::vector<SubAxis> out;
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j)
       if (names[j] == names[i]) throw ConfigError("mesh axis '" + names[i] + "' named twice in a collective");
@@ -114,15 +184,17 @@ class Builder {
     plan.nodes[after].deps += 1;
   }
 
-  // Chips along `axis` through every chip whose coordinate on it is 0.
-  std::vector<std::vector<int>> lines(int axis) const {
+  // Chips along the part `a` of an axis through every chip whose position
+  // on it is 0, in position order.
+  std::vector<std::vector<int>> lines(const SubAxis& a) const {
     std::vector<std::vector<int>> out;
     for (int c = 0; c < slice_.num_chips(); ++c) {
+      if (sub_position(slice_, c, a) != 0) continue;
       std::vector<int> x = slice_.coords(c);
-      if (x[static_cast<std::size_t>(axis)] != 0) continue;
+      const int base = x[static_cast<std::size_t>(a.axis)];
       std::vector<int> line;
-      for (int p = 0; p < slice_.dim(axis); ++p) {
-        x[static_cast<std::size_t>(axis)] = p;
+      for (int p = 0; p < a.length; ++p) {
+        x[static_cast<std::size_t>(a.axis)] = base + p * a.stride;
         line.push_back(slice_.chip_at(x));
       }
       out.push_back(std::move(line));
@@ -134,10 +206,10 @@ class Builder {
   // per-chip shard of `s` bytes, or (reduce) reduce-scatter producing a
   // shard of `s` bytes per chip. ready[c]: node after which chip c may
   // start. Messages delivered to c are appended to arrivals[c].
-  void ring_stage(int axis, bool reduce, std::uint64_t s, const std::vector<std::int64_t>& ready,
+  void ring_stage(const SubAxis& axis, bool reduce, std::uint64_t s, const std::vector<std::int64_t>& ready,
                   std::vector<std::vector<std::uint32_t>>& arrivals) {
-    const int n = slice_.dim(axis);
-    const bool wrap = slice_.wraps(axis);
+    const int n = axis.length;
+    const bool wrap = sub_wraps(slice_, axis);
     const int sp = n / 2, sm = n - 1 - n / 2;  // hops one way and the other on a ring
     for (const std::vector<int>& line : lines(axis)) {
       for (int j = 0; j < n; ++j) {
@@ -199,19 +271,17 @@ class Builder {
   const Slice& slice_;
 };
 
-std::string axis_name(const Slice& s, int a) { return s.is_dcn(a) ? std::string("dcn") : std::string(1, "xyz"[a]); }
-
-std::string axes_text(const Slice& s, const std::vector<int>& axes) {
+std::string axes_text(const Slice& s, const std::vector<SubAxis>& axes) {
   std::string t;
-  for (int a : axes) t += (t.empty() ? "" : ",") + axis_name(s, a);
+  for (const SubAxis& a : axes) t += (t.empty() ? "" : ",") + sub_axis_name(s, a);
   return t;
 }
 
-std::string ring_text(const Slice& s, const std::vector<int>& axes) {
+std::string ring_text(const Slice& s, const std::vector<SubAxis>& axes) {
   std::string t;
-  for (int a : axes) {
-    const char* kind = s.is_dcn(a) ? "dcn_ring(" : s.wraps(a) ? "ring_bidir(" : "line_bidir(";
-    t += (t.empty() ? "" : " ") + std::string(kind) + axis_name(s, a) + "=" + std::to_string(s.axis_length(a)) + ")";
+  for (const SubAxis& a : axes) {
+    const char* kind = s.is_dcn(a.axis) ? "dcn_ring(" : sub_wraps(s, a) ? "ring_bidir(" : "line_bidir(";
+    t += (t.empty() ? "" : " ") + std::string(kind) + sub_axis_name(s, a) + "=" + std::to_string(a.length) + ")";
   }
   return t;
 }
@@ -219,10 +289,12 @@ std::string ring_text(const Slice& s, const std::vector<int>& axes) {
 // Rings over the `active` ICI axes, k-way split and rotated, and over the
 // DCN when `dcn`: all-gather crosses the DCN first (with the smallest
 // shard), reduce-scatter last, all-reduce in the middle.
-void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const std::vector<int>& active, bool dcn) {
+void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const std::vector<SubAxis>& active,
+                bool dcn) {
   const std::size_t k = std::max<std::size_t>(active.size(), 1);
-  std::vector<int> named = active;
-  if (dcn) named.push_back(s.dcn_axis());
+  const SubAxis dcn_axis{s.dcn_axis(), 1, s.num_slices()};
+  std::vector<SubAxis> named = active;
+  if (dcn) named.push_back(dcn_axis);
   b.plan.algorithm = std::string(to_string(req.kind)) + ": " +
                      (active.empty() ? std::string()
                                      : std::to_string(k) + "-way split over " + axes_text(s, active) +
@@ -231,35 +303,35 @@ void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const 
   for (std::size_t p = 0; p < k; ++p) {
     const std::uint64_t vp = req.bytes / k + (p < req.bytes % k ? 1 : 0);
     if (vp == 0) continue;
-    std::vector<int> order;
+    std::vector<SubAxis> order;
     for (std::size_t i = 0; i < active.size(); ++i) order.push_back(active[(p + i) % active.size()]);
     if (dcn) {
       if (req.kind == CollectiveKind::all_gather)
-        order.insert(order.begin(), s.dcn_axis());
+        order.insert(order.begin(), dcn_axis);
       else
-        order.push_back(s.dcn_axis());
+        order.push_back(dcn_axis);
     }
     std::vector<std::int64_t> ready(static_cast<std::size_t>(s.num_chips()), kStart);
-    auto stage = [&](int axis, bool reduce, std::uint64_t shard) {
+    auto stage = [&](const SubAxis& axis, bool reduce, std::uint64_t shard) {
       std::vector<std::vector<std::uint32_t>> arr(static_cast<std::size_t>(s.num_chips()));
-      if (s.is_dcn(axis))
+      if (s.is_dcn(axis.axis))
         b.dcn_stage(reduce, shard, ready, arr);
       else
         b.ring_stage(axis, reduce, shard, ready, arr);
       ready = b.next_ready(ready, arr);
     };
-    auto len = [&](int a) { return static_cast<std::uint64_t>(s.axis_length(a)); };
+    auto len = [&](const SubAxis& a) { return static_cast<std::uint64_t>(a.length); };
     if (req.kind == CollectiveKind::all_gather) {
       std::uint64_t n_all = 1;
-      for (int a : order) n_all *= len(a);
+      for (const SubAxis& a : order) n_all *= len(a);
       std::uint64_t shard = ceil_div(vp, n_all);
-      for (int a : order) {
+      for (const SubAxis& a : order) {
         stage(a, false, shard);
         shard *= len(a);
       }
     } else {
       std::uint64_t x = vp;
-      for (int a : order) {
+      for (const SubAxis& a : order) {
         x = ceil_div(x, len(a));
         stage(a, true, x);
       }
@@ -314,16 +386,16 @@ void plan_dcn_direct(Builder& b, const Slice& s, const CollectiveRequest& req) {
 }  // namespace
 
 CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const CollectiveRequest& req) {
-  const std::vector<int> axes = mesh.slice_axes(req.axes);
+  const std::vector<SubAxis> axes = mesh.sub_axes(req.axes);
   if (req.bytes == 0) throw ConfigError(std::string(to_string(req.kind)) + ": a collective needs bytes > 0");
-  std::vector<int> active;  // ICI axes longer than one chip
-  bool dcn = false;         // over the DCN of more than one slice
+  std::vector<SubAxis> active;  // ICI axes (or parts) longer than one chip
+  bool dcn = false;             // over the DCN of more than one slice
   std::int64_t group = 1;
-  for (int a : axes) {
-    group *= s.axis_length(a);
-    if (s.is_dcn(a))
+  for (const SubAxis& a : axes) {
+    group *= a.length;
+    if (s.is_dcn(a.axis))
       dcn = s.num_slices() > 1;
-    else if (s.dim(a) > 1)
+    else if (a.length > 1)
       active.push_back(a);
   }
   if (group > INT32_MAX) throw ConfigError(std::string(to_string(req.kind)) + ": group of more than 2^31 chips");
@@ -352,15 +424,15 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
   // Members of each group in rank order (first named axis fastest).
   std::vector<std::vector<int>> groups;
   for (int c = 0; c < s.num_chips(); ++c) {
+    if (std::any_of(axes.begin(), axes.end(), [&](const SubAxis& a) { return sub_position(s, c, a) != 0; })) continue;
     const std::vector<int> x = s.coords(c);
-    if (std::any_of(axes.begin(), axes.end(), [&](int a) { return x[static_cast<std::size_t>(a)] != 0; })) continue;
     std::vector<int> members;
     for (int r = 0; r < group; ++r) {
       std::vector<int> y = x;
       int rest = r;
-      for (int a : axes) {
-        y[static_cast<std::size_t>(a)] = rest % s.dim(a);
-        rest /= s.dim(a);
+      for (const SubAxis& a : axes) {
+        y[static_cast<std::size_t>(a.axis)] += (rest % a.length) * a.stride;
+        rest /= a.length;
       }
       members.push_back(s.chip_at(y));
     }
@@ -403,8 +475,8 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
       for (const auto& g : groups)
         for (std::size_t q = 0; q < kk; ++q)
           have[static_cast<std::size_t>(g[static_cast<std::size_t>(req.root)]) * kk + q] = kStart;
-      for (int axis : active) {
-        const int n = s.dim(axis);
+      for (const SubAxis& axis : active) {
+        const int n = axis.length;
         for (const std::vector<int>& line : b.lines(axis)) {
           int r = -1;
           for (int p = 0; p < n; ++p)
@@ -414,7 +486,7 @@ CollectivePlan plan_collective(const Slice& s, const Mesh& mesh, const Collectiv
             const std::uint64_t size = req.bytes / k + (q < req.bytes % k ? 1 : 0);
             if (size == 0) continue;
             std::vector<std::pair<int, int>> chains;  // (dir, steps)
-            if (s.wraps(axis))
+            if (sub_wraps(s, axis))
               chains.push_back({q % 2 == 0 ? +1 : -1, n - 1});
             else
               chains = {{+1, n - 1 - r}, {-1, r}};

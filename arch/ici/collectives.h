@@ -14,7 +14,8 @@
 //                       (the scaling book's V for all-to-all is N x bytes)
 //   collective_permute  bytes = the buffer each chip sends
 //   broadcast           bytes = the buffer, from the root to every chip
-// N = product of the lengths of the slice axes the named mesh axes map to.
+// N = product of the lengths of the slice axes (or parts, SubAxis) the
+// named mesh axes map to.
 // Shards are rounded up to whole bytes.
 //
 // Algorithms (docs/ici.md):
@@ -23,7 +24,10 @@
 //   way (the scaling book's bidirectional ring: |X|/2 hops, V/W time); on
 //   an axis without wraparound each shard travels to both ends of the line
 //   (n-1 steps, about twice as long). Reduce-scatter is the mirror: the
-//   partial sum for chip j is accumulated along the chain toward j.
+//   partial sum for chip j is accumulated along the chain toward j. On a
+//   part of an axis (SubAxis) of stride s, each ring step is a message s
+//   chips along, routed over the links between (which the parts at the
+//   other offsets share).
 // - Over k > 1 axes the data is split in k parts that run concurrently,
 //   part p visiting the axes rotated by p (part 0: x,y; part 1: y,x), so
 //   every axis's links carry a part in the big stage: about k times faster
@@ -56,7 +60,7 @@
 // or the last chip_start of the group): the synchronisation and handshake
 // before data moves, once per collective.
 // Leaves out: reduction compute time (the engine's VPU charge), in-network
-// reduction, mesh axes that split one physical axis, non-uniform shard
+// reduction, non-uniform shard
 // sizes, per-message DMA setup; all_to_all, collective_permute and
 // broadcast over DCN and ICI axes together, and broadcast over the DCN
 // (ConfigError).
@@ -85,21 +89,58 @@ enum class CollectiveKind { all_gather, reduce_scatter, all_reduce, all_to_all, 
 const char* to_string(CollectiveKind k);
 CollectiveKind parse_collective_kind(const std::string& s);  // ConfigError when unknown
 
-// Named mesh axes, each mapped to one or more slice axes (0 = x, 1 = y,
-// 2 = z). A slice axis belongs to at most one mesh axis; slice axes not
-// named by any mesh axis are simply never collective axes.
+// A part of one slice axis: the chips whose coordinate on `axis` differ
+// by multiples of `stride`, `length` of them; a chip's position on it is
+// (coordinate / stride) % length. A whole axis is {axis, 1, dim(axis)}.
+// Splitting a torus dimension of 16 into x%4 ({x, 1, 4}: four neighbours)
+// and x/4 ({x, 4, 4}: every fourth chip) gives two mesh axes on one
+// physical axis, as JAX's allow_split_physical_axes does. A part wraps
+// (rings back through the wraparound link) only when the axis wraps and
+// stride x length covers it; else it is a line. The DCN dimension is
+// never split.
+struct SubAxis {
+  int axis = 0;
+  int stride = 1;
+  int length = 1;
+  bool operator==(const SubAxis& o) const { return axis == o.axis && stride == o.stride && length == o.length; }
+};
+// Whether `a` covers its whole slice axis (or the DCN dimension).
+bool is_whole(const Slice& s, const SubAxis& a);
+// "x" for a whole axis, else "x%4" (stride 1), "x/4" (the top part) or
+// "x/2%4"; "dcn" for the DCN dimension.
+std::string sub_axis_name(const Slice& s, const SubAxis& a);
+// A chip's position on `a` (0 for the DCN: every slice's chip c is chip c).
+int sub_position(const Slice& s, int chip, const SubAxis& a);
+// Whether `a` is a ring (see SubAxis), for an ICI part.
+bool sub_wraps(const Slice& s, const SubAxis& a);
+
+// Named mesh axes, each mapped to slice axes (0 = x, 1 = y, 2 = z) or
+// parts of them. A slice axis, or each part of it, belongs to at most one
+// mesh axis; slice axes not named by any mesh axis are simply never
+// collective axes, and a mesh axis mapped to none is a group of one chip.
 class Mesh {
  public:
+  // Whole slice axes.
   Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes);
+  // Parts of slice axes. ConfigError unless the parts of each slice axis
+  // are separate digits of its coordinate (each stride a multiple of the
+  // stride x length below it, the top one's dividing the axis's length).
+  static Mesh split(const Slice& slice, std::vector<std::pair<std::string, std::vector<SubAxis>>> axes);
   // "x", "y" (and "z") mapped to slice axes 0, 1 (and 2).
   static Mesh physical(const Slice& slice);
   // Slice axes of the named mesh axes, in the order named. ConfigError for
   // an unknown or repeated name.
-  std::vector<int> slice_axes(const std::vector<std::string>& names) const;
-  const std::vector<std::pair<std::string, std::vector<int>>>& axes() const { return axes_; }
+  std::vector<SubAxis> sub_axes(const std::vector<std::string>& names) const;
+  // Each mesh axis's parts of slice axes, in the order given.
+  const std::vector<std::pair<std::string, std::vector<SubAxis>>>& axes() const { return axes_; }
+  // Whether some mesh axis takes a part of a slice axis.
+  bool splits() const { return splits_; }
 
  private:
-  std::vector<std::pair<std::string, std::vector<int>>> axes_;
+  Mesh() = default;
+  void check(const Slice& slice);
+  std::vector<std::pair<std::string, std::vector<SubAxis>>> axes_;
+  bool splits_ = false;
 };
 
 struct CollectiveRequest {

@@ -173,15 +173,16 @@ std::uint64_t IciSimulator::start_deferred(const CollectiveRequest& req) {
   Active& a = *colls_[idx];
   a.deferred = true;
   a.res.start = kNeverPs;  // the first chip's start, when it comes
-  // Groups: chips that agree on every slice axis outside the collective.
-  const std::vector<int> axes = mesh_.slice_axes(req.axes);
+  // Groups: chips that agree on every slice axis (or part) outside the
+  // collective.
+  const std::vector<SubAxis> axes = mesh_.sub_axes(req.axes);
   const std::size_t chips = static_cast<std::size_t>(slice_.num_chips());
   std::vector<int> index_of_key(chips, -1);
   a.group_of.assign(chips, 0);
   for (int c = 0; c < slice_.num_chips(); ++c) {
     std::vector<int> x = slice_.coords(c);
-    for (int ax : axes)
-      if (!slice_.is_dcn(ax)) x[static_cast<std::size_t>(ax)] = 0;
+    for (const SubAxis& ax : axes)
+      if (!slice_.is_dcn(ax.axis)) x[static_cast<std::size_t>(ax.axis)] -= sub_position(slice_, c, ax) * ax.stride;
     const std::size_t key = static_cast<std::size_t>(slice_.chip_at(x));
     if (index_of_key[key] < 0) {
       index_of_key[key] = static_cast<int>(a.group_waiting.size());

@@ -21,7 +21,8 @@
 // Leaves out: optical circuit switch reconfiguration, DCN topology
 // (switches, oversubscription: each chip's NIC share is its only limit),
 // failed chips or links, per-link bandwidth differences (every link has
-// IciConfig::link_bandwidth), mesh axes that split one physical axis.
+// IciConfig::link_bandwidth). Mesh axes on parts of an axis are
+// collectives.h's (SubAxis).
 #pragma once
 
 #include <cstdint>

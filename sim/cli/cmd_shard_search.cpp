@@ -89,8 +89,10 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
                      "train: remat policies to try: names, comma separated, or all (none,minimal,selective,full); "
                      "repeat the option for MaxText's custom:NAME=PLACE,... (default none)")(
       "no-sequence-parallel", po::bool_switch(), "do not try Megatron sequence parallelism with tensor > 1")(
-      "sample-layers", po::value<int>()->default_value(0),
-      "simulate N and 2N decoder layers and extrapolate to the model's layer count (0 = every layer)")(
+      "split-dims", po::bool_switch(),
+      "also try meshes whose axes take part of a slice dimension (one dimension split in two: fsdp=64,tensor=4 on "
+      "16x16)")("sample-layers", po::value<int>()->default_value(0),
+                "simulate N and 2N decoder layers and extrapolate to the model's layer count (0 = every layer)")(
       "jobs", po::value<int>()->default_value(0), "simulations at a time (0 = all cores)")(
       "timeout", po::value<double>()->default_value(0), "seconds per simulation before it is stopped (0 = none)")(
       "out", po::value<std::string>()->default_value("results/shard-search"), "output directory")(
@@ -127,6 +129,7 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   o.attention_kernel = kernels.attention_kernel;
   o.optimizer_dtype = kernels.optimizer_dtype;
   o.sequence_parallel_variants = !vm["no-sequence-parallel"].as<bool>();
+  o.split_dims = vm["split-dims"].as<bool>();
   o.sample_layers = vm["sample-layers"].as<int>();
   if (o.sample_layers < 0 || o.sample_layers > 100000)
     throw UsageError("shard-search: --sample-layers must be in [0, 100000], found " + std::to_string(o.sample_layers));

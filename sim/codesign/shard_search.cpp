@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "arch/common/derived.h"
 #include "arch/ici/topology.h"
@@ -30,64 +31,105 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One axis over a run of consecutive slice dimensions.
+// One piece of the slice an axis may take: a whole dimension, or the top
+// or the low part of one split in two (map_mesh's parts).
+struct Piece {
+  int dim = 0;         // slice axis, or the DCN dimension
+  int length = 1;      // chips along it; the DCN's as -length
+  bool wraps = false;  // a ring
+  int stride = 1;      // chips between its positions (1: whole or low part)
+  int split = -1;      // the dimension this piece is half of, or -1
+};
+
+// One axis over a run of consecutive pieces.
 struct AxisPlace {
   std::string axis;
   std::int64_t size = 1;
-  std::vector<std::pair<int, bool>> dims;  // (length, wraps) of each dimension it takes; the DCN's as -length
+  std::vector<std::tuple<int, bool, int>> dims;  // (length, wraps, stride) of each piece it takes
 };
 
-// Every assignment of the slice's dimensions (a multislice's slice count
-// first, as map_mesh places it), in order, to distinct axes (each axis a
-// run of consecutive dimensions), duplicates removed: of the
-// assignments that give each axis dimensions of the same lengths and
-// wraparound, the one listing the axes closest to `axes`' order is kept
-// (fsdp=16,tensor=4 rather than tensor=4,fsdp=16 on 4x4x4).
+// The slice's pieces: its dimensions in map_mesh's order (a multislice's
+// slice count first; length-1 dimensions carry no axis), and with `split`
+// = d one variant more per factorisation of dimension d, its top part (every
+// k-th chip, a ring where the dimension wraps) before its low part (k
+// neighbours, a line), as map_mesh gives an axis that needs part of a
+// dimension its top.
+std::vector<std::vector<Piece>> piece_variants(const arch::ici::Slice& slice, bool split) {
+  std::vector<Piece> whole;
+  if (slice.num_slices() > 1) whole.push_back({slice.dcn_axis(), -slice.num_slices(), false, 1, -1});
+  for (int i = 0; i < slice.rank(); ++i)
+    if (slice.dim(i) > 1) whole.push_back({i, slice.dim(i), slice.wraps(i), 1, -1});
+  std::vector<std::vector<Piece>> out = {whole};
+  if (!split) return out;
+  for (std::size_t w = 0; w < whole.size(); ++w) {
+    const Piece& p = whole[w];
+    if (p.length < 4) continue;  // the DCN (negative) or nothing to split
+    for (int top = 2; top <= p.length / 2; ++top) {
+      if (p.length % top != 0) continue;
+      std::vector<Piece> v(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(w));
+      v.push_back({p.dim, top, p.wraps, p.length / top, p.dim});
+      v.push_back({p.dim, p.length / top, false, 1, p.dim});
+      v.insert(v.end(), whole.begin() + static_cast<std::ptrdiff_t>(w) + 1, whole.end());
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+// Every assignment of the slice's pieces (piece_variants), in order, to
+// distinct axes (each axis a run of consecutive pieces, never both halves
+// of one dimension: that is the whole dimension), duplicates removed: of
+// the assignments that give each axis pieces of the same lengths, strides
+// and wraparound, the one listing the axes closest to `axes`' order is
+// kept (fsdp=16,tensor=4 rather than tensor=4,fsdp=16 on 4x4x4).
 std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& slice,
-                                                     const std::vector<std::string>& axes) {
-  using Key = std::vector<std::pair<std::string, std::vector<std::pair<int, bool>>>>;
+                                                     const std::vector<std::string>& axes, bool split) {
+  using Key = std::vector<std::pair<std::string, std::vector<std::tuple<int, bool, int>>>>;
   std::map<Key, std::pair<std::vector<std::size_t>, std::vector<AxisPlace>>> best;  // key -> (axis order, mesh)
   std::vector<Key> order;                                                           // keys in the order first found
-  std::vector<AxisPlace> cur;
-  std::vector<std::size_t> idx;
-  // Dimensions of length 1 carry no axis (an axis of size 1 is no axis).
-  // A multislice's slice count comes first (map_mesh's order).
-  std::vector<int> dims;
-  if (slice.num_slices() > 1) dims.push_back(slice.dcn_axis());
-  for (int i = 0; i < slice.rank(); ++i)
-    if (slice.dim(i) > 1) dims.push_back(i);
-  const int rank = static_cast<int>(dims.size());
-  std::function<void(int)> rec = [&](int d) {
-    if (d == rank) {
-      Key key;
-      for (const auto& a : cur) key.emplace_back(a.axis, a.dims);
-      std::sort(key.begin(), key.end());
-      const auto it = best.find(key);
-      if (it == best.end()) {
-        best.emplace(key, std::make_pair(idx, cur));
-        order.push_back(key);
-      } else if (idx < it->second.first) {
-        it->second = std::make_pair(idx, cur);
-      }
-      return;
-    }
-    for (int e = d + 1; e <= rank; ++e)
-      for (std::size_t n = 0; n < axes.size(); ++n) {
-        if (std::find(idx.begin(), idx.end(), n) != idx.end()) continue;
-        AxisPlace p{axes[n], 1, {}};
-        for (int i = d; i < e; ++i) {
-          const int k = dims[static_cast<std::size_t>(i)];
-          p.size *= slice.axis_length(k);
-          p.dims.emplace_back(slice.is_dcn(k) ? -slice.num_slices() : slice.dim(k), !slice.is_dcn(k) && slice.wraps(k));
+  for (const std::vector<Piece>& pieces : piece_variants(slice, split)) {
+    std::vector<AxisPlace> cur;
+    std::vector<std::size_t> idx;
+    const int rank = static_cast<int>(pieces.size());
+    std::function<void(int)> rec = [&](int d) {
+      if (d == rank) {
+        Key key;
+        for (const auto& a : cur) key.emplace_back(a.axis, a.dims);
+        std::sort(key.begin(), key.end());
+        const auto it = best.find(key);
+        if (it == best.end()) {
+          best.emplace(key, std::make_pair(idx, cur));
+          order.push_back(key);
+        } else if (idx < it->second.first) {
+          it->second = std::make_pair(idx, cur);
         }
-        cur.push_back(p);
-        idx.push_back(n);
-        rec(e);
-        cur.pop_back();
-        idx.pop_back();
+        return;
       }
-  };
-  rec(0);
+      for (int e = d + 1; e <= rank; ++e) {
+        bool halves = false;  // both halves of a split dimension in one run
+        for (int i = d; i + 1 < e; ++i)
+          halves =
+              halves || (pieces[static_cast<std::size_t>(i)].split >= 0 &&
+                         pieces[static_cast<std::size_t>(i)].split == pieces[static_cast<std::size_t>(i) + 1].split);
+        if (halves) break;  // longer runs hold them too
+        for (std::size_t n = 0; n < axes.size(); ++n) {
+          if (std::find(idx.begin(), idx.end(), n) != idx.end()) continue;
+          AxisPlace p{axes[n], 1, {}};
+          for (int i = d; i < e; ++i) {
+            const Piece& q = pieces[static_cast<std::size_t>(i)];
+            p.size *= q.length < 0 ? -q.length : q.length;
+            p.dims.emplace_back(q.length, q.wraps, q.stride);
+          }
+          cur.push_back(p);
+          idx.push_back(n);
+          rec(e);
+          cur.pop_back();
+          idx.pop_back();
+        }
+      }
+    };
+    rec(0);
+  }
   std::vector<std::vector<AxisPlace>> out;
   for (const auto& k : order) out.push_back(best.at(k).second);
   return out;
@@ -188,14 +230,16 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   const bool sp_phase =
       spec.family == models::Family::decoder && (o.phase == models::Phase::prefill || o.phase == models::Phase::train);
   std::vector<ShardPoint> sims, others;
-  for (const auto& places : enumerate_meshes(slice, axes_for(spec, o.phase))) {
+  std::set<std::string> texts;
+  for (const auto& places : enumerate_meshes(slice, axes_for(spec, o.phase), o.split_dims)) {
     models::MeshSpec mesh;
-    for (const auto& p : places) mesh.axes.push_back({p.axis, p.size});
+    for (const auto& p : places) mesh.axes.push_back({p.axis, p.size, {}});
     const std::string text = mesh.str();
+    if (!texts.insert(text).second) continue;  // the same placement from another piece variant
     try {
       (void)map_mesh(slice, mesh);
     } catch (const std::exception&) {
-      continue;  // the engine cannot place it (no whole dimensions): not a mesh of this slice
+      continue;  // the engine cannot place it: not a mesh of this slice
     }
     std::vector<bool> sps = {false};
     if (o.sequence_parallel_variants && sp_phase && mesh.size("tensor") > 1) sps.push_back(true);

@@ -3,18 +3,16 @@
 // can carry: named axes (data, fsdp, tensor, expert, sequence, as
 // models/sharding.h shards them) each over consecutive whole slice
 // dimensions (sim/engine/slice_setup.h's mapping rule), every chip in
-// some axis; Megatron sequence parallelism as a variant of tensor > 1;
-// each remat policy asked for (train only, named or MaxText's custom). Meshes that place the same
-// axes on dimensions of the same lengths and wraparound are duplicates
-// and enumerated once. A mesh the model cannot shard (heads, KV heads,
-// experts, FFN size, batch or sequence not divisible) is listed with the
-// reason (models::check_mesh); one that does not fit HBM with the fit
-// check's message (models::check_fit). The rest are simulated, one
-// `tpusim shard-search point` child per simulation, `jobs` at a time
-// (sweep::run_children), and ranked by step time.
-// Layer sampling (`sample_layers` > 0, decoders whose layers after the
-// first b are all alike, b = models::layer_sampling_base): each point
-// simulates the model with b + n and b + 2n layers and extrapolates every
+// some axis, and with `split_dims` also over parts of one dimension split
+// in two (its top part, every k-th chip, to one axis and the k
+// neighbours below to the next, as the mapping rule places them); Megatron sequence parallelism as a variant of tensor
+// > 1; each remat policy asked for (train only, named or MaxText's custom). Meshes that place the same axes on
+// dimensions of the same lengths and wraparound are duplicates and enumerated once. A mesh the model cannot shard
+// (heads, KV heads, experts, FFN size, batch or sequence not divisible) is listed with the reason (models::check_mesh);
+// one that does not fit HBM with the fit check's message (models::check_fit). The rest are simulated, one `tpusim
+// shard-search point` child per simulation, `jobs` at a time (sweep::run_children), and ranked by step time. Layer
+// sampling (`sample_layers` > 0, decoders whose layers after the first b are all alike, b =
+// models::layer_sampling_base): each point simulates the model with b + n and b + 2n layers and extrapolates every
 // time, FLOP and busy figure linearly to the full layer count
 // (t(L) = t(b + n) + (L - b - n) (t(b + 2n) - t(b + n)) / n). Its error
 // against full runs is measured in docs/codesign.md and bounded by a test.
@@ -23,7 +21,9 @@
 // time is the largest (ties: ici before hbm before compute); the table
 // also shows exposed ICI time as a share of the step.
 // Leaves out: pipeline parallelism, uneven splits, meshes over part of
-// the slice, axis orders beyond one per dimension-length assignment.
+// the slice, axis orders beyond one per dimension-length assignment, more
+// than one split dimension, and placements the mapping rule does not make
+// (MaxText's hybrid_ring_64x4: `--mesh name=size@parts` on `run`).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +52,7 @@ struct ShardSearchOptions {
   models::AttentionImpl attention_kernel = models::AttentionImpl::flash;
   arch::DType optimizer_dtype = arch::DType::f32;  // PhaseOptions::optimizer_dtype
   bool sequence_parallel_variants = true;
+  bool split_dims = false;  // also meshes over parts of one slice dimension
   int sample_layers = 0;  // 0 = simulate every layer
   std::string out_dir;
   int jobs = 0;

@@ -46,13 +46,13 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
     const arch::ici::Mesh mapped = network_mesh(slice, opt.sim.mesh);      // as the ICI backend maps it
     for (const auto& [name, axes] : mapped.axes()) {
       std::vector<int> dims;
-      for (int a : axes) {
-        if (slice.is_dcn(a)) {
+      for (const arch::ici::SubAxis& a : axes) {
+        if (slice.is_dcn(a.axis)) {
           lo.dcn_axis = name;
           lo.num_slices = slice.num_slices();
           continue;
         }
-        dims.push_back(slice.dim(a));
+        dims.push_back(a.length);
       }
       if (lo.dcn_axis != name) lo.mesh_dims.emplace_back(name, std::move(dims));
     }

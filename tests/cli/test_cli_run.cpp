@@ -166,7 +166,7 @@ TEST(CliRun, BadInputExitsTwoWithTheReason) {
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("3x5"), std::string::npos) << r.err;
 
-  r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=8 --quiet --out " + d.path() + "/o", d);
+  r = run_tpusim("run --arch v5e --gemm 64,64,64 --slice 4x4 --mesh data=32 --quiet --out " + d.path() + "/o", d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("data"), std::string::npos) << r.err;
 

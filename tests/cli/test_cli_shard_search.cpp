@@ -309,6 +309,29 @@ TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
   EXPECT_GE(lighter, 2);
 }
 
+TEST(CliShardSearch, SplitDimsAddsMeshesOverPartsOfADimension) {
+  // 4x1x1 (one wrapping axis of 4): whole, it carries one axis of 4 (data,
+  // fsdp, tensor or sequence: 4 meshes). --split-dims adds the axis split
+  // 2 x 2: its top part (chips 2 apart, a ring through the wraparound) to
+  // one axis and its neighbours to the next, every ordered pair of
+  // distinct axes: 12 more, each its own placement.
+  TempDir t1, t2;
+  const std::string args = "--slice 4x1x1 --batch 4 --seq 1024 --no-sequence-parallel";
+  const Rows whole = search(t1, decoder(4096), args);
+  const Rows split = search(t2, decoder(4096), args + " --split-dims");
+  EXPECT_EQ(whole.size(), 4u);
+  ASSERT_EQ(split.size(), 16u);
+  std::set<std::string> meshes;
+  for (const auto& r : split) {
+    EXPECT_TRUE(meshes.insert(r.at("mesh")).second) << r.at("mesh");
+    EXPECT_EQ(r.at("status"), "ok") << r.at("mesh") << ": " << r.at("reason");
+  }
+  for (const auto& r : whole) EXPECT_EQ(meshes.count(r.at("mesh")), 1u) << r.at("mesh");
+  // The two orders place tensor differently (on neighbours, or on chips
+  // two apart), so they are different simulations.
+  EXPECT_NE(row(split, "fsdp=2,tensor=2").at("ici_busy_seconds"), row(split, "tensor=2,fsdp=2").at("ici_busy_seconds"));
+}
+
 TEST(CliShardSearch, BadInputIsAUsageError) {
   TempDir t;
   auto rc = [&](const std::string& a) { return tpusim::test::run_tpusim_in(t.path(), "shard-search " + a).rc; };

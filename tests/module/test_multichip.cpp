@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "arch/common/errors.h"
 #include "arch/ici/collectives.h"
@@ -130,15 +132,72 @@ TEST(MultiChip, CollectiveNeedsASliceAndItsAxes) {
   EXPECT_THROW(sim::lower(wl, cfg, lo), sim::LoweringError);
 }
 
-TEST(MultiChip, MeshMapsOntoWholeSliceDimensions) {
+TEST(MultiChip, MeshMapsOntoSliceDimensionsAndTheirParts) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v5p", {"hbm.model=detailed"});
   const arch::ici::Slice slice(cfg.ici, "4x4x8");
   const auto m = sim::map_mesh(slice, workloads::parse_mesh("fsdp=16,tensor=8"));
   ASSERT_EQ(m.axes().size(), 2u);
-  EXPECT_EQ(m.axes()[0].second, (std::vector<int>{0, 1}));
-  EXPECT_EQ(m.axes()[1].second, (std::vector<int>{2}));
-  EXPECT_THROW(sim::map_mesh(slice, workloads::parse_mesh("fsdp=8,tensor=16")), std::invalid_argument);
+  EXPECT_EQ(m.axes()[0].second, (std::vector<arch::ici::SubAxis>{{0, 1, 4}, {1, 1, 4}}));
+  EXPECT_EQ(m.axes()[1].second, (std::vector<arch::ici::SubAxis>{{2, 1, 8}}));
+  // An axis that needs part of a dimension takes its top part (every k-th
+  // chip), the next axis the neighbours below it.
+  const auto split = sim::map_mesh(slice, workloads::parse_mesh("fsdp=8,tensor=16"));
+  EXPECT_TRUE(split.splits());
+  EXPECT_FALSE(m.splits());
+  EXPECT_EQ(split.axes()[0].second, (std::vector<arch::ici::SubAxis>{{0, 1, 4}, {1, 2, 2}}));
+  EXPECT_EQ(split.axes()[1].second, (std::vector<arch::ici::SubAxis>{{1, 1, 2}, {2, 1, 8}}));
+  EXPECT_THROW(sim::map_mesh(slice, workloads::parse_mesh("fsdp=8,tensor=32")), std::invalid_argument);
+  EXPECT_THROW(sim::map_mesh(slice, workloads::parse_mesh("fsdp=3")), std::invalid_argument);
   EXPECT_THROW(workloads::parse_mesh("fsdp=0"), std::invalid_argument);
+}
+
+TEST(MultiChip, AxisOfOneChipAfterTheLastDimensionIsAGroupOfOne) {
+  // Found by fuzz_mesh (tests/fuzz/regressions/): an axis of size 1 after
+  // the dimensions ran out mapped to no slice axis and escaped map_mesh as
+  // a ConfigError; it is a group of one chip.
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) +
+                   "/tests/fuzz/regressions/mesh_size_one_axis_after_the_last_dimension.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {});
+  const arch::ici::Slice slice(cfg.ici, "16x4");
+  const auto parsed = workloads::parse_mesh(text);
+  ASSERT_EQ(parsed.axes.size(), 2u);
+  const auto m = sim::map_mesh(slice, parsed);
+  EXPECT_TRUE(m.axes()[1].second.empty());
+  arch::ici::CollectiveRequest r;
+  r.kind = arch::ici::CollectiveKind::all_reduce;
+  r.bytes = 4096;
+  r.axes = {parsed.axes[1].name};
+  const auto plan = arch::ici::plan_collective(slice, m, r);
+  EXPECT_EQ(plan.group_size, 1);
+  EXPECT_EQ(plan.messages(), 0u);
+}
+
+TEST(MultiChip, ExplicitPlacementBuildsMaxTextsHybridRing) {
+  // MaxText's hybrid_ring_64x4 on a v6e-256: each tensor group a 2x2
+  // square of neighbours, fsdp every second chip along x and along y.
+  const arch::TpuConfig cfg = sim::load_tpu_config("v6e", {});
+  const arch::ici::Slice slice(cfg.ici, "16x16");
+  const auto m = sim::map_mesh(slice, workloads::parse_mesh("fsdp=64@x/2*y/2,tensor=4@x%2*y%2"));
+  EXPECT_EQ(m.axes()[0].second, (std::vector<arch::ici::SubAxis>{{0, 2, 8}, {1, 2, 8}}));
+  EXPECT_EQ(m.axes()[1].second, (std::vector<arch::ici::SubAxis>{{0, 1, 2}, {1, 1, 2}}));
+  // Without the placement the rule gives tensor four neighbours along y.
+  const auto r = sim::map_mesh(slice, workloads::parse_mesh("fsdp=64,tensor=4"));
+  EXPECT_EQ(r.axes()[1].second, (std::vector<arch::ici::SubAxis>{{1, 1, 4}}));
+  for (const char* bad : {"fsdp=64@x/2*y/2,tensor=4",                        // one axis without a placement
+                          "fsdp=64@x/2*y/2,tensor=4@x%2*z%2",                // no z on a 2D slice
+                          "fsdp=64@x/2*y/2,tensor=4@x%2*y/2%2",              // overlaps fsdp's y/2
+                          "fsdp=64@x/2*y/2,tensor=4@x%2",                    // 2 chips for a size of 4
+                          "fsdp=64@x/3*y/2,tensor=4@x%2*y%2",                // stride 3 does not divide 16
+                          "data=2@dcn,fsdp=64@x/2*y/2,tensor=4@x%2*y%2"}) {  // one slice: no dcn
+    try {
+      sim::map_mesh(slice, workloads::parse_mesh(bad));
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("16x16"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
   EXPECT_THROW(workloads::parse_mesh("fsdp"), std::invalid_argument);
   EXPECT_THROW(workloads::parse_mesh("a=2,a=2"), std::invalid_argument);
 }

@@ -82,7 +82,7 @@ void Reader::read_mesh(const YAML::Node& m, Workload& wl) {
     std::string name = it->first.Scalar();
     if (auto sz = get_int(it->second, "mesh." + name)) {
       if (*sz < 1) error(it->second, "mesh." + name, "expected a size >= 1, found " + std::to_string(*sz));
-      wl.mesh.axes.push_back({name, *sz});
+      wl.mesh.axes.push_back({name, *sz, {}});
     }
   }
 }

@@ -11,7 +11,7 @@ WorkloadBuilder::WorkloadBuilder(std::string name) { wl_.name = std::move(name);
 void WorkloadBuilder::mesh_axis(const std::string& name, std::int64_t size) {
   if (wl_.mesh_axis_size(name)) throw WorkloadError(SourceLoc{}, "mesh." + name, "mesh axis declared twice");
   if (size < 1) throw WorkloadError(SourceLoc{}, "mesh." + name, "expected a size >= 1, found " + std::to_string(size));
-  wl_.mesh.axes.push_back({name, size});
+  wl_.mesh.axes.push_back({name, size, {}});
 }
 
 TensorRef WorkloadBuilder::add_source(const std::string& name, Shape shape, DType dtype, TensorKind kind,

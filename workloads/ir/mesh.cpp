@@ -21,7 +21,15 @@ std::int64_t MeshSpec::chips() const {
 
 std::string MeshSpec::str() const {
   std::string s;
-  for (const auto& a : axes) s += (s.empty() ? "" : ",") + a.name + "=" + std::to_string(a.size);
+  for (const auto& a : axes) {
+    s += (s.empty() ? "" : ",") + a.name + "=" + std::to_string(a.size);
+    for (std::size_t i = 0; i < a.placement.size(); ++i) {
+      const MeshPart& p = a.placement[i];
+      s += (i == 0 ? "@" : "*") + p.axis;
+      if (p.stride != 1) s += "/" + std::to_string(p.stride);
+      if (p.length != 0) s += "%" + std::to_string(p.length);
+    }
+  }
   return s;
 }
 
@@ -40,6 +48,46 @@ std::string list(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+// A count of at most 11 digits (no overflow, far beyond any slice), >= 1;
+// 0 when malformed.
+std::int64_t count(const std::string& num) {
+  const bool digits = !num.empty() && num.size() < 12 && std::all_of(num.begin(), num.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+  return digits ? std::stoll(num) : 0;
+}
+
+// "x/2%4*y%2" -> parts; an empty optional naming the first bad part.
+std::optional<std::vector<MeshPart>> parse_placement(const std::string& text, std::string& bad_part) {
+  std::vector<MeshPart> parts;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t star = text.find('*', pos);
+    if (star == std::string::npos) star = text.size();
+    const std::string item = trim(text.substr(pos, star - pos));
+    bad_part = item;
+    const std::size_t mark = item.find_first_of("/%");
+    MeshPart p;
+    p.axis = trim(item.substr(0, mark));
+    if (p.axis != "x" && p.axis != "y" && p.axis != "z" && p.axis != "dcn") return std::nullopt;
+    std::string rest = mark == std::string::npos ? "" : item.substr(mark);
+    if (!rest.empty() && rest[0] == '/') {
+      const std::size_t pct = rest.find('%');
+      p.stride = count(trim(rest.substr(1, pct == std::string::npos ? std::string::npos : pct - 1)));
+      if (p.stride < 1) return std::nullopt;
+      rest = pct == std::string::npos ? "" : rest.substr(pct);
+    }
+    if (!rest.empty()) {
+      if (rest[0] != '%') return std::nullopt;
+      p.length = count(trim(rest.substr(1)));
+      if (p.length < 1) return std::nullopt;
+    }
+    parts.push_back(std::move(p));
+    pos = star + 1;
+  }
+  return parts;
 }
 
 }  // namespace
@@ -63,8 +111,23 @@ MeshSpec parse_mesh(const std::string& text, const std::vector<std::string>& axi
     if (name.empty()) {
       bad("mesh", "an item name=size (e.g. tensor=4)", "'" + item + "'");
     } else {
-      const std::string num = trim(item.substr(eq + 1));
+      std::string num = trim(item.substr(eq + 1));
+      std::vector<MeshPart> placement;
       bool ok = true;
+      if (const std::size_t at = num.find('@'); at != std::string::npos) {
+        std::string bad_part;
+        const auto parts = parse_placement(num.substr(at + 1), bad_part);
+        num = trim(num.substr(0, at));
+        if (!parts) {
+          bad("mesh." + name,
+              "a placement of parts joined by '*', each x, y, z or dcn with an optional /stride and %length "
+              "(e.g. x%2*y/2)",
+              "'" + bad_part + "'");
+          ok = false;
+        } else {
+          placement = *parts;
+        }
+      }
       if (!axis_names.empty() && std::find(axis_names.begin(), axis_names.end(), name) == axis_names.end()) {
         bad("mesh", "an axis name among " + list(axis_names), "'" + name + "'", nearest_candidate(name, axis_names));
         ok = false;
@@ -73,16 +136,22 @@ MeshSpec parse_mesh(const std::string& text, const std::vector<std::string>& axi
         bad("mesh." + name, "each axis once", "'" + name + "' given again");
         ok = false;
       }
-      // At most 11 digits: no overflow, and far beyond any slice.
-      const bool digits = !num.empty() && num.size() < 12 && std::all_of(num.begin(), num.end(), [](char c) {
-        return std::isdigit(static_cast<unsigned char>(c));
-      });
-      const std::int64_t size = digits ? std::stoll(num) : 0;
+      const std::int64_t size = count(num);
       if (size < 1) {
         bad("mesh." + name, "a size that is an integer >= 1", "'" + num + "'");
         ok = false;
       }
-      if (ok) mesh.axes.push_back({name, size});
+      std::int64_t given = 1;  // product of the lengths given; size + 1 once past the size
+      for (const MeshPart& p : placement) {
+        const std::int64_t len = std::max<std::int64_t>(p.length, 1);
+        given = size < 1 || given > size / len ? size + 1 : given * len;
+      }
+      if (ok && given > size) {
+        bad("mesh." + name, "parts whose lengths multiply to at most the size " + std::to_string(size),
+            "'" + trim(item.substr(item.find('@') + 1)) + "'");
+        ok = false;
+      }
+      if (ok) mesh.axes.push_back({name, size, std::move(placement)});
     }
     pos = comma + 1;
   }

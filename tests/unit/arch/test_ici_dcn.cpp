@@ -65,7 +65,7 @@ TEST(IciDcn, PhysicalMeshPutsTheDcnFirst) {
   const Mesh m = Mesh::physical(s);
   ASSERT_EQ(m.axes().size(), 3u);
   EXPECT_EQ(m.axes()[0].first, "dcn");
-  EXPECT_EQ(m.axes()[0].second, (std::vector<int>{s.dcn_axis()}));
+  EXPECT_EQ(m.axes()[0].second, (std::vector<SubAxis>{{s.dcn_axis(), 1, s.num_slices()}}));
   // Without slices there is no DCN dimension to name.
   const Slice one(dcn_v5e(), "4x4");
   EXPECT_THROW(Mesh(one, {{"data", {one.dcn_axis()}}}), ConfigError);

@@ -61,3 +61,28 @@ TEST(Mesh, OnlyTheGivenNamesWhenListed) {
     EXPECT_NE(std::string(e.what()).find("an axis name among data, tensor"), std::string::npos) << e.what();
   }
 }
+
+TEST(Mesh, PlacementsAreParsedAndWrittenBack) {
+  const MeshSpec m = parse_mesh("fsdp=64@x/2*y/2, tensor=4 @ x%2*y/1%2,dcn=2@dcn");
+  ASSERT_EQ(m.axes.size(), 3u);
+  EXPECT_EQ(m.axes[0].size, 64);
+  EXPECT_EQ(m.axes[0].placement, (std::vector<MeshPart>{{"x", 2, 0}, {"y", 2, 0}}));
+  EXPECT_EQ(m.axes[1].placement, (std::vector<MeshPart>{{"x", 1, 2}, {"y", 1, 2}}));
+  EXPECT_EQ(m.axes[2].placement, (std::vector<MeshPart>{{"dcn", 1, 0}}));
+  EXPECT_EQ(m.str(), "fsdp=64@x/2*y/2,tensor=4@x%2*y%2,dcn=2@dcn");
+  EXPECT_EQ(parse_mesh(m.str()), m);
+  EXPECT_FALSE(parse_mesh("fsdp=64,tensor=4") == parse_mesh("fsdp=64@x/2*y/2,tensor=4@x%2*y%2"));
+}
+
+TEST(Mesh, MalformedPlacementsNameTheAxis) {
+  for (const char* bad : {"tensor=4@w%2", "tensor=4@x%0", "tensor=4@x/", "tensor=4@x/0", "tensor=4@", "tensor=4@x**y",
+                          "tensor=4@x%2%2", "tensor=4@x/2/2", "tensor=4@x%a", "tensor=2@x%4", "tensor=4@x%2*y%4"}) {
+    try {
+      parse_mesh(bad);
+      FAIL() << bad;
+    } catch (const MeshError& e) {
+      ASSERT_EQ(e.diagnostics().size(), 1u) << bad << ": " << e.what();
+      EXPECT_EQ(e.diagnostics()[0].key, "mesh.tensor") << bad;
+    }
+  }
+}
