@@ -33,7 +33,7 @@ std::vector<SubAxis> place(const arch::ici::Slice& slice, const workloads::MeshA
         refuse(slice, "axis '" + ax.name + "' is placed on " + p.axis + ", which the slice does not have");
     }
     const std::int64_t len = slice.axis_length(axis);
-    if (p.stride > len || len % p.stride != 0)
+    if (p.stride < 1 || p.length < 0 || p.stride > len || len % p.stride != 0)
       refuse(slice, "axis '" + ax.name + "': stride " + std::to_string(p.stride) + " does not divide " + p.axis +
                         "'s length " + std::to_string(len));
     const std::int64_t length = p.length == 0 ? len / p.stride : p.length;

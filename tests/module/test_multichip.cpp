@@ -198,6 +198,10 @@ TEST(MultiChip, ExplicitPlacementBuildsMaxTextsHybridRing) {
       EXPECT_NE(std::string(e.what()).find("16x16"), std::string::npos) << bad << ": " << e.what();
     }
   }
+  // A placement built in code rather than parsed is checked too.
+  workloads::MeshSpec coded;
+  coded.axes.push_back({"tensor", 4, {{"x", 0, 4}}});  // stride 0
+  EXPECT_THROW(sim::map_mesh(slice, coded), std::invalid_argument);
   EXPECT_THROW(workloads::parse_mesh("fsdp"), std::invalid_argument);
   EXPECT_THROW(workloads::parse_mesh("a=2,a=2"), std::invalid_argument);
 }
