@@ -91,8 +91,9 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
       "no-sequence-parallel", po::bool_switch(), "do not try Megatron sequence parallelism with tensor > 1")(
       "split-dims", po::bool_switch(),
       "also try meshes whose axes take part of a slice dimension (one dimension split in two: fsdp=64,tensor=4 on "
-      "16x16)")("sample-layers", po::value<int>()->default_value(0),
-                "simulate N and 2N decoder layers and extrapolate to the model's layer count (0 = every layer)")(
+      "16x16; or blocks of neighbours for the last axis: fsdp=64@x/2*y/2,tensor=4@x%2*y%2)")(
+      "sample-layers", po::value<int>()->default_value(0),
+      "simulate N and 2N decoder layers and extrapolate to the model's layer count (0 = every layer)")(
       "jobs", po::value<int>()->default_value(0), "simulations at a time (0 = all cores)")(
       "timeout", po::value<double>()->default_value(0), "seconds per simulation before it is stopped (0 = none)")(
       "out", po::value<std::string>()->default_value("results/shard-search"), "output directory")(

@@ -39,6 +39,15 @@ struct Piece {
   bool wraps = false;  // a ring
   int stride = 1;      // chips between its positions (1: whole or low part)
   int split = -1;      // the dimension this piece is half of, or -1
+  bool low = false;    // a block variant's low part (below)
+};
+
+// The pieces of one enumeration: a list in order, and whether it is a
+// block variant, whose meshes need explicit placements (map_mesh's rule
+// does not make them) and whose low pieces form one run, the last.
+struct PieceVariant {
+  std::vector<Piece> pieces;
+  bool block = false;
 };
 
 // One axis over a run of consecutive pieces.
@@ -46,31 +55,53 @@ struct AxisPlace {
   std::string axis;
   std::int64_t size = 1;
   std::vector<std::tuple<int, bool, int>> dims;  // (length, wraps, stride) of each piece it takes
+  std::vector<workloads::MeshPart> parts;        // the pieces as --mesh parts (block variants)
 };
 
 // The slice's pieces: its dimensions in map_mesh's order (a multislice's
 // slice count first; length-1 dimensions carry no axis), and with `split`
-// = d one variant more per factorisation of dimension d, its top part (every
-// k-th chip, a ring where the dimension wraps) before its low part (k
-// neighbours, a line), as map_mesh gives an axis that needs part of a
-// dimension its top.
-std::vector<std::vector<Piece>> piece_variants(const arch::ici::Slice& slice, bool split) {
+// one variant more per factorisation of each dimension d, its top part
+// (every k-th chip, a ring where the dimension wraps) before its low part
+// (k neighbours, a line), as map_mesh gives an axis that needs part of a
+// dimension its top; and, on a slice of two or more dimensions longer
+// than 2, one block variant per block edge b that divides them all: every
+// dimension's top part (every b-th chip) first, then the b x b (x b)
+// block of neighbours, for the last axis (MaxText's hybrid_ring_64x4 is
+// the 2 x 2 block of a 16x16).
+std::vector<PieceVariant> piece_variants(const arch::ici::Slice& slice, bool split) {
   std::vector<Piece> whole;
-  if (slice.num_slices() > 1) whole.push_back({slice.dcn_axis(), -slice.num_slices(), false, 1, -1});
+  if (slice.num_slices() > 1) whole.push_back({slice.dcn_axis(), -slice.num_slices(), false, 1, -1, false});
   for (int i = 0; i < slice.rank(); ++i)
-    if (slice.dim(i) > 1) whole.push_back({i, slice.dim(i), slice.wraps(i), 1, -1});
-  std::vector<std::vector<Piece>> out = {whole};
+    if (slice.dim(i) > 1) whole.push_back({i, slice.dim(i), slice.wraps(i), 1, -1, false});
+  std::vector<PieceVariant> out = {{whole, false}};
   if (!split) return out;
+  std::vector<Piece> ici;
+  for (const Piece& p : whole)
+    if (p.length > 0) ici.push_back(p);
+  if (ici.size() >= 2) {
+    const int shortest = std::min_element(ici.begin(), ici.end(), [](const Piece& a, const Piece& b) {
+                           return a.length < b.length;
+                         })->length;
+    for (int b = 2; b < shortest; ++b) {
+      if (std::any_of(ici.begin(), ici.end(), [&](const Piece& p) { return p.length % b != 0; })) continue;
+      PieceVariant v;
+      v.block = true;
+      if (slice.num_slices() > 1) v.pieces.push_back(whole.front());
+      for (const Piece& p : ici) v.pieces.push_back({p.dim, p.length / b, p.wraps, b, p.dim, false});
+      for (const Piece& p : ici) v.pieces.push_back({p.dim, b, false, 1, p.dim, true});
+      out.push_back(std::move(v));
+    }
+  }
   for (std::size_t w = 0; w < whole.size(); ++w) {
     const Piece& p = whole[w];
     if (p.length < 4) continue;  // the DCN (negative) or nothing to split
     for (int top = 2; top <= p.length / 2; ++top) {
       if (p.length % top != 0) continue;
       std::vector<Piece> v(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(w));
-      v.push_back({p.dim, top, p.wraps, p.length / top, p.dim});
-      v.push_back({p.dim, p.length / top, false, 1, p.dim});
+      v.push_back({p.dim, top, p.wraps, p.length / top, p.dim, false});
+      v.push_back({p.dim, p.length / top, false, 1, p.dim, false});
       v.insert(v.end(), whole.begin() + static_cast<std::ptrdiff_t>(w) + 1, whole.end());
-      out.push_back(std::move(v));
+      out.push_back({std::move(v), false});
     }
   }
   return out;
@@ -78,7 +109,8 @@ std::vector<std::vector<Piece>> piece_variants(const arch::ici::Slice& slice, bo
 
 // Every assignment of the slice's pieces (piece_variants), in order, to
 // distinct axes (each axis a run of consecutive pieces, never both halves
-// of one dimension: that is the whole dimension), duplicates removed: of
+// of one dimension: that is the whole dimension; in a block variant the
+// block one run, the last), duplicates removed: of
 // the assignments that give each axis pieces of the same lengths, strides
 // and wraparound, the one listing the axes closest to `axes`' order is
 // kept (fsdp=16,tensor=4 rather than tensor=4,fsdp=16 on 4x4x4).
@@ -87,10 +119,13 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
   using Key = std::vector<std::pair<std::string, std::vector<std::tuple<int, bool, int>>>>;
   std::map<Key, std::pair<std::vector<std::size_t>, std::vector<AxisPlace>>> best;  // key -> (axis order, mesh)
   std::vector<Key> order;                                                           // keys in the order first found
-  for (const std::vector<Piece>& pieces : piece_variants(slice, split)) {
+  for (const PieceVariant& variant : piece_variants(slice, split)) {
+    const std::vector<Piece>& pieces = variant.pieces;
     std::vector<AxisPlace> cur;
     std::vector<std::size_t> idx;
     const int rank = static_cast<int>(pieces.size());
+    const int first_low = static_cast<int>(
+        std::find_if(pieces.begin(), pieces.end(), [](const Piece& q) { return q.low; }) - pieces.begin());
     std::function<void(int)> rec = [&](int d) {
       if (d == rank) {
         Key key;
@@ -106,6 +141,8 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
         return;
       }
       for (int e = d + 1; e <= rank; ++e) {
+        // A block variant's block is the last run, whole.
+        if (variant.block && (d < first_low ? e > first_low : e < rank)) continue;
         bool halves = false;  // both halves of a split dimension in one run
         for (int i = d; i + 1 < e; ++i)
           halves =
@@ -114,11 +151,13 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
         if (halves) break;  // longer runs hold them too
         for (std::size_t n = 0; n < axes.size(); ++n) {
           if (std::find(idx.begin(), idx.end(), n) != idx.end()) continue;
-          AxisPlace p{axes[n], 1, {}};
+          AxisPlace p{axes[n], 1, {}, {}};
           for (int i = d; i < e; ++i) {
             const Piece& q = pieces[static_cast<std::size_t>(i)];
             p.size *= q.length < 0 ? -q.length : q.length;
             p.dims.emplace_back(q.length, q.wraps, q.stride);
+            if (variant.block)
+              p.parts.push_back({q.length < 0 ? "dcn" : std::string(1, "xyz"[q.dim]), q.stride, q.low ? q.length : 0});
           }
           cur.push_back(p);
           idx.push_back(n);
@@ -233,7 +272,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   std::set<std::string> texts;
   for (const auto& places : enumerate_meshes(slice, axes_for(spec, o.phase), o.split_dims)) {
     models::MeshSpec mesh;
-    for (const auto& p : places) mesh.axes.push_back({p.axis, p.size, {}});
+    for (const auto& p : places) mesh.axes.push_back({p.axis, p.size, p.parts});
     const std::string text = mesh.str();
     if (!texts.insert(text).second) continue;  // the same placement from another piece variant
     try {

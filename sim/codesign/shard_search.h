@@ -5,7 +5,9 @@
 // dimensions (sim/engine/slice_setup.h's mapping rule), every chip in
 // some axis, and with `split_dims` also over parts of one dimension split
 // in two (its top part, every k-th chip, to one axis and the k
-// neighbours below to the next, as the mapping rule places them); Megatron sequence parallelism as a variant of tensor
+// neighbours below to the next, as the mapping rule places them) and over
+// blocks (the last axis a b x b block of neighbours, the others every
+// b-th chip: explicit placements, MaxText's hybrid_ring_64x4); Megatron sequence parallelism as a variant of tensor
 // > 1; each remat policy asked for (train only, named or MaxText's custom). Meshes that place the same axes on
 // dimensions of the same lengths and wraparound are duplicates and enumerated once. A mesh the model cannot shard
 // (heads, KV heads, experts, FFN size, batch or sequence not divisible) is listed with the reason (models::check_mesh);
@@ -22,8 +24,8 @@
 // also shows exposed ICI time as a share of the step.
 // Leaves out: pipeline parallelism, uneven splits, meshes over part of
 // the slice, axis orders beyond one per dimension-length assignment, more
-// than one split dimension, and placements the mapping rule does not make
-// (MaxText's hybrid_ring_64x4: `--mesh name=size@parts` on `run`).
+// than one split dimension outside the blocks, and other placements
+// (`--mesh name=size@parts` on `run`).
 #pragma once
 
 #include <cstdint>

@@ -330,6 +330,31 @@ TEST(CliShardSearch, SplitDimsAddsMeshesOverPartsOfADimension) {
   // The two orders place tensor differently (on neighbours, or on chips
   // two apart), so they are different simulations.
   EXPECT_NE(row(split, "fsdp=2,tensor=2").at("ici_busy_seconds"), row(split, "tensor=2,fsdp=2").at("ici_busy_seconds"));
+
+  // On 4x4x1 (two rings of 4) the block variant adds meshes whose last
+  // axis is a 2x2 block of neighbours and the others every second chip
+  // along x and y, written with explicit parts: MaxText's hybrid ring.
+  // Its row is what `run --mesh` with that text simulates.
+  TempDir t3;
+  const Rows block =
+      search(t3, decoder(4096), "--slice 4x4x1 --batch 16 --seq 512 --no-sequence-parallel --split-dims");
+  const std::string hybrid = "fsdp=4@x/2*y/2,tensor=4@x%2*y%2";
+  const auto& h = row(block, hybrid);
+  ASSERT_EQ(h.at("status"), "ok") << h.at("reason");
+  const std::string m = t3.write("m2.yaml", decoder(4096));
+  const auto r =
+      tpusim::test::run_tpusim_in(t3.path(), "run --model " + m + " --arch v5p --slice 4x4x1 --mesh '" + hybrid +
+                                                 "' --phase train --batch 16 --seq 512 "
+                                                 "--set hbm.model=calibrated --quiet --out " +
+                                                 t3.path() + "/run");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Rows run = tpusim::test::rows_of(t3.path() + "/run/summary.csv");
+  ASSERT_EQ(run.size(), 1u);
+  EXPECT_EQ(run[0].at("seconds"), h.at("seconds"));
+  // Every mesh text is distinct, and the default rule's meshes are there too.
+  std::set<std::string> texts;
+  for (const auto& b : block) EXPECT_TRUE(texts.insert(b.at("mesh")).second) << b.at("mesh");
+  EXPECT_EQ(texts.count("fsdp=8,tensor=2"), 1u);
 }
 
 TEST(CliShardSearch, BadInputIsAUsageError) {
