@@ -51,7 +51,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "slice", po::value<std::string>(),
       "multi-chip slice shape, e.g. 4x4 or 4x4x4; N*SHAPE is N slices joined by the data-centre network, "
       "e.g. 4*16x16 (default: one chip)")("mesh", po::value<std::string>(),
-                                          "mesh axes over the slice, e.g. fsdp=16,tensor=4 (default: x,y,z)")(
+                                          "mesh axes over the slice, e.g. fsdp=16,tensor=4; an axis may take part of a "
+                                          "dimension, and name=size@parts places it (fsdp=64@x/2*y/2,tensor=4@x%2*y%2; "
+                                          "docs/ici.md) (default: x,y,z)")(
       "sequence-parallel", po::bool_switch(), "--model: Megatron sequence parallelism on the mesh's tensor axis")(
       "layers", po::value<std::int64_t>(),
       "--model (a decoder): simulate this many of its decoder layers; the fit check is the whole model's (layer "
