@@ -55,10 +55,10 @@ bool sub_wraps(const Slice& s, const SubAxis& a) {
 }
 
 Mesh::Mesh(const Slice& slice, std::vector<std::pair<std::string, std::vector<int>>> axes) {
+  const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
   for (auto& [name, dims] : axes) {
     std::vector<SubAxis> parts;
     for (int d : dims) {
-      const int mesh_dims = slice.rank() + (slice.num_slices() > 1 ? 1 : 0);
       if (d < 0 || d >= mesh_dims)
         throw ConfigError("mesh axis '" + name + "': slice axis " + std::to_string(d) + " does not exist in shape " +
                           slice.shape());
