@@ -29,6 +29,8 @@ inline models::LoraOptions read_lora_options(const boost::program_options::varia
   if (!models::parse_lora_targets(t, &l.targets, &bad))
     throw UsageError(cmd + ": --lora-targets '" + t + "': expected a list of q,k,v,o,gate,up,down (or all), found '" +
                      bad + "'");
+  if (l.rank == 0 && !vm["lora-targets"].defaulted())
+    throw UsageError(cmd + ": --lora-targets needs --lora-rank (adapters of rank 0 are none)");
   if (l.rank == 0) l.targets = 0;
   return l;
 }

@@ -105,6 +105,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (sources != 1) throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
+  if (!vm["dtype"].defaulted() && vm.count("workload") && !workloads::is_scalesim_path(vm["workload"].as<std::string>()))
+    throw UsageError("run: --dtype applies to --model, --gemm, --conv, --attention and SCALE-Sim CSV topologies; "
+                     "a workload file gives each tensor its dtype");
+  if (vm["top"].as<int>() < 0) throw UsageError("run: --top must be >= 0, found " + std::to_string(vm["top"].as<int>()));
   if (quant_options_given(vm) && !vm.count("model"))
     throw UsageError(
         "run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
@@ -130,7 +134,7 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (vm.count("workload")) {
     const std::string f = vm["workload"].as<std::string>();
     check_input_file("run: --workload", f);
-    const bool csv = f.size() > 4 && f.compare(f.size() - 4, 4, ".csv") == 0;
+    const bool csv = workloads::is_scalesim_path(f);
     // SCALE-Sim topologies have no dtype: every tensor takes --dtype.
     workloads::ScaleSimOptions so;
     so.dtype = *dtype;
@@ -187,7 +191,11 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("run: --attention-kernel needs --model");
   if (!vm["optimizer-dtype"].defaulted() && !vm.count("model"))
     throw UsageError("run: --optimizer-dtype needs --model");
-  if (vm["lora-rank"].as<std::int64_t>() > 0 && !vm.count("model")) throw UsageError("run: --lora-rank needs --model");
+  // The model's shape and LoRA flags mean nothing to a file or a built-in
+  // workload: refused rather than ignored, so that `--gemm ... --batch 8`
+  // or `--phase train` is not taken for what it did not do.
+  for (const char* k : {"phase", "batch", "seq", "context", "image", "lora-rank", "lora-targets"})
+    if (!vm[k].defaulted() && !vm.count("model")) throw UsageError(std::string("run: --") + k + " needs --model");
   if (vm["all-chips"].as<bool>() && !vm.count("slice")) throw UsageError("run: --all-chips needs --slice");
   if (vm.count("slice")) {
     ro.sim.slice = vm["slice"].as<std::string>();

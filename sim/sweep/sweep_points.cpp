@@ -21,6 +21,7 @@
 #include "sim/sweep/source_keys.h"
 #include "sim/sweep/sweep_spec.h"
 #include "workloads/builtin.h"
+#include "workloads/io/scalesim_csv.h"
 
 namespace tpusim::sim::sweep {
 
@@ -224,6 +225,9 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
       } else if (params.count("workload.file")) {
         const std::string f = resolve_path(spec.dir, params["workload.file"]);
         if (!fs::exists(f)) throw std::runtime_error("workload file not found: " + f);
+        if (params.count("workload.dtype") && !workloads::is_scalesim_path(f))
+          throw std::runtime_error("workload.dtype applies to models, built-in workloads and SCALE-Sim CSV "
+                                   "topologies; the workload file " + f + " gives each tensor its dtype");
         a.insert(a.end(), {"--workload", f});
       } else if (params.count("workload.gemm")) {
         workloads::builtin::parse_gemm(params["workload.gemm"], dtype ? *dtype : arch::DType::bf16);
@@ -244,7 +248,10 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
     }
     if (params.count("run.slice")) a.insert(a.end(), {"--slice", params["run.slice"]});
     if (params.count("run.mesh")) a.insert(a.end(), {"--mesh", params["run.mesh"]});
-    a.insert(a.end(), {"--dtype", dtype_text});
+    // A workload file (YAML, JSON) gives each tensor its dtype: `run`
+    // refuses --dtype for one (and a spec's workload.dtype is refused above).
+    if (!params.count("workload.file") || workloads::is_scalesim_path(params["workload.file"]))
+      a.insert(a.end(), {"--dtype", dtype_text});
     for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     if (params.count("workload.fusion") && params["workload.fusion"] == "false") a.push_back("--no-fusion");
     if (params.count("workload.cmem") && params["workload.cmem"] == "false") a.push_back("--no-cmem");

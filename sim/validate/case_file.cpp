@@ -21,6 +21,7 @@
 #include "sim/config/node_diagnostics.h"
 #include "sim/sweep/sweep_spec.h"
 #include "sim/validate/runner.h"
+#include "workloads/io/scalesim_csv.h"
 
 namespace tpusim::sim::validate {
 
@@ -207,6 +208,9 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     if (!dst->empty() && !arch::parse_dtype(*dst))
       c.add(w[key], where + "." + key, "a dtype (f32, bf16, fp8_e4m3, int8, ...)", "'" + *dst + "'");
   }
+  if (w["dtype"] && wl.source == "file" && !workloads::is_scalesim_path(wl.value))
+    c.add(w["dtype"], where + ".dtype", "'dtype' only with gemm, conv, attention, model or a SCALE-Sim .csv",
+          "a workload file, which gives each tensor its dtype");
   if (w["phase"]) {
     wl.phase = text(w["phase"], where + ".phase", c);
     models::Phase ph;

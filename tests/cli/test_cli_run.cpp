@@ -511,6 +511,41 @@ TEST(CliRun, DtypeAppliesToScaleSimImports) {
   EXPECT_NE(r.err.find("bf16"), std::string::npos) << r.err;
 }
 
+// Flags that shape a model, and --dtype for a workload file that gives its
+// tensors their own dtypes, are refused where they would do nothing, rather
+// than ignored: `--gemm ... --phase train` must not pass for a training run.
+TEST(CliRun, FlagsThatWouldDoNothingAreRefused) {
+  TempDir d;
+  const std::string out = " --quiet --out " + d.path() + "/o";
+  for (const std::string flag : {"--phase train", "--batch 8", "--seq 512", "--context 4096", "--image 384",
+                                 "--lora-rank 8", "--lora-rank -1", "--lora-targets all"}) {
+    const Result r = run_tpusim("run --arch v5e --gemm 64,64,64 " + flag + out, d);
+    EXPECT_EQ(r.rc, 2) << flag << ": " << r.err;
+    const std::string name = flag.substr(0, flag.find(' '));
+    EXPECT_NE(r.err.find(name + " needs --model"), std::string::npos) << flag << ": " << r.err;
+  }
+  const std::string yaml = d.write("mm.yaml",
+                                   "tpusim_workload: 1\nname: mm\ntensors:\n"
+                                   "  - {name: a, shape: [64, 64], dtype: bf16, kind: input}\n"
+                                   "  - {name: b, shape: [64, 64], dtype: bf16, kind: weight}\n"
+                                   "ops:\n  - {name: mm, op: matmul, inputs: [a, b]}\n");
+  Result r = run_tpusim("run --arch v5e --workload " + yaml + out, d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run_tpusim("run --arch v5e --workload " + yaml + " --dtype int8" + out, d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--dtype applies to"), std::string::npos) << r.err;
+  r = run_tpusim("run --arch v5e --gemm 64,64,64 --top -1" + out, d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--top must be >= 0"), std::string::npos) << r.err;
+  // With a model, adapter targets without a rank would be no adapters.
+  const std::string model = d.write("tiny.yaml", tpusim::test::kTinyDecoder);
+  r = run_tpusim("run --arch v5e --model " + model + " --phase decode --context 128" +
+                     " --lora-targets all" + out,
+                 d);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("--lora-targets needs --lora-rank"), std::string::npos) << r.err;
+}
+
 // --mesh is parsed once; a bad one exits 2 naming the item, before any
 // workload is built.
 TEST(CliRun, BadMeshNamesTheItem) {

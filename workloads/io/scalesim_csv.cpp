@@ -177,6 +177,10 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
   return wl;
 }
 
+bool is_scalesim_path(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
 Workload read_scalesim_csv(const std::string& path, const ScaleSimOptions& opts) {
   if (auto why = input_file_problem(path); !why.empty())
     throw WorkloadError(SourceLoc{path, 0, 0}, "", "cannot read SCALE-Sim topology file: " + why);

@@ -37,6 +37,9 @@ enum class ScaleSimForm { conv, gemm };
 Workload read_scalesim_csv(const std::string& path, const ScaleSimOptions& opts = {});
 Workload read_scalesim_csv_string(const std::string& text, const std::string& filename,
                                   const ScaleSimOptions& opts = {});
+// Whether `run --workload` and sweeps read `path` as a SCALE-Sim topology
+// (a name ending in .csv) rather than a workload file (YAML or JSON).
+bool is_scalesim_path(const std::string& path);
 // The form a header line describes; throws WorkloadError for neither.
 ScaleSimForm detect_scalesim_form(const std::string& header_line, const std::string& filename = "");
 

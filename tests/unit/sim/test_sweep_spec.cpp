@@ -289,6 +289,33 @@ TEST(SweepSpec, CompilerSwitchesBecomeRunFlags) {
   EXPECT_THROW(parse_sweep_spec("base: {arch: v4, gemm: '8,8,8', cmem: maybe}\n", "bad.yaml"), ConfigError);
 }
 
+// A workload file gives each tensor its dtype: its points get no --dtype,
+// and a dtype axis over one is an error row naming the key, not a sweep of
+// identical runs; a SCALE-Sim topology takes the dtype.
+TEST(SweepSpec, DtypeOnlyForWorkloadsWithoutTheirOwn) {
+  const std::string dir = std::string(TPUSIM_SOURCE_DIR) + "/configs/workloads/";
+  const auto args_of = [](const std::string& text) {
+    return prepare_points(parse_sweep_spec(text, "ok.yaml"), default_search_path());
+  };
+  auto pts = args_of("base: {arch: v5e, workload: " + dir + "mlp.yaml}\n");
+  ASSERT_EQ(pts.size(), 1u);
+  ASSERT_TRUE(pts[0].error.empty()) << pts[0].error;
+  EXPECT_EQ(std::count(pts[0].run_args.begin(), pts[0].run_args.end(), "--dtype"), 0);
+  pts = args_of("base: {arch: v5e, workload: " + dir + "mlp.yaml}\naxes:\n  grid:\n    workload.dtype: [bf16, int8]\n");
+  ASSERT_EQ(pts.size(), 2u);
+  for (const auto& p : pts)
+    EXPECT_NE(p.error.find("workload.dtype applies to models, built-in workloads and SCALE-Sim CSV"),
+              std::string::npos)
+        << p.error;
+  pts = args_of("base: {arch: v5e, workload: " + dir + "scalesim_gemm_example.csv, dtype: int8}\n");
+  ASSERT_EQ(pts.size(), 1u);
+  ASSERT_TRUE(pts[0].error.empty()) << pts[0].error;
+  const auto& a = pts[0].run_args;
+  const auto it = std::find(a.begin(), a.end(), "--dtype");
+  ASSERT_NE(it, a.end());
+  EXPECT_EQ(*(it + 1), "int8");
+}
+
 // A two-layer decoder model file (hidden 256), small enough to fit a chip
 // for training, with `extra` lines (e.g. its experts).
 void write_tiny_decoder(const std::string& path, const std::string& extra) {

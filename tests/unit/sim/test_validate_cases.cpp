@@ -225,6 +225,8 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases[copy-b].reason: expected a reason with expect: miss"},
       {"expect other than miss", replace(g, "expect: miss", "expect: pass"), "cases[copy-b].expect: expected miss"},
       {"missing workload file", replace(g, "file: wl.yaml", "file: nope.yaml"), "nope.yaml' does not exist"},
+      {"dtype of a workload file", replace(g, "file: wl.yaml", "file: wl.yaml, dtype: int8"),
+       "cases[copy-b].workload.dtype: expected 'dtype' only with gemm, conv, attention, model or a SCALE-Sim .csv"},
       {"unknown model", replace(g, "model: llama3-8b", "model: llama9"), "cases[step-c].workload.model"},
       {"missing model file", replace(g, "model: llama3-8b", "model: mine.yaml"),
        "cases[step-c].workload.model: expected an existing model file (relative to the case file)"},
