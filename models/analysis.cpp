@@ -141,12 +141,21 @@ double dense_pv_flops(const AttentionSpec& a, double pairs) {
 // The layers' forward attention over S tokens: the fused kernel's FLOPs
 // for the (causal) pairs it computes, or dense attention's matmuls, which
 // compute every pair, the masked ones too.
+// The fused kernel of a sliding-window layer computes only its window's
+// pairs (AttentionAttrs::window); dense attention computes every pair.
+double layers_attention_pairs(const TransformerSpec& t, std::int64_t S, bool causal) {
+  double pairs = 0;
+  for (std::int64_t i = 0; i < t.layers; ++i)
+    pairs += static_cast<double>(workloads::attention_score_pairs(
+        S, S, causal, causal && t.attention.windowed(i) ? t.attention.sliding_window : 0));
+  return pairs;
+}
+
 double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal, bool dense = false) {
   const double s = static_cast<double>(S);
   if (dense)
     return static_cast<double>(t.layers) * (dense_qk_flops(t.attention, s * s) + dense_pv_flops(t.attention, s * s));
-  double pairs = causal ? s * (s + 1) / 2 : s * s;
-  return static_cast<double>(t.layers) * attn_pair_flops(t.attention, pairs, false);
+  return attn_pair_flops(t.attention, layers_attention_pairs(t, S, causal), false);
 }
 
 // What the backward attention kernels (workloads::attention_kernel) add
@@ -158,14 +167,13 @@ double prefill_attention(const TransformerSpec& t, std::int64_t S, bool causal, 
 double backward_attention_extra(const TransformerSpec& t, std::int64_t S, bool causal, bool fused) {
   using workloads::attention_kernel;
   using workloads::AttentionPass;
-  const double s = static_cast<double>(S);
-  const double pairs = causal ? s * (s + 1) / 2 : s * s;
+  const double pairs = layers_attention_pairs(t, S, causal);
   const double dq = static_cast<double>(t.attention.qk_dim()), dv = static_cast<double>(t.attention.v_dim());
   const double backward = fused ? attention_kernel(AttentionPass::grad_qkv).flops_per_score(dq, dv)
                                 : attention_kernel(AttentionPass::grad_q).flops_per_score(dq, dq) +
                                       attention_kernel(AttentionPass::grad_kv).flops_per_score(dq, dv);
   const double per = backward - 2.0 * attention_kernel(AttentionPass::forward).flops_per_score(dq, dv);
-  return static_cast<double>(t.layers) * static_cast<double>(t.attention.heads) * pairs * per;
+  return static_cast<double>(t.attention.heads) * pairs * per;
 }
 
 double head_params(const ModelSpec& m) {

@@ -122,9 +122,9 @@ class Backward {
   std::set<std::string> rg_;
   std::vector<std::string> weights_;
   std::map<std::string, std::vector<TensorRef>> contrib_;
-  std::map<std::string, std::string> rename_;          // forward tensor -> recomputed copy
-  std::set<int> reloaded_;                             // layers whose offloaded tensors were read back
-  std::map<int, std::set<std::string>> layer_inputs_;  // offloaded layer inputs per layer
+  std::map<std::string, std::string> rename_;            // forward tensor -> recomputed copy
+  std::set<int> reloaded_;                               // layers whose offloaded tensors were read back
+  std::map<int, std::set<std::string>> layer_inputs_;    // offloaded layer inputs per layer
   std::map<std::string, std::string> offloaded_tensor_;  // offloaded op -> the tensor put on host
 
   static bool differentiable(const Op& op, std::size_t i) { return !(op.kind == OpKind::gather && i == 1); }
@@ -485,7 +485,8 @@ class Backward {
         return;
       }
       case OpKind::attention: {
-        bool causal = op.as<AttentionAttrs>().causal;
+        const bool causal = op.as<AttentionAttrs>().causal;
+        const std::int64_t window = op.as<AttentionAttrs>().window;  // the backward kernels skip what the forward did
         TensorRef q = in(0), k = in(1), v = in(2);
         // Flash attention's two backward kernels (AttentionPass): the dQ
         // kernel reads the output gradient (dP = dO V^T): it takes q's
@@ -508,10 +509,10 @@ class Backward {
         }
         TensorRef dq, dv;
         if (o_.fused_attention_backward) {
-          dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv);
+          dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv, window);
         } else {
-          dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q);
-          dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv);
+          dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q, window);
+          dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv, window);
         }
         const std::int64_t H = q.dim(2), KV = k.dim(2);
         auto group_sum = [&](const std::string& nn, const TensorRef& x) {

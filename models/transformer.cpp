@@ -20,10 +20,12 @@
 // (layers.3.attn.o_proj.reduce_scatter); with context parallelism (mesh
 // axis sequence) a chip holds seq/sequence tokens and gathers K/V
 // (layers.3.attn.k.all_gather).
+// Sliding-window layers attend locally (AttentionAttrs::window) in
+// prefill, train and a serving step's chunk with the fused kernel; dense
+// attention's einsums compute every pair, the window's masked ones too.
 // Leaves out (the IR has no op for them): top-k selection and the expert
 // sort (stood in for by slices/reshapes of the router output, which carry
-// the dependency but not the VPU work), sliding windows in prefill/train
-// (attention is full causal there, an overcount), attention sinks' compute,
+// the dependency but not the VPU work), attention sinks' compute,
 // the new token attending to itself in decode (it sees the `context`
 // cached keys), rotate-half of rotary (layout), partial rotary (applied to
 // the whole head).
@@ -362,7 +364,7 @@ class TransformerGen {
       // Causal with S/sequence queries over S keys: the IR aligns the
       // queries with the last keys, i.e. the last sequence rank, the one
       // with the most unmasked pairs (the slowest sets the step time).
-      o = core_attention(p, q, k, v, causal);
+      o = core_attention(p, q, k, v, causal, causal && a.windowed(layer) ? a.sliding_window : 0);
       if (o_.phase == Phase::prefill) {  // each chip caches its own tokens
         append_to_cache(p + "attn.k_append", k_local);
         append_to_cache(p + "attn.v_append", v_local);
@@ -384,8 +386,9 @@ class TransformerGen {
   // matmul streams it). The scale 1/sqrt(D) is left out (XLA folds it
   // into the epilogue or into Q's producer: VPU work only).
   TensorRef core_attention(const std::string& p, const TensorRef& q, const TensorRef& k, const TensorRef& v,
-                           bool causal) {
-    if (o_.attention_kernel == AttentionImpl::flash) return b_.attention(p + "attn.core", q, k, v, causal);
+                           bool causal, std::int64_t window = 0) {
+    if (o_.attention_kernel == AttentionImpl::flash)
+      return b_.attention(p + "attn.core", q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window);
     const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];
     const std::int64_t Sk = k.shape[1], KV = k.shape[2], Dv = v.shape[3];
     TensorRef qg = b_.reshape(p + "attn.q_groups", q, {B_, Sq, KV, H / KV, D});
@@ -423,7 +426,8 @@ class TransformerGen {
       kp = b_.concat(p + "attn.chunk_k_all", {b_.kv_cache(p + "attn.chunk_k_cache", {1, pc, KV, D}, kd_), kp}, 1);
       vp = b_.concat(p + "attn.chunk_v_all", {b_.kv_cache(p + "attn.chunk_v_cache", {1, pc, KV, D}, kd_), vp}, 1);
     }
-    TensorRef o = b_.attention(p + "attn.chunk_core", rows(p + "attn.chunk_q", q, 0, P), kp, vp, true);
+    TensorRef o = b_.attention(p + "attn.chunk_core", rows(p + "attn.chunk_q", q, 0, P), kp, vp, true, std::nullopt,
+                               workloads::AttentionPass::forward, a.windowed(layer) ? a.sliding_window : 0);
     if (Bd == 0) return o;
     const std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
     auto per_seq = [&](const std::string& n, const TensorRef& x) {

@@ -86,20 +86,25 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         const double bwd = a.backward() ? 1.0 : 0.0;
         const double grad_kv = a.dkv() ? 1.0 : 0.0;
         const double vmem = 2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
-                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 * (1 + bwd) +
+                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows *
+                                static_cast<double>(sub) * 4 * (1 + bwd) +
                             h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 +
                             2 * h * rows * a.v_dim * ob;
         if (vmem > static_cast<double>(f.vmem_budget)) continue;
         // Steps: (batch, head group, query block) units, each over the key
-        // blocks its last query sees.
+        // blocks from the one holding its first query's first key (a
+        // window's start; else 0) to the one holding its last query's last.
         const std::int64_t nq = ceil_div(a.q_len, bp);
         double kv_blocks = 0, kv_positions = 0;
         std::vector<double> blocks_of(static_cast<std::size_t>(nq));
         for (std::int64_t qi = 0; qi < nq; ++qi) {
           const std::int64_t vis = a.visible(std::min(a.q_len, (qi + 1) * bp) - 1);
-          blocks_of[static_cast<std::size_t>(qi)] = static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv)));
+          const std::int64_t skipped =
+              std::min(a.first_visible(qi * bp) / bkv, std::max<std::int64_t>(0, ceil_div(vis, bkv) - 1));
+          blocks_of[static_cast<std::size_t>(qi)] =
+              static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv) - skipped));
           kv_blocks += blocks_of[static_cast<std::size_t>(qi)];
-          kv_positions += static_cast<double>(std::min(round_up(vis, bkv), round_up(a.kv_len, f.cols)));
+          kv_positions += static_cast<double>(std::min(round_up(vis, bkv) - skipped * bkv, round_up(a.kv_len, f.cols)));
         }
         const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
         const double units = static_cast<double>(a.batch) * static_cast<double>(groups);
@@ -142,9 +147,9 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
 }
 
 const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
-                                                               int cores) {
-  const Key k{a.batch,  a.q_len,   a.heads,    a.kv_heads,  a.head_dim, a.v_dim, a.kv_len,
-              a.causal, a.pass,    a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
+                                                                int cores) {
+  const Key k{a.batch,  a.q_len,  a.heads, a.kv_heads, a.head_dim, a.v_dim,     a.kv_len,
+              a.causal, a.window, a.pass,  a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

@@ -31,6 +31,7 @@ namespace tpusim::sim::lowering {
 struct AttentionShape {
   std::int64_t batch = 1, q_len = 1, heads = 1, kv_heads = 1, head_dim = 128, v_dim = 128, kv_len = 1;
   bool causal = false;
+  std::int64_t window = 0;  // workloads::AttentionAttrs::window (causal only; 0 = none)
   workloads::AttentionPass pass = workloads::AttentionPass::forward;
   arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
 
@@ -48,6 +49,13 @@ struct AttentionShape {
   // (queries align with the last keys).
   std::int64_t visible(std::int64_t q_last) const {
     return causal ? std::min(kv_len, q_last + (kv_len - q_len) + 1) : kv_len;
+  }
+  // The first key position the first query of a block starting at q_first
+  // sees: 0, or with a window the start of that query's window. A local
+  // mask's kernel (splash attention's LocalMask) skips the key blocks
+  // wholly before it, as a causal one skips those past the diagonal.
+  std::int64_t first_visible(std::int64_t q_first) const {
+    return causal && window > 0 ? std::max<std::int64_t>(0, q_first + (kv_len - q_len) - window + 1) : 0;
   }
 };
 
@@ -99,8 +107,9 @@ class AttentionTilingCache {
   const std::optional<AttentionTiling>& get(const AttentionShape& a, const ChipFigures& f, int cores);
 
  private:
-  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, bool, workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
+  using Key =
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
+                 std::int64_t, workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

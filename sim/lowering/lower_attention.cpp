@@ -6,8 +6,9 @@
 // next sub-block's scores while the VPU and XLU do this one's online
 // softmax: S = Q K^T (MXU), softmax (VPU, EUP; row max and sum on the XLU),
 // O += P V (MXU). The normalised output block is stored once per query
-// block. Key blocks wholly above the causal diagonal are skipped; blocks
-// on it are computed whole, as kernels do.
+// block. Key blocks wholly above the causal diagonal are skipped, and with
+// a window (local attention) those wholly before it; blocks on either edge
+// are computed whole, as kernels do.
 #include <sstream>
 
 #include "sim/lowering/attention_tiling.h"
@@ -79,6 +80,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.kv_heads = k.shape[2];
   a.v_dim = v.shape[3];
   a.causal = op.as<workloads::AttentionAttrs>().causal;
+  a.window = op.as<workloads::AttentionAttrs>().window;
   a.pass = op.as<workloads::AttentionAttrs>().pass;
   a.q_dtype = q.dtype;
   a.kv_dtype = k.dtype;
@@ -139,11 +141,14 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
         const std::int64_t h0 = g * hb;    // first KV head
         const std::int64_t rows = pn * G;  // query rows per KV head
         const std::int64_t kv_blocks = std::max<std::int64_t>(1, ceil_div(a.visible(p0 + pn - 1), bkv));
-        for (std::int64_t kj = 0; kj < kv_blocks; ++kj) {
+        // A window's key blocks wholly before the block's first query's
+        // window are skipped (none without a window).
+        const std::int64_t kj0 = std::min(a.first_visible(p0) / bkv, kv_blocks - 1);
+        for (std::int64_t kj = kj0; kj < kv_blocks; ++kj) {
           const std::int64_t c0 = kj * bkv, cn = std::min(bkv, Lkv - c0);
           Step s;
           s.core = core;
-          if (kj == 0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
+          if (kj == kj0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
             s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
                                    static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
           // K and V head-major [B, KVH, Lkv, D]: one piece per head.
@@ -155,20 +160,19 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // converted on the VPU before the step's first QK^T.
           std::vector<int> converted;
           const auto q_elems = static_cast<std::uint64_t>(pn * hb * G * D);
-          const auto k_elems = static_cast<std::uint64_t>(cn * hb * D), v_elems = static_cast<std::uint64_t>(cn * hb * Dv);
-          const double conv_ops =
-              (kj == 0 ? q_ops * static_cast<double>(q_elems) : 0.0) + k_ops * static_cast<double>(k_elems) +
-              v_ops * static_cast<double>(v_elems);
+          const auto k_elems = static_cast<std::uint64_t>(cn * hb * D),
+                     v_elems = static_cast<std::uint64_t>(cn * hb * Dv);
+          const double conv_ops = (kj == kj0 ? q_ops * static_cast<double>(q_elems) : 0.0) +
+                                  k_ops * static_cast<double>(k_elems) + v_ops * static_cast<double>(v_elems);
           if (conv_ops > 0) {
-            const std::uint64_t conv_elems = (kj == 0 && q_ops > 0 ? q_elems : 0) + (k_ops > 0 ? k_elems : 0) +
-                                             (v_ops > 0 ? v_elems : 0);
-            const arch::Instr cv =
-                vpu(conv_elems, t, conv_ops / static_cast<double>(conv_elems), 0, 1, 1);
+            const std::uint64_t conv_elems =
+                (kj == kj0 && q_ops > 0 ? q_elems : 0) + (k_ops > 0 ? k_elems : 0) + (v_ops > 0 ? v_elems : 0);
+            const arch::Instr cv = vpu(conv_elems, t, conv_ops / static_cast<double>(conv_elems), 0, 1, 1);
             plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, cv);
             s.compute.push_back({cv, {}});
             converted.push_back(static_cast<int>(s.compute.size()) - 1);
-            const std::uint64_t sb = scale_share(k, k_elems) + scale_share(v, v_elems) +
-                                     (kj == 0 ? scale_share(q, q_elems) : 0);
+            const std::uint64_t sb =
+                scale_share(k, k_elems) + scale_share(v, v_elems) + (kj == kj0 ? scale_share(q, q_elems) : 0);
             if (sb > 0) {
               s.loads.push_back(load(kr, sb));  // the block's scales, beside its values
               plan.scale_bytes += sb;
@@ -198,10 +202,12 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           auto scores_of = [&](std::int64_t j) {
             std::vector<int> ids;
             if (pairs(score_mms, width(j))) {
-              ids = heads_matmul(s, f, hb, rows, score_mms[0].width(D, Dv), 2 * width(j), t, converted, plan.padded_macs, j);
+              ids = heads_matmul(s, f, hb, rows, score_mms[0].width(D, Dv), 2 * width(j), t, converted,
+                                 plan.padded_macs, j);
             } else {
               for (const auto& mm : score_mms) {
-                const std::vector<int> m = heads_matmul(s, f, hb, rows, mm.width(D, Dv), width(j), t, converted, plan.padded_macs, j);
+                const std::vector<int> m =
+                    heads_matmul(s, f, hb, rows, mm.width(D, Dv), width(j), t, converted, plan.padded_macs, j);
                 ids.insert(ids.end(), m.begin(), m.end());
               }
             }
@@ -214,7 +220,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             if (j + ahead < ns) scores_of(j + ahead);
             const std::uint64_t w = static_cast<std::uint64_t>(width(j));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
-            s.compute.push_back({vpu(scores, DType::f32, kern.vpu_ops_per_score, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
+            s.compute.push_back(
+                {vpu(scores, DType::f32, kern.vpu_ops_per_score, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
             const int soft = static_cast<int>(s.compute.size()) - 1;
             std::vector<int> ready = {soft};
             if (kern.row_reductions) {

@@ -98,7 +98,10 @@ void add_op(WorkloadBuilder& b, const std::string& kind, int i, Rng& r, arch::DT
     auto q = b.input(in, {bt, lq, h, d}, t);
     auto k = b.input(p + ".k", {bt, lkv, kvh, d}, t);
     auto v = b.input(p + ".v", {bt, lkv, kvh, d}, t);
-    b.attention(p, q, k, v, r.coin());
+    // Causal half the time, and then a sliding window half the time.
+    const bool causal = r.coin();
+    const std::int64_t window = causal && r.coin() ? r.dim(1, lkv) : 0;
+    b.attention(p, q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window);
   } else if (kind == "gather") {
     auto table = b.weight(p + ".table", {r.dim(16, 100000), r.pick({64, 128, 256})}, t);
     auto idx = b.input(in, {r.dim(1, 2048)}, arch::DType::f32);

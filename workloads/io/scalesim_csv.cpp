@@ -149,7 +149,8 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
         continue;
       }
       wl.tensors.push_back({layer + ".ifmap", {1, H, W, C}, opts.dtype, MemSpace::hbm, TensorKind::input, loc, {}, {}});
-      wl.tensors.push_back({layer + ".filter", {FH, FW, C, NF}, opts.dtype, MemSpace::hbm, TensorKind::weight, loc, {}, {}});
+      wl.tensors.push_back(
+          {layer + ".filter", {FH, FW, C, NF}, opts.dtype, MemSpace::hbm, TensorKind::weight, loc, {}, {}});
       Conv2dAttrs a;
       a.stride_h = S;
       a.stride_w = SW;
@@ -158,14 +159,17 @@ Workload read_scalesim_csv_string(const std::string& text, const std::string& fi
       op.inputs = {layer + ".ifmap", layer + ".filter"};
       op.attrs = a;
       auto g = conv2d_geometry(a, H, W, FH, FW);
-      wl.tensors.push_back({layer, {1, g.out_h, g.out_w, NF}, opts.dtype, MemSpace::hbm, TensorKind::output, loc, {}, {}});
+      wl.tensors.push_back(
+          {layer, {1, g.out_h, g.out_w, NF}, opts.dtype, MemSpace::hbm, TensorKind::output, loc, {}, {}});
     } else {
       std::int64_t M = v[1], N = v[2], K = v[3];
       wl.tensors.push_back({layer + ".a", {M, K}, opts.dtype, MemSpace::hbm, TensorKind::input, loc, {}, {}});
       wl.tensors.push_back({layer + ".b", {K, N}, opts.dtype, MemSpace::hbm, TensorKind::weight, loc, {}, {}});
       op.kind = OpKind::matmul;
       op.inputs = {layer + ".a", layer + ".b"};
-      op.attrs = MatmulAttrs{"mk,kn->mn", std::nullopt, std::nullopt};
+      MatmulAttrs mm;
+      mm.equation = "mk,kn->mn";
+      op.attrs = mm;
       wl.tensors.push_back({layer, {M, N}, opts.dtype, MemSpace::hbm, TensorKind::output, loc, {}, {}});
     }
     wl.ops.push_back(std::move(op));

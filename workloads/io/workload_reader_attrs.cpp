@@ -18,7 +18,7 @@ std::vector<std::string> Reader::attr_keys(OpKind k) {
     case OpKind::softmax: return {"axis"};
     case OpKind::layer_norm:
     case OpKind::rms_norm: return {"axis", "epsilon"};
-    case OpKind::attention: return {"causal", "scale", "pass"};
+    case OpKind::attention: return {"causal", "scale", "pass", "window"};
     case OpKind::gather: return {};
     case OpKind::transpose: return {"perm"};
     case OpKind::reshape: return {"shape"};
@@ -177,6 +177,7 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
                 {AttentionPass::forward, AttentionPass::grad_q, AttentionPass::grad_kv, AttentionPass::grad_qkv},
                 parse_attention_pass, attention_pass_name))
           a.pass = *ps;
+      int_key(a.window, "window", false);
       break;
     }
     case OpKind::gather: break;

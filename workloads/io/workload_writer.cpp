@@ -132,6 +132,7 @@ void attrs_doc(const Op& op, Doc& d) {
       d.add("causal", Doc::boolean(a.causal));
       if (a.scale) d.add("scale", Doc::real(*a.scale));
       if (a.pass != AttentionPass::forward) d.add("pass", Doc::str(std::string(attention_pass_name(a.pass))));
+      if (a.window > 0) d.add("window", Doc::num(a.window));
       break;
     }
     case OpKind::gather: break;

@@ -25,7 +25,7 @@ OpCost& OpCost::operator+=(const OpCost& o) {
   return *this;
 }
 
-std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal) {
+std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal, std::int64_t window) {
   __extension__ typedef unsigned __int128 u128;
   if (q_len <= 0 || kv_len <= 0) return 0;
   u128 n;
@@ -34,9 +34,20 @@ std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, boo
   } else {
     // Query i sees min(kv_len, max(0, i + kv_len - q_len + 1)) keys; the
     // last query sees kv_len, each earlier one one fewer, down to 1 (or to
-    // kv_len - q_len + 1 when kv_len >= q_len): an arithmetic series.
+    // kv_len - q_len + 1 when kv_len >= q_len): an arithmetic series x =
+    // first..kv_len. A window caps each term at `window`: the series up
+    // to the window, then `window` for every larger x.
     const std::int64_t first = std::max<std::int64_t>(1, kv_len - q_len + 1);
-    n = (static_cast<u128>(first) + static_cast<u128>(kv_len)) * static_cast<u128>(kv_len - first + 1) / 2;
+    auto series = [](std::int64_t a, std::int64_t b) {  // a + ... + b, 0 when b < a
+      return b < a ? u128{0} : (static_cast<u128>(a) + static_cast<u128>(b)) * static_cast<u128>(b - a + 1) / 2;
+    };
+    if (window <= 0 || window >= kv_len) {
+      n = series(first, kv_len);
+    } else {
+      const std::int64_t capped_from = std::max(first, window + 1);
+      n = series(first, std::min(kv_len, window)) +
+          static_cast<u128>(window) * static_cast<u128>(std::max<std::int64_t>(0, kv_len - capped_from + 1));
+    }
   }
   return n > std::numeric_limits<std::uint64_t>::max() ? std::numeric_limits<std::uint64_t>::max()
                                                        : static_cast<std::uint64_t>(n);
@@ -177,7 +188,8 @@ OpCost cost_impl(Find find, const Op& op) {
     case OpKind::attention: {
       const Shape &q = in.at(0)->shape, &v = in.at(2)->shape;
       u64 heads = k.mul(U(q[0]), U(q[2]));  // batch x heads
-      const u64 per_head = attention_score_pairs(q[1], v[1], op.as<AttentionAttrs>().causal);
+      const auto& aa = op.as<AttentionAttrs>();
+      const u64 per_head = attention_score_pairs(q[1], v[1], aa.causal, aa.window);
       if (per_head == std::numeric_limits<u64>::max()) k.overflow();
       u64 pairs = k.mul(heads, per_head);
       // Per score, the kernel's matmuls (attention_kernel: forward QK^T

@@ -41,7 +41,9 @@ struct OpCost {
 // Unmasked (query, key) pairs of one (batch, head) of attention; see
 // AttentionAttrs for the causal alignment. Closed form (no loop over
 // queries); saturates at UINT64_MAX when the count does not fit.
-std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal);
+// With `window` > 0 (causal only), query i sees at most that many keys,
+// the ones ending at its diagonal (AttentionAttrs::window).
+std::uint64_t attention_score_pairs(std::int64_t q_len, std::int64_t kv_len, bool causal, std::int64_t window = 0);
 
 // Cost of one op; its tensors must exist in wl (throws WorkloadError otherwise).
 OpCost op_cost(const Workload& wl, const Op& op);

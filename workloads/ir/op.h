@@ -239,11 +239,18 @@ struct AttentionKernel {
 // (exp(S - lse), dP - di, the products), no row reductions.
 const AttentionKernel& attention_kernel(AttentionPass p);
 
+// `window` (causal only; 0 = none): local attention, as sliding-window
+// layers (Mistral, Gemma 2/3, gpt-oss) and splash attention's LocalMask
+// compute it: query i sees the `window` keys ending at its diagonal,
+// j in (i' - window, i'] with i' = i + (Lkv - Lq).
 struct AttentionAttrs {
   bool causal = false;
   std::optional<double> scale;  // default 1/sqrt(D)
   AttentionPass pass = AttentionPass::forward;
-  bool operator==(const AttentionAttrs& o) const { return causal == o.causal && scale == o.scale && pass == o.pass; }
+  std::int64_t window = 0;
+  bool operator==(const AttentionAttrs& o) const {
+    return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window;
+  }
 };
 
 // ---- gather -------------------------------------------------------------

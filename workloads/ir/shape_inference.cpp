@@ -393,6 +393,8 @@ class Inferer {
            std::to_string(k[2]) + " (key shape " + shape_str(k) + ")");
     const auto& a = op_.as<AttentionAttrs>();
     if (a.scale && !(*a.scale > 0)) fail("scale: expected > 0, found " + std::to_string(*a.scale));
+    if (a.window < 0) fail("window: expected >= 1 keys (or 0: none), found " + std::to_string(a.window));
+    if (a.window > 0 && !a.causal) fail("window: expected causal: true (a window ends at each query's diagonal)");
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
   }
 

@@ -72,6 +72,38 @@ TEST(Generate, ZooListsTheSeventeenNamedModels) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
+// Sliding-window layers (gpt-oss: window 128 on every other layer) attend
+// locally in prefill and train, backward kernels too, and the closed form
+// counts the same pairs as the generated operators.
+TEST(Generate, SlidingWindowLayersAttendLocallyInPrefillAndTrain) {
+  ModelSpec m = load_model("gpt-oss-120b");
+  m.transformer.layers = 2;
+  for (Phase ph : {Phase::prefill, Phase::train}) {
+    PhaseOptions o;
+    o.phase = ph;
+    o.batch = 1;
+    o.seq_len = 1024;
+    const Workload w = generate(m, o);
+    const Op* local = w.find_op("layers.0.attn.core");
+    const Op* global = w.find_op("layers.1.attn.core");
+    ASSERT_NE(local, nullptr);
+    ASSERT_NE(global, nullptr);
+    EXPECT_EQ(local->as<AttentionAttrs>().window, 128);
+    EXPECT_EQ(global->as<AttentionAttrs>().window, 0);
+    // 1024 queries over a window of 128 keys: 128 x 129 / 2 + 896 x 128
+    // pairs against 1024 x 1025 / 2.
+    const double ratio = static_cast<double>(op_cost(w, *local).flops) / static_cast<double>(op_cost(w, *global).flops);
+    EXPECT_NEAR(ratio, (128.0 * 129 / 2 + 896.0 * 128) / (1024.0 * 1025 / 2), 1e-9);
+    if (ph == Phase::train)
+      for (const char* k : {"layers.0.attn.core.grad_q", "layers.0.attn.core.grad_kv"}) {
+        const Op* g = w.find_op(k);
+        ASSERT_NE(g, nullptr) << k;
+        EXPECT_EQ(g->as<AttentionAttrs>().window, 128) << k;
+      }
+    EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01) << phase_name(ph);
+  }
+}
+
 TEST(Generate, DecodeReadsContextAndAppendsOneToken) {
   ModelSpec m = load_model("llama3-8b");
   PhaseOptions o;

@@ -94,6 +94,22 @@ TEST(Cost, AttentionScorePairs) {
   EXPECT_EQ(attention_score_pairs(2, 5, true), 9u);      // query 0 sees 4 keys, query 1 sees 5
   EXPECT_EQ(attention_score_pairs(1, 100, true), 100u);  // decode sees the whole cache
   EXPECT_EQ(attention_score_pairs(5, 3, true), 6u);      // 0+0+1+2+3
+  // A window caps each query's keys: 1+2+3+3+3+3 for 6 queries, window 3.
+  EXPECT_EQ(attention_score_pairs(6, 6, true, 3), 15u);
+  EXPECT_EQ(attention_score_pairs(1, 100, true, 8), 8u);  // decode over a window
+  // The closed form against counting every (query, key) pair, over query
+  // and key lengths either way round and windows below, at and above both.
+  for (std::int64_t q = 1; q <= 9; ++q)
+    for (std::int64_t kv = 1; kv <= 9; ++kv)
+      for (std::int64_t w = 0; w <= 11; ++w) {
+        std::uint64_t n = 0;
+        for (std::int64_t i = 0; i < q; ++i)
+          for (std::int64_t j = 0; j < kv; ++j) {
+            const std::int64_t diag = i + (kv - q);
+            if (j <= diag && (w == 0 || j > diag - w)) ++n;
+          }
+        EXPECT_EQ(attention_score_pairs(q, kv, true, w), n) << q << " " << kv << " " << w;
+      }
 }
 
 TEST(Cost, AttentionFlops) {

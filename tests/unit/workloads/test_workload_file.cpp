@@ -365,14 +365,20 @@ TEST(WorkloadFile, BadQuantizationKeysAreLocated) {
   EXPECT_NE(err("{name: w, shape: [8], dtype: bf16, sparsity: \"2:4\"}").find("rank >= 2"), std::string::npos);
 }
 
+// The head of a file with a query q [1, 16, 4, 8] and a key k [1, 16, 2, 8]
+// (k stands for the value too), up to its ops.
+std::string attention_tensors() {
+  return std::string(kHeader) +
+         "tensors:\n"
+         "  - {name: q, shape: [1, 16, 4, 8], dtype: bf16}\n"
+         "  - {name: k, shape: [1, 16, 2, 8], dtype: bf16}\n"
+         "ops:\n";
+}
+
 // An attention op names its kernel with `pass` (forward by default); the
 // backward kernels round-trip and a misspelt pass is located.
 TEST(WorkloadFile, AttentionPassRoundTripsAndIsChecked) {
-  const std::string base = std::string(kHeader) +
-                           "tensors:\n"
-                           "  - {name: q, shape: [1, 16, 4, 8], dtype: bf16}\n"
-                           "  - {name: k, shape: [1, 16, 2, 8], dtype: bf16}\n"
-                           "ops:\n";
+  const std::string base = attention_tensors();
   Workload wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], pass: grad_q}\n");
   EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().pass, AttentionPass::grad_q);
   EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
@@ -384,6 +390,28 @@ TEST(WorkloadFile, AttentionPassRoundTripsAndIsChecked) {
   EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("pass"), std::string::npos) << msg;
   EXPECT_NE(msg.find("grad_v"), std::string::npos) << msg;
+}
+
+// Local attention's window round-trips (left out when 0) and needs a causal
+// op and a positive count, each error at the op's line.
+TEST(WorkloadFile, AttentionWindowRoundTripsAndIsChecked) {
+  const std::string base = attention_tensors();
+  Workload wl =
+      read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], causal: true, window: 4}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().window, 4);
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], causal: true}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().window, 0);
+  EXPECT_EQ(workload_to_yaml(wl).find("window"), std::string::npos);
+  std::string msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], window: 4}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("window: expected causal: true"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], causal: true, window: -2}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("window: expected >= 1 keys (or 0: none), found -2"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], causal: true, window: wide}\n");
+  EXPECT_NE(msg.find("window"), std::string::npos) << msg;
 }
 
 // A copy names where it goes: hbm or host, nothing else, and must say so.
