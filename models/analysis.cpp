@@ -36,12 +36,13 @@ u64 attn_params(const TransformerSpec& t) {
   if (a.qkv_bias) p += H * D + 2 * KV * D;
   if (a.out_bias) p += h;
   if (a.sinks) p += H;
+  if (a.qk_norm) p += 2 * norm_params(t, a.head_dim);
   return p;
 }
 
 u64 ffn_params(const TransformerSpec& t, std::int64_t size, bool bias) {
   const u64 h = U(t.hidden), F = U(size);
-  if (t.ffn.kind == FfnKind::swiglu) return 3 * h * F + (bias ? 2 * F + h : 0);
+  if (t.ffn.gated()) return 3 * h * F + (bias ? 2 * F + h : 0);
   return 2 * h * F + (bias ? F + h : 0);
 }
 
@@ -77,7 +78,8 @@ ParamCounts transformer_params(const ModelSpec& m) {
   }
   u64 layers = 0, active_layers = 0, routed = 0;
   for (std::int64_t i = 0; i < t.layers; ++i) {
-    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
+    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2) +
+            (t.post_norms ? 2 * norm_params(t, t.hidden) : 0);
     u64 act = p;
     if (t.is_moe_layer(i)) {
       const auto& e = t.moe;
@@ -191,7 +193,7 @@ double layer_act_elems(const TransformerSpec& t, std::int64_t layer, double cf =
   const double h = static_cast<double>(t.hidden);
   double e = 6 * h;  // norm outputs, residual sums, projections' outputs
   e += static_cast<double>(a.heads * (a.qk_dim() + a.v_dim()) + 2 * a.kv_heads * std::max(a.qk_dim(), a.v_dim()));
-  const double per_ffn = t.ffn.kind == FfnKind::swiglu ? 4 : 2;
+  const double per_ffn = t.ffn.gated() ? 4 : 2;
   if (t.is_moe_layer(layer)) {
     const auto& m = t.moe;
     const double slots = static_cast<double>(m.top_k) * (cf > 0 ? cf : 1.0);
@@ -216,7 +218,7 @@ double layer_matmul_out_elems(const TransformerSpec& t, std::int64_t layer, bool
   const double h = static_cast<double>(t.hidden);
   double e = 3 * h;
   e += static_cast<double>(a.heads * a.qk_dim() + 2 * a.kv_heads * std::max(a.qk_dim(), a.v_dim()));
-  const double per_ffn = !mlpwi ? 0 : t.ffn.kind == FfnKind::swiglu ? 2 : 1;  // up (and gate) outputs
+  const double per_ffn = !mlpwi ? 0 : t.ffn.gated() ? 2 : 1;  // up (and gate) outputs
   if (t.is_moe_layer(layer)) {
     const auto& m = t.moe;
     e += static_cast<double>(m.experts) + static_cast<double>(m.top_k) * (per_ffn * m.expert_ffn_size + h);
@@ -230,7 +232,7 @@ double layer_matmul_out_elems(const TransformerSpec& t, std::int64_t layer, bool
 // Forward MACs per token of the FFN's input projections over all layers
 // (MaxText's "mlpwi", recomputed by the selective policy).
 double mlpwi_macs_per_token(const TransformerSpec& t) {
-  const double h = static_cast<double>(t.hidden), per_ffn = t.ffn.kind == FfnKind::swiglu ? 2 : 1;
+  const double h = static_cast<double>(t.hidden), per_ffn = t.ffn.gated() ? 2 : 1;
   double m = 0;
   for (std::int64_t i = 0; i < t.layers; ++i)
     m += t.is_moe_layer(i)
@@ -273,7 +275,7 @@ double layer_offloaded_elems(const TransformerSpec& t, std::int64_t layer, Remat
 std::pair<double, bool> named_activation_elems(const TransformerSpec& t, std::int64_t layer, RematTensor n) {
   const auto& a = t.attention;
   const double h = static_cast<double>(t.hidden);
-  const bool moe = t.is_moe_layer(layer), gated = t.ffn.kind == FfnKind::swiglu;
+  const bool moe = t.is_moe_layer(layer), gated = t.ffn.gated();
   const double ffn = moe ? static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
                          : static_cast<double>(t.ffn.size);
   switch (n) {
@@ -325,7 +327,7 @@ double custom_kept_macs_per_token(const TransformerSpec& t, const RematCustom& c
     if (keeps(RematTensor::key_proj)) m += h * static_cast<double>(a.kv_heads * a.qk_dim());
     if (keeps(RematTensor::value_proj)) m += h * static_cast<double>(a.kv_heads * a.v_dim());
     if (keeps(RematTensor::out_proj) && !t.parallel_block) m += h * static_cast<double>(a.heads * a.v_dim());
-    const bool moe = t.is_moe_layer(i), gated = t.ffn.kind == FfnKind::swiglu;
+    const bool moe = t.is_moe_layer(i), gated = t.ffn.gated();
     const double ffn = moe ? static_cast<double>((t.moe.top_k + t.moe.shared_experts) * t.moe.expert_ffn_size)
                            : static_cast<double>(t.ffn.size);
     if (keeps(RematTensor::mlpwi_0)) m += h * ffn;
@@ -397,7 +399,8 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
   // Replicated K/V projections (tensor > kv_heads) are divided by kv_heads, not tensor.
   const u64 kvs = kv_split(t, static_cast<std::int64_t>(tp)), kvp = kvs < tp ? kv_proj_params(t) : 0;
   for (std::int64_t i = 0; i < t.layers; ++i) {
-    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2);
+    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2) +
+            (t.post_norms ? 2 * norm_params(t, t.hidden) : 0);
     u64 routed = 0;
     if (t.is_moe_layer(i)) {
       const auto& e = t.moe;
@@ -473,7 +476,7 @@ double attention_flops_per_token(const ModelSpec& m, std::int64_t context) {
 std::string layer_sampling_obstacle(const ModelSpec& m) {
   if (m.family != Family::decoder) return "layer sampling needs a decoder";
   const auto& t = m.transformer;
-  if (t.attention.sliding_window > 0 && t.attention.sliding_window_every > 1)
+  if (t.attention.sliding_window > 0 && (t.attention.sliding_window_every > 1 || t.attention.global_every > 0))
     return "sliding-window attention alternates between layers";
   return "";
 }

@@ -116,7 +116,7 @@ void check_lora(const ModelSpec& m, const PhaseOptions& o, std::vector<Diagnosti
   const auto& t = m.transformer;
   if (t.attention.kind != AttentionKind::mha)
     bad("lora_targets", "multi-head (MHA/GQA/MQA) attention for LoRA adapters", "latent attention (MLA)");
-  if (l.has(LoraTarget::gate) && t.ffn.kind != FfnKind::swiglu)
+  if (l.has(LoraTarget::gate) && !t.ffn.gated())
     bad("lora_targets", "gate only on a gated (SwiGLU) FFN", "gate on a model without one");
   // The token rows of the step, as the generator builds them.
   const std::int64_t tokens = local_batch(o) * local_seq(o) + o.serve_decode * o.decode_tokens;

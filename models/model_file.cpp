@@ -179,7 +179,16 @@ void read_attention(Map& top, TransformerSpec& t, Ctx& c, bool decoder) {
   if (decoder) {
     a.sinks = m.boolean("sinks", false);
     a.sliding_window = m.integer("sliding_window", false, 0, 0);
+    const bool every = m.has("sliding_window_every");
     a.sliding_window_every = m.integer("sliding_window_every", false, a.sliding_window > 0 ? 1 : 0, 0);
+    a.global_every = m.has("global_attention_every") ? m.integer("global_attention_every", false, 0, 2) : 0;
+    if (a.global_every > 0 && every)
+      c.error(m.get("global_attention_every").Mark(), "attention.global_attention_every",
+              "either sliding_window_every (the windowed layers) or global_attention_every (the global ones)", "both");
+    if (a.global_every > 0 && a.sliding_window == 0)
+      c.error(m.get("global_attention_every").Mark(), "attention.global_attention_every",
+              "a sliding_window for the other layers", "none");
+    a.qk_norm = m.boolean("qk_norm", false);
   }
   m.finish();
 }
@@ -190,7 +199,7 @@ void read_ffn(Map& top, TransformerSpec& t, Ctx& c, bool decoder) {
     return;
   }
   Map m(c, top.get("ffn"), "ffn");
-  t.ffn.kind = static_cast<FfnKind>(m.choice("kind", {"swiglu", "gelu", "relu"}, decoder ? 0 : 1, true));
+  t.ffn.kind = static_cast<FfnKind>(m.choice("kind", {"swiglu", "gelu", "relu", "geglu"}, decoder ? 0 : 1, true));
   t.ffn.size = m.integer("size", true, 1);
   t.ffn.bias = m.boolean("bias", !decoder);
   m.finish();
@@ -235,6 +244,7 @@ void read_transformer(Map& m, ModelSpec& s, Ctx& c) {
     t.tied_embeddings = m.boolean("tied_embeddings", false);
     t.lm_head_bias = m.boolean("lm_head_bias", false);
     t.parallel_block = m.boolean("parallel_block", false);
+    t.post_norms = m.boolean("post_norms", false);
     read_moe(m, t, c);
   } else {
     t.position = PositionKind::learned;

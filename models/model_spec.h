@@ -26,7 +26,8 @@ namespace tpusim::models {
 using arch::DType;
 
 enum class Family { decoder, encoder, vit, resnet, dlrm };
-enum class FfnKind { swiglu, gelu, relu };
+// geglu: the gated FFN of swiglu with GELU for SiLU (Gemma).
+enum class FfnKind { swiglu, gelu, relu, geglu };
 enum class NormKind { rmsnorm, layernorm };
 enum class PositionKind { rotary, learned, none };
 enum class AttentionKind { mha, mla };  // mha covers GQA/MQA via kv_heads
@@ -149,6 +150,11 @@ struct AttentionSpec {
   bool sinks = false;                     // gpt-oss: one learned logit per head
   std::int64_t sliding_window = 0;        // 0 = none
   std::int64_t sliding_window_every = 0;  // layer i uses the window if i % every == 0
+  // Or, with global_every > 0, every layer uses the window but the last of
+  // each global_every (i % global_every == global_every - 1): Gemma 3's five
+  // local layers to one global (MaxText GEMMA3_ATTENTION_PATTERN).
+  std::int64_t global_every = 0;
+  bool qk_norm = false;  // RMSNorm of each query and key head (Gemma 3)
   // Multi-head latent attention (DeepSeek-V2/V3).
   std::int64_t q_lora_rank = 0;  // 0 = q projected directly
   std::int64_t kv_lora_rank = 0;
@@ -159,12 +165,16 @@ struct AttentionSpec {
   std::int64_t qk_dim() const { return kind == AttentionKind::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   std::int64_t v_dim() const { return kind == AttentionKind::mla ? v_head_dim : head_dim; }
   bool windowed(std::int64_t layer) const {
-    return sliding_window > 0 && sliding_window_every > 0 && layer % sliding_window_every == 0;
+    if (sliding_window <= 0) return false;
+    if (global_every > 0) return layer % global_every != global_every - 1;
+    return sliding_window_every > 0 && layer % sliding_window_every == 0;
   }
 };
 
 struct FfnSpec {
   FfnKind kind = FfnKind::swiglu;
+  // Gate and up projections, their product to the down projection.
+  bool gated() const { return kind == FfnKind::swiglu || kind == FfnKind::geglu; }
   std::int64_t size = 0;  // intermediate size
   bool bias = false;
 };
@@ -194,6 +204,7 @@ struct TransformerSpec {
   bool tied_embeddings = false;
   bool lm_head_bias = false;
   bool parallel_block = false;  // GPT-J: attention and FFN read the same norm
+  bool post_norms = false;      // Gemma 2/3: a norm of the attention's and the FFN's outputs before each residual add
   AttentionSpec attention;
   FfnSpec ffn;
   MoeSpec moe;

@@ -338,6 +338,10 @@ class TransformerGen {
     q = b_.reshape(p + "attn.q_heads", q, {B_, S_, H, D});
     k = b_.reshape(p + "attn.k_heads", k, {B_, S_, KV, D});
     v = b_.reshape(p + "attn.v_heads", v, {B_, S_, KV, D});
+    if (a.qk_norm) {  // over each head's D, one scale of D shared by the heads
+      q = norm(p + "attn.q_norm", q);
+      k = norm(p + "attn.k_norm", k);
+    }
     if (t_.position == PositionKind::rotary) {
       q = rope(p + "attn.q_rope", q);
       k = rope(p + "attn.k_rope", k);
@@ -517,16 +521,21 @@ class TransformerGen {
     return row_linear(p + "attn.o_proj", o, H * vd, t_.hidden, false);
   }
 
+  // The gated FFN's activation: SiLU (swiglu) or GELU (geglu).
+  workloads::EwKind gate_activation() const {
+    return t_.ffn.kind == FfnKind::geglu ? workloads::EwKind::gelu : workloads::EwKind::silu;
+  }
+
   // size: the whole FFN's hidden size; tensor splits it.
   TensorRef ffn(const std::string& n, const TensorRef& x, std::int64_t size, bool bias, bool reduce = true) {
     const std::int64_t h = t_.hidden;
     size /= tp_;
     // Shared experts (reduce = false) read moe()'s tokens, synced there.
     if (reduce) tp_grad_sync(x);
-    if (t_.ffn.kind == FfnKind::swiglu) {
+    if (t_.ffn.gated()) {
       TensorRef g = linear(n + ".gate_proj", x, h, size, bias);
       TensorRef u = linear(n + ".up_proj", x, h, size, bias);
-      TensorRef a = b_.elementwise(n + ".act", workloads::EwKind::silu, {g});
+      TensorRef a = b_.elementwise(n + ".act", gate_activation(), {g});
       TensorRef m = b_.mul(n + ".gated", a, u);
       return row_linear(n + ".down_proj", m, size, h, bias, reduce);
     }
@@ -557,9 +566,9 @@ class TransformerGen {
       return y;
     };
     TensorRef y;
-    if (t_.ffn.kind == FfnKind::swiglu) {
+    if (t_.ffn.gated()) {
       TensorRef g = mm("gate_proj", xe, h, F), u = mm("up_proj", xe, h, F);
-      TensorRef a = b_.elementwise(n + ".act", workloads::EwKind::silu, {g});
+      TensorRef a = b_.elementwise(n + ".act", gate_activation(), {g});
       y = mm("down_proj", b_.mul(n + ".gated", a, u), F, h);
     } else {
       TensorRef f = mm("fc1", xe, h, F);
@@ -680,10 +689,11 @@ class TransformerGen {
       TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias, false);
       TensorRef y = tp_leave(p + "block", b_.add(p + "block.partial_sum", a, f));
       if (t_.attention.out_bias) y = row_bias(p + "attn.o_proj", y, t_.hidden);
-      if (t_.ffn.bias) y = row_bias(p + (t_.ffn.kind == FfnKind::swiglu ? "mlp.down_proj" : "mlp.fc2"), y, t_.hidden);
+      if (t_.ffn.bias) y = row_bias(p + (t_.ffn.gated() ? "mlp.down_proj" : "mlp.fc2"), y, t_.hidden);
       return b_.add(p + "residual", x, y);
     }
     TensorRef a = t_.attention.kind == AttentionKind::mla ? attention_mla(p, xn) : attention_mha(p, i, xn, true);
+    if (t_.post_norms) a = norm(p + "post_attn_norm", a);
     if (t_.parallel_block) {
       TensorRef f = ffn(p + "mlp", xn, t_.ffn.size, t_.ffn.bias);
       return b_.add(p + "residual", b_.add(p + "attn_residual", x, a), f);
@@ -691,6 +701,7 @@ class TransformerGen {
     x = b_.add(p + "attn_residual", x, a);
     TensorRef xn2 = tp_enter(p + "mlp_norm", norm(p + "mlp_norm", x));
     TensorRef f = t_.is_moe_layer(i) ? moe(p, xn2) : ffn(p + "mlp", xn2, t_.ffn.size, t_.ffn.bias);
+    if (t_.post_norms) f = norm(p + "post_mlp_norm", f);
     return b_.add(p + "mlp_residual", x, f);
   }
 

@@ -64,11 +64,11 @@ INSTANTIATE_TEST_SUITE_P(Zoo, EveryModel, ::testing::ValuesIn(list_models()), []
   return s;
 });
 
-TEST(Generate, ZooListsTheSeventeenNamedModels) {
+TEST(Generate, ZooListsTheEighteenNamedModels) {
   auto names = list_models();
   for (const char* n : {"gpt3-175b", "gpt-j-6b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
-                        "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b", "bert-base", "bert-large",
-                        "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
+                        "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b", "gemma3-27b", "bert-base",
+                        "bert-large", "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
@@ -102,6 +102,36 @@ TEST(Generate, SlidingWindowLayersAttendLocallyInPrefillAndTrain) {
       }
     EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01) << phase_name(ph);
   }
+}
+
+// Gemma 3: five local layers (window 1024) to one global, in decode (a
+// window-sized cache) and prefill (local attention); a gated GELU FFN,
+// post norms and per-head query/key norms.
+TEST(Generate, Gemma3LocalAndGlobalLayers) {
+  ModelSpec m = load_model("gemma3-27b");
+  m.transformer.layers = 6;
+  PhaseOptions o;
+  o.phase = Phase::prefill;
+  o.batch = 1;
+  o.seq_len = 4096;
+  const Workload w = generate(m, o);
+  for (int i = 0; i < 6; ++i) {
+    const Op* a = w.find_op("layers." + std::to_string(i) + ".attn.core");
+    ASSERT_NE(a, nullptr) << i;
+    EXPECT_EQ(a->as<AttentionAttrs>().window, i == 5 ? 0 : 1024) << i;
+  }
+  const Op* act = w.find_op("layers.0.mlp.act");
+  ASSERT_NE(act, nullptr);
+  EXPECT_EQ(act->as<ElementwiseAttrs>().kind, EwKind::gelu);
+  for (const char* n : {"layers.0.mlp.gate_proj", "layers.0.post_attn_norm", "layers.0.post_mlp_norm",
+                        "layers.0.attn.q_norm", "layers.0.attn.k_norm"})
+    EXPECT_NE(w.find_op(n), nullptr) << n;
+  EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01);
+  o.phase = Phase::decode;
+  o.context = 8192;
+  const Workload d = generate(m, o);
+  EXPECT_EQ(d.find_tensor("layers.0.attn.k_cache")->shape[1], 1024);
+  EXPECT_EQ(d.find_tensor("layers.5.attn.k_cache")->shape[1], 8192);
 }
 
 TEST(Generate, DecodeReadsContextAndAppendsOneToken) {

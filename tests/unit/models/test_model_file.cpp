@@ -70,8 +70,9 @@ TEST(ModelFile, WrongTypesAndValues) {
       << error_of(t);
   t = kGood;
   t.replace(t.find("swiglu"), 6, "swiglo");
-  EXPECT_NE(error_of(t).find("ffn.kind: expected one of swiglu|gelu|relu, found 'swiglo' (did you mean 'swiglu'?)"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(t).find("ffn.kind: expected one of swiglu|gelu|relu|geglu, found 'swiglo' (did you mean 'swiglu'?)"),
+      std::string::npos)
       << error_of(t);
   t = kGood;
   t.replace(t.find("layers: 2"), 9, "layers: 0");
@@ -273,4 +274,41 @@ TEST(FitCheck, OffloadedActivationsMustFitTheHostMemory) {
   r = check_fit(m, o, v5p, host);
   EXPECT_TRUE(r.fits) << r.message;
   EXPECT_TRUE(r.host_fits);
+}
+
+// Gemma 3's layer pattern: with global_attention_every N, the last layer of
+// each N is global and the others use the window; the key excludes
+// sliding_window_every, needs a window and N >= 2. Post norms and QK norms
+// add their scales to the parameter count; geglu is a gated FFN.
+TEST(ModelFile, GlobalAttentionEveryPostNormsQkNormAndGeglu) {
+  std::string t = kGood;
+  const std::string attn = "attention: {heads: 4, kv_heads: 2, head_dim: 16}";
+  t.replace(t.find(attn), attn.size(),
+            "attention: {heads: 4, kv_heads: 2, head_dim: 16, sliding_window: 8, global_attention_every: 3, "
+            "qk_norm: true}\npost_norms: true");
+  t.replace(t.find("swiglu"), 6, "geglu");
+  const ModelSpec m = parse_model_text(t, "m.yaml");
+  const auto& a = m.transformer.attention;
+  for (std::int64_t i = 0; i < 7; ++i) EXPECT_EQ(a.windowed(i), i % 3 != 2) << i;
+  EXPECT_TRUE(m.transformer.ffn.gated());
+  // The layer of the good file plus two post norms (2 x 64) and the query
+  // and key norms (2 x 16), per layer.
+  const std::uint64_t layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64 + 2 * 64 + 2 * 16;
+  EXPECT_EQ(count_params(m).total, 2 * layer + 2 * 100 * 64 + 64);
+  std::string both = t;
+  both.replace(both.find("global_attention_every: 3"), 25, "global_attention_every: 3, sliding_window_every: 2");
+  EXPECT_NE(error_of(both).find("attention.global_attention_every: expected either sliding_window_every (the windowed "
+                                "layers) or global_attention_every (the global ones), found both"),
+            std::string::npos)
+      << error_of(both);
+  std::string no_window = t;
+  no_window.replace(no_window.find("sliding_window: 8, "), 19, "");
+  EXPECT_NE(error_of(no_window).find("attention.global_attention_every: expected a sliding_window for the other "
+                                     "layers, found none"),
+            std::string::npos)
+      << error_of(no_window);
+  std::string one = t;
+  one.replace(one.find("global_attention_every: 3"), 25, "global_attention_every: 1");
+  EXPECT_NE(error_of(one).find("global_attention_every: expected an integer >= 2, found 1"), std::string::npos)
+      << error_of(one);
 }

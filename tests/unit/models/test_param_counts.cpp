@@ -30,6 +30,15 @@ TEST(ParamCounts, DenseDecodersMatchPublishedWithin1Pct) {
   near_pct(P("gpt-j-6b").total, 6.05e9, 1);
 }
 
+// Gemma 3 27B: the technical report's Table 1 gives 25,600M non-embedding
+// parameters (rounded to 100M); the tied token table is the rest.
+TEST(ParamCounts, Gemma3) {
+  auto c = P("gemma3-27b");
+  const double table = 262208.0 * 5376;
+  EXPECT_NEAR(static_cast<double>(c.total) - table, 25.6e9, 0.05e9);
+  EXPECT_EQ(c.active, c.total);
+}
+
 TEST(ParamCounts, DenseModelsHaveActiveEqualTotal) {
   auto c = P("llama3-8b");
   EXPECT_EQ(c.active, c.total);
