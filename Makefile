@@ -74,7 +74,7 @@ fuzz-cli: fuzz-build
 # exceptions after SystemC switched stacks, sim/engine/asan_stack.h). The
 # other multi-chip tests repeat the same code on larger slices and take
 # minutes each in this Debug + ASan build.
-ASAN_EXTRA = ^(IciModule\..*|MultiChip\.(CollectiveTakesTheNetworkModelsTime|CollectiveNeedsASliceAndItsAxes|MeshMapsOntoSliceDimensionsAndTheirParts|ExplicitPlacementBuildsMaxTextsHybridRing|AxisOfOneChipAfterTheLastDimensionIsAGroupOfOne)|HostileCli\.(RunsBeyondTheSimulatedTimeLimitStopAndSaySo|AVcdOnAFullDiskExitsNonZeroNamingThePath))$$
+ASAN_EXTRA = ^(IciModule\..*|MultiChip\.(CollectiveTakesTheNetworkModelsTime|CollectiveNeedsASliceAndItsAxes|MeshMapsOntoSliceDimensionsAndTheirParts|ExplicitPlacementBuildsMaxTextsHybridRing|AxisOfOneChipAfterTheLastDimensionIsAGroupOfOne|PlacementOfManyPartsIsRefusedWithoutOverflow)|HostileCli\.(RunsBeyondTheSimulatedTimeLimitStopAndSaySo|AVcdOnAFullDiskExitsNonZeroNamingThePath))$$
 # Left out of the ASan run: the 256 MiB instances of the HBM models'
 # agreement with the detailed model, the same code as their smaller sizes
 # and 103 s of test time under ASan (the Release run

@@ -41,11 +41,14 @@ std::vector<SubAxis> place(const arch::ici::Slice& slice, const workloads::MeshA
       refuse(slice, "axis '" + ax.name + "': part " + p.axis + " of length " + std::to_string(length) +
                         " does not fit " + p.axis + "'s length " + std::to_string(len));
     parts.push_back({axis, static_cast<int>(p.stride), static_cast<int>(length)});
-    product *= length;
+    // Lengths are >= 1, so a product past the axis's size stays past it:
+    // it is not multiplied further (dozens of parts would overflow).
+    if (product <= ax.size) product *= length;
   }
   if (product != ax.size)
     refuse(slice, "axis '" + ax.name + "' of size " + std::to_string(ax.size) + " is placed on parts of " +
-                      std::to_string(product) + " chips");
+                      (product > ax.size ? "more than " + std::to_string(ax.size) : std::to_string(product)) +
+                      " chips");
   return parts;
 }
 

@@ -174,6 +174,24 @@ TEST(MultiChip, AxisOfOneChipAfterTheLastDimensionIsAGroupOfOne) {
   EXPECT_EQ(plan.messages(), 0u);
 }
 
+TEST(MultiChip, PlacementOfManyPartsIsRefusedWithoutOverflow) {
+  // Found by fuzz_mesh (tests/fuzz/regressions/): a placement of 28 parts
+  // multiplied their lengths past 2^63 (UBSan: signed overflow) before
+  // comparing the product with the axis's size; it is refused, naming it.
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/mesh_placement_of_many_parts.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {});
+  const arch::ici::Slice slice(cfg.ici, "16x4");
+  try {
+    sim::map_mesh(slice, workloads::parse_mesh(text));
+    ADD_FAILURE() << "mapped";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("of size 3 is placed on parts of more than 3 chips"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MultiChip, ExplicitPlacementBuildsMaxTextsHybridRing) {
   // MaxText's hybrid_ring_64x4 on a v6e-256: each tensor group a 2x2
   // square of neighbours, fsdp every second chip along x and along y.
