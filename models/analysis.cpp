@@ -474,11 +474,14 @@ double attention_flops_per_token(const ModelSpec& m, std::int64_t context) {
 }
 
 std::string layer_sampling_obstacle(const ModelSpec& m) {
-  if (m.family != Family::decoder) return "layer sampling needs a decoder";
-  const auto& t = m.transformer;
-  if (t.attention.sliding_window > 0 && (t.attention.sliding_window_every > 1 || t.attention.global_every > 0))
-    return "sliding-window attention alternates between layers";
-  return "";
+  return m.family == Family::decoder ? "" : "layer sampling needs a decoder";
+}
+
+std::int64_t layer_sampling_period(const ModelSpec& m) {
+  const auto& a = m.transformer.attention;
+  if (m.family != Family::decoder || a.sliding_window <= 0) return 1;
+  if (a.global_every > 0) return a.global_every;
+  return std::max<std::int64_t>(1, a.sliding_window_every);
 }
 
 std::int64_t layer_sampling_base(const ModelSpec& m) {

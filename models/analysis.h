@@ -61,10 +61,16 @@ std::uint64_t kv_cache_bytes(const ModelSpec& m, DType kv, std::int64_t batch, s
 // Layer sampling (simulating b + n and b + 2n decoder layers and
 // extrapolating every extensive figure linearly to the model's layer
 // count, as `tpusim shard-search --sample-layers` and validation cases
-// with `sample_layers` do) holds when every decoder layer after the first
-// b lowers to the same instructions: empty if so, else why not (not a
-// decoder; sliding-window attention on some layers only).
+// with `sample_layers` do) holds when the decoder layers after the first
+// b repeat with a period that divides n: empty if the model is a decoder,
+// else why not.
 std::string layer_sampling_obstacle(const ModelSpec& m);
+// The period of the layers' pattern: 1, or the local/global cycle of
+// sliding-window attention (gpt-oss 2, Gemma 3 6). Sampling takes whole
+// periods, n a multiple of it; a model whose layer count is not one (Gemma
+// 3 27B: 62 = 10 x 6 + 2) has its last part period extrapolated at the
+// period's mean.
+std::int64_t layer_sampling_period(const ModelSpec& m);
 // b: the leading layers that differ from the rest and are always
 // simulated whole (the dense layers before the MoE ones, DeepSeek-V3's
 // first 3), 0 for most models.

@@ -66,7 +66,8 @@ std::string sampling_text(const ShardSearchResult& r) {
   const std::int64_t b = r.sample_base, n = r.options.sample_layers;
   return "layer sampling: " + std::to_string(b + n) + " and " + std::to_string(b + 2 * n) + " of " +
          std::to_string(r.layers) + " layers simulated" +
-         (b > 0 ? " (the first " + std::to_string(b) + " in both)" : std::string()) + ", extrapolated linearly";
+         (b > 0 ? " (the first " + std::to_string(b) + " in both)" : std::string()) + ", extrapolated linearly" +
+         (r.sampling_note.empty() ? std::string() : "; " + r.sampling_note);
 }
 
 }  // namespace

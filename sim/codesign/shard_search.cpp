@@ -251,6 +251,14 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   std::int64_t sample = o.sample_layers;
   const std::int64_t layer_base = models::layer_sampling_base(spec);
   if (sample > 0) {
+    // Whole periods of the layers' pattern (local and global attention).
+    const std::int64_t period = models::layer_sampling_period(spec);
+    if (sample % period != 0) {
+      const std::int64_t up = (sample / period + 1) * period;
+      r.sampling_note = "--sample-layers " + std::to_string(sample) + " taken as " + std::to_string(up) +
+                        ", whole periods of the model's " + std::to_string(period) + "-layer pattern";
+      sample = up;
+    }
     const std::string why = models::layer_sampling_obstacle(spec);
     if (!why.empty() || layer_base + 2 * sample >= spec.transformer.layers) {
       r.sampling_note = "--sample-layers " + std::to_string(sample) + " not used: " +

@@ -258,15 +258,21 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     const std::string why = models::layer_sampling_obstacle(*spec);
     const std::int64_t layers = why.empty() ? spec->transformer.layers : 0;
     const std::int64_t base = models::layer_sampling_base(*spec);
+    const std::int64_t period = models::layer_sampling_period(*spec);
     const std::string below = base > 0 ? std::to_string(base) + " + 2 x n below the model's " + std::to_string(layers) +
                                              " layers (its first " + std::to_string(base) + " run whole)"
                                        : "2 x n below the model's " + std::to_string(layers) + " layers";
+    const std::string multiple =
+        period > 1 ? ", a multiple of its layers' period " + std::to_string(period) + " (local and global attention)"
+                   : "";
     if (!n) {
       // number() reported it
     } else if (!why.empty()) {
       c.add(w["sample_layers"], key, "no layer sampling for model " + wl.value, why);
-    } else if (!(*n >= 1 && *n == std::floor(*n) && static_cast<double>(base) + 2 * *n < static_cast<double>(layers))) {
-      c.add(w["sample_layers"], key, "an integer n >= 1 with " + below, "'" + w["sample_layers"].Scalar() + "'");
+    } else if (!(*n >= 1 && *n == std::floor(*n) && static_cast<double>(base) + 2 * *n < static_cast<double>(layers) &&
+                 std::fmod(*n, static_cast<double>(period)) == 0)) {
+      c.add(w["sample_layers"], key, "an integer n >= 1 with " + below + multiple,
+            "'" + w["sample_layers"].Scalar() + "'");
     } else {
       wl.sample_layers = static_cast<std::int64_t>(*n);
       wl.sample_base = base;

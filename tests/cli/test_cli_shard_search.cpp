@@ -176,6 +176,37 @@ TEST(CliShardSearch, LayerSamplingMatchesTheFullRun) {
   }
 }
 
+// Local and global attention in a cycle of 3 layers (window 128, the third
+// layer global) at seq 2048: --sample-layers 2 is taken as 3 (whole
+// cycles), 3 and 6 of the 12 layers are simulated and extrapolated, within
+// the same bound as a uniform model; 2 and 4 layers would have taken 1.5
+// and 2 global layers where 12 have 4.
+TEST(CliShardSearch, LayerSamplingTakesWholeCyclesOfLocalAndGlobalLayers) {
+  TempDir t1, t2;
+  std::string cyc = decoder(4096, 12);
+  cyc.replace(cyc.find("head_dim: 128}"), 14, "head_dim: 128, sliding_window: 128, global_attention_every: 3}");
+  const Rows full = search(t1, cyc, "--slice 4x1x1 --batch 4 --seq 2048 --no-sequence-parallel");
+  const std::string m = t2.write("m.yaml", cyc);
+  const auto r = tpusim::test::run_tpusim_in(t2.path(), "shard-search --model " + m +
+                                                            " --arch v5p --phase train --slice 4x1x1 --batch 4 --seq "
+                                                            "2048 --no-sequence-parallel --sample-layers 2 --set "
+                                                            "hbm.model=calibrated --out " +
+                                                            t2.path() + "/out");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("layer sampling: 3 and 6 of 12 layers simulated, extrapolated linearly; --sample-layers 2 "
+                       "taken as 3, whole periods of the model's 3-layer pattern"),
+            std::string::npos)
+      << r.out;
+  const Rows sampled = tpusim::test::rows_of(t2.path() + "/out/shard_search.csv");
+  for (const auto& f : full) {
+    if (f.at("status") != "ok") continue;
+    const auto& s = row(sampled, f.at("mesh"), f.at("sequence_parallel") == "1");
+    EXPECT_EQ(s.at("sampled_layers"), "3");
+    for (const char* k : {"seconds", "mfu"})
+      EXPECT_NEAR(std::stod(s.at(k)), std::stod(f.at(k)), 0.025 * std::stod(f.at(k))) << f.at("mesh") << " " << k;
+  }
+}
+
 // A model whose first layer is dense and the rest MoE keeps that layer in
 // both sampled runs: 1 + 2 and 1 + 4 of its 10 layers, extrapolated from
 // there. FLOPs are linear in the MoE layers, so each mesh's extrapolated

@@ -30,13 +30,20 @@ TEST(ParamCounts, DenseDecodersMatchPublishedWithin1Pct) {
   near_pct(P("gpt-j-6b").total, 6.05e9, 1);
 }
 
-// Gemma 3 27B: the technical report's Table 1 gives 25,600M non-embedding
-// parameters (rounded to 100M); the tied token table is the rest.
+// Gemma 3: the technical report's Table 1 gives 25,600M non-embedding
+// parameters for 27B (rounded to 100M) and 10,759M for 12B; the tied
+// token table is the rest.
 TEST(ParamCounts, Gemma3) {
   auto c = P("gemma3-27b");
   const double table = 262208.0 * 5376;
   EXPECT_NEAR(static_cast<double>(c.total) - table, 25.6e9, 0.05e9);
   EXPECT_EQ(c.active, c.total);
+  // 12B: 1,012M embedding (the tied table, 262144 x 3840 = 1,006.6M, is
+  // within 1%), 10,759M non-embedding.
+  auto d = P("gemma3-12b");
+  const double table12 = 262144.0 * 3840;
+  near_pct(table12, 1012e6, 1);
+  near_pct(static_cast<double>(d.total) - table12, 10759e6, 0.1);
 }
 
 TEST(ParamCounts, DenseModelsHaveActiveEqualTotal) {

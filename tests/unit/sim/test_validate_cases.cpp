@@ -269,6 +269,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "found '16'"},
       {"layer sampling of half a layer", replace(g, "seq: 256,", "seq: 256, sample_layers: 1.5,"),
        "expected an integer n >= 1"},
+      {"layer sampling of part of a local/global cycle",
+       replace(g, "model: llama3-8b", "model: gemma3-12b, sample_layers: 4"),
+       "cases[step-c].workload.sample_layers: expected an integer n >= 1 with 2 x n below the model's 48 layers, a "
+       "multiple of its layers' period 6 (local and global attention), found '4'"},
       {"sampled metric over an intensive column",
        replace(replace(g, "seq: 256,", "seq: 256, sample_layers: 2,"), "{kind: mfu, unit: \"%\", peak_tflops: 918}",
                "{kind: mfu, unit: \"%\", peak_tflops: 918, flops: \"mxu_utilization * 2\"}"),
