@@ -173,6 +173,15 @@ TEST(WorkloadFile, ReadsShippedJsonExample) {
   EXPECT_EQ(wl.find_tensor("attn")->shape, (Shape{1, 2048, 32, 128}));
 }
 
+TEST(WorkloadFile, ReadsShippedLocalAttentionExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/attention_local.yaml");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().window, 1024);
+  // 1024 x 1025 / 2 + 7168 x 1024 pairs per (batch, head), 32 heads, two
+  // matmuls of 128 per pair.
+  EXPECT_EQ(workload_cost(wl).macs, 32ull * (1024 * 1025 / 2 + 7168ull * 1024) * 2 * 128);
+}
+
 TEST(WorkloadFile, MatmulFromDotGeneralDims) {
   std::string text = std::string(kHeader) +
                      "tensors:\n"
