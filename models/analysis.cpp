@@ -22,6 +22,12 @@ u64 U(std::int64_t x) { return static_cast<u64>(x); }
 
 u64 norm_params(const TransformerSpec& t, std::int64_t d) { return U(d) * (t.norm == NormKind::layernorm ? 2 : 1); }
 
+// A layer's norms over the hidden width: before attention and the FFN (one
+// for a parallel block), and after each with post_norms.
+u64 layer_norm_params(const TransformerSpec& t) {
+  return norm_params(t, t.hidden) * ((t.parallel_block ? 1 : 2) + (t.post_norms ? 2 : 0));
+}
+
 u64 attn_params(const TransformerSpec& t) {
   const auto& a = t.attention;
   const u64 h = U(t.hidden), H = U(a.heads);
@@ -78,8 +84,7 @@ ParamCounts transformer_params(const ModelSpec& m) {
   }
   u64 layers = 0, active_layers = 0, routed = 0;
   for (std::int64_t i = 0; i < t.layers; ++i) {
-    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2) +
-            (t.post_norms ? 2 * norm_params(t, t.hidden) : 0);
+    u64 p = attn_params(t) + layer_norm_params(t);
     u64 act = p;
     if (t.is_moe_layer(i)) {
       const auto& e = t.moe;
@@ -148,8 +153,7 @@ double dense_pv_flops(const AttentionSpec& a, double pairs) {
 double layers_attention_pairs(const TransformerSpec& t, std::int64_t S, bool causal) {
   double pairs = 0;
   for (std::int64_t i = 0; i < t.layers; ++i)
-    pairs += static_cast<double>(workloads::attention_score_pairs(
-        S, S, causal, causal && t.attention.windowed(i) ? t.attention.sliding_window : 0));
+    pairs += static_cast<double>(workloads::attention_score_pairs(S, S, causal, causal ? t.attention.window_of(i) : 0));
   return pairs;
 }
 
@@ -399,8 +403,7 @@ u64 largest_gathered_layer(const ModelSpec& m, const MeshSpec& mesh) {
   // Replicated K/V projections (tensor > kv_heads) are divided by kv_heads, not tensor.
   const u64 kvs = kv_split(t, static_cast<std::int64_t>(tp)), kvp = kvs < tp ? kv_proj_params(t) : 0;
   for (std::int64_t i = 0; i < t.layers; ++i) {
-    u64 p = attn_params(t) + norm_params(t, t.hidden) * (t.parallel_block ? 1 : 2) +
-            (t.post_norms ? 2 * norm_params(t, t.hidden) : 0);
+    u64 p = attn_params(t) + layer_norm_params(t);
     u64 routed = 0;
     if (t.is_moe_layer(i)) {
       const auto& e = t.moe;

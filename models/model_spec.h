@@ -169,6 +169,9 @@ struct AttentionSpec {
     if (global_every > 0) return layer % global_every != global_every - 1;
     return sliding_window_every > 0 && layer % sliding_window_every == 0;
   }
+  // The keys a query of `layer` attends over in prefill and training
+  // (workloads::AttentionAttrs::window): the window, or 0 for all.
+  std::int64_t window_of(std::int64_t layer) const { return windowed(layer) ? sliding_window : 0; }
 };
 
 struct FfnSpec {

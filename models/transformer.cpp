@@ -368,7 +368,7 @@ class TransformerGen {
       // Causal with S/sequence queries over S keys: the IR aligns the
       // queries with the last keys, i.e. the last sequence rank, the one
       // with the most unmasked pairs (the slowest sets the step time).
-      o = core_attention(p, q, k, v, causal, causal && a.windowed(layer) ? a.sliding_window : 0);
+      o = core_attention(p, q, k, v, causal, causal ? a.window_of(layer) : 0);
       if (o_.phase == Phase::prefill) {  // each chip caches its own tokens
         append_to_cache(p + "attn.k_append", k_local);
         append_to_cache(p + "attn.v_append", v_local);
@@ -431,7 +431,7 @@ class TransformerGen {
       vp = b_.concat(p + "attn.chunk_v_all", {b_.kv_cache(p + "attn.chunk_v_cache", {1, pc, KV, D}, kd_), vp}, 1);
     }
     TensorRef o = b_.attention(p + "attn.chunk_core", rows(p + "attn.chunk_q", q, 0, P), kp, vp, true, std::nullopt,
-                               workloads::AttentionPass::forward, a.windowed(layer) ? a.sliding_window : 0);
+                               workloads::AttentionPass::forward, a.window_of(layer));
     if (Bd == 0) return o;
     const std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
     auto per_seq = [&](const std::string& n, const TensorRef& x) {

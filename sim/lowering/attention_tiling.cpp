@@ -59,6 +59,12 @@ double attention_mxu_cycles(const AttentionShape& a, const ChipFigures& f, doubl
   return c;
 }
 
+std::pair<std::int64_t, std::int64_t> AttentionShape::key_blocks(std::int64_t q_first, std::int64_t q_last,
+                                                                 std::int64_t bkv) const {
+  const std::int64_t end = std::max<std::int64_t>(1, ceil_div(visible(q_last), bkv));
+  return {std::min(first_visible(q_first) / bkv, end - 1), end};
+}
+
 std::int64_t attention_sub_block(const ChipFigures& f, std::int64_t bkv) { return std::min<std::int64_t>(bkv, f.cols); }
 
 std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, const ChipFigures& f, int cores) {
@@ -98,13 +104,11 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
         double kv_blocks = 0, kv_positions = 0;
         std::vector<double> blocks_of(static_cast<std::size_t>(nq));
         for (std::int64_t qi = 0; qi < nq; ++qi) {
-          const std::int64_t vis = a.visible(std::min(a.q_len, (qi + 1) * bp) - 1);
-          const std::int64_t skipped =
-              std::min(a.first_visible(qi * bp) / bkv, std::max<std::int64_t>(0, ceil_div(vis, bkv) - 1));
-          blocks_of[static_cast<std::size_t>(qi)] =
-              static_cast<double>(std::max<std::int64_t>(1, ceil_div(vis, bkv) - skipped));
+          const std::int64_t q_last = std::min(a.q_len, (qi + 1) * bp) - 1, vis = a.visible(q_last);
+          const auto [first, end] = a.key_blocks(qi * bp, q_last, bkv);
+          blocks_of[static_cast<std::size_t>(qi)] = static_cast<double>(end - first);
           kv_blocks += blocks_of[static_cast<std::size_t>(qi)];
-          kv_positions += static_cast<double>(std::min(round_up(vis, bkv) - skipped * bkv, round_up(a.kv_len, f.cols)));
+          kv_positions += static_cast<double>(std::min(round_up(vis, bkv) - first * bkv, round_up(a.kv_len, f.cols)));
         }
         const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
         const double units = static_cast<double>(a.batch) * static_cast<double>(groups);

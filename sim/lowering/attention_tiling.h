@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include "arch/common/dtype.h"
 #include "sim/lowering/chip_figures.h"
@@ -57,6 +58,10 @@ struct AttentionShape {
   std::int64_t first_visible(std::int64_t q_first) const {
     return causal && window > 0 ? std::max<std::int64_t>(0, q_first + (kv_len - q_len) - window + 1) : 0;
   }
+  // The key blocks [first, end) of bkv positions that the query block
+  // [q_first, q_last] visits, at least one: the ones the tiling search
+  // counts and lower_attention emits.
+  std::pair<std::int64_t, std::int64_t> key_blocks(std::int64_t q_first, std::int64_t q_last, std::int64_t bkv) const;
 };
 
 struct AttentionTiling {

@@ -140,10 +140,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
         const std::int64_t p0 = qi * bp, pn = std::min(bp, Lq - p0);
         const std::int64_t h0 = g * hb;    // first KV head
         const std::int64_t rows = pn * G;  // query rows per KV head
-        const std::int64_t kv_blocks = std::max<std::int64_t>(1, ceil_div(a.visible(p0 + pn - 1), bkv));
-        // A window's key blocks wholly before the block's first query's
-        // window are skipped (none without a window).
-        const std::int64_t kj0 = std::min(a.first_visible(p0) / bkv, kv_blocks - 1);
+        // Past the diagonal and before a window's start skipped.
+        const auto [kj0, kv_blocks] = a.key_blocks(p0, p0 + pn - 1, bkv);
         for (std::int64_t kj = kj0; kj < kv_blocks; ++kj) {
           const std::int64_t c0 = kj * bkv, cn = std::min(bkv, Lkv - c0);
           Step s;
