@@ -211,24 +211,38 @@ class Builder {
     const int n = axis.length;
     const bool wrap = sub_wraps(slice_, axis);
     const int sp = n / 2, sm = n - 1 - n / 2;  // hops one way and the other on a ring
+    // AG: the shard of position j travels away from j; RS: the partial
+    // sum for position j travels toward j.
+    auto steps_of = [&](int j, int dir) {
+      return wrap ? (dir > 0 ? sp : sm) : reduce ? (dir > 0 ? j : n - 1 - j) : (dir > 0 ? n - 1 - j : j);
+    };
+    // The order chains are created in is the order their first messages
+    // queue on a link (links are FIFO). A line's reduce-scatter starts
+    // every chain of a direction at the same end chip: the longest chain
+    // goes first, so each later hop finds its link free and the stage
+    // takes n - 1 message times as the mirrored all-gather does (nearest
+    // first would hold the far partial sums back: 2n - 3).
+    std::vector<std::pair<int, int>> chains;
+    for (int j = 0; j < n; ++j)
+      for (int dir : {+1, -1}) chains.emplace_back(j, dir);
+    if (reduce && !wrap)
+      std::stable_sort(chains.begin(), chains.end(), [&](const auto& a, const auto& b) {
+        return steps_of(a.first, a.second) > steps_of(b.first, b.second);
+      });
     for (const std::vector<int>& line : lines(axis)) {
-      for (int j = 0; j < n; ++j) {
-        for (int dir : {+1, -1}) {
-          // AG: the shard of position j travels away from j; RS: the
-          // partial sum for position j travels toward j.
-          const int steps = wrap ? (dir > 0 ? sp : sm) : reduce ? (dir > 0 ? j : n - 1 - j) : (dir > 0 ? n - 1 - j : j);
-          int pos = reduce ? ((j - dir * steps) % n + n) % n : j;
-          std::int64_t prev = reduce ? kStart : ready[static_cast<std::size_t>(line[static_cast<std::size_t>(j)])];
-          for (int k = 0; k < steps; ++k) {
-            const int nxt = ((pos + dir) % n + n) % n;
-            const int from = line[static_cast<std::size_t>(pos)], to = line[static_cast<std::size_t>(nxt)];
-            const std::uint32_t m = msg(from, to, s, reduce ? s : 0);
-            dep(prev, m);
-            if (reduce) dep(ready[static_cast<std::size_t>(from)], m);  // its own contribution
-            arrivals[static_cast<std::size_t>(to)].push_back(m);
-            prev = m;
-            pos = nxt;
-          }
+      for (const auto& [j, dir] : chains) {
+        const int steps = steps_of(j, dir);
+        int pos = reduce ? ((j - dir * steps) % n + n) % n : j;
+        std::int64_t prev = reduce ? kStart : ready[static_cast<std::size_t>(line[static_cast<std::size_t>(j)])];
+        for (int k = 0; k < steps; ++k) {
+          const int nxt = ((pos + dir) % n + n) % n;
+          const int from = line[static_cast<std::size_t>(pos)], to = line[static_cast<std::size_t>(nxt)];
+          const std::uint32_t m = msg(from, to, s, reduce ? s : 0);
+          dep(prev, m);
+          if (reduce) dep(ready[static_cast<std::size_t>(from)], m);  // its own contribution
+          arrivals[static_cast<std::size_t>(to)].push_back(m);
+          prev = m;
+          pos = nxt;
         }
       }
     }

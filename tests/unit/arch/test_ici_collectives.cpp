@@ -64,6 +64,23 @@ TEST(IciCollectives, ReduceScatterCostsAsAllGatherAndAllReduceTwice) {
   EXPECT_NEAR(ar / ag, 2.0, 0.1);  // book: AllReduce = 2 x AllGather
 }
 
+TEST(IciCollectives, ReduceScatterOnALineCostsAsItsAllGather) {
+  // A line (no wraparound): every partial-sum chain of a direction starts
+  // at the same end chip. Sent far first, the reduce-scatter takes the
+  // n - 1 message times of the mirrored all-gather, the book's
+  // (X - 1)/X x V/W for both; sent nearest first it would take 2n - 3.
+  IciConfig line = test::ici_v5e();
+  line.wraparound = "never";
+  for (const char* shape : {"4x1", "16x2"}) {
+    const Slice s(line, shape);
+    const double ag = run(s, CollectiveKind::all_gather, 128 * MiB, {"x"});
+    const double rs = run(s, CollectiveKind::reduce_scatter, 128 * MiB, {"x"});
+    const double ar = run(s, CollectiveKind::all_reduce, 128 * MiB, {"x"});
+    EXPECT_NEAR(rs / ag, 1.0, 0.02) << shape;
+    EXPECT_NEAR(ar / ag, 2.0, 0.04) << shape;
+  }
+}
+
 TEST(IciCollectives, AxisWithoutWraparoundIsAboutTwiceSlower) {
   IciConfig line = test::ici_v5e();
   line.wraparound = "never";
