@@ -62,7 +62,21 @@ std::vector<Step> lower_collective(const LowerContext& cx, std::size_t i, const 
   double received = v * (n - 1) / n;
   if (op.kind == OpKind::all_reduce) received *= 2;
   if (op.kind == OpKind::collective_permute || op.kind == OpKind::broadcast) received = group > 1 ? v : 0;
-  const double links_bw = static_cast<double>(cx.cfg.ici.ports) * cx.cfg.ici.link_bandwidth;
+  // What a chip receives enters through its links within the group (a
+  // ring's two per wrapping axis, a line's one), at most all its ports.
+  int links = 0;
+  bool known = true;
+  for (const std::string& axis : a.mesh_axes) {
+    const auto it = std::find_if(cx.opt.mesh_links.begin(), cx.opt.mesh_links.end(),
+                                 [&](const auto& m) { return m.first == axis; });
+    if (it == cx.opt.mesh_links.end())
+      known = false;
+    else
+      links += it->second;
+  }
+  const int ports = cx.cfg.ici.ports;
+  links = known ? std::min(links, ports) : ports;
+  const double links_bw = static_cast<double>(links) * cx.cfg.ici.link_bandwidth;
   double seconds = links_bw > 0 ? received / links_bw : 0;
   const bool over_dcn = !cx.opt.dcn_axis.empty() && cx.opt.num_slices > 1 &&
                         std::find(a.mesh_axes.begin(), a.mesh_axes.end(), cx.opt.dcn_axis) != a.mesh_axes.end();

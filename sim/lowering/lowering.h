@@ -70,6 +70,12 @@ struct LoweringOptions {
   // matmul rings go between torus neighbours (collective_matmul.h,
   // ring_order). An axis not listed rings in rank order.
   std::vector<std::pair<std::string, std::vector<int>>> mesh_dims;
+  // Multi-chip runs: per mesh axis, the ICI links every chip of one of
+  // its groups has to the group's other chips (each slice-axis part: 2
+  // where its ring wraps, 1 on a line, whose end chips have one). A
+  // collective's roofline sends what a chip receives over these links,
+  // not over all its ports. An axis not listed counts every port.
+  std::vector<std::pair<std::string, int>> mesh_links;
   // Multislice runs ("N*SHAPE"): the mesh axis that spans the DCN (its
   // slowest-varying num_slices ranks are the slices), empty if none.
   // Collectives over it are not decomposed into collective matmuls (XLA

@@ -1,5 +1,6 @@
 #include "sim/run/run.h"
 
+#include "arch/ici/collectives.h"
 #include "arch/ici/topology.h"
 #include "sim/config/config_writer.h"
 #include "sim/engine/slice_setup.h"
@@ -46,6 +47,7 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
     const arch::ici::Mesh mapped = network_mesh(slice, opt.sim.mesh);      // as the ICI backend maps it
     for (const auto& [name, axes] : mapped.axes()) {
       std::vector<int> dims;
+      int links = 0;
       for (const arch::ici::SubAxis& a : axes) {
         if (slice.is_dcn(a.axis)) {
           lo.dcn_axis = name;
@@ -53,7 +55,9 @@ RunReport run_workload(const std::string& arch_name, const arch::TpuConfig& cfg,
           continue;
         }
         dims.push_back(a.length);
+        if (a.length > 1) links += arch::ici::sub_wraps(slice, a) ? 2 : 1;
       }
+      lo.mesh_links.emplace_back(name, links);
       if (lo.dcn_axis != name) lo.mesh_dims.emplace_back(name, std::move(dims));
     }
   }
