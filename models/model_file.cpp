@@ -245,6 +245,12 @@ void read_transformer(Map& m, ModelSpec& s, Ctx& c) {
     t.lm_head_bias = m.boolean("lm_head_bias", false);
     t.parallel_block = m.boolean("parallel_block", false);
     t.post_norms = m.boolean("post_norms", false);
+    // Where a parallel block's two post norms would go (before the sum,
+    // after it) no published model says, and the generator could only
+    // guess: refuse the pair rather than build one silently.
+    if (t.post_norms && t.parallel_block)
+      c.error(m.get("post_norms").Mark(), "post_norms", "false with parallel_block: true (no model combines them)",
+              "true");
     read_moe(m, t, c);
   } else {
     t.position = PositionKind::learned;

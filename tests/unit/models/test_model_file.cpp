@@ -311,4 +311,11 @@ TEST(ModelFile, GlobalAttentionEveryPostNormsQkNormAndGeglu) {
   one.replace(one.find("global_attention_every: 3"), 25, "global_attention_every: 1");
   EXPECT_NE(error_of(one).find("global_attention_every: expected an integer >= 2, found 1"), std::string::npos)
       << error_of(one);
+  // Post norms in a parallel block: refused, naming the key and its line.
+  const std::string parallel = t + "parallel_block: true\n";
+  EXPECT_NE(error_of(parallel).find("post_norms: expected false with parallel_block: true (no model combines them), "
+                                    "found true"),
+            std::string::npos)
+      << error_of(parallel);
+  EXPECT_NE(error_of(parallel).find("m.yaml:"), std::string::npos) << error_of(parallel);
 }
