@@ -475,13 +475,16 @@ class Backward {
         // The gradients' einsums use the same labels, so a causal mask's
         // (query, key) labels carry over (MatmulAttrs::causal).
         const std::string& causal = op.as<MatmulAttrs>().causal;
+        const std::int64_t window = op.as<MatmulAttrs>().window;
         std::size_t comma = eq.find(','), arrow = eq.find("->");
         std::string l = eq.substr(0, comma), r = eq.substr(comma + 1, arrow - comma - 1), out = eq.substr(arrow + 2);
         if (wants(op, 0))
-          give(op, 0, b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad, causal));
+          give(op, 0,
+               b_.matmul(n + ".grad_lhs", dy, regather(op.inputs[1]), out + "," + r + "->" + l, ad, causal, window));
         if (wants(op, 1))
           give(op, 1,
-               b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad, causal));
+               b_.matmul(n + ".grad_rhs", regather_activation(op.inputs[0]), dy, l + "," + out + "->" + r, ad, causal,
+                         window));
         return;
       }
       case OpKind::attention: {

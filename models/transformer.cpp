@@ -123,8 +123,9 @@ class TransformerGen {
   std::vector<std::string> batch_axes_;
   std::set<std::string> sp_gathered_;  // all_gathered inputs of tensor-parallel blocks
   TrainingCollectives tc_;
-  TensorRef embed_;                // the token table as the lookups and a tied head read it
-  std::optional<TensorRef> mask_;  // dense attention's causal mask (causal_mask)
+  TensorRef embed_;                       // the token table as the lookups and a tied head read it
+  std::optional<TensorRef> mask_;         // dense attention's causal mask (causal_mask)
+  std::optional<TensorRef> window_mask_;  // and a local layer's (one window per model)
 
   // A weight as one chip holds it: shape `s` is already split over tensor
   // (callers divide); fsdp stores a 1/fsdp shard along dim 0 (dim 1 for
@@ -396,18 +397,25 @@ class TransformerGen {
     const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];
     const std::int64_t Sk = k.shape[1], KV = k.shape[2], Dv = v.shape[3];
     TensorRef qg = b_.reshape(p + "attn.q_groups", q, {B_, Sq, KV, H / KV, D});
-    TensorRef s = b_.matmul(p + "attn.scores", qg, k, "bqgrd,bkgd->bgrqk", DType::f32, causal ? "qk" : "");
-    if (causal) s = b_.add(p + "attn.causal_mask", s, causal_mask(Sq, Sk));
+    // A local layer's einsums compute every pair too; the mask (its own
+    // input: the window's band) discards those outside the window as well,
+    // which the matmuls' window leaves out of model FLOPs.
+    const std::int64_t w = causal ? window : 0;
+    TensorRef s = b_.matmul(p + "attn.scores", qg, k, "bqgrd,bkgd->bgrqk", DType::f32, causal ? "qk" : "", w);
+    if (causal) s = b_.add(p + "attn.causal_mask", s, causal_mask(Sq, Sk, w));
     TensorRef pr = b_.cast(p + "attn.probs", b_.softmax(p + "attn.softmax", s), ad_);
-    TensorRef o = b_.matmul(p + "attn.core", pr, v, "bgrqk,bkgd->bqgrd", ad_, causal ? "qk" : "");
+    TensorRef o = b_.matmul(p + "attn.core", pr, v, "bgrqk,bkgd->bqgrd", ad_, causal ? "qk" : "", w);
     return b_.reshape(p + "attn.heads", o, {B_, Sq, H, Dv});
   }
 
   // The additive causal mask [Sq, Sk] (0 or -inf, f32) the dense
-  // attention's logits add: one input every layer reads.
-  TensorRef causal_mask(std::int64_t sq, std::int64_t sk) {
-    if (!mask_ || mask_->shape != Shape{sq, sk}) mask_ = b_.input("attn_causal_mask", {sq, sk}, DType::f32);
-    return *mask_;
+  // attention's logits add: one input every layer reads; local layers
+  // read their window's band instead.
+  TensorRef causal_mask(std::int64_t sq, std::int64_t sk, std::int64_t window) {
+    std::optional<TensorRef>& m = window > 0 ? window_mask_ : mask_;
+    if (!m || m->shape != Shape{sq, sk})
+      m = b_.input(window > 0 ? "attn_window_mask" : "attn_causal_mask", {sq, sk}, DType::f32);
+    return *m;
   }
 
   // A serving step's attention (PhaseOptions::serve_decode): the token

@@ -94,6 +94,7 @@ void attrs_doc(const Op& op, Doc& d) {
       if (a.out_dtype) d.add("out_dtype", dtype_doc(*a.out_dtype));
       if (a.quantize) d.add("quantize", dtype_doc(*a.quantize));
       if (!a.causal.empty()) d.add("causal", Doc::str(a.causal));
+      if (a.window > 0) d.add("window", Doc::num(a.window));
       break;
     }
     case OpKind::conv2d: {

@@ -42,10 +42,11 @@ class WorkloadBuilder {
   TensorRef tensor(const std::string& name, Shape shape, DType dtype, TensorKind kind, MemSpace space = MemSpace::hbm);
 
   // equation empty = default_matmul_equation(lhs rank, rhs rank).
-  // causal: MatmulAttrs::causal (two labels of the equation, or "").
+  // causal: MatmulAttrs::causal (two labels of the equation, or "");
+  // window: MatmulAttrs::window (with causal labels; 0 = none).
   TensorRef matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
                    const std::string& equation = "", std::optional<DType> out_dtype = std::nullopt,
-                   const std::string& causal = "");
+                   const std::string& causal = "", std::int64_t window = 0);
   TensorRef conv2d(const std::string& name, const TensorRef& input, const TensorRef& filter,
                    const Conv2dAttrs& attrs = {});
   // kind by name ("silu", "add", ...); throws WorkloadError for unknown kinds.

@@ -137,7 +137,7 @@ OpCost cost_impl(Find find, const Op& op) {
         // Both labels are dims of the product: every (query, key) pair
         // has macs / (q x k) MACs; the masked pairs' are not useful.
         const auto [ql, kl] = matmul_causal_extents(a, in.at(0)->shape, in.at(1)->shape);
-        const u64 kept = attention_score_pairs(ql, kl, true), all = k.mul(U(ql), U(kl));
+        const u64 kept = attention_score_pairs(ql, kl, true, a.window), all = k.mul(U(ql), U(kl));
         if (kept == std::numeric_limits<u64>::max()) k.overflow();
         if (all > 0) c.masked_macs = c.macs - k.mul(c.macs / all, kept);
       }

@@ -75,8 +75,13 @@ struct MatmulAttrs {
   // gradients. Every pair is computed; the masked ones are not useful work
   // (OpCost::masked_macs, left out of model FLOPs).
   std::string causal;
+  // With causal labels: local (sliding-window) attention, each query
+  // seeing the `window` keys that end at its diagonal (AttentionAttrs::
+  // window); the pairs outside it are masked too. 0 = none.
+  std::int64_t window = 0;
   bool operator==(const MatmulAttrs& o) const {
-    return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize && causal == o.causal;
+    return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize && causal == o.causal &&
+           window == o.window;
   }
 };
 

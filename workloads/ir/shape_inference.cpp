@@ -289,6 +289,9 @@ class Inferer {
     for (char c : s.out) t.shape.push_back(label_size(s, c, in_[0].shape, in_[1].shape));
     t.dtype = a.out_dtype.value_or(in_[0].dtype);
     if (!a.causal.empty()) matmul_causal_extents(a, in_[0].shape, in_[1].shape);
+    if (a.window < 0) fail("window: expected >= 1 keys (or 0: none), found " + std::to_string(a.window));
+    if (a.window > 0 && a.causal.empty())
+      fail("window: expected causal labels (query, key) with it (a window ends at each query's diagonal)");
     return t;
   }
 

@@ -101,6 +101,26 @@ TEST(Generate, SlidingWindowLayersAttendLocallyInPrefillAndTrain) {
         EXPECT_EQ(g->as<AttentionAttrs>().window, 128) << k;
       }
     EXPECT_NEAR(mm_attn_flops(w) / phase_matmul_flops(m, o), 1.0, 0.01) << phase_name(ph);
+    // Written as XLA's einsums (dense), the local layer computes every
+    // pair, but its useful MACs (model FLOPs) are the window's, as the
+    // flash kernel's: the window's band is masked, not only the future.
+    PhaseOptions d = o;
+    d.attention_kernel = AttentionImpl::dense;
+    const Workload wd = generate(m, d);
+    auto useful = [](const Workload& wl) {
+      std::uint64_t u = 0;
+      for (const auto& op : wl.ops) {
+        const OpCost c = op_cost(wl, op);
+        u += c.macs - c.recompute_macs - c.masked_macs;
+      }
+      return u;
+    };
+    EXPECT_EQ(useful(wd), useful(w)) << phase_name(ph);
+    const Op* scores = wd.find_op("layers.0.attn.scores");
+    ASSERT_NE(scores, nullptr);
+    EXPECT_EQ(scores->as<MatmulAttrs>().window, 128);
+    EXPECT_EQ(wd.find_op("layers.1.attn.scores")->as<MatmulAttrs>().window, 0);
+    EXPECT_NE(wd.find_tensor("attn_window_mask"), nullptr);
   }
 }
 

@@ -193,6 +193,16 @@ TEST(Cost, CausalMatmulMasksPairs) {
   const OpCost s4 = cost_of(c, "s");
   EXPECT_EQ(s4.macs - s4.masked_macs, attention_score_pairs(4, 6, true) * 8);
   EXPECT_EQ(attention_score_pairs(4, 6, true), 3u + 4u + 5u + 6u);
+  // A window of 2 keys (local attention) keeps 1 + 2 x 5 = 11 of the 36
+  // pairs per head: 2 x 11 x 8 = 176 useful MACs of the same 576.
+  WorkloadBuilder l("t");
+  auto ql = l.input("q", {2, 6, 8}, DType::bf16);
+  auto kl = l.input("k", {2, 6, 8}, DType::bf16);
+  l.matmul("s", ql, kl, "hqd,hkd->hqk", std::nullopt, "qk", 2);
+  const OpCost sl = cost_of(l, "s");
+  EXPECT_EQ(sl.macs, 576u);
+  EXPECT_EQ(sl.macs - sl.masked_macs, 176u);
+  EXPECT_EQ(attention_score_pairs(6, 6, true, 2), 11u);
 }
 
 TEST(Cost, GatherReadsOnlyLookedUpRows) {

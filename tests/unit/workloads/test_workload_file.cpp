@@ -459,4 +459,18 @@ TEST(WorkloadFile, MatmulCausalLabelsRoundTripAndAreChecked) {
     EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << bad << ": " << msg;
     EXPECT_NE(msg.find("causal"), std::string::npos) << bad << ": " << msg;
   }
+  // A window (local attention) round-trips with its labels; without them,
+  // or below 0, it is refused at its op's line.
+  Workload local = read_workload_string(
+      base + "  - {name: s, op: matmul, inputs: [q, k], equation: \"bqd,bkd->bqk\", causal: qk, window: 4}\n");
+  EXPECT_EQ(local.ops[0].as<MatmulAttrs>().window, 4);
+  EXPECT_EQ(read_workload_string(workload_to_yaml(local), "rt.yaml"), local);
+  EXPECT_EQ(read_workload_string(workload_to_json(local), "rt.json"), local);
+  EXPECT_FALSE(local == wl);
+  for (const char* bad : {"window: 4", "causal: qk, window: -1"}) {
+    const std::string msg = error_of(base + "  - {name: s, op: matmul, inputs: [q, k], equation: \"bqd,bkd->bqk\", " +
+                                     std::string(bad) + "}\n");
+    EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("window: expected"), std::string::npos) << bad << ": " << msg;
+  }
 }
