@@ -342,6 +342,12 @@ class TransformerGen {
     if (a.qk_norm) {  // over each head's D, one scale of D shared by the heads
       q = norm(p + "attn.q_norm", q);
       k = norm(p + "attn.k_norm", k);
+      // A rank holds some of the heads: its share of the scales' gradient
+      // is all_reduced over tensor, as the replicated K/V projections' are.
+      if (tp_ > 1)
+        for (const char* n : {"attn.q_norm", "attn.k_norm"})
+          for (const char* w : {".scale", ".bias"})
+            if (b_.peek().find_tensor(p + n + w)) grad_over_tensor(p + n + w);
     }
     if (t_.position == PositionKind::rotary) {
       q = rope(p + "attn.q_rope", q);

@@ -419,6 +419,25 @@ TEST(Collectives, MoreTensorRanksThanKvHeadsReplicateThem) {
             std::vector<std::string>{"data"});
 }
 
+TEST(Collectives, QkNormScalesGradientIsReducedOverTensor) {
+  // Gemma 3's query and key norms: one scale of head_dim shared by the
+  // heads, which tensor parallelism splits, so each rank's gradient is
+  // its heads' share: all_reduced over tensor (and data); without tensor
+  // parallelism only over data.
+  ModelSpec m = load_model("gemma3-12b");
+  m.transformer.layers = 6;
+  Workload t = generate(m, opts(Phase::train, 2, "data=2,tensor=4"));
+  t.validate();
+  for (const char* n : {"layers.3.attn.q_norm.scale.grad_all_reduce", "layers.3.attn.k_norm.scale.grad_all_reduce"}) {
+    auto axes = op_named(t, n).as<CollectiveAttrs>().mesh_axes;
+    EXPECT_NE(std::find(axes.begin(), axes.end(), "tensor"), axes.end()) << n;
+    EXPECT_NE(std::find(axes.begin(), axes.end(), "data"), axes.end()) << n;
+  }
+  Workload d = generate(m, opts(Phase::train, 2, "data=2"));
+  EXPECT_EQ(op_named(d, "layers.3.attn.q_norm.scale.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
+            std::vector<std::string>{"data"});
+}
+
 TEST(Collectives, ParallelBlockReducesAttentionAndFfnOnce) {
   // GPT-J: attention and FFN read one LayerNorm; their row-parallel
   // partial sums are added and all_reduced once (XLA's
