@@ -10,8 +10,9 @@ namespace tpusim::sim::codesign {
 
 namespace {
 
-const char* const kKeys[] = {"hidden", "ffn.size", "moe.expert_ffn_size", "vocab", "attention.head_dim",
-                             "attention.heads", "attention.kv_heads"};
+const char* const kKeys[] = {
+    "hidden",          "ffn.size",          "moe.expert_ffn_size", "vocab", "attention.head_dim",
+    "attention.heads", "attention.kv_heads"};
 
 std::int64_t* field(models::ModelSpec& m, const std::string& key) {
   auto& t = m.transformer;
@@ -27,7 +28,8 @@ std::int64_t* field(models::ModelSpec& m, const std::string& key) {
 
 models::ModelError change_error(const std::string& key, const std::string& expected, const std::string& found) {
   std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
-  return models::ModelError(models::Diagnostic{"--change", 0, 0, key, expected, found, models::nearest_word(key, keys)});
+  return models::ModelError(
+      models::Diagnostic{"--change", 0, 0, key, expected, found, models::nearest_word(key, keys)});
 }
 
 }  // namespace
@@ -39,15 +41,16 @@ ModelChange parse_change(const std::string& text) {
   const std::string v = text.substr(eq + 1);
   char* end = nullptr;
   const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != 0 || n < 1 || n > (1LL << 40)) throw change_error(c.key, "an integer in [1, 2^40]", "'" + v + "'");
+  if (v.empty() || *end != 0 || n < 1 || n > (1LL << 40))
+    throw change_error(c.key, "an integer in [1, 2^40]", "'" + v + "'");
   c.value = n;
   return c;
 }
 
 models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes) {
   models::ModelSpec out = m;
-  const bool transformer = m.family == models::Family::decoder || m.family == models::Family::encoder ||
-                           m.family == models::Family::vit;
+  const bool transformer =
+      m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
   for (const auto& c : changes) {
     std::int64_t* f = transformer ? field(out, c.key) : nullptr;
     if (!f) throw change_error(c.key, "a transformer model key", "'" + c.key + "'");
@@ -63,8 +66,8 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
 
 std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
   std::vector<Candidate> out;
-  const bool transformer = m.family == models::Family::decoder || m.family == models::Family::encoder ||
-                           m.family == models::Family::vit;
+  const bool transformer =
+      m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
   if (!transformer) {
     out.push_back({"weights=int8", "8-bit weights", {}, "int8"});
     return out;
@@ -88,7 +91,30 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
     if (d.key == "attention.head_dim") continue;  // its own candidate below
     one(d.key, d.value, d.rounded, "multiple of " + std::to_string(tile));
   }
-  if (a.kind == models::AttentionKind::mha && a.head_dim % 128 != 0) one("attention.head_dim", a.head_dim, 128, "MXU lanes");
+  if (a.kind == models::AttentionKind::mha && a.head_dim % 128 != 0)
+    one("attention.head_dim", a.head_dim, 128, "MXU lanes");
+  // Heads half the MXU wide (128 on a 256-wide MXU): QK^T contracts over
+  // head_dim and PV fills head_dim columns, so attention runs the MXU half
+  // empty. Twice the head_dim over half the heads (and half the KV heads,
+  // the GQA group kept) keeps every projection's width, the parameters,
+  // the attention FLOPs and the KV cache, and fills it.
+  if (a.kind == models::AttentionKind::mha && a.head_dim % 128 == 0 && 2 * a.head_dim <= tile && a.heads % 2 == 0) {
+    const std::int64_t heads = a.heads / 2;
+    const std::int64_t kv = a.kv_heads % 2 == 0 && heads % (a.kv_heads / 2) == 0 ? a.kv_heads / 2 : a.kv_heads;
+    if (heads % kv == 0) {
+      Candidate c{"attention.head_dim=" + std::to_string(2 * a.head_dim),
+                  "head_dim " + std::to_string(a.head_dim) + " -> " + std::to_string(2 * a.head_dim) + ", heads " +
+                      std::to_string(a.heads) + " -> " + std::to_string(heads),
+                  {{"attention.head_dim", 2 * a.head_dim}, {"attention.heads", heads}},
+                  ""};
+      if (kv != a.kv_heads) {
+        c.title += ", KV " + std::to_string(a.kv_heads) + " -> " + std::to_string(kv);
+        c.changes.push_back({"attention.kv_heads", kv});
+      }
+      c.title += " (fills the MXU)";
+      out.push_back(std::move(c));
+    }
+  }
   if (a.kind == models::AttentionKind::mha && m.family == models::Family::decoder) {
     // The power of two >= 2 dividing heads nearest the current KV heads
     // (ties: the larger).

@@ -15,6 +15,7 @@
 #include "sim/codesign/model_check.h"
 #include "sim/config/config_loader.h"
 #include "sim/report/svg.h"
+#include "workloads/ir/cost.h"
 
 namespace tpusim::sim::codesign {
 namespace {
@@ -155,9 +156,33 @@ TEST(CodesignCandidates, AlignedModelHasNoShapeChange) {
   // 4096, 128, 14336 = 56 x 256, 128256 = 501 x 256: nothing to round; 8
   // KV heads are a power of two; halving them (GQA group 4 -> 8) remains.
   const auto c = candidates(models::load_model("llama3-8b"), 256);
-  ASSERT_EQ(c.size(), 2u);
-  EXPECT_EQ(c[0].id, "attention.kv_heads=4");
-  EXPECT_EQ(c[1].id, "weights=int8");
+  ASSERT_EQ(c.size(), 3u);
+  // head_dim 128 half fills a 256-wide MXU: 16 heads of 256 over 4 KV
+  // heads keep the model's widths, parameters and KV cache.
+  EXPECT_EQ(c[0].id, "attention.head_dim=256");
+  const models::ModelSpec base = models::load_model("llama3-8b"), wide = apply_changes(base, c[0].changes);
+  EXPECT_EQ(wide.transformer.attention.heads, 16);
+  EXPECT_EQ(wide.transformer.attention.kv_heads, 4);
+  EXPECT_EQ(models::count_params(wide).total, models::count_params(base).total);
+  EXPECT_EQ(models::kv_cache_bytes_per_token(wide, arch::DType::bf16),
+            models::kv_cache_bytes_per_token(base, arch::DType::bf16));
+  models::PhaseOptions prefill;
+  prefill.phase = models::Phase::prefill;
+  prefill.seq_len = 4096;
+  // The MXU's multiply-adds are the same (the softmax's work per score
+  // halves with the scores).
+  auto macs = [&](const models::ModelSpec& m) {
+    const workloads::Workload w = models::generate(m, prefill);
+    std::uint64_t n = 0;
+    for (const auto& op : w.ops) n += workloads::op_cost(w, op).macs;
+    return n;
+  };
+  EXPECT_EQ(macs(wide), macs(base));
+  EXPECT_NO_THROW(models::generate(wide, decode8()));
+  EXPECT_EQ(c[1].id, "attention.kv_heads=4");
+  EXPECT_EQ(c[2].id, "weights=int8");
+  // On a 128-wide MXU head_dim 128 already fills it.
+  for (const auto& x : candidates(base, 128)) EXPECT_NE(x.id, "attention.head_dim=256");
 }
 
 TEST(CodesignCandidates, BadChanges) {
