@@ -93,22 +93,24 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
   }
   if (a.kind == models::AttentionKind::mha && a.head_dim % 128 != 0)
     one("attention.head_dim", a.head_dim, 128, "MXU lanes");
-  // Heads half the MXU wide (128 on a 256-wide MXU): QK^T contracts over
-  // head_dim and PV fills head_dim columns, so attention runs the MXU half
-  // empty. Twice the head_dim over half the heads (and half the KV heads,
-  // the GQA group kept) keeps every projection's width, the parameters,
-  // the attention FLOPs and the KV cache, and fills it.
-  if (a.kind == models::AttentionKind::mha && a.head_dim % 128 == 0 && 2 * a.head_dim <= tile && a.heads % 2 == 0) {
-    const std::int64_t heads = a.heads / 2;
-    const std::int64_t kv = a.kv_heads % 2 == 0 && heads % (a.kv_heads / 2) == 0 ? a.kv_heads / 2 : a.kv_heads;
-    if (heads % kv == 0) {
-      Candidate c{"attention.head_dim=" + std::to_string(2 * a.head_dim),
-                  "head_dim " + std::to_string(a.head_dim) + " -> " + std::to_string(2 * a.head_dim) + ", heads " +
+  // Heads narrower than the MXU (128 on a 256-wide one, 64 on a 128-wide
+  // one): QK^T contracts over head_dim and PV fills head_dim columns, so
+  // attention leaves the array partly empty. f times the head_dim over
+  // 1/f of the heads (and of the KV heads where they divide, the GQA group
+  // kept) keeps every projection's width, the parameters and the MXU's
+  // multiply-adds, and fills it.
+  if (a.kind == models::AttentionKind::mha && a.head_dim < tile && tile % a.head_dim == 0) {
+    const std::int64_t f = tile / a.head_dim, heads = a.heads / f;
+    const std::int64_t kv = a.kv_heads % f == 0 && heads % (a.kv_heads / f) == 0 ? a.kv_heads / f : a.kv_heads;
+    if (a.heads % f == 0 && heads % kv == 0) {
+      Candidate c{"attention.head_dim=" + std::to_string(tile) + ",heads=" + std::to_string(heads),
+                  "head_dim " + std::to_string(a.head_dim) + " -> " + std::to_string(tile) + ", heads " +
                       std::to_string(a.heads) + " -> " + std::to_string(heads),
-                  {{"attention.head_dim", 2 * a.head_dim}, {"attention.heads", heads}},
+                  {{"attention.head_dim", tile}, {"attention.heads", heads}},
                   ""};
       if (kv != a.kv_heads) {
-        c.title += ", KV " + std::to_string(a.kv_heads) + " -> " + std::to_string(kv);
+        if (a.kv_heads != a.heads)  // GQA/MQA; multi-head attention keeps kv_heads = heads unsaid
+          c.title += ", KV " + std::to_string(a.kv_heads) + " -> " + std::to_string(kv);
         c.changes.push_back({"attention.kv_heads", kv});
       }
       c.title += " (fills the MXU)";

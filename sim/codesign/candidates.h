@@ -5,9 +5,10 @@
 //  - ffn.size / moe.expert_ffn_size / hidden / vocab rounded up to a
 //    multiple of the MXU size (the largest among the generations checked);
 //  - attention.head_dim to 128 (head counts kept);
-//  - head_dim 128 on a 256-wide MXU: head_dim doubled over half the heads
-//    and half the KV heads (widths, parameters, attention FLOPs and KV
-//    cache kept), so that attention's matmuls fill the MXU;
+//  - head_dim below the MXU size and dividing it (128 on 256, 64 on 128):
+//    head_dim raised to the MXU size over as many times fewer heads (and
+//    KV heads, where they divide: the KV cache kept), widths, parameters
+//    and multiply-adds kept, so that attention's matmuls fill the MXU;
 //  - attention.kv_heads to a power of two that divides attention.heads
 //    (divisor-friendly for tensor parallelism), the one nearest the current
 //    count;

@@ -159,7 +159,7 @@ TEST(CodesignCandidates, AlignedModelHasNoShapeChange) {
   ASSERT_EQ(c.size(), 3u);
   // head_dim 128 half fills a 256-wide MXU: 16 heads of 256 over 4 KV
   // heads keep the model's widths, parameters and KV cache.
-  EXPECT_EQ(c[0].id, "attention.head_dim=256");
+  EXPECT_EQ(c[0].id, "attention.head_dim=256,heads=16");
   const models::ModelSpec base = models::load_model("llama3-8b"), wide = apply_changes(base, c[0].changes);
   EXPECT_EQ(wide.transformer.attention.heads, 16);
   EXPECT_EQ(wide.transformer.attention.kv_heads, 4);
@@ -182,7 +182,32 @@ TEST(CodesignCandidates, AlignedModelHasNoShapeChange) {
   EXPECT_EQ(c[1].id, "attention.kv_heads=4");
   EXPECT_EQ(c[2].id, "weights=int8");
   // On a 128-wide MXU head_dim 128 already fills it.
-  for (const auto& x : candidates(base, 128)) EXPECT_NE(x.id, "attention.head_dim=256");
+  for (const auto& x : candidates(base, 128)) EXPECT_EQ(x.id.find("attention.head_dim=256"), std::string::npos);
+}
+
+TEST(CodesignCandidates, NarrowHeadsFillTheMxu) {
+  // BERT-base: 12 heads of 64. On a 128-wide MXU: 6 heads of 128 (beside
+  // the head_dim 128 that keeps 12 heads); on a 256-wide one, 3 of 256.
+  // Either keeps the parameters and builds a valid model.
+  const models::ModelSpec bert = models::load_model("bert-base");
+  auto find = [](const std::vector<Candidate>& c, const std::string& id) {
+    const auto it = std::find_if(c.begin(), c.end(), [&](const Candidate& x) { return x.id == id; });
+    return it == c.end() ? nullptr : &*it;
+  };
+  const auto c128 = candidates(bert, 128), c256 = candidates(bert, 256);
+  ASSERT_NE(find(c128, "attention.head_dim=128"), nullptr);
+  for (const auto* x : {find(c128, "attention.head_dim=128,heads=6"), find(c256, "attention.head_dim=256,heads=3")}) {
+    ASSERT_NE(x, nullptr);
+    const models::ModelSpec wide = apply_changes(bert, x->changes);
+    EXPECT_EQ(wide.transformer.attention.heads * wide.transformer.attention.head_dim, 768) << x->id;
+    EXPECT_EQ(wide.transformer.attention.kv_heads, wide.transformer.attention.heads) << x->id;
+    EXPECT_EQ(models::count_params(wide).total, models::count_params(bert).total) << x->id;
+    models::PhaseOptions o;
+    o.phase = models::Phase::infer;
+    o.batch = 2;
+    o.seq_len = 128;
+    EXPECT_NO_THROW(models::generate(wide, o)) << x->id;
+  }
 }
 
 TEST(CodesignCandidates, BadChanges) {
