@@ -1,6 +1,7 @@
 // Candidate model changes for `tpusim check`; see candidates.h.
 #include "sim/codesign/candidates.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "models/model_file.h"
@@ -64,7 +65,7 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
   return out;
 }
 
-std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
+std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const std::vector<int>& mxus) {
   std::vector<Candidate> out;
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
@@ -99,23 +100,27 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile) {
   // 1/f of the heads (and of the KV heads where they divide, the GQA group
   // kept) keeps every projection's width, the parameters and the MXU's
   // multiply-adds, and fills it.
-  if (a.kind == models::AttentionKind::mha && a.head_dim < tile && tile % a.head_dim == 0) {
-    const std::int64_t f = tile / a.head_dim, heads = a.heads / f;
+  std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+  for (const int w : widths) {
+    if (a.kind != models::AttentionKind::mha || a.head_dim >= w || w % a.head_dim != 0) continue;
+    const std::int64_t f = w / a.head_dim, heads = a.heads / f;
     const std::int64_t kv = a.kv_heads % f == 0 && heads % (a.kv_heads / f) == 0 ? a.kv_heads / f : a.kv_heads;
-    if (a.heads % f == 0 && heads % kv == 0) {
-      Candidate c{"attention.head_dim=" + std::to_string(tile) + ",heads=" + std::to_string(heads),
-                  "head_dim " + std::to_string(a.head_dim) + " -> " + std::to_string(tile) + ", heads " +
-                      std::to_string(a.heads) + " -> " + std::to_string(heads),
-                  {{"attention.head_dim", tile}, {"attention.heads", heads}},
-                  ""};
-      if (kv != a.kv_heads) {
-        if (a.kv_heads != a.heads)  // GQA/MQA; multi-head attention keeps kv_heads = heads unsaid
-          c.title += ", KV " + std::to_string(a.kv_heads) + " -> " + std::to_string(kv);
-        c.changes.push_back({"attention.kv_heads", kv});
-      }
-      c.title += " (fills the MXU)";
-      out.push_back(std::move(c));
+    if (a.heads % f != 0 || heads % kv != 0) continue;
+    Candidate c{"attention.head_dim=" + std::to_string(w) + ",heads=" + std::to_string(heads),
+                "head_dim " + std::to_string(a.head_dim) + " -> " + std::to_string(w) + ", heads " +
+                    std::to_string(a.heads) + " -> " + std::to_string(heads),
+                {{"attention.head_dim", w}, {"attention.heads", heads}},
+                "",
+                mxus.empty() ? 0 : w};
+    if (kv != a.kv_heads) {
+      if (a.kv_heads != a.heads)  // GQA/MQA; multi-head attention keeps kv_heads = heads unsaid
+        c.title += ", KV " + std::to_string(a.kv_heads) + " -> " + std::to_string(kv);
+      c.changes.push_back({"attention.kv_heads", kv});
     }
+    c.title += " (fills MXU " + std::to_string(w) + ")";
+    out.push_back(std::move(c));
   }
   if (a.kind == models::AttentionKind::mha && m.family == models::Family::decoder) {
     // The power of two >= 2 dividing heads nearest the current KV heads

@@ -5,10 +5,11 @@
 //  - ffn.size / moe.expert_ffn_size / hidden / vocab rounded up to a
 //    multiple of the MXU size (the largest among the generations checked);
 //  - attention.head_dim to 128 (head counts kept);
-//  - head_dim below the MXU size and dividing it (128 on 256, 64 on 128):
+//  - head_dim below an MXU size and dividing it (128 on 256, 64 on 128):
 //    head_dim raised to the MXU size over as many times fewer heads (and
 //    KV heads, where they divide: the KV cache kept), widths, parameters
-//    and multiply-adds kept, so that attention's matmuls fill the MXU;
+//    and multiply-adds kept, so that attention's matmuls fill the MXU; one
+//    per MXU width checked, simulated on the generations of that width;
 //  - attention.kv_heads to a power of two that divides attention.heads
 //    (divisor-friendly for tensor parallelism), the one nearest the current
 //    count;
@@ -36,6 +37,9 @@ struct Candidate {
   std::string title;  // "d_ff 8000 -> 8192 (multiple of 256)"
   std::vector<ModelChange> changes;
   std::string weight_dtype;  // "" = unchanged; else a dtype name
+  // The MXU width it is sized for: simulated only on the generations with
+  // that MXU. 0 = every generation.
+  int mxu = 0;
 };
 
 // "key=value" -> ModelChange; throws ModelError naming the text.
@@ -44,8 +48,11 @@ ModelChange parse_change(const std::string& text);
 // throws ModelError for an unknown key or an invalid result.
 models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes);
 
-// Candidates for model m; `tile` is the MXU size to round to. Only changes
-// that alter the model are listed.
-std::vector<Candidate> candidates(const models::ModelSpec& m, int tile);
+// Candidates for model m; `tile` is the MXU size to round to. `mxus`: the
+// MXU widths of the generations checked, one fill-the-MXU head candidate
+// per width it applies to, each marked with its width (Candidate::mxu);
+// empty: one for `tile`, for every generation. Only changes that alter
+// the model are listed.
+std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const std::vector<int>& mxus = {});
 
 }  // namespace tpusim::sim::codesign

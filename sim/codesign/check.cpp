@@ -61,10 +61,11 @@ std::vector<TimeShare> time_shares(const std::vector<OpTime>& ops) {
   for (const auto& op : ops) {
     total += op.cycles;
     std::string t = layer_type(op.name);
-    if (t.empty()) t = op.kind == "all_gather" || op.kind == "reduce_scatter" || op.kind == "all_reduce" ||
-                               op.kind == "all_to_all" || op.kind == "collective_permute" || op.kind == "broadcast"
-                           ? "collectives"
-                           : "other (norms, rope, residuals, layout)";
+    if (t.empty())
+      t = op.kind == "all_gather" || op.kind == "reduce_scatter" || op.kind == "all_reduce" ||
+                  op.kind == "all_to_all" || op.kind == "collective_permute" || op.kind == "broadcast"
+              ? "collectives"
+              : "other (norms, rope, residuals, layout)";
     auto it = std::find_if(out.begin(), out.end(), [&](const TimeShare& s) { return s.type == t; });
     if (it == out.end()) it = out.insert(out.end(), TimeShare{t, 0});
     it->share += op.cycles;
@@ -100,7 +101,9 @@ CheckResult run_check(const CheckOptions& o) {
     ac.kv = kv_fit(r.model, kvo, ac.config);
     r.archs.push_back(std::move(ac));
   }
-  r.candidates = candidates(r.model, tile);
+  std::vector<int> mxus;
+  for (const auto& ac : r.archs) mxus.push_back(ac.config.mxu.cols);
+  r.candidates = candidates(r.model, tile, mxus);
 
   // The simulations: every (arch, phase) of the model, then of each candidate.
   for (const auto& ac : r.archs)
@@ -110,6 +113,7 @@ CheckResult run_check(const CheckOptions& o) {
       for (std::size_t c = 0; c < r.candidates.size(); ++c) {
         const Candidate& cand = r.candidates[c];
         if (!cand.weight_dtype.empty() && weight_dtype_on(cand, ac.config).empty()) continue;
+        if (cand.mxu != 0 && cand.mxu != ac.config.mxu.cols) continue;  // sized for another generation's MXU
         r.points.push_back({ac.arch, p, static_cast<int>(c), false, "", 0, 0, {}});
       }
     }
@@ -134,7 +138,8 @@ CheckResult run_check(const CheckOptions& o) {
           const Candidate& c = r.candidates[static_cast<std::size_t>(pt.candidate)];
           for (const auto& ch : c.changes)
             s.args.insert(s.args.end(), {"--change", ch.key + "=" + std::to_string(ch.value)});
-          const auto ac = std::find_if(r.archs.begin(), r.archs.end(), [&](const ArchCheck& a) { return a.arch == pt.arch; });
+          const auto ac =
+              std::find_if(r.archs.begin(), r.archs.end(), [&](const ArchCheck& a) { return a.arch == pt.arch; });
           if (!c.weight_dtype.empty()) s.args.insert(s.args.end(), {"--weight-dtype", weight_dtype_on(c, ac->config)});
         }
         return s;
@@ -147,7 +152,8 @@ CheckResult run_check(const CheckOptions& o) {
           const auto rows = sweep::parse_csv(sweep::slurp_file(dir_of(i) + "/summary.csv"));
           const auto it = rows.empty() ? rows.end() : rows.begin();
           std::size_t col = 0;
-          if (it != rows.end()) col = static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), "seconds") - rows[0].begin());
+          if (it != rows.end())
+            col = static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), "seconds") - rows[0].begin());
           if (rows.size() < 2 || col >= rows[1].size()) {
             pt.error = "the simulation exited 0 but wrote no readable summary.csv";
           } else {
@@ -196,7 +202,8 @@ CheckResult run_check(const CheckOptions& o) {
       if (!any) continue;
       const Candidate& cand = r.candidates[c];
       const models::ModelSpec changed = apply_changes(r.model, cand.changes);
-      s.params_delta = static_cast<std::int64_t>(models::count_params(changed).total) - static_cast<std::int64_t>(r.params);
+      s.params_delta =
+          static_cast<std::int64_t>(models::count_params(changed).total) - static_cast<std::int64_t>(r.params);
       s.params_delta_pct = r.params ? 100.0 * static_cast<double>(s.params_delta) / static_cast<double>(r.params) : 0;
       models::PhaseOptions po = phase_options(o, o.phases.front());
       const std::uint64_t mem0 = models::memory_footprint(r.model, po).total();
@@ -204,7 +211,8 @@ CheckResult run_check(const CheckOptions& o) {
         const auto dt = arch::parse_dtype(weight_dtype_on(cand, ac.config));
         if (dt) po.weight_dtype = *dt;
       }
-      s.memory_delta = static_cast<std::int64_t>(models::memory_footprint(changed, po).total()) - static_cast<std::int64_t>(mem0);
+      s.memory_delta =
+          static_cast<std::int64_t>(models::memory_footprint(changed, po).total()) - static_cast<std::int64_t>(mem0);
       s.gain_pct = phases ? gain_sum / phases : 0;
       s.score = s.gain_pct / std::max(std::fabs(s.params_delta_pct), 1.0);
       arch_s.push_back(s);

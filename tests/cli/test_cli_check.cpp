@@ -6,6 +6,7 @@
 // with the key named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -20,8 +21,8 @@
 namespace {
 
 using tpusim::sim::testing::TempDir;
-using tpusim::test::slurp;
 using tpusim::test::rows_of;
+using tpusim::test::slurp;
 using Result = tpusim::test::CliResult;
 
 const std::string kModel = TPUSIM_SOURCE_DIR "/models/examples/custom-3000.yaml";
@@ -30,9 +31,9 @@ const std::string kPhase = "--phase decode --batch 2 --context 256";
 
 Result tpusim(const TempDir& d, const std::string& args) { return tpusim::test::run_tpusim_in(d.path(), args); }
 
-
 std::string run_seconds(const TempDir& d, const std::string& model, const std::string& out) {
-  const Result r = tpusim(d, "run --arch v6e --model " + model + " " + kPhase + " --quiet --out " + d.path() + "/" + out);
+  const Result r =
+      tpusim(d, "run --arch v6e --model " + model + " " + kPhase + " --quiet --out " + d.path() + "/" + out);
   EXPECT_EQ(r.rc, 0) << r.err;
   const auto rows = rows_of(d.path() + "/" + out + "/summary.csv");
   return rows.empty() ? "" : rows[0].at("seconds");
@@ -40,7 +41,8 @@ std::string run_seconds(const TempDir& d, const std::string& model, const std::s
 
 TEST(CliCheck, CustomModelOnV6e) {
   TempDir d;
-  const Result r = tpusim(d, "check --model " + kModel + " --arch v6e " + kPhase + " --jobs 2 --out " + d.path() + "/c");
+  const Result r =
+      tpusim(d, "check --model " + kModel + " --arch v6e " + kPhase + " --jobs 2 --out " + d.path() + "/c");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("attention.head_dim 100 -> 256"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ffn.size 8000 -> 8192"), std::string::npos) << r.out;
@@ -91,14 +93,36 @@ TEST(CliCheck, AnalysisOnlyAndBadInput) {
   const Result arch = tpusim(d, "check --model " + kModel + " --arch v6x --no-simulate --out " + d.path() + "/b");
   EXPECT_EQ(arch.rc, 2);
   EXPECT_NE(arch.err.find("v6x"), std::string::npos) << arch.err;
-  const Result change = tpusim(d, "check point --model " + kModel +
-                                      " --arch v6e --phase decode --change attention.kv_heads=4 --out " + d.path() + "/p");
+  const Result change =
+      tpusim(d, "check point --model " + kModel + " --arch v6e --phase decode --change attention.kv_heads=4 --out " +
+                    d.path() + "/p");
   EXPECT_EQ(change.rc, 2);
   EXPECT_NE(change.err.find("attention.kv_heads"), std::string::npos) << change.err;
   const Result key = tpusim(d, "check point --model " + kModel +
                                    " --arch v6e --phase decode --change ffn.sise=8192 --out " + d.path() + "/p");
   EXPECT_EQ(key.rc, 2);
   EXPECT_NE(key.err.find("did you mean 'ffn.size'"), std::string::npos) << key.err;
+}
+
+TEST(CliCheck, NarrowHeadsAreWidenedToEachGenerationsMxu) {
+  // BERT-base's heads of 64, checked on v5e (MXU 128) and v6e (256): each
+  // generation simulates the candidate sized for its own MXU (6 heads of
+  // 128 on v5e, 3 of 256 on v6e), not the other's.
+  TempDir d;
+  const Result r = tpusim(
+      d, "check --model bert-base --arch v5e,v6e --phase infer --batch 2 --seq 128 --jobs 2 --out " + d.path() + "/c");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::map<std::string, std::vector<std::string>> by_arch;
+  for (const auto& row : rows_of(d.path() + "/c/check.csv"))
+    if (row.at("section") == "suggestion") by_arch[row.at("arch")].push_back(row.at("name"));
+  auto has = [&](const std::string& arch, const std::string& id) {
+    const auto& v = by_arch[arch];
+    return std::find(v.begin(), v.end(), id) != v.end();
+  };
+  EXPECT_TRUE(has("v5e", "attention.head_dim=128,heads=6"));
+  EXPECT_FALSE(has("v5e", "attention.head_dim=256,heads=3"));
+  EXPECT_TRUE(has("v6e", "attention.head_dim=256,heads=3"));
+  EXPECT_FALSE(has("v6e", "attention.head_dim=128,heads=6"));
 }
 
 }  // namespace

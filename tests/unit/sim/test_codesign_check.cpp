@@ -195,6 +195,15 @@ TEST(CodesignCandidates, NarrowHeadsFillTheMxu) {
     return it == c.end() ? nullptr : &*it;
   };
   const auto c128 = candidates(bert, 128), c256 = candidates(bert, 256);
+  // Checking generations of both widths lists one per width, each marked
+  // for the generations it is simulated on; alone, for every generation.
+  const auto both = candidates(bert, 256, {256, 128, 256});
+  ASSERT_NE(find(both, "attention.head_dim=128,heads=6"), nullptr);
+  ASSERT_NE(find(both, "attention.head_dim=256,heads=3"), nullptr);
+  EXPECT_EQ(find(both, "attention.head_dim=128,heads=6")->mxu, 128);
+  EXPECT_EQ(find(both, "attention.head_dim=256,heads=3")->mxu, 256);
+  EXPECT_EQ(find(c256, "attention.head_dim=256,heads=3")->mxu, 0);
+  EXPECT_EQ(find(c256, "attention.head_dim=128,heads=6"), nullptr);
   ASSERT_NE(find(c128, "attention.head_dim=128"), nullptr);
   for (const auto* x : {find(c128, "attention.head_dim=128,heads=6"), find(c256, "attention.head_dim=256,heads=3")}) {
     ASSERT_NE(x, nullptr);
