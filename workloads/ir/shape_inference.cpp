@@ -194,6 +194,14 @@ class Inferer {
     throw WorkloadError(op_.loc, "op '" + op_.name + "' (" + std::string(op_kind_name(op_.kind)) + ")", msg);
   }
 
+  // A local-attention window (AttentionAttrs / MatmulAttrs::window): >= 0,
+  // and only with a causal mask, which `needs` names.
+  void check_window(std::int64_t window, bool causal, const char* needs) const {
+    if (window < 0) fail("window: expected >= 1 keys (or 0: none), found " + std::to_string(window));
+    if (window > 0 && !causal)
+      fail(std::string("window: expected ") + needs + " (a window ends at each query's diagonal)");
+  }
+
   std::int64_t axis(std::int64_t a, std::size_t rank, const char* what) const {
     std::int64_t r = static_cast<std::int64_t>(rank);
     if (a < -r || a >= r)
@@ -289,9 +297,7 @@ class Inferer {
     for (char c : s.out) t.shape.push_back(label_size(s, c, in_[0].shape, in_[1].shape));
     t.dtype = a.out_dtype.value_or(in_[0].dtype);
     if (!a.causal.empty()) matmul_causal_extents(a, in_[0].shape, in_[1].shape);
-    if (a.window < 0) fail("window: expected >= 1 keys (or 0: none), found " + std::to_string(a.window));
-    if (a.window > 0 && a.causal.empty())
-      fail("window: expected causal labels (query, key) with it (a window ends at each query's diagonal)");
+    check_window(a.window, !a.causal.empty(), "causal labels (query, key) with it");
     return t;
   }
 
@@ -396,8 +402,7 @@ class Inferer {
            std::to_string(k[2]) + " (key shape " + shape_str(k) + ")");
     const auto& a = op_.as<AttentionAttrs>();
     if (a.scale && !(*a.scale > 0)) fail("scale: expected > 0, found " + std::to_string(*a.scale));
-    if (a.window < 0) fail("window: expected >= 1 keys (or 0: none), found " + std::to_string(a.window));
-    if (a.window > 0 && !a.causal) fail("window: expected causal: true (a window ends at each query's diagonal)");
+    check_window(a.window, a.causal, "causal: true");
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
   }
 
