@@ -511,11 +511,16 @@ class Backward {
           q_place = b_.concat(n + ".grad_do_pad", {dy, zeros}, 3);
         }
         TensorRef dq, dv;
+        // Fixed blocks (PhaseOptions::attention_blocks): the dQ kernel's
+        // and the dK/dV kernel's, which the fused kernel takes too.
+        const auto& blocks = o_.attention_blocks;
         if (o_.fused_attention_backward) {
-          dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv, window);
+          dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv, window,
+                                 blocks.dkv);
         } else {
-          dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q, window);
-          dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv, window);
+          dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q, window,
+                            blocks.dq);
+          dv = b_.attention(n + ".grad_kv", q, k, v, causal, std::nullopt, AttentionPass::grad_kv, window, blocks.dkv);
         }
         const std::int64_t H = q.dim(2), KV = k.dim(2);
         auto group_sum = [&](const std::string& nn, const TensorRef& x) {

@@ -68,6 +68,54 @@ bool parse_attention_impl(const std::string& s, AttentionImpl* out) {
   return false;
 }
 
+std::string SplashBlocks::str() const {
+  return "q=" + std::to_string(fwd.q) + ",kv=" + std::to_string(fwd.kv) + ",q_dq=" + std::to_string(dq.q) +
+         ",kv_dq=" + std::to_string(dq.kv) + ",q_dkv=" + std::to_string(dkv.q) + ",kv_dkv=" + std::to_string(dkv.kv);
+}
+
+std::string parse_splash_blocks(const std::string& s, SplashBlocks* out) {
+  const std::string expected =
+      "Q,KV or q=Q,kv=KV[,q_dq=..,kv_dq=..,q_dkv=..,kv_dkv=..] (q keys positive multiples of 8, kv keys of 128)";
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t c = s.find(',', start);
+    fields.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  auto number = [](const std::string& t, std::int64_t unit, std::int64_t* v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    *v = std::stoll(t);
+    return *v > 0 && *v % unit == 0;
+  };
+  SplashBlocks b;
+  const bool keyed = s.find('=') != std::string::npos;
+  if (!keyed) {
+    if (fields.size() != 2 || !number(fields[0], 8, &b.fwd.q) || !number(fields[1], 128, &b.fwd.kv)) return expected;
+    b.dq = b.dkv = b.fwd;
+    *out = b;
+    return "";
+  }
+  std::int64_t* slots[] = {&b.fwd.q, &b.fwd.kv, &b.dq.q, &b.dq.kv, &b.dkv.q, &b.dkv.kv};
+  const char* names[] = {"q", "kv", "q_dq", "kv_dq", "q_dkv", "kv_dkv"};
+  bool seen[6] = {};
+  for (const std::string& f : fields) {
+    const std::size_t eq = f.find('=');
+    if (eq == std::string::npos) return expected;
+    const std::string k = f.substr(0, eq);
+    int i = 0;
+    while (i < 6 && k != names[i]) ++i;
+    if (i == 6 || seen[i] || !number(f.substr(eq + 1), i % 2 == 0 ? 8 : 128, slots[i])) return expected;
+    seen[i] = true;
+  }
+  if (!seen[0] || !seen[1]) return expected;
+  for (int i = 2; i < 6; ++i)
+    if (!seen[i]) *slots[i] = *slots[i % 2];
+  *out = b;
+  return "";
+}
+
 bool parse_optimizer_dtype(const std::string& s, DType* out) {
   for (DType d : {DType::f32, DType::bf16})
     if (s == arch::dtype_name(d)) {
@@ -267,7 +315,12 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
       bad("attention_kernel", "flash in a serving step (prefill_context or serve_decode set)", dense);
     if (o.fused_attention_backward)
       bad("fused_attention_backward", "false with attention_kernel dense (a flash kernel's option)", "true");
+    if (o.attention_blocks.any())
+      bad("attention_blocks", "none with attention_kernel dense (a flash kernel's option)", o.attention_blocks.str());
   }
+  if (o.attention_blocks.any() && (o.phase == Phase::decode || o.serve_step()))
+    bad("attention_blocks", "prefill, train or infer (decode and serving steps run paged attention's kernel)",
+        o.serve_step() ? "a serving step" : phase_name(o.phase));
   check_lora(m, o, errs);
   if (!errs.empty()) throw ModelError(std::move(errs));
 }

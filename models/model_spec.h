@@ -19,6 +19,7 @@
 #include "arch/common/dtype.h"
 #include "models/lora_spec.h"
 #include "models/mesh_spec.h"
+#include "workloads/ir/op.h"
 #include "workloads/ir/tensor.h"
 
 namespace tpusim::models {
@@ -136,6 +137,24 @@ const char* attention_impl_name(AttentionImpl k);
 bool parse_attention_impl(const std::string& s, AttentionImpl* out);
 // PhaseOptions::optimizer_dtype from "f32" or "bf16"; false otherwise.
 bool parse_optimizer_dtype(const std::string& s, DType* out);
+
+// The flash kernels' block sizes where a run fixes them, as MaxText's
+// splash attention flags do (sa_block_q, sa_block_kv; sa_block_q_dq,
+// sa_block_kv_dq; sa_block_q_dkv, sa_block_kv_dkv, which the fused
+// backward kernel takes too): the forward kernel's, the dQ kernel's and
+// the dK/dV kernel's (workloads::AttentionBlocks; 0 = searched).
+struct SplashBlocks {
+  workloads::AttentionBlocks fwd, dq, dkv;
+  bool any() const { return fwd.fixed() || dq.fixed() || dkv.fixed(); }
+  // "q=512,kv=512,q_dq=512,kv_dq=512,q_dkv=512,kv_dkv=512"
+  std::string str() const;
+};
+// Parses "Q,KV" (every kernel) or "q=Q,kv=KV[,q_dq=..,kv_dq=..,q_dkv=..,
+// kv_dkv=..]" (a backward key left out takes q's or kv's value): q keys a
+// positive multiple of 8, kv keys of 128. Returns what was expected where
+// `s` is not that ("expected " + it + ", found '<s>'" reads as an error),
+// or "" when parsed.
+std::string parse_splash_blocks(const std::string& s, SplashBlocks* out);
 // Parses a policy's name ("none", "minimal", ..., "custom" with the
 // defaults); false if unknown. parse_remat_spec also takes custom's places.
 bool parse_remat(const std::string& s, RematPolicy* out);
@@ -312,6 +331,12 @@ struct PhaseOptions {
   // serving step and, with phase train, the separate backward kernels'
   // default (fused_attention_backward is a flash kernel's option).
   AttentionImpl attention_kernel = AttentionImpl::flash;
+  // Fixed flash kernel blocks (SplashBlocks; --attention-blocks): the
+  // attention of prefill, training and inference then runs as splash
+  // attention's kernels do, one query head and these blocks per grid step
+  // (sim/lowering/attention_tiling.h); none fixed = the lowering searches.
+  // Flash kernels only, not decode (its kernel is paged attention's).
+  SplashBlocks attention_blocks;
   // Mixture-of-experts layers as MaxText's dropping implementation
   // (capacity_factor > 0 with megablox and sparse_matmul off: its
   // dense_matmul): each sequence's tokens reach each expert through C =

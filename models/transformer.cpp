@@ -399,7 +399,8 @@ class TransformerGen {
   TensorRef core_attention(const std::string& p, const TensorRef& q, const TensorRef& k, const TensorRef& v,
                            bool causal, std::int64_t window = 0) {
     if (o_.attention_kernel == AttentionImpl::flash)
-      return b_.attention(p + "attn.core", q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window);
+      return b_.attention(p + "attn.core", q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window,
+                          o_.attention_blocks.fwd);
     const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];
     const std::int64_t Sk = k.shape[1], KV = k.shape[2], Dv = v.shape[3];
     TensorRef qg = b_.reshape(p + "attn.q_groups", q, {B_, Sq, KV, H / KV, D});

@@ -162,15 +162,18 @@ Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, st
 }
 
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
-                   std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype, std::int64_t window) {
+                   std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype, std::int64_t window,
+                   AttentionBlocks blocks) {
   WorkloadBuilder b("attention_b" + std::to_string(batch) + "_q" + std::to_string(q_len) + "_kv" +
                     std::to_string(kv_len) + "_h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) + "_d" +
                     std::to_string(head_dim) + (causal ? "_causal" : "") +
-                    (window > 0 ? "_w" + std::to_string(window) : "") + "_" + dname(dtype));
+                    (window > 0 ? "_w" + std::to_string(window) : "") +
+                    (blocks.q > 0 ? "_bq" + std::to_string(blocks.q) : "") +
+                    (blocks.kv > 0 ? "_bkv" + std::to_string(blocks.kv) : "") + "_" + dname(dtype));
   auto q = b.input("q", {batch, q_len, heads, head_dim}, dtype);
   auto k = b.kv_cache("k", {batch, kv_len, kv_heads, head_dim}, dtype);
   auto v = b.kv_cache("v", {batch, kv_len, kv_heads, head_dim}, dtype);
-  b.attention("o", q, k, v, causal, std::nullopt, AttentionPass::forward, window);
+  b.attention("o", q, k, v, causal, std::nullopt, AttentionPass::forward, window, blocks);
   return b.build();
 }
 
@@ -222,22 +225,26 @@ Workload parse_attention(const std::string& spec, DType dtype) {
   Fields f = parse_fields(what, spec);
   std::vector<std::int64_t> v;
   if (f.is_named) {
-    v = named_ints(what, spec, f, {"b", "q", "kv", "h", "kvh", "d", "causal", "window"},
-                   {{"b", 1}, {"kv", -1}, {"kvh", -1}, {"causal", 0}, {"window", 0}}, {{"causal", 0}, {"window", 0}},
-                   dtype);
+    v = named_ints(what, spec, f, {"b", "q", "kv", "h", "kvh", "d", "causal", "window", "bq", "bkv"},
+                   {{"b", 1}, {"kv", -1}, {"kvh", -1}, {"causal", 0}, {"window", 0}, {"bq", 0}, {"bkv", 0}},
+                   {{"causal", 0}, {"window", 0}, {"bq", 0}, {"bkv", 0}}, dtype);
     if (v[2] == -1) v[2] = v[1];  // kv defaults to q
     if (v[4] == -1) v[4] = v[3];  // kvh defaults to h (MHA)
   } else {
     v = positional_ints(what, spec, f, {"B", "Q", "KV", "H", "KVH", "D", "causal"}, 6, {{"causal", 0}});
     if (v.size() == 6) v.push_back(0);
-    v.push_back(0);  // no window
+    v.insert(v.end(), {0, 0, 0});  // no window, blocks searched
   }
   if (v[6] > 1) spec_error(what, spec, "field causal: expected 0 or 1, found " + std::to_string(v[6]));
   if (v[7] > 0 && v[6] != 1)
     spec_error(what, spec, "field window: expected causal=1 with it (a window ends at each query)");
   if (v[3] % v[4] != 0)
     spec_error(what, spec, "heads " + std::to_string(v[3]) + " not a multiple of kv_heads " + std::to_string(v[4]));
-  return attention(v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, dtype, v[7]);
+  if (v[8] % 8 != 0)
+    spec_error(what, spec, "field bq: expected a multiple of 8 (sublanes), found " + std::to_string(v[8]));
+  if (v[9] % 128 != 0)
+    spec_error(what, spec, "field bkv: expected a multiple of 128 (lanes), found " + std::to_string(v[9]));
+  return attention(v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, dtype, v[7], AttentionBlocks{v[8], v[9]});
 }
 
 Workload parse_elementwise(const std::string& spec, DType dtype) {

@@ -129,6 +129,7 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   o.moe_capacity_factor = kernels.moe_capacity_factor;
   o.attention_kernel = kernels.attention_kernel;
   o.optimizer_dtype = kernels.optimizer_dtype;
+  o.attention_blocks = kernels.attention_blocks;
   o.sequence_parallel_variants = !vm["no-sequence-parallel"].as<bool>();
   o.split_dims = vm["split-dims"].as<bool>();
   o.sample_layers = vm["sample-layers"].as<int>();

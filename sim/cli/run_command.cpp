@@ -105,10 +105,13 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (sources != 1) throw UsageError("run: give exactly one of --workload, --model, --gemm, --conv, --attention");
   const auto dtype = arch::parse_dtype(vm["dtype"].as<std::string>());
   if (!dtype) throw UsageError("run: unknown --dtype '" + vm["dtype"].as<std::string>() + "'");
-  if (!vm["dtype"].defaulted() && vm.count("workload") && !workloads::is_scalesim_path(vm["workload"].as<std::string>()))
-    throw UsageError("run: --dtype applies to --model, --gemm, --conv, --attention and SCALE-Sim CSV topologies; "
-                     "a workload file gives each tensor its dtype");
-  if (vm["top"].as<int>() < 0) throw UsageError("run: --top must be >= 0, found " + std::to_string(vm["top"].as<int>()));
+  if (!vm["dtype"].defaulted() && vm.count("workload") &&
+      !workloads::is_scalesim_path(vm["workload"].as<std::string>()))
+    throw UsageError(
+        "run: --dtype applies to --model, --gemm, --conv, --attention and SCALE-Sim CSV topologies; "
+        "a workload file gives each tensor its dtype");
+  if (vm["top"].as<int>() < 0)
+    throw UsageError("run: --top must be >= 0, found " + std::to_string(vm["top"].as<int>()));
   if (quant_options_given(vm) && !vm.count("model"))
     throw UsageError(
         "run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
@@ -191,6 +194,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("run: --attention-kernel needs --model");
   if (!vm["optimizer-dtype"].defaulted() && !vm.count("model"))
     throw UsageError("run: --optimizer-dtype needs --model");
+  if (vm.count("attention-blocks") && !vm.count("model"))
+    throw UsageError(
+        "run: --attention-blocks needs --model (a workload sets block_q and block_kv on its attention "
+        "op; --attention takes bq= and bkv=)");
   // The model's shape and LoRA flags mean nothing to a file or a built-in
   // workload: refused rather than ignored, so that `--gemm ... --batch 8`
   // or `--phase train` is not taken for what it did not do.

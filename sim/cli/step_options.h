@@ -12,6 +12,8 @@
 //   support are checked where the options are (models::check_options).
 // - --optimizer-dtype f32|bf16 (train): Adam's state per parameter
 //   (PhaseOptions::optimizer_dtype).
+// - --attention-blocks SPEC: the flash kernels' fixed block sizes, as
+//   MaxText's sa_block_* flags (PhaseOptions::attention_blocks).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -49,6 +51,10 @@ inline void add_kernel_options(boost::program_options::options_description& opts
       "attention-kernel", po::value<std::string>()->default_value("flash"),
       "transformers' multi-head attention: flash (one fused kernel, no scores in HBM) or dense (XLA's einsums: f32 "
       "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention)")(
+      "attention-blocks", po::value<std::string>(),
+      "flash attention's block sizes, fixed as MaxText's splash attention flags set them: Q,KV (every kernel) or "
+      "q=..,kv=..[,q_dq=..,kv_dq=..,q_dkv=..,kv_dkv=..] (sa_block_q, sa_block_kv, ...; a backward key left out takes "
+      "q's or kv's); the kernels then run one query head per grid step (default: blocks searched)")(
       "optimizer-dtype", po::value<std::string>()->default_value("f32"),
       "--phase train: Adam's state, f32 (f32 master weights, m and v: 12 B per parameter) or bf16 (MaxText's "
       "weight_dtype bfloat16: m and v bf16, weights updated in place: 4 B per parameter)");
@@ -64,6 +70,11 @@ inline void kernel_options(const std::string& cmd, const boost::program_options:
   const std::string kernel = vm["attention-kernel"].as<std::string>();
   if (!models::parse_attention_impl(kernel, &o.attention_kernel))
     throw UsageError(cmd + ": --attention-kernel: expected flash or dense, found '" + kernel + "'");
+  if (vm.count("attention-blocks")) {
+    const std::string text = vm["attention-blocks"].as<std::string>();
+    const std::string err = models::parse_splash_blocks(text, &o.attention_blocks);
+    if (!err.empty()) throw UsageError(cmd + ": --attention-blocks: expected " + err + ", found '" + text + "'");
+  }
   const std::string opt = vm["optimizer-dtype"].as<std::string>();
   if (!models::parse_optimizer_dtype(opt, &o.optimizer_dtype))
     throw UsageError(cmd + ": --optimizer-dtype: expected f32 or bf16, found '" + opt + "'");

@@ -246,6 +246,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
   base.moe_capacity_factor = o.moe_capacity_factor;
   base.attention_kernel = o.attention_kernel;
   base.optimizer_dtype = o.optimizer_dtype;
+  base.attention_blocks = o.attention_blocks;
   models::check_options(spec, base);
 
   std::int64_t sample = o.sample_layers;
@@ -365,6 +366,7 @@ ShardSearchResult run_shard_search(const ShardSearchOptions& o) {
           s.args.insert(s.args.end(), {"--attention-kernel", models::attention_impl_name(o.attention_kernel)});
         if (o.optimizer_dtype != arch::DType::f32)
           s.args.insert(s.args.end(), {"--optimizer-dtype", std::string(arch::dtype_name(o.optimizer_dtype))});
+        if (o.attention_blocks.any()) s.args.insert(s.args.end(), {"--attention-blocks", o.attention_blocks.str()});
         for (const auto& kv : o.sets) s.args.insert(s.args.end(), {"--set", kv});
         if (sample > 0)
           s.args.insert(

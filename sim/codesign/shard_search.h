@@ -53,9 +53,10 @@ struct ShardSearchOptions {
   double moe_capacity_factor = 0;
   models::AttentionImpl attention_kernel = models::AttentionImpl::flash;
   arch::DType optimizer_dtype = arch::DType::f32;  // PhaseOptions::optimizer_dtype
+  models::SplashBlocks attention_blocks;           // PhaseOptions::attention_blocks
   bool sequence_parallel_variants = true;
   bool split_dims = false;  // also meshes over parts of one slice dimension
-  int sample_layers = 0;  // 0 = simulate every layer
+  int sample_layers = 0;    // 0 = simulate every layer
   std::string out_dir;
   int jobs = 0;
   double timeout = 0;

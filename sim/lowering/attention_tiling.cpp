@@ -75,9 +75,13 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
                ob = static_cast<double>(arch::dtype_bits(a.out_dtype)) / 8;
   // At least one sublane tile of rows (8) per head: bp x group >= 8.
   const std::int64_t bp_lo = std::max<std::int64_t>(1, ceil_div(8, G));
-  const auto bps = powers_up_to(bp_lo, a.q_len, 4096);
-  const auto bkvs = powers_up_to(f.cols, round_up(a.kv_len, f.cols), 8192);
-  const auto hbs = divisors(a.kv_heads);
+  const auto bps =
+      a.blocks.q > 0 ? std::vector<std::int64_t>{std::min(a.blocks.q, a.q_len)} : powers_up_to(bp_lo, a.q_len, 4096);
+  const auto bkvs = a.blocks.kv > 0 ? std::vector<std::int64_t>{std::min(a.blocks.kv, round_up(a.kv_len, f.cols))}
+                                    : powers_up_to(f.cols, round_up(a.kv_len, f.cols), 8192);
+  // Fixed blocks: splash attention's one head per grid step (the caller
+  // gives every query head its own KV head, lower_attention).
+  const auto hbs = a.blocks.fixed() ? std::vector<std::int64_t>{1} : divisors(a.kv_heads);
   std::optional<AttentionTiling> best;
   double best_t = std::numeric_limits<double>::max();
   for (std::int64_t hb : hbs)
@@ -152,8 +156,8 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
 
 const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
                                                                 int cores) {
-  const Key k{a.batch,  a.q_len,  a.heads, a.kv_heads, a.head_dim, a.v_dim,     a.kv_len,
-              a.causal, a.window, a.pass,  a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
+  const Key k{a.batch,  a.q_len,    a.heads,     a.kv_heads, a.head_dim, a.v_dim,    a.kv_len,    a.causal,
+              a.window, a.blocks.q, a.blocks.kv, a.pass,     a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

@@ -7,7 +7,9 @@
 // kernel's producers that layout), so a step's K block is `hb` contiguous
 // pieces of bkv x D. Candidates are kept when their double-buffered Q, K,
 // V and output blocks, the f32 scores and the f32 accumulator fit the
-// kernel's VMEM budget, and scored like the GEMM search: max(compute,
+// kernel's VMEM budget (an op that fixes its blocks, as splash
+// attention's BlockSizes do, runs as splash does, one query head per step:
+// no search), and scored like the GEMM search: max(compute,
 // traffic) + exposed first load + per-step costs, for the busiest core
 // ((batch, head group, query block) units are dealt to the cores round
 // robin, so causal query blocks, which see more key blocks the later
@@ -33,6 +35,9 @@ struct AttentionShape {
   std::int64_t batch = 1, q_len = 1, heads = 1, kv_heads = 1, head_dim = 128, v_dim = 128, kv_len = 1;
   bool causal = false;
   std::int64_t window = 0;  // workloads::AttentionAttrs::window (causal only; 0 = none)
+  // workloads::AttentionAttrs::blocks: a block size the op fixes (query
+  // positions, key positions; 0 = searched), clamped to the sequence.
+  workloads::AttentionBlocks blocks;
   workloads::AttentionPass pass = workloads::AttentionPass::forward;
   arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
 
@@ -112,9 +117,9 @@ class AttentionTilingCache {
   const std::optional<AttentionTiling>& get(const AttentionShape& a, const ChipFigures& f, int cores);
 
  private:
-  using Key =
-      std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
-                 std::int64_t, workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, workloads::AttentionPass,
+                         arch::DType, arch::DType, arch::DType, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

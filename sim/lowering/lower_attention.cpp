@@ -81,6 +81,13 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.v_dim = v.shape[3];
   a.causal = op.as<workloads::AttentionAttrs>().causal;
   a.window = op.as<workloads::AttentionAttrs>().window;
+  a.blocks = op.as<workloads::AttentionAttrs>().blocks;
+  // Fixed blocks run as splash attention's kernel does: one query head
+  // per grid step, its K and V blocks read for it (the kernel's grid walks
+  // query heads; GQA maps each to its KV head), no heads folded into M.
+  const std::int64_t kv_stored = a.kv_heads, group_stored = a.group();
+  const bool per_q_head = a.blocks.fixed();
+  if (per_q_head) a.kv_heads = a.heads;
   a.pass = op.as<workloads::AttentionAttrs>().pass;
   a.q_dtype = q.dtype;
   a.kv_dtype = k.dtype;
@@ -110,11 +117,16 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const int cores = cx.cores();
   const auto& tiling = cx.attention_tilings.get(a, f, cores);
   if (!tiling)
-    throw LoweringError("no block of " + plan.name + " fits the VMEM budget of " + std::to_string(f.vmem_budget) +
-                        " bytes");
+    throw LoweringError((a.blocks.q > 0 || a.blocks.kv > 0
+                             ? "the blocks " + plan.name + " fixes (block_q " + std::to_string(a.blocks.q) +
+                                   ", block_kv " + std::to_string(a.blocks.kv) + "; 0 = searched) do not fit"
+                             : "no block of " + plan.name + " fits") +
+                        " the VMEM budget of " + std::to_string(f.vmem_budget) + " bytes (kernel.scoped_vmem)");
   const std::int64_t hb = tiling->hb, bp = tiling->bp, bkv = tiling->bkv, G = a.group();
   const std::int64_t B = a.batch, Lq = a.q_len, H = a.heads, D = a.head_dim, Dv = a.v_dim, Lkv = a.kv_len,
                      KVH = a.kv_heads;
+  // The KV head a step's (first) head reads: per query head, its group's.
+  auto kv_head = [&](std::int64_t h) { return per_q_head ? h / group_stored : h; };
   const std::int64_t sub = attention_sub_block(f, bkv);
   // The pass's kernel (workloads::attention_kernel), its matmuls by form.
   const workloads::AttentionKernel& kern = a.kernel();
@@ -150,10 +162,13 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
                                    static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
           // K and V head-major [B, KVH, Lkv, D]: one piece per head.
-          s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * KVH + h0) * Lkv + c0) * D), bytes_of(k.dtype, cn * D),
-                                 static_cast<std::uint64_t>(hb), bytes_of(k.dtype, Lkv * D)));
-          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * KVH + h0) * Lkv + c0) * Dv), bytes_of(v.dtype, cn * Dv),
-                                 static_cast<std::uint64_t>(hb), bytes_of(v.dtype, Lkv * Dv)));
+          const std::int64_t kh = kv_head(h0);
+          s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * kv_stored + kh) * Lkv + c0) * D),
+                                 bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
+                                 bytes_of(k.dtype, Lkv * D)));
+          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
+                                 bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
+                                 bytes_of(v.dtype, Lkv * Dv)));
           // K/V (and, first, Q) stored in another dtype than the MXU runs:
           // converted on the VPU before the step's first QK^T.
           std::vector<int> converted;
@@ -259,7 +274,10 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
       }
   plan.vmem_peak = tiling->vmem;
   std::ostringstream os;
-  os << "heads=" << hb << " bq=" << bp * G << " bkv=" << bkv;
+  if (per_q_head)
+    os << "splash q_heads=1 block_q=" << bp << " block_kv=" << bkv;
+  else
+    os << "heads=" << hb << " bq=" << bp * G << " bkv=" << bkv;
   plan.blocking = os.str();
   return steps;
 }

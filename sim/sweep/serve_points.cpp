@@ -83,10 +83,10 @@ std::vector<std::string> serve_point_args(const std::map<std::string, std::strin
                                           const std::string& step_cache_path) {
   if (!params.count("model.name"))
     throw std::runtime_error("a serve point needs base.model (a decoder of the zoo or a model file)");
-  for (const char* k :
-       {"model.phase", "model.batch", "model.seq", "model.context", "model.image", "model.remat",
-        "model.moe_capacity_factor", "model.fused_attention_backward", "model.attention_kernel",
-        "model.optimizer_dtype", "workload.file", "workload.gemm", "workload.conv", "workload.attention"})
+  for (const char* k : {"model.phase", "model.batch", "model.seq", "model.context", "model.image", "model.remat",
+                        "model.moe_capacity_factor", "model.fused_attention_backward", "model.attention_kernel",
+                        "model.attention_blocks", "model.optimizer_dtype", "workload.file", "workload.gemm",
+                        "workload.conv", "workload.attention"})
     if (params.count(k))
       throw std::runtime_error(std::string("'") + k +
                                "' is a `tpusim run` key; a serve point's steps come from its requests "

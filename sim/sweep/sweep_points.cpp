@@ -196,6 +196,8 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
           throw std::runtime_error("model.fused_attention_backward: true needs model.phase train");
         if (params.count("model.attention_kernel"))
           models::parse_attention_impl(params["model.attention_kernel"], &po.attention_kernel);
+        if (params.count("model.attention_blocks"))
+          models::parse_splash_blocks(params["model.attention_blocks"], &po.attention_blocks);
         if (params.count("model.optimizer_dtype"))
           models::parse_optimizer_dtype(params["model.optimizer_dtype"], &po.optimizer_dtype);
         if (po.optimizer_dtype != arch::DType::f32 && po.phase != models::Phase::train)
@@ -219,6 +221,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
                                                               {"sparsity", "--sparsity"},
                                                               {"moe_capacity_factor", "--moe-capacity-factor"},
                                                               {"attention_kernel", "--attention-kernel"},
+                                                              {"attention_blocks", "--attention-blocks"},
                                                               {"optimizer_dtype", "--optimizer-dtype"}})
           if (params.count("model." + key)) a.insert(a.end(), {flag, params["model." + key]});
         if (po.fused_attention_backward) a.push_back("--fused-attention-backward");
@@ -226,8 +229,10 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         const std::string f = resolve_path(spec.dir, params["workload.file"]);
         if (!fs::exists(f)) throw std::runtime_error("workload file not found: " + f);
         if (params.count("workload.dtype") && !workloads::is_scalesim_path(f))
-          throw std::runtime_error("workload.dtype applies to models, built-in workloads and SCALE-Sim CSV "
-                                   "topologies; the workload file " + f + " gives each tensor its dtype");
+          throw std::runtime_error(
+              "workload.dtype applies to models, built-in workloads and SCALE-Sim CSV "
+              "topologies; the workload file " +
+              f + " gives each tensor its dtype");
         a.insert(a.end(), {"--workload", f});
       } else if (params.count("workload.gemm")) {
         workloads::builtin::parse_gemm(params["workload.gemm"], dtype ? *dtype : arch::DType::bf16);

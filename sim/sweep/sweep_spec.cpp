@@ -59,6 +59,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"moe_capacity_factor", "model.moe_capacity_factor"},
         {"fused_attention_backward", "model.fused_attention_backward"},
         {"attention_kernel", "model.attention_kernel"},
+        {"attention_blocks", "model.attention_blocks"},
         {"optimizer_dtype", "model.optimizer_dtype"},
         // Multi-chip runs (`run --slice --mesh`); named in full, since the
         // short `slice` and `mesh` are a serve sweep's.
@@ -214,6 +215,10 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   } else if (key == "model.attention_kernel") {
     models::AttentionImpl ak;
     if (!models::parse_attention_impl(text, &ak)) c.add(p, k, "flash or dense", "'" + text + "'");
+  } else if (key == "model.attention_blocks") {
+    models::SplashBlocks sb;
+    const std::string err = models::parse_splash_blocks(text, &sb);
+    if (!err.empty()) c.add(p, k, err, "'" + text + "'");
   } else if (key == "model.optimizer_dtype") {
     arch::DType od;
     if (!models::parse_optimizer_dtype(text, &od)) c.add(p, k, "f32 or bf16", "'" + text + "'");

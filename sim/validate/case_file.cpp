@@ -51,6 +51,7 @@ const std::vector<std::string> kModelOnly = {"phase",
                                              "fused_attention_backward",
                                              "moe_capacity_factor",
                                              "attention_kernel",
+                                             "attention_blocks",
                                              "optimizer_dtype",
                                              "sample_layers"};
 // Every workload key: a source, the keys of any source, the model's.
@@ -243,6 +244,16 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
       c.add(w["attention_kernel"], key, "flash or dense", kind_of(w["attention_kernel"]));
     else
       wl.attention_kernel = w["attention_kernel"].Scalar();
+  }
+  if (w["attention_blocks"]) {
+    const std::string key = where + ".attention_blocks";
+    models::SplashBlocks b;
+    std::string err =
+        w["attention_blocks"].IsScalar() ? models::parse_splash_blocks(w["attention_blocks"].Scalar(), &b) : "a string";
+    if (!err.empty())
+      c.add(w["attention_blocks"], key, err, kind_of(w["attention_blocks"]));
+    else
+      wl.attention_blocks = w["attention_blocks"].Scalar();
   }
   if (w["optimizer_dtype"]) {
     const std::string key = where + ".optimizer_dtype";
@@ -623,6 +634,7 @@ std::vector<std::string> run_args(const Case& c) {
   if (w.fused_attention_backward) a.push_back("--fused-attention-backward");
   if (!w.moe_capacity_factor.empty()) a.insert(a.end(), {"--moe-capacity-factor", w.moe_capacity_factor});
   if (!w.attention_kernel.empty()) a.insert(a.end(), {"--attention-kernel", w.attention_kernel});
+  if (!w.attention_blocks.empty()) a.insert(a.end(), {"--attention-blocks", w.attention_blocks});
   if (!w.optimizer_dtype.empty()) a.insert(a.end(), {"--optimizer-dtype", w.optimizer_dtype});
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");

@@ -240,6 +240,14 @@ TEST(CliRun, FusedAttentionBackwardIsOneKernel) {
   EXPECT_NE(r.err.find("--fused-attention-backward needs --model"), std::string::npos) << r.err;
 }
 
+namespace {
+// A usage error: exit code 2 and `part` in the message.
+void expect_usage_error(const Result& r, const std::string& part) {
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+}
+}  // namespace
+
 // --attention-kernel dense: the attention as XLA's einsums (scores matmul,
 // softmax, PV matmul) in ops.csv instead of one attention operator. A bad
 // value, or the option without --model, is a usage error.
@@ -254,12 +262,41 @@ TEST(CliRun, DenseAttentionKernelIsEinsums) {
   EXPECT_NE(ops.find("layers.0.attn.softmax,softmax"), std::string::npos);
   EXPECT_NE(ops.find("layers.0.attn.core,matmul"), std::string::npos);
   EXPECT_EQ(ops.find(",attention,"), std::string::npos);
-  r = run_tpusim(base + d.path() + "/x --attention-kernel sparse", d);
-  EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("--attention-kernel: expected flash or dense, found 'sparse'"), std::string::npos) << r.err;
-  r = run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --attention-kernel dense --out " + d.path() + "/y", d);
-  EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("--attention-kernel needs --model"), std::string::npos) << r.err;
+  expect_usage_error(run_tpusim(base + d.path() + "/x --attention-kernel sparse", d),
+                     "--attention-kernel: expected flash or dense, found 'sparse'");
+  expect_usage_error(
+      run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --attention-kernel dense --out " + d.path() + "/y", d),
+      "--attention-kernel needs --model");
+}
+
+// --attention-blocks: the flash kernels' fixed blocks (MaxText's
+// sa_block_*), so the attention runs one query head per grid step; a
+// malformed value, a workload that is not a model and a decode step are
+// refused by name.
+TEST(CliRun, AttentionBlocksFixTheFlashKernelsBlocks) {
+  TempDir d;
+  const std::string model = tiny_encoder(d);
+  const std::string base = "run --arch v5e --model " + model + " --phase infer --batch 1 --seq 64 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/fixed --attention-blocks 512,512", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Blocks longer than the 64 positions are clamped to them (kv to a lane tile).
+  const std::string ops = slurp(d.path() + "/fixed/ops.csv");
+  EXPECT_NE(ops.find("splash q_heads=1 block_q=64 block_kv=128"), std::string::npos) << ops;
+  r = run_tpusim(base + d.path() + "/searched", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(slurp(d.path() + "/searched/ops.csv").find("splash"), std::string::npos);
+  r = run_tpusim(base + d.path() + "/x --attention-blocks 512,500", d);
+  expect_usage_error(r, "--attention-blocks: expected Q,KV or");
+  expect_usage_error(r, "found '512,500'");
+  expect_usage_error(
+      run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --attention-blocks 512,512 --out " + d.path() + "/y", d),
+      "--attention-blocks needs --model");
+  expect_usage_error(
+      run_tpusim("run --arch v5e --model llama3-8b --phase decode --layers 1 --quiet --attention-blocks 512,512 "
+                 "--out " +
+                     d.path() + "/z",
+                 d),
+      "attention_blocks: expected prefill, train or infer");
 }
 
 // --optimizer-dtype bf16: Adam's m and v in bf16 and no f32 master, so
@@ -539,9 +576,7 @@ TEST(CliRun, FlagsThatWouldDoNothingAreRefused) {
   EXPECT_NE(r.err.find("--top must be >= 0"), std::string::npos) << r.err;
   // With a model, adapter targets without a rank would be no adapters.
   const std::string model = d.write("tiny.yaml", tpusim::test::kTinyDecoder);
-  r = run_tpusim("run --arch v5e --model " + model + " --phase decode --context 128" +
-                     " --lora-targets all" + out,
-                 d);
+  r = run_tpusim("run --arch v5e --model " + model + " --phase decode --context 128" + " --lora-targets all" + out, d);
   EXPECT_EQ(r.rc, 2) << r.err;
   EXPECT_NE(r.err.find("--lora-targets needs --lora-rank"), std::string::npos) << r.err;
 }

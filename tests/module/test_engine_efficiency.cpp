@@ -198,6 +198,24 @@ TEST(EngineEfficiency, CausalAttentionSplitsEvenlyOverTwoCores) {
   EXPECT_LE(std::max(mxu[0], mxu[1]), 1.1 * std::min(mxu[0], mxu[1])) << mxu[0] << " vs " << mxu[1];
 }
 
+// Fixed blocks run as splash attention's kernel: one query head per grid
+// step. v5p, 8192 causal positions, 8 heads of 128, blocks of 512: 8 heads
+// x 136 visited block pairs (16 x 17 / 2) = 1088 steps over two cores,
+// each paying the per-step overhead besides its two matmuls' MXU time
+// (2 x 512 x 512 x 128 MACs on 4 MXUs of 128 x 128: 1024 cycles). The
+// searched kernel, which folds several heads into a step, takes less than
+// half that bound (docs/validation.md, splash family).
+TEST(EngineEfficiency, SplashBlocksRunOneQueryHeadPerStep) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5p", {"hbm.model=channel"});
+  const auto wl = workloads::builtin::attention(1, 8192, 8192, 8, 8, 128, true, arch::DType::bf16, 0, {512, 512});
+  const sim::RunReport r = sim::run_workload("v5p", cfg, wl, {});
+  ASSERT_EQ(r.lowered.ops.size(), 1u);
+  EXPECT_EQ(r.lowered.ops[0].blocking, "splash q_heads=1 block_q=512 block_kv=512");
+  const double per_core_steps = 8.0 * 136 / 2;
+  const double step_overhead = cfg.kernel.step_overhead * cfg.chip.clock_hz;
+  EXPECT_GE(static_cast<double>(r.sim.end_cycle), per_core_steps * (step_overhead + 1024.0));
+}
+
 namespace {
 // Inputs q [1, L, H, 128], k and v [1, L, KVH, 128] (bf16) of one attention.
 std::tuple<workloads::TensorRef, workloads::TensorRef, workloads::TensorRef> qkv_inputs(workloads::WorkloadBuilder& b,

@@ -134,6 +134,8 @@ void attrs_doc(const Op& op, Doc& d) {
       if (a.scale) d.add("scale", Doc::real(*a.scale));
       if (a.pass != AttentionPass::forward) d.add("pass", Doc::str(std::string(attention_pass_name(a.pass))));
       if (a.window > 0) d.add("window", Doc::num(a.window));
+      if (a.blocks.q > 0) d.add("block_q", Doc::num(a.blocks.q));
+      if (a.blocks.kv > 0) d.add("block_kv", Doc::num(a.blocks.kv));
       break;
     }
     case OpKind::gather: break;

@@ -178,8 +178,9 @@ TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x,
 
 TensorRef WorkloadBuilder::attention(const std::string& name, const TensorRef& q, const TensorRef& k,
                                      const TensorRef& v, bool causal, std::optional<double> scale, AttentionPass pass,
-                                     std::int64_t window) {
-  return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale, pass, window}));
+                                     std::int64_t window, AttentionBlocks blocks) {
+  return add_op(
+      make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale, pass, window, blocks}));
 }
 
 TensorRef WorkloadBuilder::gather(const std::string& name, const TensorRef& table, const TensorRef& indices) {

@@ -244,6 +244,17 @@ struct AttentionKernel {
 // (exp(S - lse), dP - di, the products), no row reductions.
 const AttentionKernel& attention_kernel(AttentionPass p);
 
+// The flash kernel's block sizes, as splash attention's BlockSizes set
+// them (block_q, block_kv; block_kv_compute = block_kv): `q` query
+// positions (of each query head) and `kv` key positions per grid step.
+// 0 = the lowering searches the block (attention_tiling.h). Splash takes
+// block_q a multiple of 8 (sublanes) and block_kv of 128 (lanes).
+struct AttentionBlocks {
+  std::int64_t q = 0, kv = 0;
+  bool fixed() const { return q > 0 || kv > 0; }
+  bool operator==(const AttentionBlocks& o) const { return q == o.q && kv == o.kv; }
+};
+
 // `window` (causal only; 0 = none): local attention, as sliding-window
 // layers (Mistral, Gemma 2/3, gpt-oss) and splash attention's LocalMask
 // compute it: query i sees the `window` keys ending at its diagonal,
@@ -253,8 +264,9 @@ struct AttentionAttrs {
   std::optional<double> scale;  // default 1/sqrt(D)
   AttentionPass pass = AttentionPass::forward;
   std::int64_t window = 0;
+  AttentionBlocks blocks;
   bool operator==(const AttentionAttrs& o) const {
-    return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window;
+    return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window && blocks == o.blocks;
   }
 };
 

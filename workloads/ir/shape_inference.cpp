@@ -202,6 +202,14 @@ class Inferer {
       fail(std::string("window: expected ") + needs + " (a window ends at each query's diagonal)");
   }
 
+  // A flash kernel block size (AttentionBlocks): 0 (searched) or a
+  // positive multiple of the vreg's `unit` (splash attention's checks).
+  void check_block(std::int64_t b, const char* key, std::int64_t unit, const char* units) const {
+    if (b < 0 || b % unit != 0)
+      fail(std::string(key) + ": expected a positive multiple of " + std::to_string(unit) + " (" + units +
+           ", as splash attention takes it) or 0 (searched), found " + std::to_string(b));
+  }
+
   std::int64_t axis(std::int64_t a, std::size_t rank, const char* what) const {
     std::int64_t r = static_cast<std::int64_t>(rank);
     if (a < -r || a >= r)
@@ -403,6 +411,8 @@ class Inferer {
     const auto& a = op_.as<AttentionAttrs>();
     if (a.scale && !(*a.scale > 0)) fail("scale: expected > 0, found " + std::to_string(*a.scale));
     check_window(a.window, a.causal, "causal: true");
+    check_block(a.blocks.q, "block_q", 8, "sublanes");
+    check_block(a.blocks.kv, "block_kv", 128, "lanes");
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
   }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "models/zoo.h"
@@ -679,4 +680,61 @@ TEST(Generate, DenseAttentionActivationsIncludeTheScores) {
   const MemoryFootprint dense = memory_footprint(m, o);
   const double logits = 32.0 * 4096 * 4096 * 4 * static_cast<double>(m.transformer.layers);
   EXPECT_GE(static_cast<double>(dense.activations) - static_cast<double>(flash.activations), logits);
+}
+
+// Fixed flash kernel blocks (MaxText's sa_block_* flags) reach every
+// attention kernel of a step: the forward's, the dQ kernel's and the dK/dV
+// kernel's (which the fused backward kernel takes too); none are set when
+// none are given.
+TEST(Generate, AttentionBlocksReachEveryKernel) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions t = small(Phase::train);
+  ASSERT_EQ(parse_splash_blocks("q=1024,kv=512,q_dq=2048,kv_dkv=256", &t.attention_blocks), "");
+  std::map<AttentionPass, AttentionBlocks> seen;
+  for (const Op& op : generate(m, t).ops)
+    if (op.kind == OpKind::attention) seen[op.as<AttentionAttrs>().pass] = op.as<AttentionAttrs>().blocks;
+  EXPECT_EQ(seen.at(AttentionPass::forward), (AttentionBlocks{1024, 512}));
+  EXPECT_EQ(seen.at(AttentionPass::grad_q), (AttentionBlocks{2048, 512}));   // kv_dq left out: kv's
+  EXPECT_EQ(seen.at(AttentionPass::grad_kv), (AttentionBlocks{1024, 256}));  // q_dkv left out: q's
+  t.fused_attention_backward = true;
+  for (const Op& op : generate(m, t).ops)
+    if (op.kind == OpKind::attention && op.as<AttentionAttrs>().pass == AttentionPass::grad_qkv)
+      EXPECT_EQ(op.as<AttentionAttrs>().blocks, (AttentionBlocks{1024, 256}));
+  for (const Op& op : generate(m, small(Phase::prefill)).ops)
+    if (op.kind == OpKind::attention) EXPECT_FALSE(op.as<AttentionAttrs>().blocks.fixed());
+}
+
+// The blocks' spelling: Q,KV or keyed, splash's units (q multiples of 8, kv
+// of 128), and where they do not apply (dense einsums, decode) refused by
+// name.
+TEST(Generate, AttentionBlocksAreParsedAndChecked) {
+  SplashBlocks b;
+  EXPECT_EQ(parse_splash_blocks("512,1024", &b), "");
+  EXPECT_EQ(b.fwd, (AttentionBlocks{512, 1024}));
+  EXPECT_EQ(b.dq, b.fwd);
+  EXPECT_EQ(b.dkv, b.fwd);
+  EXPECT_EQ(b.str(), "q=512,kv=1024,q_dq=512,kv_dq=1024,q_dkv=512,kv_dkv=1024");
+  SplashBlocks back;
+  EXPECT_EQ(parse_splash_blocks(b.str(), &back), "");
+  EXPECT_EQ(back.str(), b.str());
+  for (const char* bad : {"", "512", "512,1000", "12,128", "q=512", "q=512,kv=512,q_dq=512,q_dq=512",
+                          "q=512,kv=512,dq=512", "q=0,kv=128", "q=512,kv=512,", "512,128,128", "q=-8,kv=128"}) {
+    SplashBlocks x;
+    EXPECT_NE(parse_splash_blocks(bad, &x), "") << bad;
+    EXPECT_FALSE(x.any()) << bad;  // left as it was
+  }
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions d = small(Phase::decode);
+  d.attention_blocks = b;
+  try {
+    check_options(m, d);
+    ADD_FAILURE() << "decode with fixed blocks accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_blocks"), std::string::npos) << e.what();
+  }
+  PhaseOptions p = small(Phase::prefill);
+  p.attention_blocks = b;
+  EXPECT_NO_THROW(check_options(m, p));
+  p.attention_kernel = AttentionImpl::dense;
+  EXPECT_THROW(check_options(m, p), ModelError);
 }

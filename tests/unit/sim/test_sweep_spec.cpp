@@ -304,8 +304,7 @@ TEST(SweepSpec, DtypeOnlyForWorkloadsWithoutTheirOwn) {
   pts = args_of("base: {arch: v5e, workload: " + dir + "mlp.yaml}\naxes:\n  grid:\n    workload.dtype: [bf16, int8]\n");
   ASSERT_EQ(pts.size(), 2u);
   for (const auto& p : pts)
-    EXPECT_NE(p.error.find("workload.dtype applies to models, built-in workloads and SCALE-Sim CSV"),
-              std::string::npos)
+    EXPECT_NE(p.error.find("workload.dtype applies to models, built-in workloads and SCALE-Sim CSV"), std::string::npos)
         << p.error;
   pts = args_of("base: {arch: v5e, workload: " + dir + "scalesim_gemm_example.csv, dtype: int8}\n");
   ASSERT_EQ(pts.size(), 1u);
@@ -480,6 +479,39 @@ TEST(SweepSpec, AttentionKernelBecomesRunFlag) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("flash or dense"), std::string::npos) << e.what();
+  }
+}
+
+// model.attention_blocks sweeps the flash kernels' fixed blocks (MaxText's
+// sa_block_*): each point's run gets --attention-blocks with its value; a
+// value that is not splash's spelling or units is a located error.
+TEST(SweepSpec, AttentionBlocksBecomeRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s =
+      parse_sweep_spec("base: {arch: v5e, model: " + model +
+                           ", phase: prefill, batch: 1, seq: 64}\n"
+                           "axes:\n  grid:\n    model.attention_blocks: [\"512,512\", \"q=1024,kv=256\"]\n",
+                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 2u);
+  std::vector<std::string> blocks;
+  for (const auto& pt : pts) {
+    EXPECT_TRUE(pt.error.empty()) << pt.error;
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), "--attention-blocks");
+    ASSERT_NE(it, pt.run_args.end());
+    ASSERT_NE(it + 1, pt.run_args.end());
+    blocks.push_back(*(it + 1));
+  }
+  EXPECT_EQ(blocks, (std::vector<std::string>{"512,512", "q=1024,kv=256"}));
+  try {
+    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.attention_blocks: [\"512,100\"]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kv keys of 128"), std::string::npos) << e.what();
   }
 }
 

@@ -131,6 +131,12 @@ TEST(ValidateCases, RunArguments) {
   text.replace(text.find(from), from.size(), "seq: 256, optimizer_dtype: bf16}");
   const auto oa = run_args(parse_in(d, text)[2]);
   EXPECT_EQ(std::vector<std::string>(oa.end() - 2, oa.end()), (std::vector<std::string>{"--optimizer-dtype", "bf16"}));
+  // The flash kernels' fixed blocks become --attention-blocks.
+  text = kGood;
+  text.replace(text.find(from), from.size(), "seq: 256, attention_blocks: \"q=1024,kv=512\"}");
+  const auto ba = run_args(parse_in(d, text)[2]);
+  EXPECT_EQ(std::vector<std::string>(ba.end() - 2, ba.end()),
+            (std::vector<std::string>{"--attention-blocks", "q=1024,kv=512"}));
 }
 
 TEST(ValidateCases, MetricFormulas) {
@@ -250,6 +256,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases[step-c].workload.attention_kernel: expected flash or dense, found 'splash'"},
       {"attention kernel on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, attention_kernel: dense}"),
        "'attention_kernel' only with model"},
+      {"bad attention blocks", replace(g, "seq: 256,", "seq: 256, attention_blocks: \"500,512\","),
+       "cases[step-c].workload.attention_blocks: expected Q,KV or q=Q,kv=KV"},
+      {"attention blocks on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, attention_blocks: \"512,512\"}"),
+       "'attention_blocks' only with model"},
       {"unknown optimizer dtype", replace(g, "seq: 256,", "seq: 256, optimizer_dtype: f16,"),
        "cases[step-c].workload.optimizer_dtype: expected f32 or bf16, found 'f16'"},
       {"optimizer dtype on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, optimizer_dtype: bf16}"),

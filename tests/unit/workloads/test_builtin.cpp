@@ -59,6 +59,27 @@ TEST(Builtin, AttentionFromString) {
   EXPECT_FALSE(builtin::parse_attention("2,16,32,4,2,8").ops[0].as<AttentionAttrs>().causal);
 }
 
+// bq= and bkv= fix the kernel's blocks (splash attention's block_q and
+// block_kv), 0 or absent leaves them to the search; the units are splash's.
+TEST(Builtin, AttentionBlocksFromString) {
+  const Workload wl = builtin::parse_attention("q=8192,h=8,d=128,causal=1,bq=512,bkv=1024");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().blocks, (AttentionBlocks{512, 1024}));
+  EXPECT_NE(wl.name.find("_bq512_bkv1024"), std::string::npos) << wl.name;
+  EXPECT_FALSE(builtin::parse_attention("q=8192,h=8,d=128").ops[0].as<AttentionAttrs>().blocks.fixed());
+  EXPECT_FALSE(builtin::parse_attention("1,16,16,4,4,8,1").ops[0].as<AttentionAttrs>().blocks.fixed());
+  for (const auto& [spec, part] : std::vector<std::pair<std::string, std::string>>{
+           {"q=64,h=1,d=8,bq=12", "field bq: expected a multiple of 8 (sublanes), found 12"},
+           {"q=64,h=1,d=8,bkv=100", "field bkv: expected a multiple of 128 (lanes), found 100"},
+           {"q=64,h=1,d=8,bkv=-128", "bkv"}}) {
+    try {
+      builtin::parse_attention(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const WorkloadError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Builtin, ElementwiseFromString) {
   Workload wl = builtin::parse_elementwise("silu,8,4096");
   EXPECT_EQ(wl.find_tensor("y")->shape, (Shape{8, 4096}));

@@ -182,6 +182,13 @@ TEST(WorkloadFile, ReadsShippedLocalAttentionExample) {
   EXPECT_EQ(workload_cost(wl).macs, 32ull * (1024 * 1025 / 2 + 7168ull * 1024) * 2 * 128);
 }
 
+TEST(WorkloadFile, ReadsShippedSplashAttentionExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/attention_splash.yaml");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().blocks, (AttentionBlocks{512, 512}));
+  EXPECT_TRUE(wl.ops[0].as<AttentionAttrs>().causal);
+}
+
 TEST(WorkloadFile, MatmulFromDotGeneralDims) {
   std::string text = std::string(kHeader) +
                      "tensors:\n"
@@ -421,6 +428,29 @@ TEST(WorkloadFile, AttentionWindowRoundTripsAndIsChecked) {
   EXPECT_NE(msg.find("window: expected >= 1 keys (or 0: none), found -2"), std::string::npos) << msg;
   msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], causal: true, window: wide}\n");
   EXPECT_NE(msg.find("window"), std::string::npos) << msg;
+}
+
+// Fixed kernel blocks round-trip (left out when 0) and take splash
+// attention's units, each error at the op's line naming its key.
+TEST(WorkloadFile, AttentionBlocksRoundTripAndAreChecked) {
+  const std::string base = attention_tensors();
+  Workload wl =
+      read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], block_q: 16, block_kv: 256}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().blocks, (AttentionBlocks{16, 256}));
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], block_kv: 128}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().blocks, (AttentionBlocks{0, 128}));
+  EXPECT_EQ(workload_to_yaml(wl).find("block_q"), std::string::npos);
+  std::string msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], block_q: 12}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("block_q: expected a positive multiple of 8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("found 12"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], block_kv: -128}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("block_kv: expected a positive multiple of 128"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], block_kv: big}\n");
+  EXPECT_NE(msg.find("block_kv"), std::string::npos) << msg;
 }
 
 // A copy names where it goes: hbm or host, nothing else, and must say so.
