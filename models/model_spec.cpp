@@ -92,7 +92,9 @@ std::string parse_splash_blocks(const std::string& s, SplashBlocks* out) {
   SplashBlocks b;
   const bool keyed = s.find('=') != std::string::npos;
   if (!keyed) {
-    if (fields.size() != 2 || !number(fields[0], 8, &b.fwd.q) || !number(fields[1], 128, &b.fwd.kv)) return expected;
+    if (fields.size() != 2 || !number(fields[0], workloads::AttentionBlocks::kQUnit, &b.fwd.q) ||
+        !number(fields[1], workloads::AttentionBlocks::kKvUnit, &b.fwd.kv))
+      return expected;
     b.dq = b.dkv = b.fwd;
     *out = b;
     return "";
@@ -106,7 +108,8 @@ std::string parse_splash_blocks(const std::string& s, SplashBlocks* out) {
     const std::string k = f.substr(0, eq);
     int i = 0;
     while (i < 6 && k != names[i]) ++i;
-    if (i == 6 || seen[i] || !number(f.substr(eq + 1), i % 2 == 0 ? 8 : 128, slots[i])) return expected;
+    const std::int64_t unit = i % 2 == 0 ? workloads::AttentionBlocks::kQUnit : workloads::AttentionBlocks::kKvUnit;
+    if (i == 6 || seen[i] || !number(f.substr(eq + 1), unit, slots[i])) return expected;
     seen[i] = true;
   }
   if (!seen[0] || !seen[1]) return expected;

@@ -240,10 +240,14 @@ Workload parse_attention(const std::string& spec, DType dtype) {
     spec_error(what, spec, "field window: expected causal=1 with it (a window ends at each query)");
   if (v[3] % v[4] != 0)
     spec_error(what, spec, "heads " + std::to_string(v[3]) + " not a multiple of kv_heads " + std::to_string(v[4]));
-  if (v[8] % 8 != 0)
-    spec_error(what, spec, "field bq: expected a multiple of 8 (sublanes), found " + std::to_string(v[8]));
-  if (v[9] % 128 != 0)
-    spec_error(what, spec, "field bkv: expected a multiple of 128 (lanes), found " + std::to_string(v[9]));
+  if (v[8] % AttentionBlocks::kQUnit != 0)
+    spec_error(what, spec,
+               "field bq: expected a multiple of " + std::to_string(AttentionBlocks::kQUnit) + " (sublanes), found " +
+                   std::to_string(v[8]));
+  if (v[9] % AttentionBlocks::kKvUnit != 0)
+    spec_error(what, spec,
+               "field bkv: expected a multiple of " + std::to_string(AttentionBlocks::kKvUnit) + " (lanes), found " +
+                   std::to_string(v[9]));
   return attention(v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, dtype, v[7], AttentionBlocks{v[8], v[9]});
 }
 

@@ -117,7 +117,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const int cores = cx.cores();
   const auto& tiling = cx.attention_tilings.get(a, f, cores);
   if (!tiling)
-    throw LoweringError((a.blocks.q > 0 || a.blocks.kv > 0
+    throw LoweringError((a.blocks.fixed()
                              ? "the blocks " + plan.name + " fixes (block_q " + std::to_string(a.blocks.q) +
                                    ", block_kv " + std::to_string(a.blocks.kv) + "; 0 = searched) do not fit"
                              : "no block of " + plan.name + " fits") +

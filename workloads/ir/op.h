@@ -250,6 +250,8 @@ const AttentionKernel& attention_kernel(AttentionPass p);
 // 0 = the lowering searches the block (attention_tiling.h). Splash takes
 // block_q a multiple of 8 (sublanes) and block_kv of 128 (lanes).
 struct AttentionBlocks {
+  static constexpr std::int64_t kQUnit = 8;     // sublanes: block_q a multiple
+  static constexpr std::int64_t kKvUnit = 128;  // lanes: block_kv a multiple
   std::int64_t q = 0, kv = 0;
   bool fixed() const { return q > 0 || kv > 0; }
   bool operator==(const AttentionBlocks& o) const { return q == o.q && kv == o.kv; }

@@ -411,8 +411,8 @@ class Inferer {
     const auto& a = op_.as<AttentionAttrs>();
     if (a.scale && !(*a.scale > 0)) fail("scale: expected > 0, found " + std::to_string(*a.scale));
     check_window(a.window, a.causal, "causal: true");
-    check_block(a.blocks.q, "block_q", 8, "sublanes");
-    check_block(a.blocks.kv, "block_kv", 128, "lanes");
+    check_block(a.blocks.q, "block_q", AttentionBlocks::kQUnit, "sublanes");
+    check_block(a.blocks.kv, "block_kv", AttentionBlocks::kKvUnit, "lanes");
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
   }
 
