@@ -44,6 +44,11 @@ std::string pad_text(std::int64_t d, std::int64_t padded) {
   return d == padded ? std::to_string(d) : std::to_string(d) + "->" + std::to_string(padded);
 }
 
+// A suggestion table's phase column: its label, and a width that keeps
+// two spaces before it (the label is wider than the figures under it).
+std::string phase_label(models::Phase p) { return std::string(models::phase_name(p)) + " ms before->after"; }
+int phase_col(models::Phase p) { return std::max(22, static_cast<int>(phase_label(p).size()) + 2); }
+
 std::string divisibility_text(const Divisibility& d) {
   std::string s = d.key + " " + std::to_string(d.value) + ": ";
   auto list = [](const std::vector<int>& v) {
@@ -51,7 +56,8 @@ std::string divisibility_text(const Divisibility& d) {
     for (int x : v) o += (o.empty() ? "" : ",") + std::to_string(x);
     return o.empty() ? std::string("none") : o;
   };
-  s += "divides by " + list(d.divides) + "; not by " + list(d.fails);
+  s += "divides by " + list(d.divides);
+  if (!d.fails.empty()) s += "; not by " + list(d.fails);
   // A tensor degree that is a multiple of the KV heads replicates them
   // (models/sharding.h): it runs, with K/V computed and cached per rank.
   if (d.key == "attention.kv_heads") s += " (a tensor degree that is a multiple of it replicates the KV heads)";
@@ -97,28 +103,31 @@ void print_check(const CheckResult& r, std::ostream& os) {
       os << models::phase_name(p) << ": the layers as the MXU sees them (M x K x N; K pads to rows, N to cols)\n";
       os << "  " << std::left << std::setw(25) << "layer type" << std::setw(26) << "shape" << std::setw(14) << "K"
          << std::setw(14) << "N" << std::right << std::setw(8) << "waste" << std::setw(11) << "FLOP/byte"
-         << std::setw(9) << "bound" << std::setw(8) << "time" << "\n";
+         << std::setw(9) << "bound" << std::setw(8) << "time"
+         << "\n";
       for (const auto& l : a.layers.at(p)) {
         const double sh = share_of(a, p, l.type);
-        os << "  " << std::left << std::setw(25) << l.type << std::setw(26)
-           << shape_text(l.shape) << std::setw(14) << pad_text(l.shape.k, l.k_padded) << std::setw(14)
-           << pad_text(l.shape.n, l.n_padded) << std::right << std::setw(8) << pct(l.total_waste) << std::setw(11)
-           << format_fixed(l.intensity, 1) << std::setw(9) << (l.compute_bound() ? "compute" : "memory")
-           << std::setw(8) << (std::isfinite(sh) ? pct(sh) : "-") << "\n";
+        os << "  " << std::left << std::setw(25) << l.type << std::setw(26) << shape_text(l.shape) << std::setw(14)
+           << pad_text(l.shape.k, l.k_padded) << std::setw(14) << pad_text(l.shape.n, l.n_padded) << std::right
+           << std::setw(8) << pct(l.total_waste) << std::setw(11) << format_fixed(l.intensity, 1) << std::setw(9)
+           << (l.compute_bound() ? "compute" : "memory") << std::setw(8) << (std::isfinite(sh) ? pct(sh) : "-") << "\n";
       }
       if (auto it = a.shares.find(p); it != a.shares.end())
         for (const auto& s : it->second)
           if (s.type == "collectives" || s.type.rfind("other", 0) == 0)
-            os << "  " << std::left << std::setw(25 + 26 + 14 + 14 + 8 + 11 + 9) << s.type << std::right
-               << std::setw(8) << pct(s.share) << "\n";
+            os << "  " << std::left << std::setw(25 + 26 + 14 + 14 + 8 + 11 + 9) << s.type << std::right << std::setw(8)
+               << pct(s.share) << "\n";
       for (const auto& pt : r.points)
         if (pt.arch == a.arch && pt.phase == p && pt.candidate < 0)
           os << "  step time: " << (pt.ok ? ms(pt.seconds) + " ms (simulated)" : "not simulated: " + pt.error) << "\n";
       os << "  HBM fit (" << models::phase_name(p) << "):";
-      for (const auto& f : a.fit.at(p))
-        os << " " << f.dtype << " weights " << gib(static_cast<double>(f.weight_bytes)) << ", total "
-           << gib(static_cast<double>(f.total_bytes)) << " -> " << f.min_chips << " chip" << (f.min_chips > 1 ? "s" : "")
-           << " (smallest slice " << f.slice << ");";
+      const char* sep = " ";
+      for (const auto& f : a.fit.at(p)) {
+        os << sep << f.dtype << " weights " << gib(static_cast<double>(f.weight_bytes)) << ", total "
+           << gib(static_cast<double>(f.total_bytes)) << " -> " << f.min_chips << " chip"
+           << (f.min_chips > 1 ? "s" : "") << " (smallest slice " << f.slice << ")";
+        sep = "; ";
+      }
       os << "\n";
     }
     if (a.kv.bytes_per_token) {
@@ -134,11 +143,12 @@ void print_check(const CheckResult& r, std::ostream& os) {
       if (s.arch != a.arch) continue;
       if (!header) {
         os << "Suggestions, simulated (ranked by gain per parameter changed):\n";
-        os << "  " << std::right << std::setw(2) << "#" << "  " << std::left << std::setw(64) << "change";
-        for (auto p : o.phases)
-          os << std::right << std::setw(22) << (std::string(models::phase_name(p)) + " ms before->after");
+        os << "  " << std::right << std::setw(2) << "#"
+           << "  " << std::left << std::setw(64) << "change";
+        for (auto p : o.phases) os << std::right << std::setw(phase_col(p)) << phase_label(p);
         os << std::setw(9) << "gain" << std::setw(10) << "params" << std::setw(12) << "memory" << std::setw(8)
-           << "score" << "\n";
+           << "score"
+           << "\n";
         header = true;
       }
       os << "  " << std::right << std::setw(2) << ++rank << "  " << std::left << std::setw(64) << cand(r, s).title;
@@ -148,7 +158,7 @@ void print_check(const CheckResult& r, std::ostream& os) {
       }
       for (auto p : o.phases) {
         const auto b = s.before.find(p), f = s.after.find(p);
-        os << std::right << std::setw(22)
+        os << std::right << std::setw(phase_col(p))
            << (b != s.before.end() && f != s.after.end() ? ms(b->second) + " -> " + ms(f->second) : "-");
       }
       os << std::setw(9) << (signed_num(s.gain_pct, 1) + "%") << std::setw(10)
@@ -161,10 +171,28 @@ void print_check(const CheckResult& r, std::ostream& os) {
 }
 
 std::string check_csv(const CheckResult& r) {
-  const std::vector<std::string> header = {"section", "arch",   "phase",      "name",      "shape",     "k",
-                                           "n",       "k_padded", "n_padded", "waste_pct", "intensity", "ridge",
-                                           "bound",   "time_share_pct", "before_s", "after_s", "gain_pct",
-                                           "params_delta", "params_delta_pct", "memory_delta_bytes", "score", "note"};
+  const std::vector<std::string> header = {"section",
+                                           "arch",
+                                           "phase",
+                                           "name",
+                                           "shape",
+                                           "k",
+                                           "n",
+                                           "k_padded",
+                                           "n_padded",
+                                           "waste_pct",
+                                           "intensity",
+                                           "ridge",
+                                           "bound",
+                                           "time_share_pct",
+                                           "before_s",
+                                           "after_s",
+                                           "gain_pct",
+                                           "params_delta",
+                                           "params_delta_pct",
+                                           "memory_delta_bytes",
+                                           "score",
+                                           "note"};
   std::string out = sweep::csv_line(header);
   auto row = [&](std::map<std::string, std::string> cells) {
     std::vector<std::string> v;
@@ -173,48 +201,81 @@ std::string check_csv(const CheckResult& r) {
   };
   for (const auto& a : r.archs) {
     for (const auto& d : a.dims)
-      row({{"section", "dimension"}, {"arch", a.arch}, {"name", d.key}, {"k", std::to_string(d.value)},
-           {"k_padded", std::to_string(d.rounded)}, {"waste_pct", format_real(100 * d.waste)},
+      row({{"section", "dimension"},
+           {"arch", a.arch},
+           {"name", d.key},
+           {"k", std::to_string(d.value)},
+           {"k_padded", std::to_string(d.rounded)},
+           {"waste_pct", format_real(100 * d.waste)},
            {"note", "MXU " + std::to_string(d.tile)}});
     for (const auto& [p, layers] : a.layers)
       for (const auto& l : layers) {
         const double sh = share_of(a, p, l.type);
-        row({{"section", "layer"}, {"arch", a.arch}, {"phase", models::phase_name(p)}, {"name", l.type},
-             {"shape", shape_text(l.shape)}, {"k", std::to_string(l.shape.k)}, {"n", std::to_string(l.shape.n)},
-             {"k_padded", std::to_string(l.k_padded)}, {"n_padded", std::to_string(l.n_padded)},
-             {"waste_pct", format_real(100 * l.total_waste)}, {"intensity", format_real(l.intensity)},
-             {"ridge", format_real(l.ridge)}, {"bound", l.compute_bound() ? "compute" : "memory"},
+        row({{"section", "layer"},
+             {"arch", a.arch},
+             {"phase", models::phase_name(p)},
+             {"name", l.type},
+             {"shape", shape_text(l.shape)},
+             {"k", std::to_string(l.shape.k)},
+             {"n", std::to_string(l.shape.n)},
+             {"k_padded", std::to_string(l.k_padded)},
+             {"n_padded", std::to_string(l.n_padded)},
+             {"waste_pct", format_real(100 * l.total_waste)},
+             {"intensity", format_real(l.intensity)},
+             {"ridge", format_real(l.ridge)},
+             {"bound", l.compute_bound() ? "compute" : "memory"},
              {"time_share_pct", std::isfinite(sh) ? format_real(100 * sh) : ""}});
       }
     for (const auto& [p, shares] : a.shares)
       for (const auto& s : shares)
-        row({{"section", "time_share"}, {"arch", a.arch}, {"phase", models::phase_name(p)}, {"name", s.type},
+        row({{"section", "time_share"},
+             {"arch", a.arch},
+             {"phase", models::phase_name(p)},
+             {"name", s.type},
              {"time_share_pct", format_real(100 * s.share)}});
     for (const auto& pt : r.points)
       if (pt.arch == a.arch && pt.candidate < 0)
-        row({{"section", "step"}, {"arch", a.arch}, {"phase", models::phase_name(pt.phase)}, {"name", r.model.name},
-             {"before_s", pt.ok ? format_real(pt.seconds, 9) : ""}, {"note", pt.error}});
+        row({{"section", "step"},
+             {"arch", a.arch},
+             {"phase", models::phase_name(pt.phase)},
+             {"name", r.model.name},
+             {"before_s", pt.ok ? format_real(pt.seconds, 9) : ""},
+             {"note", pt.error}});
     for (const auto& [p, fits] : a.fit)
       for (const auto& f : fits)
-        row({{"section", "fit"}, {"arch", a.arch}, {"phase", models::phase_name(p)}, {"name", f.dtype + " weights"},
-             {"shape", f.slice}, {"k", std::to_string(f.min_chips)}, {"n", std::to_string(f.slice_chips)},
+        row({{"section", "fit"},
+             {"arch", a.arch},
+             {"phase", models::phase_name(p)},
+             {"name", f.dtype + " weights"},
+             {"shape", f.slice},
+             {"k", std::to_string(f.min_chips)},
+             {"n", std::to_string(f.slice_chips)},
              {"note", std::to_string(f.total_bytes) + " bytes"}});
     if (a.kv.bytes_per_token)
-      row({{"section", "kv_cache"}, {"arch", a.arch}, {"name", "bytes_per_token"},
-           {"k", std::to_string(a.kv.bytes_per_token)}, {"n", std::to_string(a.kv.max_batch)},
+      row({{"section", "kv_cache"},
+           {"arch", a.arch},
+           {"name", "bytes_per_token"},
+           {"k", std::to_string(a.kv.bytes_per_token)},
+           {"n", std::to_string(a.kv.max_batch)},
            {"note", "max batch at context " + std::to_string(a.kv.context)}});
   }
-  for (const auto& d : r.divisibility) row({{"section", "divisibility"}, {"name", d.key}, {"note", divisibility_text(d)}});
+  for (const auto& d : r.divisibility)
+    row({{"section", "divisibility"}, {"name", d.key}, {"note", divisibility_text(d)}});
   for (const auto& s : r.suggestions)
     for (auto p : r.options.phases) {
       const auto b = s.before.find(p), f = s.after.find(p);
-      row({{"section", "suggestion"}, {"arch", s.arch}, {"phase", models::phase_name(p)}, {"name", cand(r, s).id},
+      row({{"section", "suggestion"},
+           {"arch", s.arch},
+           {"phase", models::phase_name(p)},
+           {"name", cand(r, s).id},
            {"before_s", b == s.before.end() ? "" : format_real(b->second, 9)},
            {"after_s", f == s.after.end() ? "" : format_real(f->second, 9)},
-           {"gain_pct", b == s.before.end() || f == s.after.end() ? ""
-                                                                  : format_real(100 * (b->second - f->second) / b->second)},
-           {"params_delta", std::to_string(s.params_delta)}, {"params_delta_pct", format_real(s.params_delta_pct)},
-           {"memory_delta_bytes", std::to_string(s.memory_delta)}, {"score", format_real(s.score)},
+           {"gain_pct",
+            b == s.before.end() || f == s.after.end() ? "" : format_real(100 * (b->second - f->second) / b->second)},
+           {"params_delta", std::to_string(s.params_delta)},
+           {"params_delta_pct", format_real(s.params_delta_pct)},
+           {"memory_delta_bytes", std::to_string(s.memory_delta)},
+           {"score", format_real(s.score)},
            {"note", s.error.empty() ? cand(r, s).title : s.error}});
     }
   return out;
@@ -230,8 +291,8 @@ std::string check_html(const CheckResult& r) {
   for (const auto& d : r.divisibility) drows.push_back({d.key, std::to_string(d.value), divisibility_text(d)});
   b << "<h2>Divisibility by parallel degrees</h2>\n" << report::html_table({"key", "value", "detail"}, drows);
   for (const auto& a : r.archs) {
-    b << "<h2>" << report::xml_escape(a.arch) << ": MXU " << a.config.mxu.rows << "x" << a.config.mxu.cols
-      << ", ridge " << bf16_ridge(a) << " FLOP/byte (bf16)</h2>\n";
+    b << "<h2>" << report::xml_escape(a.arch) << ": MXU " << a.config.mxu.rows << "x" << a.config.mxu.cols << ", ridge "
+      << bf16_ridge(a) << " FLOP/byte (bf16)</h2>\n";
     for (auto p : r.options.phases) {
       std::vector<std::vector<std::string>> rows;
       for (const auto& l : a.layers.at(p)) {

@@ -125,4 +125,25 @@ TEST(CliCheck, NarrowHeadsAreWidenedToEachGenerationsMxu) {
   EXPECT_FALSE(has("v6e", "attention.head_dim=128,heads=6"));
 }
 
+// The terminal report reads as a table: with two phases each before->after
+// column keeps a gap before the next (their labels are wider than the
+// figures), a dimension every degree divides says only that, and a fit
+// line lists its dtypes without a dangling separator.
+TEST(CliCheck, ReportColumnsAndListsWithTwoPhases) {
+  TempDir d;
+  const Result r = tpusim(
+      d, "check --model " + kModel +
+             " --arch v6e --phase prefill,decode --batch 2 --seq 128 --context 256 --jobs 2 --out " + d.path() + "/c");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("  prefill ms before->after  decode ms before->after"), std::string::npos) << r.out;
+  // Suggestion rows: "a -> b" figures with at least two spaces between phases.
+  const std::regex row(R"(\d+\.\d{3} -> \d+\.\d{3}  +\d+\.\d{3} -> \d+\.\d{3} )");
+  EXPECT_TRUE(std::regex_search(r.out, row)) << r.out;
+  EXPECT_NE(r.out.find("ffn.size 8000: divides by 2,4,8,16,32,64\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not by none"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hidden 3000: divides by 2,4,8; not by 16,32,64\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(");\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(smallest slice 1x1); fp8_e4m3 weights"), std::string::npos) << r.out;
+}
+
 }  // namespace
