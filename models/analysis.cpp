@@ -432,11 +432,12 @@ ParamCounts count_params(const ModelSpec& m) {
     case Family::encoder:
     case Family::vit: return transformer_params(m);
     case Family::dlrm: return dlrm_params(m.dlrm);
-    case Family::resnet: {
+    case Family::resnet:
+    case Family::unet: {
       PhaseOptions o;
       o.phase = Phase::infer;
       ParamCounts c;
-      for (const auto& t : detail::generate_resnet(m, o).tensors)
+      for (const auto& t : detail::generate_graph_family(m, o).tensors)
         if (t.kind == workloads::TensorKind::weight) c.total += U(t.num_elements());
       c.active = c.total;
       return c;
@@ -589,7 +590,8 @@ double phase_matmul_flops(const ModelSpec& m, const PhaseOptions& o) {
       return B * (f + 2.0 * pool);
     }
     case Family::resnet:
-    case Family::dlrm: return flops_per_sample(m, o) * B;
+    case Family::dlrm:
+    case Family::unet: return flops_per_sample(m, o) * B;
   }
   return 0;
 }
@@ -602,13 +604,14 @@ double flops_per_sample(const ModelSpec& m, const PhaseOptions& o) {
     case Family::encoder:
     case Family::vit: one.phase = Phase::infer; return phase_matmul_flops(m, one);
     case Family::resnet:
-    case Family::dlrm: {
+    case Family::dlrm:
+    case Family::unet: {
       one.phase = Phase::infer;
-      workloads::Workload w =
-          m.family == Family::resnet ? detail::generate_resnet(m, one) : detail::generate_dlrm(m, one);
+      workloads::Workload w = detail::generate_graph_family(m, one);
       double f = 0;
       for (const auto& op : w.ops)
-        if (op.kind == workloads::OpKind::matmul || op.kind == workloads::OpKind::conv2d)
+        if (op.kind == workloads::OpKind::matmul || op.kind == workloads::OpKind::conv2d ||
+            op.kind == workloads::OpKind::attention)
           f += static_cast<double>(workloads::op_cost(w, op).flops);
       return f;
     }
@@ -781,12 +784,12 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     const u64 kvs = kv_split(t, tp);
     if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kvs;
     if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, S) / kvs;
-  } else if (m.family == Family::resnet) {
+  } else if (m.family == Family::resnet || m.family == Family::unet) {
     // Largest single layer output, twice (input and output live together).
     PhaseOptions one = o;
     one.batch = local_b;
     one.mesh = {};
-    workloads::Workload w = detail::generate_resnet(m, one);
+    workloads::Workload w = detail::generate_graph_family(m, one);
     u64 biggest = 0;
     for (const auto& x : w.tensors)
       if (x.kind == workloads::TensorKind::activation || x.kind == workloads::TensorKind::input)

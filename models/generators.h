@@ -44,6 +44,10 @@ MoeRouting moe_routing_local(std::int64_t tokens, std::int64_t experts, std::int
 workloads::Workload generate_transformer(const ModelSpec& m, const PhaseOptions& o);
 workloads::Workload generate_resnet(const ModelSpec& m, const PhaseOptions& o);
 workloads::Workload generate_dlrm(const ModelSpec& m, const PhaseOptions& o);
+workloads::Workload generate_unet(const ModelSpec& m, const PhaseOptions& o);
+// The generator of a family whose workload is its own closed form (resnet,
+// dlrm, unet): what the analytics count parameters and FLOPs from.
+workloads::Workload generate_graph_family(const ModelSpec& m, const PhaseOptions& o);
 
 // Appends the training tail to a forward graph: the loss gradient
 // (softmax of the logits), reverse-mode backward ops for every forward op

@@ -284,6 +284,38 @@ void read_resnet(Map& m, ModelSpec& s, Ctx& c) {
   r.classes = m.integer("classes", false, 1000);
 }
 
+void read_unet(Map& m, ModelSpec& s, Ctx& c) {
+  auto& u = s.unet;
+  u.channels = m.int_list("channels", true);
+  u.transformer_depth = m.int_list("transformer_depth", true, 0);
+  if (!u.channels.empty() && u.transformer_depth.size() != u.channels.size())
+    c.error(m.node()["transformer_depth"].Mark(), "transformer_depth",
+            std::to_string(u.channels.size()) + " entries (one per level in channels)",
+            std::to_string(u.transformer_depth.size()));
+  u.layers_per_block = m.integer("layers_per_block", false, 2);
+  u.mid_transformer_depth = m.integer("mid_transformer_depth", false, 1, 0);
+  u.head_dim = m.integer("head_dim", false, 64);
+  u.cross_attention_dim = m.integer("cross_attention_dim", true, 1);
+  u.text_tokens = m.integer("text_tokens", false, 77);
+  u.norm_groups = m.integer("norm_groups", false, 32);
+  u.latent_channels = m.integer("latent_channels", false, 4);
+  u.image_size = m.integer("image_size", false, 1024);
+  u.addition_embed_dim = m.integer("addition_embed_dim", false, 0, 0);
+  for (std::size_t i = 0; i < u.channels.size(); ++i) {
+    const std::int64_t ch = u.channels[i];
+    if (ch % u.norm_groups != 0)
+      c.error(m.node()["channels"].Mark(), "channels", "multiples of norm_groups " + std::to_string(u.norm_groups),
+              std::to_string(ch));
+    else if (i < u.transformer_depth.size() && u.transformer_depth[i] > 0 && ch % u.head_dim != 0)
+      c.error(m.node()["channels"].Mark(), "channels",
+              "multiples of head_dim " + std::to_string(u.head_dim) + " where a level has attention",
+              std::to_string(ch));
+  }
+  if (!u.channels.empty() && u.image_size % unet_image_multiple(u) != 0)
+    c.error(m.node()["image_size"].Mark(), "image_size", "a multiple of " + std::to_string(unet_image_multiple(u)),
+            std::to_string(u.image_size));
+}
+
 void read_dlrm(Map& m, ModelSpec& s, Ctx& c) {
   auto& d = s.dlrm;
   d.dense_features = m.integer("dense_features", true, 1);
@@ -323,7 +355,7 @@ ModelSpec parse_node(const YAML::Node& root, const std::string& file) {
     throw ModelError(c.errs);
   }
   s.name = m.string("name", true);
-  s.family = static_cast<Family>(m.choice("family", {"decoder", "encoder", "vit", "resnet", "dlrm"}, 0, true));
+  s.family = static_cast<Family>(m.choice("family", {"decoder", "encoder", "vit", "resnet", "dlrm", "unet"}, 0, true));
   if (c.errs.empty() || m.has("family")) {
     switch (s.family) {
       case Family::decoder:
@@ -331,6 +363,7 @@ ModelSpec parse_node(const YAML::Node& root, const std::string& file) {
       case Family::vit: read_transformer(m, s, c); break;
       case Family::resnet: read_resnet(m, s, c); break;
       case Family::dlrm: read_dlrm(m, s, c); break;
+      case Family::unet: read_unet(m, s, c); break;
     }
   }
   m.finish();

@@ -15,6 +15,7 @@ const char* family_name(Family f) {
     case Family::vit: return "vit";
     case Family::resnet: return "resnet";
     case Family::dlrm: return "dlrm";
+    case Family::unet: return "unet";
   }
   return "?";
 }
@@ -228,7 +229,8 @@ std::vector<Phase> supported_phases(Family f) {
     case Family::encoder:
     case Family::vit: return {Phase::infer, Phase::train};
     case Family::resnet:
-    case Family::dlrm: return {Phase::infer};
+    case Family::dlrm:
+    case Family::unet: return {Phase::infer};
   }
   return {};
 }
@@ -290,6 +292,11 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
   if (o.image_size < 0) bad("image_size", "a size >= 0 (0: the model's own)", std::to_string(o.image_size));
   if (m.family == Family::vit && o.image_size > 0 && o.image_size % t.patch != 0)
     bad("image_size", "a multiple of the patch size " + std::to_string(t.patch), std::to_string(o.image_size));
+  if (m.family == Family::unet && o.image_size > 0 && o.image_size % unet_image_multiple(m.unet) != 0)
+    bad("image_size",
+        "a multiple of " + std::to_string(unet_image_multiple(m.unet)) +
+            " (8 pixels a latent position, halved at each level after the first)",
+        std::to_string(o.image_size));
   if (o.prefill_context < 0 || o.serve_decode < 0)
     bad(o.prefill_context < 0 ? "prefill_context" : "serve_decode", "a count >= 0",
         std::to_string(std::min(o.prefill_context, o.serve_decode)));
@@ -312,7 +319,7 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
     if (m.family == Family::resnet || m.family == Family::dlrm)
       bad("attention_kernel", "flash for a " + std::string(family_name(m.family)) + " model (it has no attention)",
           dense);
-    else if (t.attention.kind != AttentionKind::mha)
+    else if (m.family != Family::unet && t.attention.kind != AttentionKind::mha)
       bad("attention_kernel", "flash for latent attention (MLA); dense needs MHA/GQA/MQA", dense);
     else if (o.serve_step())
       bad("attention_kernel", "flash in a serving step (prefill_context or serve_decode set)", dense);

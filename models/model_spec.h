@@ -26,7 +26,7 @@ namespace tpusim::models {
 
 using arch::DType;
 
-enum class Family { decoder, encoder, vit, resnet, dlrm };
+enum class Family { decoder, encoder, vit, resnet, dlrm, unet };
 // geglu: the gated FFN of swiglu with GELU for SiLU (Gemma).
 enum class FfnKind { swiglu, gelu, relu, geglu };
 enum class NormKind { rmsnorm, layernorm };
@@ -252,6 +252,32 @@ struct ResNetSpec {
   std::int64_t classes = 1000;
 };
 
+// A latent-diffusion UNet (Stable Diffusion XL's, models/unet.cpp): one
+// denoising step's forward on a latent of image_size / 8 (the VAE's
+// downsampling). Per level: layers_per_block ResNet blocks, each followed
+// by a transformer of transformer_depth[level] blocks (0: none), and a
+// stride-2 convolution between levels; the up path mirrors it with one
+// more block per level, each reading the matching skip connection.
+struct UnetSpec {
+  std::vector<std::int64_t> channels;           // per level
+  std::vector<std::int64_t> transformer_depth;  // per level; 0 = no attention
+  std::int64_t layers_per_block = 2;
+  std::int64_t mid_transformer_depth = 1;
+  std::int64_t head_dim = 64;
+  std::int64_t cross_attention_dim = 2048;  // text encoder width
+  std::int64_t text_tokens = 77;
+  std::int64_t norm_groups = 32;
+  std::int64_t latent_channels = 4;
+  std::int64_t image_size = 1024;       // pixels; the latent is image_size / 8
+  std::int64_t addition_embed_dim = 0;  // SDXL's pooled text + size/crop ids (0 = none)
+  std::int64_t time_embed_dim() const { return channels.empty() ? 0 : 4 * channels.front(); }
+};
+
+// Image sizes a UNet takes: multiples of 8 (the VAE) times 2 per downsampling.
+inline std::int64_t unet_image_multiple(const UnetSpec& u) {
+  return 8LL << (u.channels.empty() ? 0 : u.channels.size() - 1);
+}
+
 struct EmbeddingTable {
   std::int64_t rows = 0;
   std::int64_t multi_hot = 1;  // lookups pooled (summed) per sample
@@ -275,6 +301,7 @@ struct ModelSpec {
   TransformerSpec transformer;  // decoder, encoder, vit
   ResNetSpec resnet;
   DlrmSpec dlrm;
+  UnetSpec unet;
 };
 
 // Model-wide quantization and sparsity (models/quantize.h), applied to the

@@ -103,7 +103,8 @@ class TransformerGen {
       case Family::encoder: return encoder();
       case Family::vit: return vit();
       case Family::resnet:
-      case Family::dlrm: break;
+      case Family::dlrm:
+      case Family::unet: break;
     }
     throw ModelInternalError("transformer generator: " + std::string(family_name(m_.family)) + " is not a transformer");
   }

@@ -62,19 +62,35 @@ workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions&
     case Family::encoder:
     case Family::vit: return detail::generate_transformer(m, o);
     case Family::resnet:
-    case Family::dlrm: {
+    case Family::dlrm:
+    case Family::unet: {
       // Data parallel inference only (check_mesh): the per-chip batch, no
       // collectives (nothing is reduced across replicas when serving).
       PhaseOptions local = o;
       local.batch = local_batch(o);
       local.mesh = {};
-      workloads::Workload w =
-          m.family == Family::resnet ? detail::generate_resnet(m, local) : detail::generate_dlrm(m, local);
+      workloads::Workload w = detail::generate_graph_family(m, local);
       w.mesh = o.mesh;
       return w;
     }
   }
   throw ModelInternalError("generate: unknown family");
 }
+
+namespace detail {
+
+workloads::Workload generate_graph_family(const ModelSpec& m, const PhaseOptions& o) {
+  switch (m.family) {
+    case Family::resnet: return generate_resnet(m, o);
+    case Family::dlrm: return generate_dlrm(m, o);
+    case Family::unet: return generate_unet(m, o);
+    case Family::decoder:
+    case Family::encoder:
+    case Family::vit: break;
+  }
+  throw ModelInternalError("generate_graph_family: " + std::string(family_name(m.family)) + " is a transformer");
+}
+
+}  // namespace detail
 
 }  // namespace tpusim::models

@@ -100,8 +100,8 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       std::int64_t ctxlen = vm["context"].as<std::int64_t>();
       o << "FLOPs per token:  " << human(flops_per_token(m, ctxlen)) << "FLOP at context " << ctxlen << " (attention "
         << human(attention_flops_per_token(m, ctxlen)) << "FLOP)\n";
-      o << "KV cache / token: " << kv_cache_bytes_per_token(m, q.kv_dtype) << " bytes ("
-        << arch::dtype_name(q.kv_dtype) << ")\n";
+      o << "KV cache / token: " << kv_cache_bytes_per_token(m, q.kv_dtype) << " bytes (" << arch::dtype_name(q.kv_dtype)
+        << ")\n";
     } else {
       PhaseOptions p;
       p.phase = Phase::infer;
@@ -113,7 +113,8 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     o << "weight bytes:    ";
     for (const auto& w : weight_bytes(m))
       o << " " << arch::dtype_name(w.dtype) << " " << human(static_cast<double>(w.bytes)) << "B;";
-    o << "\n";    {
+    o << "\n";
+    {
       // The chosen weight dtype as stored: scales and N:M compression.
       const workloads::QuantScales sc = arch::dtype_bits(q.weight_dtype) <= 8
                                             ? q.quant.weight_scales.value_or(default_weight_scales(q.weight_dtype))
@@ -139,10 +140,12 @@ int export_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "batch", po::value<std::int64_t>()->default_value(1), "sequences / samples")(
       "seq", po::value<std::int64_t>()->default_value(2048), "prefill/train/encoder sequence length")(
       "context", po::value<std::int64_t>()->default_value(2048), "decode: tokens in the KV cache")(
-      "image", po::value<std::int64_t>()->default_value(0), "vit/resnet image size (0: the model's)")(
+      "image", po::value<std::int64_t>()->default_value(0), "vit/resnet/unet image size in pixels (0: the model's)")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache")(
       "recompute", po::bool_switch(), "train: the same as --remat full")(
-      "remat", po::value<std::string>(), "train: rematerialization policy none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded|custom:NAME=PLACE,... (docs/remat.md)")(
+      "remat", po::value<std::string>(),
+      "train: rematerialization policy "
+      "none|minimal|selective|full|qkv_proj_offloaded|minimal_offloaded|custom:NAME=PLACE,... (docs/remat.md)")(
       "mesh", po::value<std::string>(), "per-chip program over a device mesh, e.g. fsdp=4,tensor=4,sequence=2")(
       "sequence-parallel", po::bool_switch(), "Megatron sequence parallelism on the mesh's tensor axis")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml | json");

@@ -40,7 +40,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "batch", po::value<std::int64_t>()->default_value(1), "model batch")(
       "seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")(
       "context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")(
-      "image", po::value<std::int64_t>()->default_value(224), "model image size (vision)")(
+      "image", po::value<std::int64_t>()->default_value(0),
+      "model image size in pixels (vit, resnet, unet; default 0: the model's own)")(
       "dtype", po::value<std::string>()->default_value("bf16"),
       "dtype of built-in workloads, --model (weights, activations and KV cache) and SCALE-Sim imports")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a config key: key=value")(
@@ -96,8 +97,10 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   const std::string out = vm["out"].as<std::string>();
   check_output_dir("run: --out", out);
   if (vm.count("vcd")) check_vcd_path("run: --vcd", vm["vcd"].as<std::string>());
+  // --image's default, 0, is the model's own size; given, it is a size.
   for (const char* k : {"batch", "seq", "context", "image"})
-    if (vm[k].as<std::int64_t>() < 1 || vm[k].as<std::int64_t>() > (std::int64_t{1} << 40))
+    if (!(std::string(k) == "image" && vm[k].defaulted()) &&
+        (vm[k].as<std::int64_t>() < 1 || vm[k].as<std::int64_t>() > (std::int64_t{1} << 40)))
       throw UsageError(std::string("run: --") + k + " must be in [1, 2^40], found " +
                        std::to_string(vm[k].as<std::int64_t>()));
   const int sources = static_cast<int>(vm.count("workload") + vm.count("gemm") + vm.count("conv") +

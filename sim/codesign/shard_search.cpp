@@ -175,7 +175,8 @@ std::vector<std::vector<AxisPlace>> enumerate_meshes(const arch::ici::Slice& sli
 }
 
 std::vector<std::string> axes_for(const models::ModelSpec& m, models::Phase phase) {
-  if (m.family == models::Family::resnet || m.family == models::Family::dlrm) return {"data"};
+  if (m.family == models::Family::resnet || m.family == models::Family::dlrm || m.family == models::Family::unet)
+    return {"data"};
   std::vector<std::string> a = {"data", "fsdp", "tensor"};
   if (m.transformer.moe.enabled) a.push_back("expert");
   if (m.family == models::Family::decoder && (phase == models::Phase::prefill || phase == models::Phase::train))

@@ -84,7 +84,7 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
                                                               {"model.batch", "1"},
                                                               {"model.seq", "2048"},
                                                               {"model.context", "2048"},
-                                                              {"model.image", "224"},
+                                                              {"model.image", "0"},
                                                               {"workload.dtype", "bf16"},
                                                               {"workload.fusion", "true"},
                                                               {"workload.cmem", "true"},
@@ -173,7 +173,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
         if (params.count("model.batch")) po.batch = std::stoll(params["model.batch"]);
         if (params.count("model.seq")) po.seq_len = std::stoll(params["model.seq"]);
         if (params.count("model.context")) po.context = std::stoll(params["model.context"]);
-        po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 224;
+        po.image_size = params.count("model.image") ? std::stoll(params["model.image"]) : 0;
         po.mesh = mesh;
         if (params.count("model.remat")) models::parse_remat_spec(params["model.remat"], &po.remat, &po.remat_custom);
         po.weight_dtype = po.activation_dtype = po.kv_dtype = dtype ? *dtype : arch::DType::bf16;

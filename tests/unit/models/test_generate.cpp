@@ -76,11 +76,11 @@ INSTANTIATE_TEST_SUITE_P(Zoo, EveryModel, ::testing::ValuesIn(list_models()), []
   return s;
 });
 
-TEST(Generate, ZooListsTheEighteenNamedModels) {
+TEST(Generate, ZooListsTheNineteenNamedModels) {
   auto names = list_models();
   for (const char* n : {"gpt3-175b", "gpt-j-6b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
                         "llama3.1-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b", "gemma3-27b", "bert-base",
-                        "bert-large", "vit-b16", "vit-l16", "resnet50", "dlrm-v2"})
+                        "bert-large", "vit-b16", "vit-l16", "resnet50", "dlrm-v2", "sdxl-unet"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
@@ -557,6 +557,59 @@ TEST(Generate, DroppingMoeDispatchesThroughCapacitySlots) {
   PhaseOptions dense = small(Phase::train);
   dense.moe_capacity_factor = 1.25;
   EXPECT_THROW(generate(load_model("llama2-7b"), dense), ModelError);
+}
+
+// The UNet's structure as SDXL has it: 70 transformer blocks (2 x 2 at
+// 64x64 and 2 x 10 at 32x32 on the way down, 10 in the middle, 3 x 10 and
+// 3 x 2 on the way up), each a self-attention over the level's positions
+// and a cross-attention over the 77 text states; 1024x1024 images are
+// 128x128 latents, 512 ones 64x64; with attention_kernel dense the
+// attention is einsums with f32 logits.
+TEST(Generate, SdxlUnetLevelsAttentionAndImageSize) {
+  const ModelSpec m = load_model("sdxl-unet");
+  PhaseOptions o;
+  o.phase = Phase::infer;
+  o.batch = 2;
+  const Workload w = generate(m, o);
+  int self64 = 0, self32 = 0, cross = 0;
+  for (const auto& op : w.ops) {
+    if (op.kind != OpKind::attention) continue;
+    const auto& q = w.find_tensor(op.inputs[0])->shape;
+    const auto& k = w.find_tensor(op.inputs[1])->shape;
+    EXPECT_EQ(q[0], 2);
+    EXPECT_EQ(q[3], 64) << op.name;
+    if (k[1] == 77) {
+      ++cross;
+    } else {
+      EXPECT_EQ(k[1], q[1]) << op.name;
+      (q[1] == 64 * 64 ? self64 : self32) += 1;
+      EXPECT_EQ(q[2], q[1] == 64 * 64 ? 10 : 20) << op.name;  // 640 / 64 and 1280 / 64 heads
+    }
+  }
+  EXPECT_EQ(self64, 10);
+  EXPECT_EQ(self32, 60);
+  EXPECT_EQ(cross, 70);
+  EXPECT_EQ(w.find_tensor("latent")->shape, (Shape{2, 128, 128, 4}));
+  EXPECT_EQ(w.find_tensor("conv_out")->shape, (Shape{2, 128, 128, 4}));
+  o.image_size = 512;
+  EXPECT_EQ(generate(m, o).find_tensor("latent")->shape, (Shape{2, 64, 64, 4}));
+  o.image_size = 1000;  // not a multiple of 32: 8 pixels a latent position, two downsamplings
+  try {
+    generate(m, o);
+    FAIL() << "expected ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("image_size: expected a multiple of 32"), std::string::npos) << e.what();
+  }
+  o.image_size = 0;
+  o.attention_kernel = AttentionImpl::dense;
+  const Workload d = generate(m, o);
+  int attention_ops = 0;
+  for (const auto& op : d.ops) attention_ops += op.kind == OpKind::attention;
+  EXPECT_EQ(attention_ops, 0);
+  const Op* scores = d.find_op("down_blocks.1.layers.0.attention.blocks.0.attn1.scores");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(d.find_tensor(scores->outputs[0])->shape, (Shape{2, 10, 4096, 4096}));
+  EXPECT_EQ(d.find_tensor(scores->outputs[0])->dtype, DType::f32);
 }
 
 TEST(Generate, RejectsBadOptions) {

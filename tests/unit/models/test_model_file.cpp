@@ -99,6 +99,32 @@ TEST(ModelFile, AllErrorsCollected) {
   EXPECT_NE(e.find("attention: expected a map"), std::string::npos) << e;
 }
 
+// A UNet file: one transformer depth per level, widths that the norm
+// groups (and, with attention, the heads) divide, an image size the
+// levels halve evenly; each error names the line and key.
+TEST(ModelFile, UnetLevelsAndWidthsAreChecked) {
+  const std::string head = "name: u\nfamily: unet\ncross_attention_dim: 64\n";
+  const ModelSpec ok = parse_model_text(head + "channels: [64, 128]\ntransformer_depth: [0, 1]\n", "m.yaml");
+  EXPECT_EQ(ok.family, Family::unet);
+  EXPECT_EQ(ok.unet.channels, (std::vector<std::int64_t>{64, 128}));
+  EXPECT_EQ(ok.unet.time_embed_dim(), 256);
+  const std::string depth = error_of(head + "channels: [64, 128]\ntransformer_depth: [1]\n");
+  EXPECT_NE(depth.find("m.yaml:5:"), std::string::npos) << depth;
+  EXPECT_NE(depth.find("transformer_depth: expected 2 entries (one per level in channels), found 1"), std::string::npos)
+      << depth;
+  const std::string groups = error_of(head + "channels: [64, 100]\ntransformer_depth: [0, 0]\n");
+  EXPECT_NE(groups.find("m.yaml:4:"), std::string::npos) << groups;
+  EXPECT_NE(groups.find("channels: expected multiples of norm_groups 32, found 100"), std::string::npos) << groups;
+  const std::string heads = error_of(head + "channels: [64, 96]\ntransformer_depth: [0, 1]\nhead_dim: 64\n");
+  EXPECT_NE(heads.find("channels: expected multiples of head_dim 64 where a level has attention, found 96"),
+            std::string::npos)
+      << heads;
+  const std::string image = error_of(head + "channels: [64, 128, 256]\ntransformer_depth: [0, 0, 0]\nimage_size: 48\n");
+  EXPECT_NE(image.find("image_size: expected a multiple of 32, found 48"), std::string::npos) << image;
+  const std::string negative = error_of(head + "channels: [64]\ntransformer_depth: [-1]\n");
+  EXPECT_NE(negative.find("transformer_depth[0]"), std::string::npos) << negative;
+}
+
 TEST(ModelFile, SyntaxErrorAndUnknownModel) {
   EXPECT_NE(error_of("name: [x\n").find("m.yaml:"), std::string::npos);
   try {

@@ -106,6 +106,12 @@ TEST(ParamCounts, ResNet50MacsPerImage) {
   near_pct(flops_per_sample(m, o) / 2, 4.09e9, 1.5);
 }
 
+// SDXL base 1.0's UNet (stabilityai/stable-diffusion-xl-base-1.0,
+// unet/config.json; models/zoo/sdxl-unet.yaml): 2,567,463,684 parameters,
+// every convolution, linear, norm and bias of diffusers'
+// UNet2DConditionModel counted once.
+TEST(ParamCounts, SdxlUnetMatchesThePublishedModel) { EXPECT_EQ(P("sdxl-unet").total, 2567463684ull); }
+
 TEST(ParamCounts, DlrmV2TablesDominate) {
   auto c = P("dlrm-v2");
   std::uint64_t rows = 0;
