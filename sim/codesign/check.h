@@ -33,8 +33,8 @@ struct CheckOptions {
   std::int64_t batch = 8, seq = 2048, context = 2048;
   std::string slice, mesh;  // both or neither: simulations run sharded on the slice
   std::string out_dir;
-  int jobs = 0;         // 0 = all cores
-  double timeout = 0;   // seconds per simulation; 0 = none (an overrun is that point's error)
+  int jobs = 0;        // 0 = all cores
+  double timeout = 0;  // seconds per simulation; 0 = none (an overrun is that point's error)
   bool simulate = true;
   std::vector<std::string> config_path;  // --config-path for the children
   std::ostream* progress = nullptr;

@@ -94,6 +94,8 @@ void print_check(const CheckResult& r, std::ostream& os) {
   }
   os << "Divisibility by tensor/expert-parallel degrees:\n";
   for (const auto& d : r.divisibility) os << "  " << divisibility_text(d) << "\n";
+  if (r.divisibility.empty())
+    os << "  none to check: a " << models::family_name(r.model.family) << " model shards over data only\n";
 
   for (const auto& a : r.archs) {
     os << "\n== " << a.arch << ": MXU " << a.config.mxu.rows << "x" << a.config.mxu.cols << " x"

@@ -36,6 +36,26 @@ std::string layer_type(const std::string& op_name) {
     return after == std::string::npos ? n : n.substr(0, b) + n.substr(after);
   }
   if (n == "stem.conv" || n == "fc") return n;
+  // UNet (models/unet.cpp): one type per role, over the levels and blocks:
+  // down_blocks.1.layers.0.attention.blocks.3.attn1.to_q -> attn1.to_q,
+  // up_blocks.0.layers.2.resnet.conv1 -> resnet.conv1, *.attn1.core ->
+  // attn1 (self-attention; attn2 the cross-attention to the text).
+  if (starts(n, "down_blocks.") || starts(n, "up_blocks.") || starts(n, "mid_block.")) {
+    for (const char* role : {".attn1.", ".attn2.", ".ff.", ".resnet.", ".resnet_0.", ".resnet_1."}) {
+      const auto at = n.find(role);
+      if (at == std::string::npos) continue;
+      std::string r = n.substr(at + 1);
+      if (starts(r, "resnet_")) r = "resnet" + r.substr(8);
+      if (r == "attn1.core" || r == "attn2.core") return r.substr(0, 5);
+      return r;
+    }
+    for (const char* tail : {".proj_in", ".proj_out", ".downsample", ".upsample.conv"})
+      if (n.size() > std::string(tail).size() &&
+          n.compare(n.size() - std::string(tail).size(), std::string::npos, tail) == 0)
+        return std::string(tail).substr(1);
+    return "";
+  }
+  if (n == "conv_in" || n == "conv_out") return n;
   if (n == "embed" || n == "lm_head" || n == "patch_embed" || n == "pooler" || n == "classifier") return n;
   if (has(n, "router")) return "moe.router";
   if (starts(n, "mlp.experts.") || starts(n, "mlp.shared")) {
@@ -143,6 +163,21 @@ std::vector<LayerTypeCheck> check_layers(const workloads::Workload& wl, const ar
 
 std::vector<DimFinding> misaligned_dims(const models::ModelSpec& m, int tile) {
   std::vector<DimFinding> out;
+  if (m.family == models::Family::unet) {
+    // Each level's width is the N of its convolutions and projections, the
+    // head_dim the contraction of QK^T and the N of PV.
+    const auto& u = m.unet;
+    bool attention = u.mid_transformer_depth > 0;
+    for (std::size_t i = 0; i < u.channels.size(); ++i) {
+      const std::int64_t v = u.channels[i];
+      if (v % tile != 0)
+        out.push_back({"channels[" + std::to_string(i) + "]", v, tile, round_up(v, tile), pad_waste(v, tile)});
+      attention = attention || (i < u.transformer_depth.size() && u.transformer_depth[i] > 0);
+    }
+    if (attention && u.head_dim % tile != 0)
+      out.push_back({"head_dim", u.head_dim, tile, round_up(u.head_dim, tile), pad_waste(u.head_dim, tile)});
+    return out;
+  }
   if (m.family != models::Family::decoder && m.family != models::Family::encoder && m.family != models::Family::vit)
     return out;
   const auto& t = m.transformer;

@@ -49,10 +49,10 @@ std::int64_t round_up(std::int64_t d, std::int64_t tile);
 
 // One layer type on one chip.
 struct LayerTypeCheck {
-  std::string type;         // layer_type()
-  std::string example;      // first operator of the type
-  int ops = 0;              // operators of the type in the workload
-  MxuMatmul shape;          // the first operator's (first) matmul
+  std::string type;     // layer_type()
+  std::string example;  // first operator of the type
+  int ops = 0;          // operators of the type in the workload
+  MxuMatmul shape;      // the first operator's (first) matmul
   std::int64_t k_padded = 0, n_padded = 0;
   double k_waste = 0, n_waste = 0;  // pad_waste on K (rows) and N (cols)
   double total_waste = 0;           // 1 - MACs / padded MACs over every matmul of the type
@@ -67,13 +67,14 @@ std::vector<LayerTypeCheck> check_layers(const workloads::Workload& wl, const ar
 
 // A model dimension that does not fill the MXU of a generation.
 struct DimFinding {
-  std::string key;         // model file key: hidden, ffn.size, attention.head_dim, vocab, moe.expert_ffn_size
+  std::string key;         // model file key: hidden, ffn.size, attention.head_dim, vocab, moe.expert_ffn_size;
+                           // a UNet's channels[i], head_dim
   std::int64_t value = 0;  // its value
   int tile = 0;            // the MXU size it misses
   std::int64_t rounded = 0;
   double waste = 0;  // pad_waste(value, tile)
 };
-// Dimensions of a transformer that are not multiples of `tile`.
+// Dimensions of a transformer or a UNet that are not multiples of `tile`.
 std::vector<DimFinding> misaligned_dims(const models::ModelSpec& m, int tile);
 
 // Divisibility of a sharded dimension by plausible parallel degrees.

@@ -46,6 +46,31 @@ TEST(CodesignLayerType, NamesFromTheGenerator) {
   EXPECT_EQ(layer_type("stem.conv"), "stem.conv");
 }
 
+// SDXL's UNet: one type per role over levels and blocks, and the widths
+// and head_dim that do not fill each generation's MXU.
+TEST(CodesignLayerType, UnetRolesAndDimensions) {
+  EXPECT_EQ(layer_type("down_blocks.1.layers.0.attention.blocks.3.attn1.to_q"), "attn1.to_q");
+  EXPECT_EQ(layer_type("up_blocks.0.layers.2.attention.blocks.9.attn1.core"), "attn1");
+  EXPECT_EQ(layer_type("mid_block.attention.blocks.0.attn2.core"), "attn2");
+  EXPECT_EQ(layer_type("up_blocks.1.layers.0.attention.blocks.1.ff.proj_gate"), "ff.proj_gate");
+  EXPECT_EQ(layer_type("up_blocks.2.layers.1.resnet.conv1"), "resnet.conv1");
+  EXPECT_EQ(layer_type("mid_block.resnet_1.conv2"), "resnet.conv2");
+  EXPECT_EQ(layer_type("down_blocks.2.layers.0.attention.proj_in"), "proj_in");
+  EXPECT_EQ(layer_type("down_blocks.0.downsample"), "downsample");
+  EXPECT_EQ(layer_type("up_blocks.0.upsample.conv"), "upsample.conv");
+  EXPECT_EQ(layer_type("conv_in"), "conv_in");
+  const auto m = models::load_model("sdxl-unet");
+  auto keys = [](const std::vector<DimFinding>& d) {
+    std::vector<std::string> k;
+    for (const auto& f : d) k.push_back(f.key + " " + std::to_string(f.value) + "->" + std::to_string(f.rounded));
+    return k;
+  };
+  EXPECT_EQ(keys(misaligned_dims(m, 256)),
+            (std::vector<std::string>{"channels[0] 320->512", "channels[1] 640->768", "head_dim 64->256"}));
+  EXPECT_EQ(keys(misaligned_dims(m, 128)), (std::vector<std::string>{"channels[0] 320->384", "head_dim 64->128"}));
+  EXPECT_TRUE(divisibility(m).empty());  // data parallel only
+}
+
 TEST(CodesignPadding, PerDimension) {
   EXPECT_EQ(round_up(100, 128), 128);
   EXPECT_EQ(round_up(8000, 256), 8192);
