@@ -287,6 +287,9 @@ void read_resnet(Map& m, ModelSpec& s, Ctx& c) {
 void read_unet(Map& m, ModelSpec& s, Ctx& c) {
   auto& u = s.unet;
   u.channels = m.int_list("channels", true);
+  if (u.channels.size() > kMaxUnetLevels)
+    c.error(m.node()["channels"].Mark(), "channels", "at most " + std::to_string(kMaxUnetLevels) + " levels",
+            std::to_string(u.channels.size()));
   u.transformer_depth = m.int_list("transformer_depth", true, 0);
   if (!u.channels.empty() && u.transformer_depth.size() != u.channels.size())
     c.error(m.node()["transformer_depth"].Mark(), "transformer_depth",
@@ -311,8 +314,11 @@ void read_unet(Map& m, ModelSpec& s, Ctx& c) {
               "multiples of head_dim " + std::to_string(u.head_dim) + " where a level has attention",
               std::to_string(ch));
   }
-  if (!u.channels.empty() && u.image_size % unet_image_multiple(u) != 0)
-    c.error(m.node()["image_size"].Mark(), "image_size", "a multiple of " + std::to_string(unet_image_multiple(u)),
+  // (The default 1024 is a multiple of 8 x 2^7, so only a given size fails;
+  // reported at channels should a smaller default ever not be.)
+  if (!u.channels.empty() && u.channels.size() <= kMaxUnetLevels && u.image_size % unet_image_multiple(u) != 0)
+    c.error(m.node()[m.has("image_size") ? "image_size" : "channels"].Mark(), "image_size",
+            "a multiple of " + std::to_string(unet_image_multiple(u)) + " (8 x 2^(levels - 1))",
             std::to_string(u.image_size));
 }
 

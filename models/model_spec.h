@@ -8,6 +8,7 @@
 // change shapes, FLOPs or bytes.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -274,8 +275,11 @@ struct UnetSpec {
 };
 
 // Image sizes a UNet takes: multiples of 8 (the VAE) times 2 per downsampling.
+// Saturates past kMaxUnetLevels (the reader refuses more).
+constexpr std::size_t kMaxUnetLevels = 8;
 inline std::int64_t unet_image_multiple(const UnetSpec& u) {
-  return 8LL << (u.channels.empty() ? 0 : u.channels.size() - 1);
+  const std::size_t halvings = u.channels.empty() ? 0 : std::min(u.channels.size(), kMaxUnetLevels + 1) - 1;
+  return std::int64_t{8} << halvings;
 }
 
 struct EmbeddingTable {

@@ -120,7 +120,11 @@ TEST(ModelFile, UnetLevelsAndWidthsAreChecked) {
             std::string::npos)
       << heads;
   const std::string image = error_of(head + "channels: [64, 128, 256]\ntransformer_depth: [0, 0, 0]\nimage_size: 48\n");
-  EXPECT_NE(image.find("image_size: expected a multiple of 32, found 48"), std::string::npos) << image;
+  EXPECT_NE(image.find("image_size: expected a multiple of 32 (8 x 2^(levels - 1)), found 48"), std::string::npos)
+      << image;
+  const std::string levels = error_of(head + "channels: [32, 32, 32, 32, 32, 32, 32, 32, 32]\n" +
+                                      "transformer_depth: [0, 0, 0, 0, 0, 0, 0, 0, 0]\n");
+  EXPECT_NE(levels.find("channels: expected at most 8 levels, found 9"), std::string::npos) << levels;
   const std::string negative = error_of(head + "channels: [64]\ntransformer_depth: [-1]\n");
   EXPECT_NE(negative.find("transformer_depth[0]"), std::string::npos) << negative;
 }
