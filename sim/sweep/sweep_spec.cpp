@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -193,8 +194,10 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
   }
   if (key == "model.batch" || key == "model.seq" || key == "model.context" || key == "model.image") {
     const Value v = Value::from_text(text);
-    if (!v.is_number || v.number < 1 || v.number != static_cast<double>(static_cast<long long>(v.number)))
-      c.add(p, k, "an integer >= 1", "'" + text + "'");
+    // Bounded before any conversion: a double beyond long long's range does
+    // not convert (undefined behaviour), and `tpusim run` takes up to 2^40.
+    if (!v.is_number || !(v.number >= 1 && v.number <= 1099511627776.0) || v.number != std::floor(v.number))
+      c.add(p, k, "an integer in [1, 2^40]", "'" + text + "'");
   } else if (key == "workload.dtype" || key == "model.weight_dtype" || key == "model.act_dtype" ||
              key == "model.kv_dtype") {
     if (!arch::parse_dtype(text)) c.add(p, k, "a dtype (f32, bf16, f16, int8, ...)", "'" + text + "'");

@@ -215,5 +215,22 @@ TEST(HostileSuite, NonScalarKeysAreErrors) {
   EXPECT_NE(suite_error(found), "");
 }
 
+// Found by fuzz_sweep_spec (tests/fuzz/regressions/): a model.batch of
+// 1.3e29 was converted to long long to check that it is whole, undefined
+// behaviour (UBSan); now bounded first and refused by name.
+TEST(HostileInput, SweepSpecBatchBeyondAnyIntegerIsRefused) {
+  std::ifstream in(std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/sweep_spec_batch_beyond_long_long.yaml",
+                   std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    sweep::parse_sweep_spec(text, "s.yaml");
+    FAIL() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.batch: expected an integer in [1, 2^40]"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::sim

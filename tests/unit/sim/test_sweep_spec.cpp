@@ -215,7 +215,13 @@ TEST(SweepSpec, MalformedSpecsNameFileLineColumnAndKey) {
       {"base: {gemm: '8,8,8', batchh: 2}\n", {"bad.yaml:1:23:", "base.batchh", "did you mean 'batch'"}},
       {"base: {gemm: '8,8,8', model: llama3-8b}\n", {"bad.yaml:1:7:", "base", "at most one"}},
       {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.batch: [1, 0]\n",
-       {"bad.yaml:4:22:", "axes.grid.model.batch", "integer >= 1", "'0'"}},
+       {"bad.yaml:4:22:", "axes.grid.model.batch", "integer in [1, 2^40]", "'0'"}},
+      // Beyond any integer type (a libFuzzer find: its conversion was
+      // undefined behaviour).
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.batch: [64, 128777777777777777777777777777]\n",
+       {"bad.yaml:4:23:", "axes.grid.model.batch", "integer in [1, 2^40]", "'128777777777777777777777777777'"}},
+      {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    model.seq: [2e12]\n",
+       {"bad.yaml:4:17:", "axes.grid.model.seq", "integer in [1, 2^40]"}},
       {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    workload.dtype: [bf16, bf17]\n",
        {"bad.yaml:4:28:", "workload.dtype", "'bf17'"}},
       {"base: {gemm: '8,8,8'}\naxes:\n  grid:\n    arch.mxu.rows: [8]\nfilters:\n  - arch.mxu.rows <= \n",
