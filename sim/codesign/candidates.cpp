@@ -11,9 +11,14 @@ namespace tpusim::sim::codesign {
 
 namespace {
 
-const char* const kKeys[] = {
-    "hidden",          "ffn.size",          "moe.expert_ffn_size", "vocab", "attention.head_dim",
-    "attention.heads", "attention.kv_heads"};
+const char* const kKeys[] = {"hidden",
+                             "ffn.size",
+                             "moe.expert_ffn_size",
+                             "vocab",
+                             "attention.head_dim",
+                             "attention.heads",
+                             "attention.kv_heads",
+                             "head_dim"};
 
 std::int64_t* field(models::ModelSpec& m, const std::string& key) {
   auto& t = m.transformer;
@@ -48,15 +53,31 @@ ModelChange parse_change(const std::string& text) {
   return c;
 }
 
+// A UNet's attention levels: the widths its heads split.
+std::vector<std::int64_t> attention_widths(const models::UnetSpec& u) {
+  std::vector<std::int64_t> w;
+  for (std::size_t i = 0; i < u.channels.size(); ++i)
+    if ((i < u.transformer_depth.size() && u.transformer_depth[i] > 0) ||
+        (i + 1 == u.channels.size() && u.mid_transformer_depth > 0))
+      w.push_back(u.channels[i]);
+  return w;
+}
+
 models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes) {
   models::ModelSpec out = m;
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
+  const bool unet = m.family == models::Family::unet;
   for (const auto& c : changes) {
-    std::int64_t* f = transformer ? field(out, c.key) : nullptr;
-    if (!f) throw change_error(c.key, "a transformer model key", "'" + c.key + "'");
+    std::int64_t* f = transformer ? field(out, c.key) : unet && c.key == "head_dim" ? &out.unet.head_dim : nullptr;
+    if (!f) throw change_error(c.key, unet ? "a UNet key: head_dim" : "a transformer model key", "'" + c.key + "'");
     *f = c.value;
   }
+  if (unet)
+    for (const std::int64_t w : attention_widths(out.unet))
+      if (w % out.unet.head_dim != 0)
+        throw change_error("head_dim", "a divisor of every attention level's width (" + std::to_string(w) + ")",
+                           std::to_string(out.unet.head_dim));
   const auto& a = out.transformer.attention;
   if (transformer && a.kind == models::AttentionKind::mha && (a.kv_heads < 1 || a.heads % a.kv_heads != 0))
     throw change_error("attention.kv_heads", "a divisor of attention.heads (" + std::to_string(a.heads) + ")",
@@ -69,6 +90,25 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const st
   std::vector<Candidate> out;
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
+  if (m.family == models::Family::unet) {
+    // Heads narrower than an MXU: a wider head_dim over fewer heads keeps
+    // every width and parameter and fills more of the array (as the
+    // transformer candidate below), where every attention level divides.
+    std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
+    std::sort(widths.begin(), widths.end());
+    widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+    const auto levels = attention_widths(m.unet);
+    const std::int64_t hd = m.unet.head_dim;
+    for (const int w : widths) {
+      if (levels.empty() || hd >= w || w % hd != 0) continue;
+      if (std::any_of(levels.begin(), levels.end(), [&](std::int64_t c) { return c % w != 0; })) continue;
+      out.push_back({"head_dim=" + std::to_string(w),
+                     "head_dim " + std::to_string(hd) + " -> " + std::to_string(w) + ", heads / " +
+                         std::to_string(w / hd) + " (fills MXU " + std::to_string(w) + ")",
+                     {{"head_dim", w}},
+                     ""});
+    }
+  }
   if (!transformer) {
     out.push_back({"weights=int8", "8-bit weights", {}, "int8"});
     return out;

@@ -261,6 +261,35 @@ TEST(CodesignCandidates, BadChanges) {
   }
 }
 
+// SDXL's heads of 64: head_dim 128 (half the heads) is offered where every
+// attention width (640, 1280) divides; 256 is not (640 / 256); the change
+// keeps every parameter, and a head_dim that does not divide a width, or a
+// transformer key, is refused by name.
+TEST(CodesignCandidates, UnetHeadDimFillsTheMxu) {
+  const auto m = models::load_model("sdxl-unet");
+  const auto c = candidates(m, 256, {128, 256});
+  std::vector<std::string> ids;
+  for (const auto& x : c) ids.push_back(x.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"head_dim=128", "weights=int8"}));
+  ASSERT_EQ(c[0].changes.size(), 1u);
+  EXPECT_EQ(c[0].changes[0].key, "head_dim");
+  EXPECT_EQ(c[0].changes[0].value, 128);
+  EXPECT_EQ(c[0].title, "head_dim 64 -> 128, heads / 2 (fills MXU 128)");
+  const auto changed = apply_changes(m, c[0].changes);
+  EXPECT_EQ(changed.unet.head_dim, 128);
+  EXPECT_EQ(models::count_params(changed).total, models::count_params(m).total);
+  auto error_of = [&](const std::string& change) {
+    try {
+      apply_changes(m, {parse_change(change)});
+    } catch (const models::ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error_of("head_dim=256").find("a divisor of every attention level's width (640)"), std::string::npos);
+  EXPECT_NE(error_of("hidden=4096").find("a UNet key: head_dim"), std::string::npos);
+}
+
 TEST(ReportSvg, ScalesAndBars) {
   report::Scale lin = report::nice_scale(0, 9.3, 100, 200, false);
   EXPECT_DOUBLE_EQ(lin.lo, 0);
