@@ -291,7 +291,8 @@ void read_unet(Map& m, ModelSpec& s, Ctx& c) {
     c.error(m.node()["channels"].Mark(), "channels", "at most " + std::to_string(kMaxUnetLevels) + " levels",
             std::to_string(u.channels.size()));
   u.transformer_depth = m.int_list("transformer_depth", true, 0);
-  if (!u.channels.empty() && u.transformer_depth.size() != u.channels.size())
+  // (A missing or malformed transformer_depth is already reported.)
+  if (!u.channels.empty() && !u.transformer_depth.empty() && u.transformer_depth.size() != u.channels.size())
     c.error(m.node()["transformer_depth"].Mark(), "transformer_depth",
             std::to_string(u.channels.size()) + " entries (one per level in channels)",
             std::to_string(u.transformer_depth.size()));

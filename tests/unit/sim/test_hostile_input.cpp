@@ -188,6 +188,15 @@ TEST(HostileModelFile, DuplicateKeysAndNonRegularFilesAreErrors) {
                             "/tests/fuzz/regressions/model_file_vit_no_image_size.yaml");
   });
   EXPECT_NE(vit.find("image_size"), std::string::npos) << vit;
+  // Found by fuzz_model_file: a unet file without transformer_depth (its
+  // key garbled) threw YAML::InvalidNode from the per-level check; the
+  // missing key is the error.
+  const std::string unet = model_error([] {
+    models::read_model_file(std::string(TPUSIM_SOURCE_DIR) +
+                            "/tests/fuzz/regressions/model_file_unet_no_transformer_depth.yaml");
+  });
+  EXPECT_NE(unet.find("transformer_depth"), std::string::npos) << unet;
+  EXPECT_NE(unet.find("transformer_depth: expected a list of integers, found no such key"), std::string::npos) << unet;
 }
 
 // Found by tests/fuzz/fuzz_suite (make fuzz-cli): a suite file whose map
