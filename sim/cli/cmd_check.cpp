@@ -52,9 +52,11 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   add_model_options(opts);
   opts.add_options()("arch", po::value<std::string>()->default_value("v5e,v6e,v7"),
                      "generations to check, comma separated (names or config files)")(
-      "phase", po::value<std::string>()->default_value("decode"), "phases, comma separated: prefill, decode, train, infer")(
-      "out", po::value<std::string>()->default_value("results/check"), "output directory (check.csv, report.html)")(
-      "jobs", po::value<int>()->default_value(0), "simulations at a time (0 = all cores)")(
+      "phase", po::value<std::string>()->default_value("decode"),
+      "phases, comma separated: prefill, decode, train, infer (default: decode for a decoder, infer for other "
+      "models)")("out", po::value<std::string>()->default_value("results/check"),
+                 "output directory (check.csv, report.html)")("jobs", po::value<int>()->default_value(0),
+                                                              "simulations at a time (0 = all cores)")(
       "timeout", po::value<double>()->default_value(0), "seconds per simulation before it is stopped (0 = none)")(
       "no-simulate", po::bool_switch(), "analysis only: simulate neither the model nor the candidates")(
       "report", po::bool_switch(), "write report.html (always written; accepted for symmetry with run)");
@@ -67,7 +69,11 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   o.model = vm["model"].as<std::string>();
   o.archs = split_list(vm["arch"].as<std::string>());
   if (o.archs.empty()) throw UsageError("check: --arch names no generation (e.g. --arch v5e,v6e)");
-  const auto phases = split_list(vm["phase"].as<std::string>());
+  // Unsaid, the phase is the one the model's family serves: decode for a
+  // decoder, infer for the others (which have no decode).
+  const auto phases = vm["phase"].defaulted() && models::load_model(o.model).family != models::Family::decoder
+                          ? std::vector<std::string>{"infer"}
+                          : split_list(vm["phase"].as<std::string>());
   if (phases.empty()) throw UsageError("check: --phase names no phase (e.g. --phase decode)");
   for (const auto& p : phases) {
     models::Phase ph;
@@ -89,7 +95,8 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   o.out_dir = vm["out"].as<std::string>();
   check_output_dir("check: --out", o.out_dir);
   o.jobs = vm["jobs"].as<int>();
-  if (o.jobs < 0 || o.jobs > 1024) throw UsageError("check: --jobs must be in [0, 1024], found " + std::to_string(o.jobs));
+  if (o.jobs < 0 || o.jobs > 1024)
+    throw UsageError("check: --jobs must be in [0, 1024], found " + std::to_string(o.jobs));
   o.timeout = vm["timeout"].as<double>();
   if (!(o.timeout >= 0 && o.timeout <= 1e6))
     throw UsageError("check: --timeout must be in [0, 1e6] seconds, found " + std::to_string(o.timeout));

@@ -146,4 +146,21 @@ TEST(CliCheck, ReportColumnsAndListsWithTwoPhases) {
   EXPECT_NE(r.out.find("(smallest slice 1x1); fp8_e4m3 weights"), std::string::npos) << r.out;
 }
 
+// Without --phase a model that has no decode (a UNet) is checked in infer,
+// and the report names its widths and head_dim against the MXU.
+TEST(CliCheck, UnetDefaultsToInferAndNamesItsPadding) {
+  TempDir d;
+  const Result r = tpusim(d, "check --model sdxl-unet --arch v6e --no-simulate --out " + d.path() + "/u");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("phases infer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("channels[0] 320 -> 512 (37.5% padding)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("head_dim 64 -> 256 (75.0% padding)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("none to check: a unet model shards over data only"), std::string::npos) << r.out;
+  const Result decode =
+      tpusim(d, "check --model sdxl-unet --arch v6e --phase decode --no-simulate --out " + d.path() + "/u2");
+  EXPECT_EQ(decode.rc, 2);
+  EXPECT_NE(decode.err.find("phase: expected one of infer for a unet model, found decode"), std::string::npos)
+      << decode.err;
+}
+
 }  // namespace
