@@ -94,8 +94,10 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     read_quant_options(vm, "model show", dtype_opt(vm, "dtype"), q);
     o << "model:            " << m.name << " (" << family_name(m.family) << ", " << m.file << ")\n";
     o << "parameters:       " << c.total << " (" << human(static_cast<double>(c.total)) << ")\n";
-    o << "active per token: " << c.active << " (" << human(static_cast<double>(c.active)) << "), " << c.active_compute()
-      << " excluding lookup-only embeddings\n";
+    // Transformers count per token; the other families per sample (an image, a query).
+    const bool tokens = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+    o << (tokens ? "active per token: " : "active / sample:  ") << c.active << " ("
+      << human(static_cast<double>(c.active)) << "), " << c.active_compute() << " excluding lookup-only embeddings\n";
     if (m.family == Family::decoder) {
       std::int64_t ctxlen = vm["context"].as<std::int64_t>();
       o << "FLOPs per token:  " << human(flops_per_token(m, ctxlen)) << "FLOP at context " << ctxlen << " (attention "

@@ -161,6 +161,13 @@ TEST(CliCheck, UnetDefaultsToInferAndNamesItsPadding) {
   EXPECT_EQ(decode.rc, 2);
   EXPECT_NE(decode.err.find("phase: expected one of infer for a unet model, found decode"), std::string::npos)
       << decode.err;
+  // `model show` counts a UNet's parameters per sample, not per token.
+  const Result show = tpusim(d, "model show sdxl-unet");
+  ASSERT_EQ(show.rc, 0) << show.err;
+  EXPECT_NE(show.out.find("parameters:       2567463684 (2.567 G)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("active / sample:  2567463684"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("FLOPs per sample: 6.777 TFLOP"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("per token"), std::string::npos) << show.out;
 }
 
 }  // namespace
