@@ -305,16 +305,15 @@ void read_unet(Map& m, ModelSpec& s, Ctx& c) {
   u.latent_channels = m.integer("latent_channels", false, 4);
   u.image_size = m.integer("image_size", false, 1024);
   u.addition_embed_dim = m.integer("addition_embed_dim", false, 0, 0);
-  for (std::size_t i = 0; i < u.channels.size(); ++i) {
-    const std::int64_t ch = u.channels[i];
+  for (const std::int64_t ch : u.channels)
     if (ch % u.norm_groups != 0)
       c.error(m.node()["channels"].Mark(), "channels", "multiples of norm_groups " + std::to_string(u.norm_groups),
               std::to_string(ch));
-    else if (i < u.transformer_depth.size() && u.transformer_depth[i] > 0 && ch % u.head_dim != 0)
+  for (const std::int64_t ch : u.attention_channels())
+    if (ch % u.norm_groups == 0 && ch % u.head_dim != 0)
       c.error(m.node()["channels"].Mark(), "channels",
               "multiples of head_dim " + std::to_string(u.head_dim) + " where a level has attention",
               std::to_string(ch));
-  }
   // (The default 1024 is a multiple of 8 x 2^7, so only a given size fails;
   // reported at channels should a smaller default ever not be.)
   if (!u.channels.empty() && u.channels.size() <= kMaxUnetLevels && u.image_size % unet_image_multiple(u) != 0)

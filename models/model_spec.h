@@ -272,6 +272,16 @@ struct UnetSpec {
   std::int64_t image_size = 1024;       // pixels; the latent is image_size / 8
   std::int64_t addition_embed_dim = 0;  // SDXL's pooled text + size/crop ids (0 = none)
   std::int64_t time_embed_dim() const { return channels.empty() ? 0 : 4 * channels.front(); }
+  // The widths whose heads attention splits: each level with transformer
+  // blocks, and the deepest level's when the middle block has them.
+  std::vector<std::int64_t> attention_channels() const {
+    std::vector<std::int64_t> w;
+    for (std::size_t i = 0; i < channels.size(); ++i)
+      if ((i < transformer_depth.size() && transformer_depth[i] > 0) ||
+          (i + 1 == channels.size() && mid_transformer_depth > 0))
+        w.push_back(channels[i]);
+    return w;
+  }
 };
 
 // Image sizes a UNet takes: multiples of 8 (the VAE) times 2 per downsampling.

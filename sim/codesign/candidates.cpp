@@ -53,16 +53,6 @@ ModelChange parse_change(const std::string& text) {
   return c;
 }
 
-// A UNet's attention levels: the widths its heads split.
-std::vector<std::int64_t> attention_widths(const models::UnetSpec& u) {
-  std::vector<std::int64_t> w;
-  for (std::size_t i = 0; i < u.channels.size(); ++i)
-    if ((i < u.transformer_depth.size() && u.transformer_depth[i] > 0) ||
-        (i + 1 == u.channels.size() && u.mid_transformer_depth > 0))
-      w.push_back(u.channels[i]);
-  return w;
-}
-
 models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes) {
   models::ModelSpec out = m;
   const bool transformer =
@@ -74,7 +64,7 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
     *f = c.value;
   }
   if (unet)
-    for (const std::int64_t w : attention_widths(out.unet))
+    for (const std::int64_t w : out.unet.attention_channels())
       if (w % out.unet.head_dim != 0)
         throw change_error("head_dim", "a divisor of every attention level's width (" + std::to_string(w) + ")",
                            std::to_string(out.unet.head_dim));
@@ -97,7 +87,7 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const st
     std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
     std::sort(widths.begin(), widths.end());
     widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
-    const auto levels = attention_widths(m.unet);
+    const auto levels = m.unet.attention_channels();
     const std::int64_t hd = m.unet.head_dim;
     for (const int w : widths) {
       if (levels.empty() || hd >= w || w % hd != 0) continue;

@@ -167,14 +167,12 @@ std::vector<DimFinding> misaligned_dims(const models::ModelSpec& m, int tile) {
     // Each level's width is the N of its convolutions and projections, the
     // head_dim the contraction of QK^T and the N of PV.
     const auto& u = m.unet;
-    bool attention = u.mid_transformer_depth > 0;
     for (std::size_t i = 0; i < u.channels.size(); ++i) {
       const std::int64_t v = u.channels[i];
       if (v % tile != 0)
         out.push_back({"channels[" + std::to_string(i) + "]", v, tile, round_up(v, tile), pad_waste(v, tile)});
-      attention = attention || (i < u.transformer_depth.size() && u.transformer_depth[i] > 0);
     }
-    if (attention && u.head_dim % tile != 0)
+    if (!u.attention_channels().empty() && u.head_dim % tile != 0)
       out.push_back({"head_dim", u.head_dim, tile, round_up(u.head_dim, tile), pad_waste(u.head_dim, tile)});
     return out;
   }

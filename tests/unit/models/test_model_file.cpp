@@ -119,6 +119,13 @@ TEST(ModelFile, UnetLevelsAndWidthsAreChecked) {
   EXPECT_NE(heads.find("channels: expected multiples of head_dim 64 where a level has attention, found 96"),
             std::string::npos)
       << heads;
+  // The middle block attends at the deepest width, even where its level's
+  // own blocks do not.
+  const std::string mid =
+      error_of(head + "channels: [64, 96]\ntransformer_depth: [0, 0]\nmid_transformer_depth: 1\nhead_dim: 64\n");
+  EXPECT_NE(mid.find("channels: expected multiples of head_dim 64 where a level has attention, found 96"),
+            std::string::npos)
+      << mid;
   const std::string image = error_of(head + "channels: [64, 128, 256]\ntransformer_depth: [0, 0, 0]\nimage_size: 48\n");
   EXPECT_NE(image.find("image_size: expected a multiple of 32 (8 x 2^(levels - 1)), found 48"), std::string::npos)
       << image;
