@@ -104,11 +104,12 @@ class UnetGen {
   DType ad_ = DType::bf16;
   TensorRef temb_, text_;
 
-  TensorRef bias(const std::string& n, std::int64_t c) { return b_.weight(n, {c}, ad_); }
+  // A per-channel vector (a bias, a norm's scale or shift) in the activation dtype.
+  TensorRef per_channel(const std::string& n, std::int64_t c) { return b_.weight(n, {c}, ad_); }
 
   TensorRef linear(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out, bool with_bias) {
     TensorRef y = b_.matmul(n, x, b_.weight(n + ".weight", {in, out}, o_.weight_dtype), "", ad_);
-    return with_bias ? b_.add(n + ".bias_add", y, bias(n + ".bias", out)) : y;
+    return with_bias ? b_.add(n + ".bias_add", y, per_channel(n + ".bias", out)) : y;
   }
 
   TensorRef mlp(const std::string& n, const TensorRef& x, std::int64_t in, std::int64_t out) {
@@ -122,7 +123,7 @@ class UnetGen {
     a.padding = k == 1 ? PaddingMode::valid : PaddingMode::same;
     a.out_dtype = ad_;
     TensorRef y = b_.conv2d(n, x, b_.weight(n + ".weight", {k, k, x.dim(3), out}, o_.weight_dtype), a);
-    return b_.add(n + ".bias_add", y, bias(n + ".bias", out));
+    return b_.add(n + ".bias_add", y, per_channel(n + ".bias", out));
   }
 
   // GroupNorm over (H, W, C / groups), then the per-channel affine (and
@@ -133,8 +134,8 @@ class UnetGen {
     TensorRef g = b_.reshape(n + ".groups", x, {B, H * W, G, C / G});
     TensorRef stats = b_.reduce(n + ".stats", g, ReduceKind::mean, {1, 3}, true);
     TensorRef y = b_.reshape(n + ".normalized", b_.mul(n + ".normalize", g, stats), {B, H, W, C});
-    y = b_.mul(n + ".scale", y, bias(n + ".weight", C));
-    y = b_.add(n + ".shift", y, bias(n + ".bias", C));
+    y = b_.mul(n + ".scale", y, per_channel(n + ".weight", C));
+    y = b_.add(n + ".shift", y, per_channel(n + ".bias", C));
     return silu ? b_.elementwise(n + ".silu", "silu", {y}) : y;
   }
 
@@ -173,7 +174,7 @@ class UnetGen {
 
   TensorRef layer_norm(const std::string& n, const TensorRef& x) {
     const std::int64_t C = x.dim(-1);
-    return b_.layer_norm(n, x, bias(n + ".weight", C), bias(n + ".bias", C));
+    return b_.layer_norm(n, x, per_channel(n + ".weight", C), per_channel(n + ".bias", C));
   }
 
   TensorRef transformer(const std::string& n, const TensorRef& x, std::int64_t depth) {

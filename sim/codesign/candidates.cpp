@@ -80,13 +80,14 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const st
   std::vector<Candidate> out;
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
+  // The MXU widths the heads are sized for, each once.
+  std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
   if (m.family == models::Family::unet) {
     // Heads narrower than an MXU: a wider head_dim over fewer heads keeps
     // every width and parameter and fills more of the array (as the
     // transformer candidate below), where every attention level divides.
-    std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
-    std::sort(widths.begin(), widths.end());
-    widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
     const auto levels = m.unet.attention_channels();
     const std::int64_t hd = m.unet.head_dim;
     for (const int w : widths) {
@@ -130,9 +131,6 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const st
   // 1/f of the heads (and of the KV heads where they divide, the GQA group
   // kept) keeps every projection's width, the parameters and the MXU's
   // multiply-adds, and fills it.
-  std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
-  std::sort(widths.begin(), widths.end());
-  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
   for (const int w : widths) {
     if (a.kind != models::AttentionKind::mha || a.head_dim >= w || w % a.head_dim != 0) continue;
     const std::int64_t f = w / a.head_dim, heads = a.heads / f;

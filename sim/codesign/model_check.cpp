@@ -16,6 +16,9 @@ namespace {
 
 bool starts(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool has(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
+bool ends(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
 
 }  // namespace
 
@@ -29,7 +32,7 @@ std::string layer_type(const std::string& op_name) {
   }
   // ResNet: stages.<s>.blocks.<b>.<i>.conv -> stages.<s>.<i>.conv (one type
   // per stage and position in the bottleneck block).
-  if (starts(n, "stages.") && n.size() > 5 && n.compare(n.size() - 5, 5, ".conv") == 0) {
+  if (starts(n, "stages.") && ends(n, ".conv")) {
     const auto b = n.find(".blocks.");
     if (b == std::string::npos) return n;
     const auto after = n.find('.', b + 8);
@@ -50,9 +53,7 @@ std::string layer_type(const std::string& op_name) {
       return r;
     }
     for (const char* tail : {".proj_in", ".proj_out", ".downsample", ".upsample.conv"})
-      if (n.size() > std::string(tail).size() &&
-          n.compare(n.size() - std::string(tail).size(), std::string::npos, tail) == 0)
-        return std::string(tail).substr(1);
+      if (ends(n, tail)) return std::string(tail + 1);
     return "";
   }
   if (n == "conv_in" || n == "conv_out") return n;
