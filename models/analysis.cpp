@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "models/generators.h"
 #include "models/lora.h"
@@ -647,6 +649,69 @@ std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
   return out;
 }
 
+std::uint64_t peak_live_activation_bytes(const workloads::Workload& w) {
+  using workloads::OpKind;
+  using workloads::TensorKind;
+  std::unordered_map<std::string, u64> size;
+  for (const auto& t : w.tensors)
+    if (t.kind == TensorKind::activation || t.kind == TensorKind::input || t.kind == TensorKind::output)
+      size[t.name] = t.bytes();
+  auto bytes_of = [&](const std::string& n) {
+    auto it = size.find(n);
+    return it == size.end() ? u64{0} : it->second;
+  };
+  // A reshape's result is its input's bytes relabelled: one buffer per
+  // class, dead after the last read of any member.
+  std::unordered_map<std::string, std::string> root;
+  auto root_of = [&](const std::string& n) {
+    auto it = root.find(n);
+    return it == root.end() ? n : it->second;
+  };
+  for (const auto& op : w.ops)
+    if (op.kind == OpKind::reshape) root[op.outputs[0]] = root_of(op.inputs[0]);
+  std::unordered_map<std::string, std::size_t> last_read;
+  for (std::size_t i = 0; i < w.ops.size(); ++i)
+    for (const std::string& in : w.ops[i].inputs) last_read[root_of(in)] = i;
+  // Inputs and results are held from the start (results to the end).
+  u64 live = 0;
+  for (const auto& t : w.tensors)
+    if (t.kind == TensorKind::input || t.kind == TensorKind::output) live += t.bytes();
+  u64 peak = live;
+  auto shares_operand = [](OpKind k) {
+    return k == OpKind::elementwise || k == OpKind::softmax || k == OpKind::rms_norm || k == OpKind::layer_norm;
+  };
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    const auto& op = w.ops[i];
+    std::unordered_set<std::string> dying;
+    for (const std::string& in : op.inputs) {
+      const std::string r = root_of(in);
+      auto lr = last_read.find(r);
+      if (lr != last_read.end() && lr->second == i && size.count(r) &&
+          w.find_tensor(r)->kind == TensorKind::activation)
+        dying.insert(r);
+    }
+    for (const std::string& out : op.outputs) {
+      if (op.kind == OpKind::reshape || w.find_tensor(out)->kind == TensorKind::output) continue;
+      // An elementwise, softmax or norm result overwrites an operand of
+      // its size that it is the last reader of (XLA's buffer assignment
+      // shares a fusion's operand buffer with its user; the memory plan
+      // of sim/lowering does the same).
+      bool shared = false;
+      if (shares_operand(op.kind))
+        for (const std::string& r : dying)
+          if (bytes_of(r) == bytes_of(out)) {
+            dying.erase(r);
+            shared = true;
+            break;
+          }
+      if (!shared) live += bytes_of(out);
+    }
+    peak = std::max(peak, live);  // the op's inputs and outputs together
+    for (const std::string& r : dying) live -= bytes_of(r);
+  }
+  return peak;
+}
+
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   check_options(m, o);
   check_mesh(m, o);
@@ -785,16 +850,14 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
     if (dec && o.phase == Phase::decode) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, o.context + 1) / kvs;
     if (dec && o.phase == Phase::prefill) f.kv_cache = kv_cache_bytes(m, o.kv_dtype, local_b, S) / kvs;
   } else if (m.family == Family::resnet || m.family == Family::unet) {
-    // Largest single layer output, twice (input and output live together).
+    // The peak of the graph's live activations: an op's output lives from
+    // the op to its last reader, so a ResNet's residual input and a UNet's
+    // skip tensors (every down block's output, live until its up block
+    // reads it) count where they overlap, not the largest output alone.
     PhaseOptions one = o;
     one.batch = local_b;
     one.mesh = {};
-    workloads::Workload w = detail::generate_graph_family(m, one);
-    u64 biggest = 0;
-    for (const auto& x : w.tensors)
-      if (x.kind == workloads::TensorKind::activation || x.kind == workloads::TensorKind::input)
-        biggest = std::max(biggest, x.bytes());
-    act = 2.0 * static_cast<double>(biggest);
+    act = static_cast<double>(peak_live_activation_bytes(detail::generate_graph_family(m, one)));
   } else {
     const auto& d = m.dlrm;
     double widest = static_cast<double>((d.tables.size() + 1) * U(d.embedding_dim));

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "models/model_spec.h"
+#include "workloads/ir/workload.h"
 
 namespace tpusim::models {
 
@@ -135,6 +136,11 @@ struct MemoryFootprint {
   }
 };
 MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o);
+// The peak bytes of a graph's live activations and inputs, in program
+// order: an op's output is live from the op to its last reader (a graph
+// output to the end), an input from the start to its last reader; an op's
+// inputs and outputs are live together. Weights are not counted.
+std::uint64_t peak_live_activation_bytes(const workloads::Workload& w);
 
 struct FitReport {
   bool fits = false;
