@@ -235,6 +235,11 @@ std::vector<Phase> supported_phases(Family f) {
   return {};
 }
 
+Phase default_phase(Family f, Phase preferred) {
+  const std::vector<Phase> ps = supported_phases(f);
+  return std::find(ps.begin(), ps.end(), preferred) != ps.end() ? preferred : ps.front();
+}
+
 ModelError::ModelError(std::vector<Diagnostic> d) : std::runtime_error(arch::render_all(d)), diags_(std::move(d)) {}
 
 void check_options(const ModelSpec& m, const PhaseOptions& o) {

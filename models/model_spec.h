@@ -417,6 +417,10 @@ struct PhaseOptions {
 // Phases a family supports (decoder: prefill, decode, train; encoder and
 // vit: infer, train; resnet and dlrm: infer).
 std::vector<Phase> supported_phases(Family f);
+// The phase a command takes when --phase is unsaid: its own default
+// (`preferred`) where the family has it, else the family's first phase
+// (infer for a ResNet, DLRM or UNet, which have no decode or train).
+Phase default_phase(Family f, Phase preferred);
 
 // A problem in a model file or in the options a user asked for
 // (arch/common/diagnostic.h).

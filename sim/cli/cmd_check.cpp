@@ -71,9 +71,11 @@ int check_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (o.archs.empty()) throw UsageError("check: --arch names no generation (e.g. --arch v5e,v6e)");
   // Unsaid, the phase is the one the model's family serves: decode for a
   // decoder, infer for the others (which have no decode).
-  const auto phases = vm["phase"].defaulted() && models::load_model(o.model).family != models::Family::decoder
-                          ? std::vector<std::string>{"infer"}
-                          : split_list(vm["phase"].as<std::string>());
+  const auto phases =
+      vm["phase"].defaulted()
+          ? std::vector<std::string>{models::phase_name(
+                models::default_phase(models::load_model(o.model).family, models::Phase::decode))}
+          : split_list(vm["phase"].as<std::string>());
   if (phases.empty()) throw UsageError("check: --phase names no phase (e.g. --phase decode)");
   for (const auto& p : phases) {
     models::Phase ph;

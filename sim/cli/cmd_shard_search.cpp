@@ -33,7 +33,8 @@ void add_common(po::options_description& opts) {
       "arch", po::value<std::string>()->required(), "generation name or config file")(
       "slice", po::value<std::string>()->required(),
       "slice shape, e.g. 4x4x4; N*SHAPE for N slices over the data-centre network, e.g. 2*16x16")(
-      "phase", po::value<std::string>()->default_value("train"), "train, prefill, decode or infer")(
+      "phase", po::value<std::string>()->default_value("train"),
+      "train, prefill, decode or infer (default: train, or infer for a model that does not train)")(
       "batch", po::value<std::int64_t>()->default_value(8), "global batch (sequences)")(
       "seq", po::value<std::int64_t>()->default_value(2048), "sequence length (prefill, train)")(
       "context", po::value<std::int64_t>()->default_value(2048), "context length (decode)")(
@@ -115,6 +116,8 @@ int shard_search_cmd(const std::vector<std::string>& args, CommandContext& ctx) 
   if (!models::parse_phase(vm["phase"].as<std::string>(), &o.phase))
     throw UsageError("shard-search: unknown --phase '" + vm["phase"].as<std::string>() +
                      "'; expected train, prefill, decode or infer");
+  // Unsaid, train, or infer for a ResNet, DLRM or UNet (which do not train).
+  if (vm["phase"].defaulted()) o.phase = models::default_phase(models::load_model(o.model).family, o.phase);
   o.batch = vm["batch"].as<std::int64_t>();
   o.seq = vm["seq"].as<std::int64_t>();
   o.context = vm["context"].as<std::int64_t>();

@@ -36,7 +36,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
                                                                  "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")(
       "attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")(
       "model", po::value<std::string>(), "a model of the zoo (tpusim model list)")(
-      "phase", po::value<std::string>()->default_value("decode"), "model phase: prefill, decode, train, infer")(
+      "phase", po::value<std::string>()->default_value("decode"),
+      "model phase: prefill, decode, train, infer (default: decode, or infer for a model without decode)")(
       "batch", po::value<std::int64_t>()->default_value(1), "model batch")(
       "seq", po::value<std::int64_t>()->default_value(2048), "model sequence length (prefill, train)")(
       "context", po::value<std::int64_t>()->default_value(2048), "model context length (decode)")(
@@ -149,6 +150,9 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     models::ModelSpec spec = models::load_model(vm["model"].as<std::string>());
     models::PhaseOptions po;
     read_phase_options(vm, "run", po);
+    // Unsaid, the phase is decode for a decoder, the family's own for the
+    // others (infer for a ResNet or UNet, which have no decode).
+    if (vm["phase"].defaulted()) po.phase = models::default_phase(spec.family, po.phase);
     read_quant_options(vm, "run", *dtype, po);
     // Sharded over the mesh: the per-chip program of every chip.
     po.mesh = mesh;

@@ -78,6 +78,21 @@ std::vector<std::map<std::string, std::string>> read_rows(const std::string& fil
   return rows;
 }
 
+// Without --phase a model run decodes, but a model without decode (a
+// ResNet, a UNet) runs its own phase, infer, instead of being refused for
+// the default it was never asked for.
+TEST(CliRun, ModelWithoutDecodeDefaultsToInfer) {
+  TempDir d;
+  const Result r = run_tpusim("run --arch v5e --model resnet50 --quiet --out " + d.path() + "/r", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string summary = slurp(d.path() + "/r/summary.csv");
+  EXPECT_NE(summary.find(",resnet50.infer,"), std::string::npos) << summary;
+  const Result decode = run_tpusim("run --arch v5e --model resnet50 --phase decode --quiet --out " + d.path() + "/x", d);
+  EXPECT_EQ(decode.rc, 2);
+  EXPECT_NE(decode.err.find("phase: expected one of infer for a resnet model, found decode"), std::string::npos)
+      << decode.err;
+}
+
 }  // namespace
 
 TEST(CliRun, NoCmemKeepsEveryTensorInHbm) {

@@ -71,6 +71,24 @@ const std::map<std::string, std::string>& row(const Rows& rows, const std::strin
 
 int rank_of(const Rows& rows, const std::string& mesh) { return std::stoi(row(rows, mesh).at("rank")); }
 
+// Without --phase the search trains, but a model that does not train (a
+// ResNet) is searched in infer rather than refused for the default it was
+// never asked for; a phase it lacks, said, is still refused.
+TEST(CliShardSearch, ModelWithoutTrainDefaultsToInfer) {
+  TempDir t;
+  const auto r = tpusim::test::run_tpusim_in(
+      t.path(), "shard-search --model resnet50 --arch v5e --slice 2x2 --batch 8 --out " + t.path() + "/out");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("resnet50 infer batch 8"), std::string::npos) << r.out;
+  const Rows rows = tpusim::test::rows_of(t.path() + "/out/shard_search.csv");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].at("mesh"), "data=4");
+  const auto train = tpusim::test::run_tpusim_in(
+      t.path(), "shard-search --model resnet50 --arch v5e --slice 2x2 --phase train --out " + t.path() + "/o2");
+  EXPECT_NE(train.rc, 0);
+  EXPECT_NE(train.err.find("train"), std::string::npos) << train.err;
+}
+
 TEST(CliShardSearch, FsdpIsIciBoundBelowPeakOverIciTokensPerChip) {
   const double a = alpha();  // 458.752e12 / (2 x 90e9) = 2549 tokens
   ASSERT_GT(a, 1000);
