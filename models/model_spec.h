@@ -274,12 +274,14 @@ struct UnetSpec {
   std::int64_t time_embed_dim() const { return channels.empty() ? 0 : 4 * channels.front(); }
   // The widths whose heads attention splits: each level with transformer
   // blocks, and the deepest level's when the middle block has them.
+  bool has_attention(std::size_t level) const {
+    return (level < transformer_depth.size() && transformer_depth[level] > 0) ||
+           (level + 1 == channels.size() && mid_transformer_depth > 0);
+  }
   std::vector<std::int64_t> attention_channels() const {
     std::vector<std::int64_t> w;
     for (std::size_t i = 0; i < channels.size(); ++i)
-      if ((i < transformer_depth.size() && transformer_depth[i] > 0) ||
-          (i + 1 == channels.size() && mid_transformer_depth > 0))
-        w.push_back(channels[i]);
+      if (has_attention(i)) w.push_back(channels[i]);
     return w;
   }
 };

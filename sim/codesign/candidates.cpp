@@ -18,7 +18,8 @@ const char* const kKeys[] = {"hidden",
                              "attention.head_dim",
                              "attention.heads",
                              "attention.kv_heads",
-                             "head_dim"};
+                             "head_dim",
+                             "channels[0]"};
 
 std::int64_t* field(models::ModelSpec& m, const std::string& key) {
   auto& t = m.transformer;
@@ -30,6 +31,18 @@ std::int64_t* field(models::ModelSpec& m, const std::string& key) {
   if (key == "attention.heads") return &t.attention.heads;
   if (key == "attention.kv_heads") return &t.attention.kv_heads;
   return nullptr;
+}
+
+// A UNet's head_dim, or one level's width: "channels[i]".
+std::int64_t* unet_field(models::UnetSpec& u, const std::string& key) {
+  if (key == "head_dim") return &u.head_dim;
+  const std::string pre = "channels[";
+  if (key.size() <= pre.size() + 1 || key.compare(0, pre.size(), pre) != 0 || key.back() != ']') return nullptr;
+  const std::string digits = key.substr(pre.size(), key.size() - pre.size() - 1);
+  if (digits.size() > 2 || !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return nullptr;
+  const std::size_t i = std::stoul(digits);
+  return i < u.channels.size() ? &u.channels[i] : nullptr;
 }
 
 models::ModelError change_error(const std::string& key, const std::string& expected, const std::string& found) {
@@ -58,16 +71,25 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
   const bool unet = m.family == models::Family::unet;
+  const std::string unet_keys =
+      "a UNet key: head_dim or channels[i], i < " + std::to_string(m.unet.channels.size());
   for (const auto& c : changes) {
-    std::int64_t* f = transformer ? field(out, c.key) : unet && c.key == "head_dim" ? &out.unet.head_dim : nullptr;
-    if (!f) throw change_error(c.key, unet ? "a UNet key: head_dim" : "a transformer model key", "'" + c.key + "'");
+    std::int64_t* f = transformer ? field(out, c.key) : unet ? unet_field(out.unet, c.key) : nullptr;
+    if (!f) throw change_error(c.key, unet ? unet_keys : "a transformer model key", "'" + c.key + "'");
     *f = c.value;
   }
-  if (unet)
-    for (const std::int64_t w : out.unet.attention_channels())
-      if (w % out.unet.head_dim != 0)
+  if (unet) {  // the model file's rules (models/model_file.cpp read_unet)
+    const auto& u = out.unet;
+    for (std::size_t i = 0; i < u.channels.size(); ++i)
+      if (u.channels[i] % u.norm_groups != 0)
+        throw change_error("channels[" + std::to_string(i) + "]",
+                           "a multiple of norm_groups " + std::to_string(u.norm_groups),
+                           std::to_string(u.channels[i]));
+    for (const std::int64_t w : u.attention_channels())
+      if (w % u.head_dim != 0)
         throw change_error("head_dim", "a divisor of every attention level's width (" + std::to_string(w) + ")",
-                           std::to_string(out.unet.head_dim));
+                           std::to_string(u.head_dim));
+  }
   const auto& a = out.transformer.attention;
   if (transformer && a.kind == models::AttentionKind::mha && (a.kv_heads < 1 || a.heads % a.kv_heads != 0))
     throw change_error("attention.kv_heads", "a divisor of attention.heads (" + std::to_string(a.heads) + ")",
@@ -99,6 +121,28 @@ std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const st
                      {{"head_dim", w}},
                      ""});
     }
+  }
+  if (m.family == models::Family::unet) {
+    // A level whose width no MXU multiple is: rounded up and down to one
+    // (each convolution's and projection's N; the skip connections and the
+    // next level's inputs follow), per MXU width checked, where the
+    // model's rules still hold (norm groups, heads of head_dim).
+    const auto& u = m.unet;
+    for (const int w : widths)
+      for (std::size_t i = 0; i < u.channels.size(); ++i) {
+        const std::int64_t v = u.channels[i];
+        if (v % w == 0) continue;
+        for (const std::int64_t to : {(v + w - 1) / w * w, v / w * w}) {
+          if (to == 0 || to % u.norm_groups != 0 || (u.has_attention(i) && to % u.head_dim != 0)) continue;
+          const std::string key = "channels[" + std::to_string(i) + "]";
+          out.push_back({key + "=" + std::to_string(to),
+                         key + " " + std::to_string(v) + " -> " + std::to_string(to) + " (multiple of MXU " +
+                             std::to_string(w) + ")",
+                         {{key, to}},
+                         "",
+                         mxus.empty() ? 0 : w});
+        }
+      }
   }
   if (!transformer) {
     out.push_back({"weights=int8", "8-bit weights", {}, "int8"});

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "arch/common/derived.h"
 #include "models/analysis.h"
@@ -28,6 +29,16 @@ models::PhaseOptions decode8() {
   o.batch = 8;
   o.context = 2048;
   return o;
+}
+
+// What applying one --change to m says: its error, or "(no error)".
+std::string error_of(const models::ModelSpec& m, const std::string& change) {
+  try {
+    apply_changes(m, {parse_change(change)});
+  } catch (const models::ModelError& e) {
+    return std::string(e.what());
+  }
+  return "(no error)";
 }
 
 TEST(CodesignLayerType, NamesFromTheGenerator) {
@@ -270,7 +281,9 @@ TEST(CodesignCandidates, UnetHeadDimFillsTheMxu) {
   const auto c = candidates(m, 256, {128, 256});
   std::vector<std::string> ids;
   for (const auto& x : c) ids.push_back(x.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"head_dim=128", "weights=int8"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"head_dim=128", "channels[0]=384", "channels[0]=256", "channels[0]=512",
+                                            "channels[0]=256", "channels[1]=768", "channels[1]=512",
+                                            "weights=int8"}));
   ASSERT_EQ(c[0].changes.size(), 1u);
   EXPECT_EQ(c[0].changes[0].key, "head_dim");
   EXPECT_EQ(c[0].changes[0].value, 128);
@@ -278,16 +291,47 @@ TEST(CodesignCandidates, UnetHeadDimFillsTheMxu) {
   const auto changed = apply_changes(m, c[0].changes);
   EXPECT_EQ(changed.unet.head_dim, 128);
   EXPECT_EQ(models::count_params(changed).total, models::count_params(m).total);
-  auto error_of = [&](const std::string& change) {
-    try {
-      apply_changes(m, {parse_change(change)});
-    } catch (const models::ModelError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_NE(error_of("head_dim=256").find("a divisor of every attention level's width (640)"), std::string::npos);
-  EXPECT_NE(error_of("hidden=4096").find("a UNet key: head_dim"), std::string::npos);
+  EXPECT_NE(error_of(m, "head_dim=256").find("a divisor of every attention level's width (640)"), std::string::npos);
+  EXPECT_NE(error_of(m, "hidden=4096").find("a UNet key: head_dim or channels[i], i < 3"), std::string::npos);
+}
+
+// A UNet level whose width is no MXU multiple is offered rounded up, per
+// MXU width (SDXL's 320 -> 384 for 128, 512 for 256; 640 -> 768 for 256
+// only; 1280 is a multiple of both), marked with the width it fills; the
+// change widens that level's parameters and keeps the others' shapes;
+// widths that break the model's rules (norm groups, head_dim) or index no
+// level are refused by name.
+TEST(CodesignCandidates, UnetLevelWidthsRoundToTheMxu) {
+  const auto m = models::load_model("sdxl-unet");
+  const auto c = candidates(m, 256, {128, 256});
+  std::map<std::string, int> mxu;
+  for (const auto& x : c) mxu[x.id] = x.mxu;
+  EXPECT_EQ(mxu.at("channels[0]=384"), 128);
+  EXPECT_EQ(mxu.at("channels[0]=512"), 256);
+  EXPECT_EQ(mxu.at("channels[1]=768"), 256);
+  EXPECT_EQ(mxu.count("channels[1]=640"), 0u);
+  EXPECT_EQ(mxu.count("channels[2]=1280"), 0u);
+  const auto it = std::find_if(c.begin(), c.end(), [](const Candidate& x) { return x.id == "channels[1]=768"; });
+  ASSERT_NE(it, c.end());
+  EXPECT_EQ(it->title, "channels[1] 640 -> 768 (multiple of MXU 256)");
+  const auto wider = apply_changes(m, it->changes);
+  EXPECT_EQ(wider.unet.channels, (std::vector<std::int64_t>{320, 768, 1280}));
+  EXPECT_GT(models::count_params(wider).total, models::count_params(m).total);
+  // The changed model builds: its level-1 attention splits 768 into 12 heads of 64.
+  models::PhaseOptions o;
+  o.phase = models::Phase::infer;
+  o.batch = 1;
+  o.image_size = 256;
+  const auto w = models::generate(wider, o);
+  bool twelve_heads = false;
+  for (const auto& op : w.ops)
+    if (op.kind == workloads::OpKind::attention && w.find_tensor(op.inputs[0])->shape[2] == 12) twelve_heads = true;
+  EXPECT_TRUE(twelve_heads);
+  EXPECT_NE(error_of(m, "channels[0]=330").find("a multiple of norm_groups 32"), std::string::npos);
+  EXPECT_NE(error_of(m, "channels[1]=672").find("a divisor of every attention level's width (672)"), std::string::npos);
+  EXPECT_NE(error_of(m, "channels[3]=512").find("a UNet key"), std::string::npos);
+  EXPECT_NE(error_of(m, "channels[x]=512").find("a UNet key"), std::string::npos);
+  EXPECT_EQ(error_of(m, "channels[0]=256"), "(no error)");
 }
 
 TEST(ReportSvg, ScalesAndBars) {
