@@ -47,8 +47,9 @@ std::int64_t* unet_field(models::UnetSpec& u, const std::string& key) {
 
 models::ModelError change_error(const std::string& key, const std::string& expected, const std::string& found) {
   std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
-  return models::ModelError(
-      models::Diagnostic{"--change", 0, 0, key, expected, found, models::nearest_word(key, keys)});
+  std::string near = models::nearest_word(key, keys);
+  if (near == key) near.clear();  // the key is right, its value is not
+  return models::ModelError(models::Diagnostic{"--change", 0, 0, key, expected, found, near});
 }
 
 }  // namespace
@@ -71,8 +72,7 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
   const bool transformer =
       m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
   const bool unet = m.family == models::Family::unet;
-  const std::string unet_keys =
-      "a UNet key: head_dim or channels[i], i < " + std::to_string(m.unet.channels.size());
+  const std::string unet_keys = "a UNet key: head_dim or channels[i], i < " + std::to_string(m.unet.channels.size());
   for (const auto& c : changes) {
     std::int64_t* f = transformer ? field(out, c.key) : unet ? unet_field(out.unet, c.key) : nullptr;
     if (!f) throw change_error(c.key, unet ? unet_keys : "a transformer model key", "'" + c.key + "'");
@@ -83,12 +83,21 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
     for (std::size_t i = 0; i < u.channels.size(); ++i)
       if (u.channels[i] % u.norm_groups != 0)
         throw change_error("channels[" + std::to_string(i) + "]",
-                           "a multiple of norm_groups " + std::to_string(u.norm_groups),
-                           std::to_string(u.channels[i]));
-    for (const std::int64_t w : u.attention_channels())
-      if (w % u.head_dim != 0)
-        throw change_error("head_dim", "a divisor of every attention level's width (" + std::to_string(w) + ")",
+                           "a multiple of norm_groups " + std::to_string(u.norm_groups), std::to_string(u.channels[i]));
+    // Heads of head_dim split each attention level: the message names
+    // what was changed, head_dim or the level's width.
+    const bool head_dim_changed =
+        std::any_of(changes.begin(), changes.end(), [](const ModelChange& c) { return c.key == "head_dim"; });
+    for (std::size_t i = 0; i < u.channels.size(); ++i) {
+      if (!u.has_attention(i) || u.channels[i] % u.head_dim == 0) continue;
+      if (head_dim_changed)
+        throw change_error("head_dim",
+                           "a divisor of every attention level's width (" + std::to_string(u.channels[i]) + ")",
                            std::to_string(u.head_dim));
+      throw change_error("channels[" + std::to_string(i) + "]",
+                         "a multiple of head_dim " + std::to_string(u.head_dim) + " (the level has attention)",
+                         std::to_string(u.channels[i]));
+    }
   }
   const auto& a = out.transformer.attention;
   if (transformer && a.kind == models::AttentionKind::mha && (a.kv_heads < 1 || a.heads % a.kv_heads != 0))

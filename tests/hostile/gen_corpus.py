@@ -2,8 +2,9 @@
 """Writes tests/hostile/corpus.jsonl: the hostile-input corpus of issue 17.
 
 Each line is one case: {"id", "category", "args", "files", "expect"}.
-  args   the tpusim command line; {d} is the case's scratch folder and
-         {name} a file of `files` written there first.
+  args   the tpusim command line; {d} is the case's scratch folder,
+         {name} a file of `files` written there first and {repo} the
+         checkout's root (replay.py's, not the generating machine's).
   files  {name: text} written into the scratch folder.
   expect "error": exit 2 with a message and no "internal error";
          "ok": exit 0.
@@ -216,6 +217,14 @@ flags = [
 for f in flags:
     add("cli-flag", f, "error", {"file": "x"})
 add("cli-flag", ["run", "--gemm", "64,64,64", "--quiet", "--out", "{d}/o"], "ok")
+# check point --change on a UNet: a level index past the levels, not a
+# number, huge, negative, or a width the model's rules refuse.
+UNET_POINT = ["check", "point", "--model", "sdxl-unet", "--arch", "v5e", "--phase", "infer",
+              "--out", "{d}/p", "--change"]
+for ch in ["channels[3]=512", "channels[99999999999999999999]=512", "channels[-1]=512", "channels[]=512",
+           "channels[0=512", "channels0]=512", "channels[0]=330", "channels[1]=672", "channels[0]=0",
+           "channels[0]=99999999999999999999", "head_dim=48"]:
+    add("cli-flag", UNET_POINT + [ch], "error")
 
 # ---- model files -------------------------------------------------------------
 for text in ["name: a\nname: b\n", "name: a\n---\nname: b\n", "", "- 1\n", "name: m\nfamily: decoder\nhidden: -1\nlayers: 1\nvocab: 8\n",
@@ -296,7 +305,7 @@ for n in range(60):
 for n in range(60):
     src = shipped_configs[n % len(shipped_configs)]
     text, kind = mutate(open(os.path.join(ROOT, src)).read())
-    add("mutated-config", ["--config-path", os.path.join(ROOT, "configs"), "config", "check", "{d}/c.yaml"], "any",
+    add("mutated-config", ["--config-path", "{repo}/configs", "config", "check", "{d}/c.yaml"], "any",
         {"c.yaml": text})
 for n in range(40):
     src = shipped_models[n % len(shipped_models)]

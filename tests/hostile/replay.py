@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))  # {repo} in a case's args
 
 
 def run_case(tpusim, case, timeout, root):
@@ -36,7 +37,7 @@ def run_case(tpusim, case, timeout, root):
         else:
             with open(p, "w") as f:
                 f.write(text)
-    args = [a.replace("{d}", d) for a in case["args"]]
+    args = [a.replace("{d}", d).replace("{repo}", REPO) for a in case["args"]]
     try:
         r = subprocess.run([tpusim] + args, cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=timeout)
