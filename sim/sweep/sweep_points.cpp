@@ -169,7 +169,10 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
             looks_like_path(params["model.name"]) ? resolve_path(spec.dir, params["model.name"]) : params["model.name"];
         const models::ModelSpec ms = models::load_model(model);
         models::PhaseOptions po;
-        if (params.count("model.phase")) models::parse_phase(params["model.phase"], &po.phase);
+        if (params.count("model.phase"))
+          models::parse_phase(params["model.phase"], &po.phase);
+        else  // as `tpusim run` takes an unsaid --phase
+          po.phase = models::default_phase(ms.family, models::Phase::decode);
         if (params.count("model.batch")) po.batch = std::stoll(params["model.batch"]);
         if (params.count("model.seq")) po.seq_len = std::stoll(params["model.seq"]);
         if (params.count("model.context")) po.context = std::stoll(params["model.context"]);

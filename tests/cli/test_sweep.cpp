@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -121,6 +122,32 @@ derived:
   EXPECT_FALSE(fs::exists(d / "out/runs")) << "run folders are removed without --keep-runs";
   // A second run into the same folder without --resume is refused.
   EXPECT_EQ(tpusim(d, "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --quiet").rc, 2);
+}
+
+// A model point without model.phase runs the phase `tpusim run` takes
+// unsaid: decode for a decoder, infer for a ResNet (which has no decode),
+// both in one sweep; the row carries the workload of that phase.
+TEST(SweepCli, ModelPointsWithoutPhaseTakeTheFamilysOwn) {
+  TmpDir d;
+  write(d / "s.yaml", R"(base: {arch: v5e, batch: 1}
+axes:
+  grid:
+    model.name: [resnet50, )" +
+                          std::string(TPUSIM_SOURCE_DIR) + R"(/models/examples/custom-3000.yaml]
+)");
+  Result r = tpusim(d, "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --jobs 2 --quiet");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto rows = rows_by_id(d / "out/results.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  std::set<std::string> workloads;
+  for (auto& [id, row] : rows) {
+    EXPECT_EQ(row["status"], "ok") << row["message"];
+    workloads.insert(row["workload"]);
+  }
+  EXPECT_EQ(workloads.count("resnet50.infer"), 1u);
+  EXPECT_EQ(std::count_if(workloads.begin(), workloads.end(),
+                          [](const std::string& w) { return w.find(".decode") != std::string::npos; }),
+            1);
 }
 
 TEST(SweepCli, RetryFailedRunsOnlyTheErrorRowsAgain) {
