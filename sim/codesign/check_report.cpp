@@ -291,7 +291,11 @@ std::string check_html(const CheckResult& r) {
     << " B parameters. Every step time is simulated; see docs/codesign.md.</p>\n";
   std::vector<std::vector<std::string>> drows;
   for (const auto& d : r.divisibility) drows.push_back({d.key, std::to_string(d.value), divisibility_text(d)});
-  b << "<h2>Divisibility by parallel degrees</h2>\n" << report::html_table({"key", "value", "detail"}, drows);
+  b << "<h2>Divisibility by parallel degrees</h2>\n";
+  if (drows.empty())
+    b << "<p>None to check: a " << models::family_name(r.model.family) << " model shards over data only.</p>\n";
+  else
+    b << report::html_table({"key", "value", "detail"}, drows);
   for (const auto& a : r.archs) {
     b << "<h2>" << report::xml_escape(a.arch) << ": MXU " << a.config.mxu.rows << "x" << a.config.mxu.cols << ", ridge "
       << bf16_ridge(a) << " FLOP/byte (bf16)</h2>\n";
@@ -311,6 +315,7 @@ std::string check_html(const CheckResult& r) {
         std::vector<std::string> cats;
         std::vector<double> vals;
         for (const auto& s : it->second) {
+          if (!(s.share > 0)) continue;  // fused into another kernel: no time of its own (check.csv lists it)
           cats.push_back(s.type);
           vals.push_back(100 * s.share);
         }

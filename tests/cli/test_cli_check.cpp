@@ -170,4 +170,31 @@ TEST(CliCheck, UnetDefaultsToInferAndNamesItsPadding) {
   EXPECT_EQ(show.out.find("per token"), std::string::npos) << show.out;
 }
 
+// The report of a model that shards over data only says so instead of an
+// empty divisibility table, and its time-by-layer-type chart leaves out
+// the types fused into other kernels (no time of their own; check.csv
+// still lists them at 0). A small UNet: its width 64 is offered rounded
+// up to the MXU's 128 and not down to 0.
+TEST(CliCheck, ReportOmitsEmptyTablesAndTimelessTypes) {
+  TempDir d;
+  const std::string m = d.write("u.yaml",
+                                "name: tiny-unet\nfamily: unet\nchannels: [64, 128]\ntransformer_depth: [0, 1]\n"
+                                "head_dim: 32\ncross_attention_dim: 64\nimage_size: 64\n");
+  const Result r = tpusim(d, "check --model " + m + " --arch v5e --batch 1 --out " + d.path() + "/o");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string html = slurp(d.path() + "/o/report.html");
+  EXPECT_NE(html.find("None to check: a unet model shards over data only."), std::string::npos);
+  int zero = 0, timed = 0;
+  for (const auto& row : rows_of(d.path() + "/o/check.csv")) {
+    if (row.at("section") != "time_share") continue;
+    const bool has_time = std::stod(row.at("time_share_pct")) > 0;
+    (has_time ? timed : zero) += 1;
+    EXPECT_EQ(html.find(">" + row.at("name") + "<") != std::string::npos, has_time) << row.at("name");
+  }
+  EXPECT_GT(zero, 0);
+  EXPECT_GT(timed, 0);
+  EXPECT_NE(r.out.find("channels[0] 64 -> 128 (multiple of MXU 128)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("channels[0] 64 -> 0"), std::string::npos) << r.out;
+}
+
 }  // namespace
