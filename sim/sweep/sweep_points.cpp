@@ -92,6 +92,16 @@ std::optional<Value> lookup_point_value(const SweepSpec& spec, const SweepPoint&
                                                               {"model.fused_attention_backward", "false"},
                                                               {"model.attention_kernel", "flash"},
                                                               {"model.optimizer_dtype", "f32"}};
+  if (name == "model.phase" && params.count("model.name")) {
+    // run's unsaid phase is the model family's when it has no decode.
+    try {
+      const std::string& model = params.at("model.name");
+      const auto family = models::load_model(looks_like_path(model) ? resolve_path(spec.dir, model) : model).family;
+      return Value::from_text(models::phase_name(models::default_phase(family, models::Phase::decode)));
+    } catch (const std::exception&) {
+      // Not a loadable model: the point becomes an error row; read run's default.
+    }
+  }
   if (auto d = defaults.find(name); d != defaults.end()) return Value::from_text(d->second);
   if (metrics) {
     auto m = metrics->find(name);

@@ -126,7 +126,8 @@ derived:
 
 // A model point without model.phase runs the phase `tpusim run` takes
 // unsaid: decode for a decoder, infer for a ResNet (which has no decode),
-// both in one sweep; the row carries the workload of that phase.
+// both in one sweep; the row carries the workload of that phase, and an
+// expression reading model.phase reads that phase.
 TEST(SweepCli, ModelPointsWithoutPhaseTakeTheFamilysOwn) {
   TmpDir d;
   write(d / "s.yaml", R"(base: {arch: v5e, batch: 1}
@@ -134,6 +135,8 @@ axes:
   grid:
     model.name: [resnet50, )" +
                           std::string(TPUSIM_SOURCE_DIR) + R"(/models/examples/custom-3000.yaml]
+derived:
+  infers: model.phase == "infer"
 )");
   Result r = tpusim(d, "sweep " + (d / "s.yaml") + " --out " + (d / "out") + " --jobs 2 --quiet");
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -143,6 +146,8 @@ axes:
   for (auto& [id, row] : rows) {
     EXPECT_EQ(row["status"], "ok") << row["message"];
     workloads.insert(row["workload"]);
+    // An expression reads the phase the point ran.
+    EXPECT_EQ(row["infers"], row["workload"] == "resnet50.infer" ? "1" : "0") << row["workload"];
   }
   EXPECT_EQ(workloads.count("resnet50.infer"), 1u);
   EXPECT_EQ(std::count_if(workloads.begin(), workloads.end(),
