@@ -698,9 +698,9 @@ std::uint64_t peak_live_activation_bytes(const workloads::Workload& w) {
       // of sim/lowering does the same).
       bool shared = false;
       if (shares_operand(op.kind))
-        for (const std::string& r : dying)
-          if (bytes_of(r) == bytes_of(out)) {
-            dying.erase(r);
+        for (auto it = dying.begin(); it != dying.end(); ++it)
+          if (bytes_of(*it) == bytes_of(out)) {
+            dying.erase(it);
             shared = true;
             break;
           }
