@@ -652,13 +652,13 @@ std::vector<WeightBytes> weight_bytes(const ModelSpec& m) {
 std::uint64_t peak_live_activation_bytes(const workloads::Workload& w) {
   using workloads::OpKind;
   using workloads::TensorKind;
-  std::unordered_map<std::string, u64> size;
-  for (const auto& t : w.tensors)
-    if (t.kind == TensorKind::activation || t.kind == TensorKind::input || t.kind == TensorKind::output)
-      size[t.name] = t.bytes();
-  auto bytes_of = [&](const std::string& n) {
-    auto it = size.find(n);
-    return it == size.end() ? u64{0} : it->second;
+  const workloads::TensorIndex index(w);
+  auto kind_of = [&](const std::string& n) { return index.find(n)->kind; };
+  auto bytes_of = [&](const std::string& n) {  // weights and KV caches are not counted
+    const workloads::Tensor* t = index.find(n);
+    return t->kind == TensorKind::activation || t->kind == TensorKind::input || t->kind == TensorKind::output
+               ? t->bytes()
+               : u64{0};
   };
   // A reshape's result is its input's bytes relabelled: one buffer per
   // class, dead after the last read of any member.
@@ -686,12 +686,10 @@ std::uint64_t peak_live_activation_bytes(const workloads::Workload& w) {
     for (const std::string& in : op.inputs) {
       const std::string r = root_of(in);
       auto lr = last_read.find(r);
-      if (lr != last_read.end() && lr->second == i && size.count(r) &&
-          w.find_tensor(r)->kind == TensorKind::activation)
-        dying.insert(r);
+      if (lr != last_read.end() && lr->second == i && kind_of(r) == TensorKind::activation) dying.insert(r);
     }
     for (const std::string& out : op.outputs) {
-      if (op.kind == OpKind::reshape || w.find_tensor(out)->kind == TensorKind::output) continue;
+      if (op.kind == OpKind::reshape || kind_of(out) == TensorKind::output) continue;
       // An elementwise, softmax or norm result overwrites an operand of
       // its size that it is the last reader of (XLA's buffer assignment
       // shares a fusion's operand buffer with its user; the memory plan
