@@ -625,7 +625,7 @@ std::uint64_t per_chip_params(const ModelSpec& m, const MeshSpec& mesh) {
   const ParamCounts c = count_params(m);
   if (mesh.empty()) return c.total;
   const u64 tp = U(mesh.size("tensor")), fs = U(mesh.size("fsdp")), ep = U(mesh.size("expert"));
-  const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+  const bool transformer = is_transformer(m.family);
   const u64 repl = transformer ? tensor_replicated_params(m) : c.total;
   const u64 routed = c.routed_experts;
   u64 rest = c.total - routed - repl;
@@ -732,7 +732,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   const std::int64_t local_b = local_batch(o);
   const double B = static_cast<double>(local_b);
   double act = 0;
-  if (m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit) {
+  if (is_transformer(m.family)) {
     const bool dec = m.family == Family::decoder;
     std::int64_t S = local_seq(o);  // context parallelism: seq / sequence tokens per chip
     if (m.family == Family::vit) {

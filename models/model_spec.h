@@ -129,6 +129,9 @@ struct RematCustom {
 std::string parse_remat_spec(const std::string& s, RematPolicy* policy, RematCustom* custom);
 
 const char* family_name(Family f);
+// Decoders, encoders and ViTs: a TransformerSpec, counted per token, with
+// tensor/expert parallel sharding.
+inline bool is_transformer(Family f) { return f == Family::decoder || f == Family::encoder || f == Family::vit; }
 const char* phase_name(Phase p);
 // Parses "prefill", "decode", "train", "infer"; false if unknown.
 bool parse_phase(const std::string& s, Phase* out);

@@ -77,7 +77,7 @@ void check_mesh(const ModelSpec& m, const PhaseOptions& o) {
       bad("sequence_parallel", "phase prefill or train (decode's one token per sequence cannot be split)",
           "phase decode");
   }
-  const bool transformer = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+  const bool transformer = is_transformer(m.family);
   if (!transformer) {
     for (const char* ax : {"fsdp", "tensor", "expert"})
       if (mesh.size(ax) > 1)

@@ -95,7 +95,7 @@ int show_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     o << "model:            " << m.name << " (" << family_name(m.family) << ", " << m.file << ")\n";
     o << "parameters:       " << c.total << " (" << human(static_cast<double>(c.total)) << ")\n";
     // Transformers count per token; the other families per sample (an image, a query).
-    const bool tokens = m.family == Family::decoder || m.family == Family::encoder || m.family == Family::vit;
+    const bool tokens = is_transformer(m.family);
     o << (tokens ? "active per token: " : "active / sample:  ") << c.active << " ("
       << human(static_cast<double>(c.active)) << "), " << c.active_compute() << " excluding lookup-only embeddings\n";
     if (m.family == Family::decoder) {

@@ -69,8 +69,7 @@ ModelChange parse_change(const std::string& text) {
 
 models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<ModelChange>& changes) {
   models::ModelSpec out = m;
-  const bool transformer =
-      m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
+  const bool transformer = models::is_transformer(m.family);
   const bool unet = m.family == models::Family::unet;
   const std::string unet_keys = "a UNet key: head_dim or channels[i], i < " + std::to_string(m.unet.channels.size());
   for (const auto& c : changes) {
@@ -109,8 +108,7 @@ models::ModelSpec apply_changes(const models::ModelSpec& m, const std::vector<Mo
 
 std::vector<Candidate> candidates(const models::ModelSpec& m, int tile, const std::vector<int>& mxus) {
   std::vector<Candidate> out;
-  const bool transformer =
-      m.family == models::Family::decoder || m.family == models::Family::encoder || m.family == models::Family::vit;
+  const bool transformer = models::is_transformer(m.family);
   // The MXU widths the heads are sized for, each once.
   std::vector<int> widths = mxus.empty() ? std::vector<int>{tile} : mxus;
   std::sort(widths.begin(), widths.end());

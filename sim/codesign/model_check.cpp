@@ -177,8 +177,7 @@ std::vector<DimFinding> misaligned_dims(const models::ModelSpec& m, int tile) {
       out.push_back({"head_dim", u.head_dim, tile, round_up(u.head_dim, tile), pad_waste(u.head_dim, tile)});
     return out;
   }
-  if (m.family != models::Family::decoder && m.family != models::Family::encoder && m.family != models::Family::vit)
-    return out;
+  if (!models::is_transformer(m.family)) return out;
   const auto& t = m.transformer;
   auto add = [&](const std::string& key, std::int64_t v) {
     if (v > 0 && v % tile != 0) out.push_back({key, v, tile, round_up(v, tile), pad_waste(v, tile)});
@@ -193,8 +192,7 @@ std::vector<DimFinding> misaligned_dims(const models::ModelSpec& m, int tile) {
 
 std::vector<Divisibility> divisibility(const models::ModelSpec& m) {
   std::vector<Divisibility> out;
-  if (m.family != models::Family::decoder && m.family != models::Family::encoder && m.family != models::Family::vit)
-    return out;
+  if (!models::is_transformer(m.family)) return out;
   const auto& t = m.transformer;
   auto add = [&](const std::string& key, std::int64_t v) {
     if (v <= 0) return;
