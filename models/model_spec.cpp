@@ -315,9 +315,12 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
       bad("serve_decode", "multi-head (MHA/GQA/MQA) attention for a serving step", "latent attention (MLA)");
     if (o.sequence_parallel || o.mesh.size("data") * o.mesh.size("fsdp") * o.mesh.size("sequence") > 1)
       bad("mesh", "only tensor and expert axes in a serving step (data replicas are separate servers)", o.mesh.str());
-    if (t.max_context > 0 && (o.prefill_context + o.seq_len > t.max_context || o.context + 1 > t.max_context))
+    if (t.max_context > 0 && !o.cost_probe && o.prefill_context + o.seq_len > t.max_context)
       bad("prefill_context", "cached + new tokens <= max_context " + std::to_string(t.max_context),
-          std::to_string(std::max(o.prefill_context + o.seq_len, o.context + 1)));
+          std::to_string(o.prefill_context + o.seq_len));
+    if (t.max_context > 0 && o.context + 1 > t.max_context)
+      bad("context", "a decoding sequence's cached + new token <= max_context " + std::to_string(t.max_context),
+          std::to_string(o.context + 1));
   }
   if (o.attention_kernel == AttentionImpl::dense) {
     const char* dense = attention_impl_name(AttentionImpl::dense);

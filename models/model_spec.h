@@ -408,6 +408,10 @@ struct PhaseOptions {
   // chunk's last position and the decoded tokens. 0 and 0: a plain prefill.
   std::int64_t prefill_context = 0;
   std::int64_t serve_decode = 0;
+  // A serving step simulated as a cost probe (a corner of `tpusim serve`'s
+  // step grid): its chunk and cached prefix may add up past max_context,
+  // a shape no real step has but whose time the grid interpolates from.
+  bool cost_probe = false;
   // Decode (and a serving step's decoding sequences): query tokens per
   // sequence, attending to the cache only. > 1: speculative decoding's
   // verification of decode_tokens - 1 drafted tokens plus one, with logits

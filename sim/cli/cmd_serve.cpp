@@ -303,9 +303,12 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   // the comparison) and the draft's.
   const std::string cache = vm.count("step-cache") ? vm["step-cache"].as<std::string>() : "";
   // Steps above the model's context are extrapolated from the last cell
-  // (the zoo refuses a chunk longer than max_context).
+  // (the zoo refuses a chunk longer than max_context). A chunk follows at
+  // most max_len - 2 cached tokens of its own sequence (a prompt, with the
+  // tokens generated before a recompute preemption, is at most max_len - 1
+  // long and its last chunk holds at least one token).
   StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
-                            std::max<std::int64_t>(1, max_len - 1));
+                            std::max<std::int64_t>(1, max_len - 1), std::max<std::int64_t>(0, max_len - 2));
   if (so.lora.on()) {
     // The adapters and the decode batch bound each other (a sequence has
     // one adapter): both axes double, so that small mixed batches are
@@ -589,10 +592,10 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     const auto& g = costs.grid();
     for (const auto& st : res.steps) {
       GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0,
-                  st.adapters};
+                  st.adapters, st.prefill_tokens > 0 ? std::llround(st.prefill_prefix) : 0};
       if (p.decode > 0) p.context = std::max<std::int64_t>(1, p.context);
       if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && on_grid(g.adapters, p.adapters) &&
-          (p.decode == 0 || on_grid(g.context, p.context)))
+          (p.decode == 0 || on_grid(g.context, p.context)) && (p.prefill == 0 || on_grid(g.prefix, p.prefix)))
         continue;
       shapes.insert(p);
     }
@@ -604,16 +607,17 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     StepCostModel direct(g, costs.key());
     simulate_points(pick, target.setup, jobs, out, direct);
     std::ofstream f(out + "/interp_check.csv");
-    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct,adapters\n";
+    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct,adapters,prefix\n";
     double worst = 0, total = 0;
     for (const auto& p : pick) {
-      const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context), p.adapters});
+      const double interp = costs.cost(
+          {p.prefill, p.decode, static_cast<double>(p.context), p.adapters, static_cast<double>(p.prefix)});
       const double sim = direct.value(p);  // simulated at exactly this shape
       const double err = 100.0 * (interp - sim) / sim;
       worst = std::max(worst, std::abs(err));
       total += std::abs(err);
       f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << ","
-        << p.adapters << "\n";
+        << p.adapters << "," << p.prefix << "\n";
     }
     ctx.out << "interpolation check: " << pick.size() << " shapes, mean |error| "
             << (pick.empty() ? 0 : total / static_cast<double>(pick.size())) << "%, max |error| " << worst

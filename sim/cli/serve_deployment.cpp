@@ -82,12 +82,14 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   opts.add_options()("prefill", po::value<std::int64_t>()->default_value(0), "prefill tokens of the step")(
       "decode", po::value<std::int64_t>()->default_value(0), "sequences decoding one token")(
       "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence")(
+      "prefix", po::value<std::int64_t>()->default_value(0),
+      "cached tokens of the prefill chunk's own sequence before it (chunked prefill)")(
       "decode-tokens", po::value<int>()->default_value(1),
       "query tokens per decoding sequence (speculative verification: k + 1)")(
       "adapters", po::value<std::int64_t>()->default_value(0),
       "distinct LoRA adapters among the step's sequences (needs --lora-rank; 0: none)");
   po::variables_map vm;
-  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P --decode B --context C [options]",
+  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P [--prefix X] --decode B --context C [options]",
                           args, opts, {}, vm, ctx))
     return 0;
   const Deployment d = load_deployment("serve step", vm, ctx);
@@ -97,6 +99,9 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("serve step: need --prefill >= 0, --decode >= 0 (not both 0, each <= 2^24) and --context >= 1");
   const int T = vm["decode-tokens"].as<int>();
   if (T < 1 || T > 65) throw UsageError("serve step: --decode-tokens must be in [1, 65]");
+  p.prefix = vm["prefix"].as<std::int64_t>();
+  if (p.prefix < 0 || p.prefix > (1 << 24) || (p.prefix > 0 && p.prefill == 0))
+    throw UsageError("serve step: --prefix must be in [0, 2^24], and > 0 only with --prefill > 0");
   p.adapters = vm["adapters"].as<std::int64_t>();
   if (p.adapters < 0 || (p.adapters > 0 && !d.lora.enabled()))
     throw UsageError("serve step: --adapters must be >= 0, and > 0 only with --lora-rank");

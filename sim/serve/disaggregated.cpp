@@ -135,7 +135,12 @@ class DisaggLoop : RequestLoop<DSeq> {
     }
     if (p.pstep.empty()) return;
     StepShape shape;
-    for (const auto& w : p.pstep) shape.prefill += w.second;
+    double chunk_prefix = 0;
+    for (const auto& [id, chunk] : p.pstep) {
+      shape.prefill += chunk;
+      chunk_prefix += static_cast<double>(chunk) * static_cast<double>(seq(id).prefilled);
+    }
+    shape.prefix = chunk_prefix / static_cast<double>(shape.prefill);
     const double dt = prefill_.cost(shape);
     p.pbusy = true;
     p.pend = now_ + dt;
@@ -144,6 +149,7 @@ class DisaggLoop : RequestLoop<DSeq> {
     st.start = now_;
     st.duration = dt;
     st.prefill_tokens = shape.prefill;
+    st.prefill_prefix = shape.prefix;
     st.prefill_seqs = static_cast<std::int64_t>(p.pstep.size());
     st.running = st.prefill_seqs;
     st.waiting = static_cast<std::int64_t>(p.pwait.size() - p.pstep.size());

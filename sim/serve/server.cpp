@@ -211,11 +211,12 @@ class Loop : RequestLoop<Seq> {
                   rp.step.end());
     if (rp.step.empty()) return;
     StepShape shape;
-    double ctx = 0;
+    double ctx = 0, chunk_prefix = 0;
     StepRecord st;
     for (const auto& w : rp.step) {
       if (w.chunk > 0) {
         shape.prefill += w.chunk;
+        chunk_prefix += static_cast<double>(w.chunk) * static_cast<double>(seq(w.seq).prefilled);
         ++st.prefill_seqs;
       } else {
         ++shape.decode;
@@ -229,6 +230,7 @@ class Loop : RequestLoop<Seq> {
       for (int id : rp.batch) ctx += static_cast<double>(std::max<std::int64_t>(1, seq(id).cache));
     }
     shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
+    shape.prefix = shape.prefill > 0 ? chunk_prefix / static_cast<double>(shape.prefill) : 0;
     if (opt_.lora.on()) {
       std::set<std::int64_t> used;
       if (opt_.batching == Batching::static_batch && shape.decode > 0)
@@ -248,7 +250,12 @@ class Loop : RequestLoop<Seq> {
       rp.swap_bytes = 0;
     }
     if (opt_.spec.k > 0 && draft_) {
-      if (shape.prefill > 0) dt += draft_->cost({shape.prefill, 0, 0});
+      if (shape.prefill > 0) {
+        StepShape chunks;
+        chunks.prefill = shape.prefill;
+        chunks.prefix = shape.prefix;
+        dt += draft_->cost(chunks);
+      }
       if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});
     }
     rp.busy = true;
@@ -259,6 +266,7 @@ class Loop : RequestLoop<Seq> {
     st.prefill_tokens = shape.prefill;
     st.decode_seqs = shape.decode;
     st.mean_context = shape.context;
+    st.prefill_prefix = shape.prefix;
     st.running = static_cast<std::int64_t>(opt_.batching == Batching::static_batch ? rp.batch.size()
                                                                                     : rp.running.size());
     st.waiting = static_cast<std::int64_t>(rp.waiting.size());

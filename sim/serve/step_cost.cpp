@@ -57,7 +57,8 @@ std::string digest(const std::string& text) {
   return buf;
 }
 
-StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context) {
+StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context,
+                   std::int64_t max_prefix) {
   StepGrid g;
   g.prefill = {0};
   if (max_tokens > 0)
@@ -67,6 +68,12 @@ StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t
   for (auto x : geometric(1, std::max<std::int64_t>(1, max_batch))) g.decode.push_back(x);
   for (std::int64_t c = 64; c < max_context; c *= 4) g.context.push_back(c);
   g.context.push_back(std::max<std::int64_t>(1, max_context));
+  // A step's time is close to linear in the prefix (its attention work
+  // and K/V reads are), so the axis is sparse: x8 steps from 1024.
+  if (max_tokens > 0 && max_prefix > 0) {
+    for (std::int64_t x = 1024; x < max_prefix; x *= 8) g.prefix.push_back(x);
+    g.prefix.push_back(max_prefix);
+  }
   return g;
 }
 
@@ -82,12 +89,14 @@ StepCostModel::StepCostModel(StepGrid grid, std::string key) : grid_(std::move(g
 namespace {
 
 // Calls fn(point, weight) for each corner of s's cell with a non-zero
-// weight (a point of decode == 0 has context 0; the empty step is skipped).
+// weight (a point of decode == 0 has context 0, one of prefill == 0 prefix
+// 0; the empty step is skipped).
 template <typename Fn>
 void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
   const Bracket bp = bracket(g.prefill, static_cast<double>(s.prefill));
   const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
   const Bracket bc = bracket(g.context, s.context);
+  const Bracket bx = bracket(g.prefix, s.prefix);
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b) {
       const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0], B = g.decode[b ? bd.i1 : bd.i0];
@@ -110,14 +119,16 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
           axis[axis.size() - 2] == 0)
         bn = Bracket{axis.size() - 1, axis.size() - 1, 0};
       for (int c = 0; c < 2; ++c)
-        for (int n = 0; n < 2; ++n) {
-          const double w =
-              (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) * (n ? bn.w1 : 1 - bn.w1);
-          if (w == 0) continue;
-          GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
-          if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
-          if (p.prefill > 0 || p.decode > 0) fn(p, w);
-        }
+        for (int n = 0; n < 2; ++n)
+          for (int x = 0; x < 2; ++x) {
+            const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) *
+                             (n ? bn.w1 : 1 - bn.w1) * (x ? bx.w1 : 1 - bx.w1);
+            if (w == 0) continue;
+            GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
+            if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+            if (p.prefill > 0) p.prefix = g.prefix[x ? bx.i1 : bx.i0];
+            if (p.prefill > 0 || p.decode > 0) fn(p, w);
+          }
     }
 }
 
@@ -155,7 +166,8 @@ double StepCostModel::nearest(const GridPoint& p) const {
     const double d = std::abs(idx(grid_.prefill, q.prefill) - idx(grid_.prefill, p.prefill)) +
                      std::abs(idx(grid_.decode, q.decode) - idx(grid_.decode, p.decode)) +
                      std::abs(idx(grid_.context, q.context) - idx(grid_.context, p.context)) +
-                     std::abs(idx(grid_.adapters, q.adapters) - idx(grid_.adapters, p.adapters));
+                     std::abs(idx(grid_.adapters, q.adapters) - idx(grid_.adapters, p.adapters)) +
+                     std::abs(idx(grid_.prefix, q.prefix) - idx(grid_.prefix, p.prefix));
     if (d < best) {
       best = d;
       value = v;
@@ -182,15 +194,27 @@ void StepCostModel::load(const std::string& path) {
     double sec = 0;
     std::string extra;
     bool ok = static_cast<bool>(ls >> key >> p.prefill >> p.decode >> p.context >> sec);
-    if (ok && (ls >> extra)) {  // LoRA points: ADAPTERS as a sixth field
-      std::istringstream es(extra);
+    // LoRA points: ADAPTERS as a sixth field (> 0); points whose chunk
+    // follows a cached prefix: PREFIX as a seventh (> 0, with ADAPTERS
+    // >= 0 before it).
+    auto whole = [](const std::string& word, std::int64_t* v) {
+      std::istringstream ws(word);
       std::string rest;
-      ok = (es >> p.adapters) && !(es >> rest) && p.adapters > 0 && !(ls >> rest);
+      return static_cast<bool>(ws >> *v) && !(ws >> rest);
+    };
+    if (ok && (ls >> extra)) {
+      std::string seventh, rest;
+      if (ls >> seventh)
+        ok = whole(extra, &p.adapters) && p.adapters >= 0 && whole(seventh, &p.prefix) && p.prefix > 0 &&
+             p.prefill > 0 && !(ls >> rest);
+      else
+        ok = whole(extra, &p.adapters) && p.adapters > 0;
     }
     if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
       throw UsageError(path + ":" + std::to_string(n) +
-                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS]' (16 hex digits, counts >= 0, "
-                       "seconds > 0, adapters > 0), found '" +
+                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX]]' (16 hex digits, counts "
+                       ">= 0, seconds > 0, adapters > 0 or, before a prefix, >= 0; a prefix > 0 only with prefill > "
+                       "0), found '" +
                        line + "'");
     if (key == key_) known_[p] = sec;
   }
@@ -222,15 +246,16 @@ void StepCostModel::save(const std::string& path, const std::string& description
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
-    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS], one simulated step per "
-           "line\n";
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX]], one simulated "
+           "step per line\n";
     for (const auto& l : others) out << l << "\n";
     out << "# " << key_ << " " << description << "\n";
     char buf[64];
     for (const auto& [p, v] : known_) {
       std::snprintf(buf, sizeof buf, "%.9g", v);
       out << key_ << " " << p.prefill << " " << p.decode << " " << p.context << " " << buf;
-      if (p.adapters > 0) out << " " << p.adapters;
+      if (p.adapters > 0 || p.prefix > 0) out << " " << p.adapters;
+      if (p.prefix > 0) out << " " << p.prefix;
       out << "\n";
     }
     if (!out) throw UsageError("serve: --step-cache '" + path + "': write failed");

@@ -1,7 +1,9 @@
 // Step costs of a serving simulation: the time of one engine step (a
 // prefill chunk of P tokens and B sequences decoding one token each over a
-// mean of C cached tokens) from the cycle-level engine, never a formula.
-// Each grid point (P, B, C) is simulated once, in its own `tpusim serve
+// mean of C cached tokens; the chunks follow a token-weighted mean of X
+// tokens of their own sequences already cached) from the cycle-level
+// engine, never a formula.
+// Each grid point (P, B, C, X) is simulated once, in its own `tpusim serve
 // step` process (SystemC elaborates once per process), and a step between
 // grid points is interpolated multilinearly from the corners of its cell.
 // The model runs the serving simulation, collects the corners it lacked,
@@ -12,11 +14,13 @@
 // chip config, the model file, slice, mesh and dtype), so one file serves
 // many configs and a point of another config is never used.
 // Cache lines are `KEY PREFILL DECODE CONTEXT SECONDS`, with a sixth field
-// ADAPTERS for LoRA points of n > 0 distinct adapters.
-// Leaves out: a chunk's attention to its own cached prefix as a grid
-// dimension (the grid holds chunks without a cached prefix; see
-// docs/serving.md), several prefill sequences in one step (their tokens
-// count as one chunk, an overcount of causal attention).
+// ADAPTERS for LoRA points of n > 0 distinct adapters and a seventh PREFIX
+// for points whose chunk follows X > 0 cached tokens (ADAPTERS then 0 when
+// there are none).
+// Leaves out: several prefill sequences in one step are costed as one
+// chunk of their total length after their token-weighted mean prefix (the
+// prefix term, chunk x prefix, is exact; causal attention within the
+// chunks is overcounted); see docs/serving.md.
 #pragma once
 
 #include <cstdint>
@@ -33,16 +37,24 @@ struct StepShape {
   std::int64_t decode = 0;   // sequences decoding one token
   double context = 0;        // mean cached tokens of the decoding sequences
   std::int64_t adapters = 0;  // distinct LoRA adapters among its sequences (0: none)
+  // Cached tokens the prefill chunks follow (chunked prefill's later
+  // chunks), the mean over the chunks weighted by their tokens:
+  // sum(chunk x prefix) / prefill, so the attention to the prefixes
+  // (proportional to chunk x prefix) is the grid's at prefill x prefix.
+  double prefix = 0;
 };
 
 struct GridPoint {
   std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
   std::int64_t adapters = 0;                          // LoRA: distinct adapters, at most prefill + decode
+  std::int64_t prefix = 0;                            // the chunk's cached prefix; 0 when prefill == 0
   bool operator<(const GridPoint& o) const {
-    return std::tie(prefill, decode, context, adapters) < std::tie(o.prefill, o.decode, o.context, o.adapters);
+    return std::tie(prefill, decode, context, adapters, prefix) <
+           std::tie(o.prefill, o.decode, o.context, o.adapters, o.prefix);
   }
   bool operator==(const GridPoint& o) const {
-    return prefill == o.prefill && decode == o.decode && context == o.context && adapters == o.adapters;
+    return prefill == o.prefill && decode == o.decode && context == o.context && adapters == o.adapters &&
+           prefix == o.prefix;
   }
 };
 
@@ -51,12 +63,16 @@ struct GridPoint {
 // ...x4 below max_context, max_context} (the longest decode's cache).
 // With LoRA a fourth axis, distinct adapters in the step {0, 1, 2, 4, ...
 // x2 below the most, the most} (lora_adapter_axis); without, {0}.
+// The chunks' cached prefix: {0, 1024, 8192, ...x8 below max_prefix,
+// max_prefix} ({0} when max_prefix is 0 or there is no prefill axis).
 struct StepGrid {
   std::vector<std::int64_t> prefill, decode, context;
   std::vector<std::int64_t> adapters = {0};
+  std::vector<std::int64_t> prefix = {0};
 };
 std::vector<std::int64_t> lora_adapter_axis(std::int64_t most);
-StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context);
+StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context,
+                   std::int64_t max_prefix = 0);
 
 class StepCostModel {
  public:

@@ -45,6 +45,10 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
                                  lora_targets, std::string("--adapters"), std::to_string(p.adapters)})
       a.push_back(x);
   }
+  if (p.prefix > 0) {
+    a.push_back("--prefix");
+    a.push_back(std::to_string(p.prefix));
+  }
   if (decode_tokens > 1) {
     a.push_back("--decode-tokens");
     a.push_back(std::to_string(decode_tokens));
@@ -68,6 +72,8 @@ models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh
     o.batch = 1;
     o.seq_len = p.prefill;
     o.serve_decode = p.decode;
+    o.prefill_context = p.prefix;
+    o.cost_probe = true;
   } else {
     o.phase = models::Phase::decode;
     o.batch = p.decode;
@@ -99,7 +105,8 @@ void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& s
       [&](std::size_t i, const sweep::ChildExit& e) {
         const GridPoint& p = points[i];
         const std::string what = "step prefill=" + std::to_string(p.prefill) + " decode=" + std::to_string(p.decode) +
-                                 " context=" + std::to_string(p.context);
+                                 " context=" + std::to_string(p.context) +
+                                 (p.prefix > 0 ? " prefix=" + std::to_string(p.prefix) : std::string());
         const std::string why = sweep::child_failure(e, dir(i));
         if (!why.empty()) {
           if (failure.empty()) {

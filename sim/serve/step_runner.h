@@ -35,8 +35,10 @@ struct StepSimSetup {
 };
 
 // The phase options of one step: P > 0: the zoo's serving step (a prefill
-// chunk of P tokens with B decoding sequences over `context` tokens);
-// P == 0: a decode step of batch B at `context`.
+// chunk of P tokens after p.prefix cached tokens of its own, with B
+// decoding sequences over `context` tokens; a cost probe, which may pass
+// max_context at a grid corner); P == 0: a decode step of batch B at
+// `context`.
 // With p.adapters > 0, `lora` (rank and targets) applies with
 // p.adapters distinct adapters.
 models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh, arch::DType dtype,

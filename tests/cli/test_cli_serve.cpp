@@ -4,8 +4,10 @@
 // throughput limit computed from the cached step costs, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -187,6 +189,53 @@ TEST(CliServe, GridCornersBeyondHbmAreProbedNotRefused) {
                           (s.d / "run"));
   EXPECT_EQ(run.rc, 2);
   EXPECT_NE(run.err.find("does not fit"), std::string::npos) << run.err;
+}
+
+double step_seconds(const CliResult& r) {
+  const auto at = r.out.find("step_seconds ");
+  return at == std::string::npos ? 0 : std::stod(r.out.substr(at + 13));
+}
+
+// Chunked prefill: a chunk attends to the cached tokens of its own
+// sequence, so a step of the same chunk costs more after a longer prefix
+// (more K/V read, more attention work); a grid corner past max_context is a
+// cost probe, not refused. In a run of prompts longer than the token
+// budget the later chunks' steps carry their prefix (steps.csv) and the
+// cache holds points of those prefixes.
+TEST(CliServe, ChunksCostTheirCachedPrefix) {
+  Serve s;
+  auto step = [&](const std::string& args) {
+    return tpusim::test::run_tpusim_in(s.d.p.string(), "serve step --model " + (s.d / "tiny.yaml") + " " + args);
+  };
+  const CliResult r0 = step("--prefill 64 --prefix 0"), r1 = step("--prefill 64 --prefix 1536"),
+                  r2 = step("--prefill 64 --prefix 4000");
+  ASSERT_EQ(r0.rc, 0) << r0.err;
+  ASSERT_EQ(r1.rc, 0) << r1.err;
+  ASSERT_EQ(r2.rc, 0) << r2.err;
+  EXPECT_GT(step_seconds(r1), step_seconds(r0));
+  EXPECT_GT(step_seconds(r2), step_seconds(r1));
+  const CliResult bad = step("--prefill 0 --decode 1 --prefix 8");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("--prefix"), std::string::npos) << bad.err;
+
+  const CliResult r = s.run("--interp-check 2", "out", "--input fixed:1500 --output fixed:4");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream steps(slurp(s.d / "out/steps.csv"));
+  std::string header, line;
+  std::getline(steps, header);
+  ASSERT_EQ(header.substr(header.rfind(',') + 1), "prefill_prefix") << header;
+  double most = 0;
+  while (std::getline(steps, line)) most = std::max(most, std::stod(line.substr(line.rfind(',') + 1)));
+  EXPECT_GE(most, 1400);  // a 1500-token prompt's last chunks of at most 64 follow >= 1436 cached tokens
+  std::istringstream cache(slurp(s.d / "cache.txt"));
+  int with_prefix = 0;
+  for (std::string l; std::getline(cache, l);) {
+    if (l.empty() || l[0] == '#') continue;
+    std::istringstream ls(l);
+    std::vector<std::string> f{std::istream_iterator<std::string>(ls), std::istream_iterator<std::string>()};
+    if (f.size() == 7 && std::stol(f[6]) > 0) ++with_prefix;
+  }
+  EXPECT_GT(with_prefix, 0) << slurp(s.d / "cache.txt");
 }
 
 TEST(CliServe, BadInputIsAnErrorNamingIt) {

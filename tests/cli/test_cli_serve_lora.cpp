@@ -116,15 +116,15 @@ TEST(CliServeLora, ServesAdaptersWithLoadsAndEvictions) {
   // gate 256+512, up 256+512, down 512+256) x rank 8 x 2 bytes.
   EXPECT_EQ(m["adapter_bytes_per_chip"], std::to_string(2 * (512 + 384 + 384 + 512 + 768 + 768 + 768) * 8 * 2));
   const std::string steps = slurp(s.d / "out/steps.csv");
-  EXPECT_NE(steps.find(",adapters,adapter_loads\n"), std::string::npos);
+  EXPECT_NE(steps.find(",adapters,adapter_loads,prefill_prefix\n"), std::string::npos);
   std::istringstream cache(slurp(s.d / "cache.txt"));
   int with_adapters = 0;
   for (std::string line; std::getline(cache, line);) {
     std::istringstream ls(line);
-    std::string f;
-    int n = 0;
-    while (ls >> f) ++n;
-    if (line[0] != '#' && n == 6) ++with_adapters;
+    std::vector<std::string> f;
+    for (std::string w; ls >> w;) f.push_back(w);
+    // KEY P B C SECONDS ADAPTERS [PREFIX]: the sixth field > 0.
+    if (line[0] != '#' && f.size() >= 6 && std::stol(f[5]) > 0) ++with_adapters;
   }
   EXPECT_GT(with_adapters, 0);
   CliResult again = s.run("--lora-rank 8 --lora-targets all --adapters 4 --adapter-slots 2");

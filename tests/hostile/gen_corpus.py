@@ -331,6 +331,27 @@ add("work-limit", ["run", "--arch", "v5e", "--workload", "{d}/sm.yaml", "--set",
 add("work-limit", run64 + ["--set", "xlu.count=0"], "ok")
 add("work-limit", run64 + ["--set", "vmem.granule=64KiB"], "ok")
 
+# ---- serving: step shapes and step-cost cache lines ----------------------------
+TINY = ("name: tiny\nfamily: decoder\nhidden: 256\nlayers: 2\nvocab: 1024\nmax_context: 2048\nnorm: rmsnorm\n"
+        "position: rotary\ntied_embeddings: false\nattention: {heads: 4, kv_heads: 2, head_dim: 64}\n"
+        "ffn: {kind: swiglu, size: 512}\n")
+step = ["serve", "step", "--model", "{d}/tiny.yaml"]
+for extra in [["--prefill", "16", "--prefix", "-1"], ["--prefill", "16", "--prefix", "x"],
+              ["--prefill", "0", "--decode", "1", "--prefix", "8"], ["--prefill", "16", "--prefix", "99999999999"],
+              ["--prefill", "16", "--prefix", "1.5"], ["--prefill", "16", "--prefix", "4000", "--decode", "1",
+                                                       "--context", "4000"]]:
+    add("serve-step", step + extra, "error", {"tiny.yaml": TINY})
+add("serve-step", step + ["--prefill", "16", "--prefix", "100"], "ok", {"tiny.yaml": TINY})
+add("serve-step", step + ["--prefill", "64", "--prefix", "4000"], "ok", {"tiny.yaml": TINY})  # a probe past max_context
+serve = ["serve", "--model", "{d}/tiny.yaml", "--requests", "2", "--arrival", "offline", "--input", "fixed:8",
+         "--output", "fixed:4", "--jobs", "1", "--quiet", "--out", "{d}/o", "--step-cache", "{d}/steps.cache"]
+KEY = "0123456789abcdef"
+for line in [KEY + " 16 0 0 0.1 0 0", KEY + " 0 4 256 0.1 0 300", KEY + " 16 0 0 0.1 0", KEY + " 16 0 0 0.1 -1 256",
+             KEY + " 16 0 0 0.1 0 256 9", KEY + " 16 0 0 nan", KEY + " 16 0 0 0.1 1 x", "0123 16 0 0 0.1",
+             KEY + " 16 0 0 -0.1 0 256", KEY + " 99999999999999999999 0 0 0.1"]:
+    add("serve-cache", serve, "error", {"tiny.yaml": TINY, "steps.cache": line + "\n"})
+add("serve-cache", serve, "ok", {"tiny.yaml": TINY, "steps.cache": KEY + " 16 0 0 0.1 0 256\n"})
+
 with open(os.path.join(HERE, "corpus.jsonl"), "w") as f:
     for c in cases:
         f.write(json.dumps(c, sort_keys=True) + "\n")

@@ -80,6 +80,25 @@ TEST(ServeStep, ChunkAttendsToItsCachedPrefix) {
   EXPECT_EQ(w.find_tensor(core->inputs[1])->shape, (Shape{1, 576, 8, 128}));  // 512 cached + 64 new keys
 }
 
+// A chunk and its cached prefix past max_context are refused, except in a
+// cost probe (a corner of tpusim serve's step grid that no real step
+// reaches): there the chunk attends to the whole prefix.
+TEST(ServeStep, CostProbeMayPassMaxContextWithItsPrefix) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions o = step(2048, 0, 1);
+  o.prefill_context = m.transformer.max_context;
+  EXPECT_THROW(check_options(m, o), ModelError);
+  o.cost_probe = true;
+  EXPECT_NO_THROW(check_options(m, o));
+  const Workload w = generate(m, o);
+  const Op* core = w.find_op("layers.0.attn.chunk_core");
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(w.find_tensor(core->inputs[1])->shape.at(1), m.transformer.max_context + 2048);
+  o.context = m.transformer.max_context;  // a decoding sequence's context is still bounded
+  o.serve_decode = 1;
+  EXPECT_THROW(check_options(m, o), ModelError);
+}
+
 TEST(ServeStep, OptionsOutsideAServingStepAreRefused) {
   const ModelSpec m = load_model("llama3-8b");
   PhaseOptions o = step(64, 4, 100);

@@ -163,8 +163,9 @@ TEST(ServeLoraGrid, CacheLinesKeepTheAdapters) {
   b.load(path);
   EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 0}), 0.25);
   EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 3}), 0.5);
+  // (A seventh field is the chunk's cached prefix: test_serve_prefix.cpp.)
   for (const char* bad :
-       {"0123456789abcdef 16 4 64 0.5 0\n", "0123456789abcdef 16 4 64 0.5 x\n", "0123456789abcdef 16 4 64 0.5 2 7\n"}) {
+       {"0123456789abcdef 16 4 64 0.5 0\n", "0123456789abcdef 16 4 64 0.5 x\n", "0123456789abcdef 16 4 64 0.5 2 7 1\n"}) {
     std::ofstream(path) << bad;
     StepCostModel c(make_grid(64, 4, 256), "0123456789abcdef");
     EXPECT_THROW(c.load(path), UsageError) << bad;

@@ -1,0 +1,180 @@
+// Chunked prefill's attention to the cached prefix (StepShape::prefix): a
+// later chunk of a prompt attends to the tokens of its own sequence already
+// in the KV cache, so a step's cost depends on that prefix. The grid's
+// prefix axis, its interpolation, its cache lines, and the prefix the
+// schedulers (colocated and disaggregated) give each step, on step costs
+// from a known function (no engine; the engine-backed step is in
+// tests/cli/test_cli_serve.cpp).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "serve_test_costs.h"
+#include "sim/cli/cli.h"
+#include "sim/serve/disaggregated.h"
+#include "sim/serve/server.h"
+#include "sim/serve/step_cost.h"
+
+namespace tpusim::sim::serve {
+namespace {
+
+using test::cost_fn;
+
+// cost_fn plus attention to the prefix: P x X (bilinear, so the grid's
+// multilinear interpolation reproduces it exactly).
+double cost_px(double P, double B, double C, double X) { return cost_fn(P, B, C) + 3e-10 * P * X; }
+
+StepCostModel filled_px(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_ctx,
+                        std::int64_t max_prefix) {
+  StepCostModel m(make_grid(max_tokens, max_batch, max_ctx, max_prefix), "0123456789abcdef");
+  const auto& g = m.grid();
+  for (auto p : g.prefill)
+    for (auto b : g.decode) {
+      if (p + b == 0) continue;
+      for (auto x : p > 0 ? g.prefix : std::vector<std::int64_t>{0}) {
+        auto at = [&](std::int64_t c) {
+          GridPoint q{p, b, c, 0, x};
+          m.add(q, cost_px(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c),
+                           static_cast<double>(x)));
+        };
+        if (b == 0)
+          at(0);
+        else
+          for (auto c : g.context) at(c);
+      }
+    }
+  return m;
+}
+
+TEST(ServePrefix, GridAxisRunsFromZeroToTheLongestPrefix) {
+  EXPECT_EQ(make_grid(512, 32, 2048).prefix, (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(make_grid(512, 32, 2048, 0).prefix, (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(make_grid(512, 32, 2048, 100).prefix, (std::vector<std::int64_t>{0, 100}));
+  EXPECT_EQ(make_grid(512, 32, 2048, 1024).prefix, (std::vector<std::int64_t>{0, 1024}));
+  EXPECT_EQ(make_grid(512, 32, 2048, 1798).prefix, (std::vector<std::int64_t>{0, 1024, 1798}));
+  EXPECT_EQ(make_grid(512, 32, 2048, 131070).prefix, (std::vector<std::int64_t>{0, 1024, 8192, 65536, 131070}));
+  // Without prefill there is no chunk to follow a prefix.
+  EXPECT_EQ(make_grid(0, 32, 2048, 4096).prefix, (std::vector<std::int64_t>{0}));
+}
+
+TEST(ServePrefix, BilinearPrefixCostIsInterpolatedExactly) {
+  StepCostModel m = filled_px(512, 32, 2048, 1798);
+  for (const auto& s : {StepShape{100, 7, 333.3, 0, 555.5}, StepShape{512, 0, 0, 0, 1798},
+                        StepShape{300, 0, 0, 0, 0}, StepShape{17, 1, 64, 0, 1000}, StepShape{0, 19, 1500, 0, 0}})
+    EXPECT_NEAR(m.cost(s), cost_px(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context, s.prefix),
+                1e-12)
+        << s.prefill << " " << s.decode << " " << s.context << " " << s.prefix;
+  EXPECT_TRUE(m.missing().empty());
+}
+
+TEST(ServePrefix, AStepWithoutAPrefixNeedsNoPrefixCorners) {
+  StepCostModel m(make_grid(512, 32, 2048, 1798), "0123456789abcdef");
+  for (const auto& p : m.corners({100, 7, 300, 0, 0})) EXPECT_EQ(p.prefix, 0);
+  EXPECT_EQ(m.corners({100, 7, 300, 0, 0}).size(), 8u);
+  // Off the prefix axis too: twice the corners, each prefill corner at
+  // both prefixes around it; decode-only corners (prefill 0) keep prefix 0.
+  const auto c = m.corners({100, 7, 300, 0, 1400});
+  EXPECT_EQ(c.size(), 16u);
+  for (const auto& p : c) EXPECT_TRUE(p.prefix == 1024 || p.prefix == 1798);
+  const auto d = m.corners({10, 7, 300, 0, 1400});  // prefill corners 0 and 16
+  EXPECT_EQ(d.size(), 12u);                         // 4 decode-only, 8 with the chunk
+  for (const auto& p : d) EXPECT_TRUE(p.prefill == 0 ? p.prefix == 0 : (p.prefix == 1024 || p.prefix == 1798));
+}
+
+TEST(ServePrefix, CacheLinesKeepThePrefixAndOldLinesStillLoad) {
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("serve_prefix_cache_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(path);
+  StepCostModel a(make_grid(512, 32, 2048, 1798), "aaaaaaaaaaaaaaaa");
+  a.add({16, 0, 0, 0, 1798}, 1.5e-3);
+  a.add({16, 4, 64, 3, 1024}, 2.5e-3);
+  a.add({16, 4, 64, 3, 0}, 2.25e-3);
+  a.add({0, 4, 256}, 3.5e-3);
+  a.save(path, "a");
+  StepCostModel b(make_grid(512, 32, 2048, 1798), "aaaaaaaaaaaaaaaa");
+  b.load(path);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_DOUBLE_EQ(b.value({16, 0, 0, 0, 1798}), 1.5e-3);
+  EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 3, 1024}), 2.5e-3);
+  EXPECT_DOUBLE_EQ(b.value({16, 4, 64, 3, 0}), 2.25e-3);
+  EXPECT_DOUBLE_EQ(b.value({0, 4, 256}), 3.5e-3);
+  // Lines as earlier versions wrote them (no prefix field) are points of
+  // prefix 0.
+  std::ofstream(path, std::ios::app) << "aaaaaaaaaaaaaaaa 64 0 0 0.004\naaaaaaaaaaaaaaaa 64 1 64 0.005 2\n";
+  StepCostModel c(make_grid(512, 32, 2048, 1798), "aaaaaaaaaaaaaaaa");
+  c.load(path);
+  EXPECT_DOUBLE_EQ(c.value({64, 0, 0, 0, 0}), 0.004);
+  EXPECT_DOUBLE_EQ(c.value({64, 1, 64, 2, 0}), 0.005);
+  // A prefix on a step without prefill, a prefix of 0 written out, and
+  // adapters 0 without a prefix are malformed lines, named by file:line.
+  for (const std::string bad : {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0",
+                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9",
+                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"}) {
+    const std::string one = path + ".bad";
+    std::ofstream(one) << bad << "\n";
+    StepCostModel m(make_grid(512, 32, 2048, 1798), "aaaaaaaaaaaaaaaa");
+    try {
+      m.load(one);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(one + ":1:"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(one);
+  }
+  std::filesystem::remove(path);
+}
+
+ServerOptions opts(std::int64_t max_tokens) {
+  ServerOptions o;
+  o.max_batch = 2;
+  o.max_tokens = max_tokens;
+  o.kv_pages = 1 << 20;
+  o.arrival = Arrival::offline;
+  return o;
+}
+
+// Two prompts of 1000 tokens at time 0, 256 tokens a step, decode first:
+// A's chunks follow 0, 256 and 512 cached tokens; the fourth step holds
+// A's last 232 tokens (after 768) and B's first 24 (after none), whose
+// token-weighted prefix is 232 x 768 / 256 = 696; then A decodes while B's
+// next chunk of 255 follows its 24.
+TEST(ServePrefix, EachStepCostsItsChunksTokenWeightedPrefix) {
+  StepCostModel m = filled_px(256, 2, 1002, 999);
+  const std::vector<Request> reqs = {{0, 0.0, 1000, 2}, {1, 0.0, 1000, 2}};
+  const ServeResult r = simulate_serving(reqs, opts(256), m);
+  ASSERT_GE(r.steps.size(), 5u);
+  const double want[] = {0, 256, 512, 696, 24};
+  for (int i = 0; i < 5; ++i) {
+    const auto& st = r.steps[static_cast<std::size_t>(i)];
+    EXPECT_DOUBLE_EQ(st.prefill_prefix, want[i]) << "step " << i;
+    EXPECT_NEAR(st.duration,
+                cost_px(static_cast<double>(st.prefill_tokens), static_cast<double>(st.decode_seqs), st.mean_context,
+                        want[i]),
+                1e-12)
+        << "step " << i;
+  }
+  EXPECT_EQ(r.steps[3].prefill_tokens, 256);
+  EXPECT_EQ(r.steps[4].prefill_tokens, 255);
+  EXPECT_EQ(r.steps[4].decode_seqs, 1);
+  EXPECT_TRUE(m.missing().empty());
+}
+
+// The disaggregated prefill instance chunks prompts the same way: its
+// steps cost their chunks' prefixes too.
+TEST(ServePrefix, DisaggregatedPrefillStepsCostTheirPrefixes) {
+  StepCostModel pre = filled_px(256, 2, 1002, 999), dec = filled_px(256, 2, 1002, 999);
+  const std::vector<Request> reqs = {{0, 0.0, 600, 2}};
+  const ServeResult r = simulate_disaggregated(reqs, opts(256), {1e3, 1e12}, pre, dec);
+  std::vector<double> prefixes;
+  for (const auto& st : r.steps)
+    if (st.prefill_tokens > 0) {
+      prefixes.push_back(st.prefill_prefix);
+      EXPECT_NEAR(st.duration, cost_px(static_cast<double>(st.prefill_tokens), 0, 0, st.prefill_prefix), 1e-12);
+    }
+  EXPECT_EQ(prefixes, (std::vector<double>{0, 256, 512}));
+}
+
+}  // namespace
+}  // namespace tpusim::sim::serve
