@@ -223,6 +223,14 @@ std::string parse_remat_spec(const std::string& s, RematPolicy* policy, RematCus
   return "";
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> PhaseOptions::chunk_groups() const {
+  const std::int64_t n = std::max<std::int64_t>(1, prefill_chunks), q = seq_len / n, r = seq_len % n;
+  std::vector<std::pair<std::int64_t, std::int64_t>> g;
+  if (r > 0) g.emplace_back(r, q + 1);
+  if (n - r > 0 && q > 0) g.emplace_back(n - r, q);
+  return g;
+}
+
 std::vector<Phase> supported_phases(Family f) {
   switch (f) {
     case Family::decoder: return {Phase::prefill, Phase::decode, Phase::train};
@@ -302,6 +310,8 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
         "a multiple of " + std::to_string(unet_image_multiple(m.unet)) +
             " (8 pixels a latent position, halved at each level after the first)",
         std::to_string(o.image_size));
+  if (o.prefill_chunks < 1 || (o.seq_len > 0 && o.prefill_chunks > o.seq_len))
+    bad("prefill_chunks", "chunks in [1, seq_len " + std::to_string(o.seq_len) + "]", std::to_string(o.prefill_chunks));
   if (o.prefill_context < 0 || o.serve_decode < 0)
     bad(o.prefill_context < 0 ? "prefill_context" : "serve_decode", "a count >= 0",
         std::to_string(std::min(o.prefill_context, o.serve_decode)));

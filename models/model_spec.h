@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arch/common/diagnostic.h"
@@ -408,6 +409,12 @@ struct PhaseOptions {
   // chunk's last position and the decoded tokens. 0 and 0: a plain prefill.
   std::int64_t prefill_context = 0;
   std::int64_t serve_decode = 0;
+  // A serving step's prefill tokens as this many sequences' chunks (several
+  // prompts prefilled in one step): r = seq_len mod n chunks of
+  // seq_len / n + 1 tokens, then n - r of seq_len / n, each after
+  // prefill_context cached tokens of its own, each attending causally to
+  // itself only, each with its last position's logits.
+  std::int64_t prefill_chunks = 1;
   // A serving step simulated as a cost probe (a corner of `tpusim serve`'s
   // step grid): its chunk and cached prefix may add up past max_context,
   // a shape no real step has but whose time the grid interpolates from.
@@ -417,7 +424,10 @@ struct PhaseOptions {
   // verification of decode_tokens - 1 drafted tokens plus one, with logits
   // at every position.
   std::int64_t decode_tokens = 1;
-  bool serve_step() const { return prefill_context > 0 || serve_decode > 0; }
+  bool serve_step() const { return prefill_context > 0 || serve_decode > 0 || prefill_chunks > 1; }
+  // The prefill chunks of a serving step as (count, tokens) groups, the
+  // longer first; one group of (1, seq_len) for a single chunk.
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunk_groups() const;
   // LoRA adapters on chosen projections (models/lora_spec.h); rank 0: none.
   // With phase train only the adapters are trained (base weights frozen).
   LoraOptions lora;

@@ -427,9 +427,11 @@ class TransformerGen {
   }
 
   // A serving step's attention (PhaseOptions::serve_decode): the token
-  // rows are the prefill chunk's P tokens, then one per decoding sequence.
-  // The chunk attends causally to its cached prefix and itself; each
-  // decoding sequence's query attends to its own cache of `context` tokens.
+  // rows are the prefill chunks' P tokens, then one per decoding sequence.
+  // Each chunk attends causally to its cached prefix and itself
+  // (PhaseOptions::prefill_chunks: several prompts' chunks, each its own
+  // sequence); each decoding sequence's query attends to its own cache of
+  // `context` tokens.
   TensorRef serve_step_attention(const std::string& p, std::int64_t layer, const TensorRef& q, const TensorRef& k,
                                  const TensorRef& v) {
     const auto& a = t_.attention;
@@ -438,16 +440,40 @@ class TransformerGen {
     auto rows = [&](const std::string& n, const TensorRef& x, std::int64_t from, std::int64_t to) {
       return b_.slice(n, x, {0, from, 0, 0}, {1, to, x.dim(2), D});
     };
-    TensorRef kp = rows(p + "attn.chunk_k", k, 0, P), vp = rows(p + "attn.chunk_v", v, 0, P);
-    append_to_cache(p + "attn.k_append", kp);
-    append_to_cache(p + "attn.v_append", vp);
-    if (o_.prefill_context > 0) {
-      const std::int64_t pc = a.windowed(layer) ? std::min(o_.prefill_context, a.sliding_window) : o_.prefill_context;
-      kp = b_.concat(p + "attn.chunk_k_all", {b_.kv_cache(p + "attn.chunk_k_cache", {1, pc, KV, D}, kd_), kp}, 1);
-      vp = b_.concat(p + "attn.chunk_v_all", {b_.kv_cache(p + "attn.chunk_v_cache", {1, pc, KV, D}, kd_), vp}, 1);
+    const std::int64_t pc = a.windowed(layer) ? std::min(o_.prefill_context, a.sliding_window) : o_.prefill_context;
+    // `count` chunks of `len` tokens from row `from` as [count, len]
+    // sequences; a lone chunk keeps the single-chunk step's op names.
+    auto chunk_group = [&](const std::string& g, std::int64_t from, std::int64_t count, std::int64_t len) {
+      const std::string n = p + "attn." + g;
+      auto seqs = [&](const std::string& name, const TensorRef& x) {
+        TensorRef r = rows(name, x, from, from + count * len);
+        return count == 1 ? r : b_.reshape(name + "_seqs", r, {count, len, x.dim(2), D});
+      };
+      TensorRef kp = seqs(n + "_k", k), vp = seqs(n + "_v", v);
+      const std::string append = g == "chunk" ? p + "attn." : n + "_";
+      append_to_cache(append + "k_append", kp);
+      append_to_cache(append + "v_append", vp);
+      if (pc > 0) {
+        kp = b_.concat(n + "_k_all", {b_.kv_cache(n + "_k_cache", {count, pc, KV, D}, kd_), kp}, 1);
+        vp = b_.concat(n + "_v_all", {b_.kv_cache(n + "_v_cache", {count, pc, KV, D}, kd_), vp}, 1);
+      }
+      TensorRef o = b_.attention(n + "_core", seqs(n + "_q", q), kp, vp, true, std::nullopt,
+                                 workloads::AttentionPass::forward, a.window_of(layer));
+      return count == 1 ? o : b_.reshape(n + "_rows", o, {1, count * len, H, D});
+    };
+    const auto groups = o_.chunk_groups();
+    TensorRef o;
+    if (groups.size() == 1 && groups[0].first == 1) {
+      o = chunk_group("chunk", 0, 1, P);
+    } else {
+      std::vector<TensorRef> parts;
+      std::int64_t from = 0;
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        parts.push_back(chunk_group("chunks" + std::to_string(i), from, groups[i].first, groups[i].second));
+        from += groups[i].first * groups[i].second;
+      }
+      o = parts.size() == 1 ? parts[0] : b_.concat(p + "attn.chunks_out", parts, 1);
     }
-    TensorRef o = b_.attention(p + "attn.chunk_core", rows(p + "attn.chunk_q", q, 0, P), kp, vp, true, std::nullopt,
-                               workloads::AttentionPass::forward, a.window_of(layer));
     if (Bd == 0) return o;
     const std::int64_t ctx = a.windowed(layer) ? std::min(o_.context, a.sliding_window) : o_.context;
     auto per_seq = [&](const std::string& n, const TensorRef& x) {
@@ -755,6 +781,23 @@ class TransformerGen {
         x = b_.slice("last_token_local", x, {0, Sr - 1, 0}, {B_, Sr, t_.hidden});
         x = b_.all_gather("last_token.all_gather", x, {"tensor"}, 1);
         x = b_.slice("last_token", x, {0, tp_ - 1, 0}, {B_, tp_, t_.hidden});
+      } else if (o_.prefill_chunks > 1) {
+        // Several prompts' chunks: each chunk's last position, then every
+        // decoding sequence's row.
+        std::vector<TensorRef> parts;
+        std::int64_t from = 0;
+        const auto groups = o_.chunk_groups();
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+          const auto [count, len] = groups[i];
+          const std::string n = "last_token" + std::to_string(i);
+          TensorRef g = b_.slice(n + "_rows", x, {0, from, 0}, {1, from + count * len, t_.hidden});
+          g = b_.reshape(n + "_seqs", g, {count, len, t_.hidden});
+          g = b_.slice(n, g, {0, len - 1, 0}, {count, len, t_.hidden});
+          parts.push_back(b_.reshape(n + "_flat", g, {1, count, t_.hidden}));
+          from += count * len;
+        }
+        if (S_ > from) parts.push_back(b_.slice("decode_rows", x, {0, from, 0}, {1, S_, t_.hidden}));
+        x = parts.size() == 1 ? parts[0] : b_.concat("last_tokens", parts, 1);
       } else {
         // A serving step also keeps every decoding sequence's row.
         x = b_.slice("last_token", x, {0, S_ - o_.serve_decode * o_.decode_tokens - 1, 0}, {B_, S_, t_.hidden});

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -194,9 +195,10 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   if (so.max_batch < 1 || so.max_batch > 65536) throw UsageError("serve: --max-batch must be in [1, 65536]");
   if (so.max_tokens < 1 || so.max_tokens > (1 << 20)) throw UsageError("serve: --max-tokens must be in [1, 2^20]");
   if (so.page_tokens < 1 || so.page_tokens > (1 << 16)) throw UsageError("serve: --page-size must be in [1, 65536]");
-  std::int64_t max_in = 0, max_len = 0;
+  std::int64_t max_in = 0, max_len = 0, min_in = std::numeric_limits<std::int64_t>::max();
   for (const auto& r : reqs) {
     max_in = std::max(max_in, r.input);
+    min_in = std::min(min_in, r.input);
     max_len = std::max(max_len, r.input + r.output);
   }
   const std::int64_t max_ctx = d.spec.transformer.max_context;
@@ -306,9 +308,14 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   // (the zoo refuses a chunk longer than max_context). A chunk follows at
   // most max_len - 2 cached tokens of its own sequence (a prompt, with the
   // tokens generated before a recompute preemption, is at most max_len - 1
-  // long and its last chunk holds at least one token).
-  StepGrid grid = make_grid(max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill, so.max_batch,
-                            std::max<std::int64_t>(1, max_len - 1), std::max<std::int64_t>(0, max_len - 2));
+  // long and its last chunk holds at least one token). A step's chunks are
+  // whole prompts of at least min_in tokens but for two (the one it ends
+  // and the one it starts), and at most max_batch.
+  const std::int64_t step_tokens = max_ctx > 0 ? std::min(max_prefill, max_ctx) : max_prefill;
+  const std::int64_t max_chunks =
+      reqs.empty() ? 1 : std::min(so.max_batch, step_tokens / std::max<std::int64_t>(1, min_in) + 2);
+  StepGrid grid = make_grid(step_tokens, so.max_batch, std::max<std::int64_t>(1, max_len - 1),
+                            std::max<std::int64_t>(0, max_len - 2), max_chunks);
   if (so.lora.on()) {
     // The adapters and the decode batch bound each other (a sequence has
     // one adapter): both axes double, so that small mixed batches are
@@ -591,11 +598,15 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     };
     const auto& g = costs.grid();
     for (const auto& st : res.steps) {
+      // A step's effective chunks, rounded: the direct simulation needs
+      // whole chunks, and the interpolation is taken at the same count.
       GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0,
-                  st.adapters, st.prefill_tokens > 0 ? std::llround(st.prefill_prefix) : 0};
+                  st.adapters, st.prefill_tokens > 0 ? std::llround(st.prefill_prefix) : 0,
+                  st.prefill_tokens > 0 ? std::max<std::int64_t>(1, std::llround(st.prefill_chunks)) : 1};
       if (p.decode > 0) p.context = std::max<std::int64_t>(1, p.context);
       if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && on_grid(g.adapters, p.adapters) &&
-          (p.decode == 0 || on_grid(g.context, p.context)) && (p.prefill == 0 || on_grid(g.prefix, p.prefix)))
+          (p.decode == 0 || on_grid(g.context, p.context)) &&
+          (p.prefill == 0 || (on_grid(g.prefix, p.prefix) && on_grid(g.chunks, p.chunks))))
         continue;
       shapes.insert(p);
     }
@@ -607,17 +618,17 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     StepCostModel direct(g, costs.key());
     simulate_points(pick, target.setup, jobs, out, direct);
     std::ofstream f(out + "/interp_check.csv");
-    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct,adapters,prefix\n";
+    f << "prefill_tokens,decode_seqs,context,interpolated_s,simulated_s,error_pct,adapters,prefix,chunks\n";
     double worst = 0, total = 0;
     for (const auto& p : pick) {
-      const double interp = costs.cost(
-          {p.prefill, p.decode, static_cast<double>(p.context), p.adapters, static_cast<double>(p.prefix)});
+      const double interp = costs.cost({p.prefill, p.decode, static_cast<double>(p.context), p.adapters,
+                                        static_cast<double>(p.prefix), static_cast<double>(p.chunks)});
       const double sim = direct.value(p);  // simulated at exactly this shape
       const double err = 100.0 * (interp - sim) / sim;
       worst = std::max(worst, std::abs(err));
       total += std::abs(err);
       f << p.prefill << "," << p.decode << "," << p.context << "," << interp << "," << sim << "," << err << ","
-        << p.adapters << "," << p.prefix << "\n";
+        << p.adapters << "," << p.prefix << "," << p.chunks << "\n";
     }
     ctx.out << "interpolation check: " << pick.size() << " shapes, mean |error| "
             << (pick.empty() ? 0 : total / static_cast<double>(pick.size())) << "%, max |error| " << worst

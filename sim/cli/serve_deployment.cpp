@@ -83,13 +83,15 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "decode", po::value<std::int64_t>()->default_value(0), "sequences decoding one token")(
       "context", po::value<std::int64_t>()->default_value(1), "cached tokens of each decoding sequence")(
       "prefix", po::value<std::int64_t>()->default_value(0),
-      "cached tokens of the prefill chunk's own sequence before it (chunked prefill)")(
+      "cached tokens of each prefill chunk's own sequence before it (chunked prefill)")(
+      "chunks", po::value<std::int64_t>()->default_value(1),
+      "prefill sequences the --prefill tokens are split among (several prompts in one step)")(
       "decode-tokens", po::value<int>()->default_value(1),
       "query tokens per decoding sequence (speculative verification: k + 1)")(
       "adapters", po::value<std::int64_t>()->default_value(0),
       "distinct LoRA adapters among the step's sequences (needs --lora-rank; 0: none)");
   po::variables_map vm;
-  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P [--prefix X] --decode B --context C [options]",
+  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P [--prefix X --chunks N] --decode B --context C [options]",
                           args, opts, {}, vm, ctx))
     return 0;
   const Deployment d = load_deployment("serve step", vm, ctx);
@@ -102,6 +104,9 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.prefix = vm["prefix"].as<std::int64_t>();
   if (p.prefix < 0 || p.prefix > (1 << 24) || (p.prefix > 0 && p.prefill == 0))
     throw UsageError("serve step: --prefix must be in [0, 2^24], and > 0 only with --prefill > 0");
+  p.chunks = vm["chunks"].as<std::int64_t>();
+  if (p.chunks < 1 || p.chunks > std::max<std::int64_t>(1, p.prefill))
+    throw UsageError("serve step: --chunks must be in [1, --prefill] (1 without prefill)");
   p.adapters = vm["adapters"].as<std::int64_t>();
   if (p.adapters < 0 || (p.adapters > 0 && !d.lora.enabled()))
     throw UsageError("serve step: --adapters must be >= 0, and > 0 only with --lora-rank");

@@ -135,12 +135,14 @@ class DisaggLoop : RequestLoop<DSeq> {
     }
     if (p.pstep.empty()) return;
     StepShape shape;
-    double chunk_prefix = 0;
+    double chunk_prefix = 0, chunk_squares = 0;
     for (const auto& [id, chunk] : p.pstep) {
       shape.prefill += chunk;
       chunk_prefix += static_cast<double>(chunk) * static_cast<double>(seq(id).prefilled);
+      chunk_squares += static_cast<double>(chunk) * static_cast<double>(chunk);
     }
     shape.prefix = chunk_prefix / static_cast<double>(shape.prefill);
+    shape.chunks = static_cast<double>(shape.prefill) * static_cast<double>(shape.prefill) / chunk_squares;
     const double dt = prefill_.cost(shape);
     p.pbusy = true;
     p.pend = now_ + dt;
@@ -150,6 +152,7 @@ class DisaggLoop : RequestLoop<DSeq> {
     st.duration = dt;
     st.prefill_tokens = shape.prefill;
     st.prefill_prefix = shape.prefix;
+    st.prefill_chunks = shape.chunks;
     st.prefill_seqs = static_cast<std::int64_t>(p.pstep.size());
     st.running = st.prefill_seqs;
     st.waiting = static_cast<std::int64_t>(p.pwait.size() - p.pstep.size());

@@ -211,12 +211,13 @@ class Loop : RequestLoop<Seq> {
                   rp.step.end());
     if (rp.step.empty()) return;
     StepShape shape;
-    double ctx = 0, chunk_prefix = 0;
+    double ctx = 0, chunk_prefix = 0, chunk_squares = 0;
     StepRecord st;
     for (const auto& w : rp.step) {
       if (w.chunk > 0) {
         shape.prefill += w.chunk;
         chunk_prefix += static_cast<double>(w.chunk) * static_cast<double>(seq(w.seq).prefilled);
+        chunk_squares += static_cast<double>(w.chunk) * static_cast<double>(w.chunk);
         ++st.prefill_seqs;
       } else {
         ++shape.decode;
@@ -231,6 +232,8 @@ class Loop : RequestLoop<Seq> {
     }
     shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
     shape.prefix = shape.prefill > 0 ? chunk_prefix / static_cast<double>(shape.prefill) : 0;
+    if (shape.prefill > 0)
+      shape.chunks = static_cast<double>(shape.prefill) * static_cast<double>(shape.prefill) / chunk_squares;
     if (opt_.lora.on()) {
       std::set<std::int64_t> used;
       if (opt_.batching == Batching::static_batch && shape.decode > 0)
@@ -254,6 +257,7 @@ class Loop : RequestLoop<Seq> {
         StepShape chunks;
         chunks.prefill = shape.prefill;
         chunks.prefix = shape.prefix;
+        chunks.chunks = shape.chunks;
         dt += draft_->cost(chunks);
       }
       if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});
@@ -267,6 +271,7 @@ class Loop : RequestLoop<Seq> {
     st.decode_seqs = shape.decode;
     st.mean_context = shape.context;
     st.prefill_prefix = shape.prefix;
+    st.prefill_chunks = shape.prefill > 0 ? shape.chunks : 0;
     st.running = static_cast<std::int64_t>(opt_.batching == Batching::static_batch ? rp.batch.size()
                                                                                     : rp.running.size());
     st.waiting = static_cast<std::int64_t>(rp.waiting.size());

@@ -97,6 +97,7 @@ struct StepRecord {
   std::int64_t prefill_tokens = 0, prefill_seqs = 0, decode_seqs = 0;
   double mean_context = 0;
   double prefill_prefix = 0;  // the chunks' cached prefix, token-weighted mean (StepShape::prefix)
+  double prefill_chunks = 0;  // prefill^2 / sum(chunk^2) (StepShape::chunks); 0 without prefill
   std::int64_t running = 0, waiting = 0, kv_pages_used = 0;
   std::int64_t preempted = 0;
   std::int64_t decode_tokens_out = 0;  // tokens the step's decodes produced (speculative: 1 + accepted each)

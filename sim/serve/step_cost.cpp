@@ -44,6 +44,23 @@ Bracket bracket(const std::vector<std::int64_t>& axis, double x) {
   return b;
 }
 
+// The cell of n chunks on an ascending axis, weighted linearly in 1 / n;
+// beyond the axis its last point (a step never has more chunks than the
+// grid's most).
+Bracket bracket_reciprocal(const std::vector<std::int64_t>& axis, double n) {
+  Bracket b;
+  if (axis.size() == 1 || n <= static_cast<double>(axis.front())) return b;
+  if (n >= static_cast<double>(axis.back())) return Bracket{axis.size() - 1, axis.size() - 1, 0};
+  std::size_t i = 1;
+  while (static_cast<double>(axis[i]) < n) ++i;
+  const double u0 = 1.0 / static_cast<double>(axis[i - 1]), u1 = 1.0 / static_cast<double>(axis[i]);
+  b.i0 = i - 1;
+  b.i1 = i;
+  b.w1 = (u0 - 1.0 / n) / (u0 - u1);
+  if (b.w1 == 1.0) b = Bracket{i, i, 0};
+  return b;
+}
+
 }  // namespace
 
 std::string digest(const std::string& text) {
@@ -58,7 +75,7 @@ std::string digest(const std::string& text) {
 }
 
 StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context,
-                   std::int64_t max_prefix) {
+                   std::int64_t max_prefix, std::int64_t max_chunks) {
   StepGrid g;
   g.prefill = {0};
   if (max_tokens > 0)
@@ -73,6 +90,11 @@ StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t
   if (max_tokens > 0 && max_prefix > 0) {
     for (std::int64_t x = 1024; x < max_prefix; x *= 8) g.prefix.push_back(x);
     g.prefix.push_back(max_prefix);
+  }
+  max_chunks = std::min(max_chunks, max_tokens);
+  if (max_chunks > 1) {
+    for (std::int64_t n = 4; n < max_chunks; n *= 4) g.chunks.push_back(n);
+    g.chunks.push_back(max_chunks);
   }
   return g;
 }
@@ -100,6 +122,14 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b) {
       const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0], B = g.decode[b ? bd.i1 : bd.i0];
+      // A corner of P prefill tokens holds at most P chunks: its chunks
+      // axis ends at P (a decode-only corner has the one value 1).
+      std::vector<std::int64_t> chunk_axis;
+      for (auto n : g.chunks)
+        if (n < P) chunk_axis.push_back(n);
+      const std::int64_t most = P > 0 ? std::min(P, g.chunks.back()) : 1;
+      if (chunk_axis.empty() || chunk_axis.back() != most) chunk_axis.push_back(most);
+      const Bracket bk = bracket_reciprocal(chunk_axis, s.chunks);
       // A step has at most one adapter per sequence row (R = P + B), so at
       // a corner of fewer rows than the shape's adapters the adapters axis
       // ends at R and the cost is extrapolated linearly in the adapters
@@ -120,15 +150,19 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
         bn = Bracket{axis.size() - 1, axis.size() - 1, 0};
       for (int c = 0; c < 2; ++c)
         for (int n = 0; n < 2; ++n)
-          for (int x = 0; x < 2; ++x) {
-            const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) *
-                             (n ? bn.w1 : 1 - bn.w1) * (x ? bx.w1 : 1 - bx.w1);
-            if (w == 0) continue;
-            GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
-            if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
-            if (p.prefill > 0) p.prefix = g.prefix[x ? bx.i1 : bx.i0];
-            if (p.prefill > 0 || p.decode > 0) fn(p, w);
-          }
+          for (int x = 0; x < 2; ++x)
+            for (int k = 0; k < 2; ++k) {
+              const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) *
+                               (n ? bn.w1 : 1 - bn.w1) * (x ? bx.w1 : 1 - bx.w1) * (k ? bk.w1 : 1 - bk.w1);
+              if (w == 0) continue;
+              GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
+              if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+              if (p.prefill > 0) {
+                p.prefix = g.prefix[x ? bx.i1 : bx.i0];
+                p.chunks = chunk_axis[k ? bk.i1 : bk.i0];
+              }
+              if (p.prefill > 0 || p.decode > 0) fn(p, w);
+            }
     }
 }
 
@@ -167,7 +201,8 @@ double StepCostModel::nearest(const GridPoint& p) const {
                      std::abs(idx(grid_.decode, q.decode) - idx(grid_.decode, p.decode)) +
                      std::abs(idx(grid_.context, q.context) - idx(grid_.context, p.context)) +
                      std::abs(idx(grid_.adapters, q.adapters) - idx(grid_.adapters, p.adapters)) +
-                     std::abs(idx(grid_.prefix, q.prefix) - idx(grid_.prefix, p.prefix));
+                     std::abs(idx(grid_.prefix, q.prefix) - idx(grid_.prefix, p.prefix)) +
+                     std::abs(idx(grid_.chunks, q.chunks) - idx(grid_.chunks, p.chunks));
     if (d < best) {
       best = d;
       value = v;
@@ -192,29 +227,33 @@ void StepCostModel::load(const std::string& path) {
     std::string key;
     GridPoint p;
     double sec = 0;
-    std::string extra;
     bool ok = static_cast<bool>(ls >> key >> p.prefill >> p.decode >> p.context >> sec);
-    // LoRA points: ADAPTERS as a sixth field (> 0); points whose chunk
-    // follows a cached prefix: PREFIX as a seventh (> 0, with ADAPTERS
-    // >= 0 before it).
-    auto whole = [](const std::string& word, std::int64_t* v) {
+    // Optional fields: ADAPTERS (LoRA), PREFIX (the chunks' cached
+    // prefix), CHUNKS (prefill sequences); the last one written is the
+    // point's own (adapters > 0, prefix > 0, chunks > 1), those before it
+    // may be 0, and PREFIX and CHUNKS need prefill > 0.
+    std::vector<std::int64_t> extra;
+    for (std::string word; ok && ls >> word;) {
       std::istringstream ws(word);
+      std::int64_t v = 0;
       std::string rest;
-      return static_cast<bool>(ws >> *v) && !(ws >> rest);
-    };
-    if (ok && (ls >> extra)) {
-      std::string seventh, rest;
-      if (ls >> seventh)
-        ok = whole(extra, &p.adapters) && p.adapters >= 0 && whole(seventh, &p.prefix) && p.prefix > 0 &&
-             p.prefill > 0 && !(ls >> rest);
-      else
-        ok = whole(extra, &p.adapters) && p.adapters > 0;
+      ok = (ws >> v) && !(ws >> rest) && v >= 0;
+      extra.push_back(v);
+    }
+    ok = ok && extra.size() <= 3;
+    if (ok && !extra.empty()) {
+      p.adapters = extra[0];
+      if (extra.size() > 1) p.prefix = extra[1];
+      if (extra.size() > 2) p.chunks = extra[2];
+      const std::int64_t last = extra.back();
+      ok = (extra.size() == 3 ? last > 1 : last > 0) && (extra.size() == 1 || p.prefill > 0) &&
+           p.chunks <= std::max<std::int64_t>(1, p.prefill);
     }
     if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
       throw UsageError(path + ":" + std::to_string(n) +
-                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX]]' (16 hex digits, counts "
-                       ">= 0, seconds > 0, adapters > 0 or, before a prefix, >= 0; a prefix > 0 only with prefill > "
-                       "0), found '" +
+                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX [CHUNKS]]]' (16 hex digits, "
+                       "counts >= 0, seconds > 0; the last optional field the point's own: adapters > 0, prefix > 0 "
+                       "or chunks > 1, at most prefill; a prefix or chunks only with prefill > 0), found '" +
                        line + "'");
     if (key == key_) known_[p] = sec;
   }
@@ -246,16 +285,17 @@ void StepCostModel::save(const std::string& path, const std::string& description
   {
     std::ofstream out(tmp);
     if (!out) throw UsageError("serve: --step-cache '" + path + "': cannot write " + tmp);
-    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX]], one simulated "
-           "step per line\n";
+    out << "# tpusim serve step-cost cache: KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX [CHUNKS]]], one "
+           "simulated step per line\n";
     for (const auto& l : others) out << l << "\n";
     out << "# " << key_ << " " << description << "\n";
     char buf[64];
     for (const auto& [p, v] : known_) {
       std::snprintf(buf, sizeof buf, "%.9g", v);
       out << key_ << " " << p.prefill << " " << p.decode << " " << p.context << " " << buf;
-      if (p.adapters > 0 || p.prefix > 0) out << " " << p.adapters;
-      if (p.prefix > 0) out << " " << p.prefix;
+      if (p.adapters > 0 || p.prefix > 0 || p.chunks > 1) out << " " << p.adapters;
+      if (p.prefix > 0 || p.chunks > 1) out << " " << p.prefix;
+      if (p.chunks > 1) out << " " << p.chunks;
       out << "\n";
     }
     if (!out) throw UsageError("serve: --step-cache '" + path + "': write failed");

@@ -1,9 +1,9 @@
 // Step costs of a serving simulation: the time of one engine step (a
 // prefill chunk of P tokens and B sequences decoding one token each over a
-// mean of C cached tokens; the chunks follow a token-weighted mean of X
-// tokens of their own sequences already cached) from the cycle-level
-// engine, never a formula.
-// Each grid point (P, B, C, X) is simulated once, in its own `tpusim serve
+// mean of C cached tokens; the chunks, of n prompts, follow a
+// token-weighted mean of X tokens of their own sequences already cached)
+// from the cycle-level engine, never a formula.
+// Each grid point (P, B, C, X, n) is simulated once, in its own `tpusim serve
 // step` process (SystemC elaborates once per process), and a step between
 // grid points is interpolated multilinearly from the corners of its cell.
 // The model runs the serving simulation, collects the corners it lacked,
@@ -14,13 +14,14 @@
 // chip config, the model file, slice, mesh and dtype), so one file serves
 // many configs and a point of another config is never used.
 // Cache lines are `KEY PREFILL DECODE CONTEXT SECONDS`, with a sixth field
-// ADAPTERS for LoRA points of n > 0 distinct adapters and a seventh PREFIX
-// for points whose chunk follows X > 0 cached tokens (ADAPTERS then 0 when
-// there are none).
-// Leaves out: several prefill sequences in one step are costed as one
-// chunk of their total length after their token-weighted mean prefix (the
-// prefix term, chunk x prefix, is exact; causal attention within the
-// chunks is overcounted); see docs/serving.md.
+// ADAPTERS for LoRA points of n > 0 distinct adapters, a seventh PREFIX
+// for points whose chunks follow X > 0 cached tokens and an eighth CHUNKS
+// for points of n > 1 prefill sequences (the fields before the last one
+// written then 0 when there are none).
+// Leaves out: a step's chunks are costed as equal chunks after their
+// token-weighted mean prefix (exact for the chunk x prefix and the causal
+// chunk^2 / 2 attention pairs, not for the K/V reads of unequal prefixes);
+// see docs/serving.md.
 #pragma once
 
 #include <cstdint>
@@ -42,19 +43,24 @@ struct StepShape {
   // sum(chunk x prefix) / prefill, so the attention to the prefixes
   // (proportional to chunk x prefix) is the grid's at prefill x prefix.
   double prefix = 0;
+  // The prefill chunks' effective count, prefill^2 / sum(chunk^2): the
+  // count of equal chunks with the same causal attention (sum(chunk^2) / 2
+  // pairs); 1 for a single chunk.
+  double chunks = 1;
 };
 
 struct GridPoint {
   std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
   std::int64_t adapters = 0;                          // LoRA: distinct adapters, at most prefill + decode
   std::int64_t prefix = 0;                            // the chunk's cached prefix; 0 when prefill == 0
+  std::int64_t chunks = 1;                            // prefill sequences (equal chunks); 1 when prefill == 0
   bool operator<(const GridPoint& o) const {
-    return std::tie(prefill, decode, context, adapters, prefix) <
-           std::tie(o.prefill, o.decode, o.context, o.adapters, o.prefix);
+    return std::tie(prefill, decode, context, adapters, prefix, chunks) <
+           std::tie(o.prefill, o.decode, o.context, o.adapters, o.prefix, o.chunks);
   }
   bool operator==(const GridPoint& o) const {
     return prefill == o.prefill && decode == o.decode && context == o.context && adapters == o.adapters &&
-           prefix == o.prefix;
+           prefix == o.prefix && chunks == o.chunks;
   }
 };
 
@@ -65,14 +71,19 @@ struct GridPoint {
 // x2 below the most, the most} (lora_adapter_axis); without, {0}.
 // The chunks' cached prefix: {0, 1024, 8192, ...x8 below max_prefix,
 // max_prefix} ({0} when max_prefix is 0 or there is no prefill axis).
+// Prefill sequences in a step: {1, 4, 16, ...x4 below max_chunks,
+// max_chunks}, interpolated linearly in 1 / chunks (the causal attention
+// of P tokens in n equal chunks is P^2 / 2n pairs); a corner of P prefill
+// tokens holds at most P chunks.
 struct StepGrid {
   std::vector<std::int64_t> prefill, decode, context;
   std::vector<std::int64_t> adapters = {0};
   std::vector<std::int64_t> prefix = {0};
+  std::vector<std::int64_t> chunks = {1};
 };
 std::vector<std::int64_t> lora_adapter_axis(std::int64_t most);
 StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context,
-                   std::int64_t max_prefix = 0);
+                   std::int64_t max_prefix = 0, std::int64_t max_chunks = 1);
 
 class StepCostModel {
  public:

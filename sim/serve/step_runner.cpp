@@ -49,6 +49,10 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
     a.push_back("--prefix");
     a.push_back(std::to_string(p.prefix));
   }
+  if (p.chunks > 1) {
+    a.push_back("--chunks");
+    a.push_back(std::to_string(p.chunks));
+  }
   if (decode_tokens > 1) {
     a.push_back("--decode-tokens");
     a.push_back(std::to_string(decode_tokens));
@@ -73,6 +77,7 @@ models::PhaseOptions step_phase(const GridPoint& p, const models::MeshSpec& mesh
     o.seq_len = p.prefill;
     o.serve_decode = p.decode;
     o.prefill_context = p.prefix;
+    o.prefill_chunks = p.chunks;
     o.cost_probe = true;
   } else {
     o.phase = models::Phase::decode;
@@ -106,7 +111,8 @@ void simulate_points(const std::vector<GridPoint>& points, const StepSimSetup& s
         const GridPoint& p = points[i];
         const std::string what = "step prefill=" + std::to_string(p.prefill) + " decode=" + std::to_string(p.decode) +
                                  " context=" + std::to_string(p.context) +
-                                 (p.prefix > 0 ? " prefix=" + std::to_string(p.prefix) : std::string());
+                                 (p.prefix > 0 ? " prefix=" + std::to_string(p.prefix) : std::string()) +
+                                 (p.chunks > 1 ? " chunks=" + std::to_string(p.chunks) : std::string());
         const std::string why = sweep::child_failure(e, dir(i));
         if (!why.empty()) {
           if (failure.empty()) {

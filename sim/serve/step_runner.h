@@ -34,8 +34,8 @@ struct StepSimSetup {
   std::vector<std::string> child_args(const GridPoint& p) const;
 };
 
-// The phase options of one step: P > 0: the zoo's serving step (a prefill
-// chunk of P tokens after p.prefix cached tokens of its own, with B
+// The phase options of one step: P > 0: the zoo's serving step (P prefill
+// tokens in p.chunks chunks, each after p.prefix cached tokens of its own, with B
 // decoding sequences over `context` tokens; a cost probe, which may pass
 // max_context at a grid corner); P == 0: a decode step of batch B at
 // `context`.

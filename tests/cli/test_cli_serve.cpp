@@ -191,6 +191,20 @@ TEST(CliServe, GridCornersBeyondHbmAreProbedNotRefused) {
   EXPECT_NE(run.err.find("does not fit"), std::string::npos) << run.err;
 }
 
+// Cache lines of exactly `fields` fields whose last one exceeds `above`
+// (7: a prefix > 0; 8: chunks > 1).
+int cache_points_with(const std::string& file, std::size_t fields, long above) {
+  std::istringstream cache(slurp(file));
+  int n = 0;
+  for (std::string l; std::getline(cache, l);) {
+    if (l.empty() || l[0] == '#') continue;
+    std::istringstream ls(l);
+    std::vector<std::string> f{std::istream_iterator<std::string>(ls), std::istream_iterator<std::string>()};
+    if (f.size() == fields && std::stol(f.back()) > above) ++n;
+  }
+  return n;
+}
+
 double step_seconds(const CliResult& r) {
   const auto at = r.out.find("step_seconds ");
   return at == std::string::npos ? 0 : std::stod(r.out.substr(at + 13));
@@ -223,19 +237,59 @@ TEST(CliServe, ChunksCostTheirCachedPrefix) {
   std::istringstream steps(slurp(s.d / "out/steps.csv"));
   std::string header, line;
   std::getline(steps, header);
-  ASSERT_EQ(header.substr(header.rfind(',') + 1), "prefill_prefix") << header;
+  // The column named prefill_prefix.
+  std::size_t col = 0;
+  {
+    std::istringstream hs(header);
+    std::string name;
+    for (std::size_t i = 0; std::getline(hs, name, ','); ++i)
+      if (name == "prefill_prefix") col = i;
+  }
+  ASSERT_GT(col, 0u) << header;
+  double most = 0;
+  while (std::getline(steps, line)) {
+    std::istringstream ls(line);
+    std::string cell;
+    for (std::size_t i = 0; i <= col; ++i) std::getline(ls, cell, ',');
+    most = std::max(most, std::stod(cell));
+  }
+  EXPECT_GE(most, 1400);  // a 1500-token prompt's last chunks of at most 64 follow >= 1436 cached tokens
+  EXPECT_GT(cache_points_with(s.d / "cache.txt", 7, 0), 0) << slurp(s.d / "cache.txt");
+}
+
+// Several prompts in one step: the same tokens split among more prompts
+// do less causal attention, so the step is faster; a run of short prompts
+// and a large token budget packs them (steps.csv's prefill_chunks) and
+// caches points of several chunks.
+TEST(CliServe, PromptsPackedInAStepCostTheirOwnAttention) {
+  Serve s;
+  auto step = [&](const std::string& args) {
+    return tpusim::test::run_tpusim_in(s.d.p.string(), "serve step --model " + (s.d / "tiny.yaml") + " " + args);
+  };
+  const CliResult one = step("--prefill 2048"), four = step("--prefill 2048 --chunks 4");
+  ASSERT_EQ(one.rc, 0) << one.err;
+  ASSERT_EQ(four.rc, 0) << four.err;
+  EXPECT_LT(step_seconds(four), step_seconds(one));
+  for (const char* bad : {"--prefill 16 --chunks 17", "--prefill 16 --chunks 0", "--decode 1 --chunks 2"}) {
+    const CliResult r = step(bad);
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find("--chunks"), std::string::npos) << bad << ": " << r.err;
+  }
+
+  const CliResult r = tpusim::test::run_tpusim_in(
+      s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") +
+                          " --arrival offline --requests 32 --max-batch 32 --max-tokens 1024 --jobs 2 --quiet"
+                          " --input fixed:40 --output fixed:4 --step-cache " +
+                          (s.d / "cache.txt") + " --out " + (s.d / "out"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream steps(slurp(s.d / "out/steps.csv"));
+  std::string header, line;
+  std::getline(steps, header);
+  ASSERT_EQ(header.substr(header.rfind(',') + 1), "prefill_chunks") << header;
   double most = 0;
   while (std::getline(steps, line)) most = std::max(most, std::stod(line.substr(line.rfind(',') + 1)));
-  EXPECT_GE(most, 1400);  // a 1500-token prompt's last chunks of at most 64 follow >= 1436 cached tokens
-  std::istringstream cache(slurp(s.d / "cache.txt"));
-  int with_prefix = 0;
-  for (std::string l; std::getline(cache, l);) {
-    if (l.empty() || l[0] == '#') continue;
-    std::istringstream ls(l);
-    std::vector<std::string> f{std::istream_iterator<std::string>(ls), std::istream_iterator<std::string>()};
-    if (f.size() == 7 && std::stol(f[6]) > 0) ++with_prefix;
-  }
-  EXPECT_GT(with_prefix, 0) << slurp(s.d / "cache.txt");
+  EXPECT_GT(most, 20);  // up to 31 prompts of 40 tokens in a step of 32 sequences
+  EXPECT_GT(cache_points_with(s.d / "cache.txt", 8, 1), 0) << slurp(s.d / "cache.txt");
 }
 
 TEST(CliServe, BadInputIsAnErrorNamingIt) {

@@ -116,7 +116,7 @@ TEST(CliServeLora, ServesAdaptersWithLoadsAndEvictions) {
   // gate 256+512, up 256+512, down 512+256) x rank 8 x 2 bytes.
   EXPECT_EQ(m["adapter_bytes_per_chip"], std::to_string(2 * (512 + 384 + 384 + 512 + 768 + 768 + 768) * 8 * 2));
   const std::string steps = slurp(s.d / "out/steps.csv");
-  EXPECT_NE(steps.find(",adapters,adapter_loads,prefill_prefix\n"), std::string::npos);
+  EXPECT_NE(steps.find(",adapters,adapter_loads,prefill_prefix,prefill_chunks\n"), std::string::npos);
   std::istringstream cache(slurp(s.d / "cache.txt"));
   int with_adapters = 0;
   for (std::string line; std::getline(cache, line);) {

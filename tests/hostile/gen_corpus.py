@@ -339,16 +339,20 @@ step = ["serve", "step", "--model", "{d}/tiny.yaml"]
 for extra in [["--prefill", "16", "--prefix", "-1"], ["--prefill", "16", "--prefix", "x"],
               ["--prefill", "0", "--decode", "1", "--prefix", "8"], ["--prefill", "16", "--prefix", "99999999999"],
               ["--prefill", "16", "--prefix", "1.5"], ["--prefill", "16", "--prefix", "4000", "--decode", "1",
-                                                       "--context", "4000"]]:
+                                                       "--context", "4000"],
+              ["--prefill", "16", "--chunks", "17"], ["--prefill", "16", "--chunks", "0"],
+              ["--decode", "1", "--chunks", "2"], ["--prefill", "16", "--chunks", "-3"]]:
     add("serve-step", step + extra, "error", {"tiny.yaml": TINY})
 add("serve-step", step + ["--prefill", "16", "--prefix", "100"], "ok", {"tiny.yaml": TINY})
 add("serve-step", step + ["--prefill", "64", "--prefix", "4000"], "ok", {"tiny.yaml": TINY})  # a probe past max_context
+add("serve-step", step + ["--prefill", "1000", "--chunks", "3", "--prefix", "100"], "ok", {"tiny.yaml": TINY})
 serve = ["serve", "--model", "{d}/tiny.yaml", "--requests", "2", "--arrival", "offline", "--input", "fixed:8",
          "--output", "fixed:4", "--jobs", "1", "--quiet", "--out", "{d}/o", "--step-cache", "{d}/steps.cache"]
 KEY = "0123456789abcdef"
 for line in [KEY + " 16 0 0 0.1 0 0", KEY + " 0 4 256 0.1 0 300", KEY + " 16 0 0 0.1 0", KEY + " 16 0 0 0.1 -1 256",
-             KEY + " 16 0 0 0.1 0 256 9", KEY + " 16 0 0 nan", KEY + " 16 0 0 0.1 1 x", "0123 16 0 0 0.1",
-             KEY + " 16 0 0 -0.1 0 256", KEY + " 99999999999999999999 0 0 0.1"]:
+             KEY + " 16 0 0 0.1 0 256 9 1", KEY + " 16 0 0 nan", KEY + " 16 0 0 0.1 1 x", "0123 16 0 0 0.1",
+             KEY + " 16 0 0 -0.1 0 256", KEY + " 99999999999999999999 0 0 0.1", KEY + " 16 0 0 0.1 0 0 1",
+             KEY + " 16 0 0 0.1 0 0 17", KEY + " 0 1 64 0.1 0 0 2", KEY + " 16 0 0 0.1 0 0 2 5"]:
     add("serve-cache", serve, "error", {"tiny.yaml": TINY, "steps.cache": line + "\n"})
 add("serve-cache", serve, "ok", {"tiny.yaml": TINY, "steps.cache": KEY + " 16 0 0 0.1 0 256\n"})
 

@@ -80,6 +80,40 @@ TEST(ServeStep, ChunkAttendsToItsCachedPrefix) {
   EXPECT_EQ(w.find_tensor(core->inputs[1])->shape, (Shape{1, 576, 8, 128}));  // 512 cached + 64 new keys
 }
 
+// Several prompts' chunks in one step (PhaseOptions::prefill_chunks): the
+// P tokens are n sequences, each attending causally to itself only, each
+// with its last position's logits: the FLOPs of the per-chunk prefills
+// (batch of the equal chunks; two batches when P mod n > 0) plus the
+// decode, all matmul rows but the logits the same as one chunk's.
+TEST(ServeStep, SeveralPromptsAreTheirOwnPrefills) {
+  const ModelSpec m = load_model("llama3-8b");
+  PhaseOptions dec;
+  dec.phase = Phase::decode;
+  dec.batch = 4;
+  dec.context = 300;
+  auto prefills = [&](std::int64_t count, std::int64_t len) {
+    PhaseOptions o = prefill(len);
+    o.batch = count;
+    return mm_attn_flops(generate(m, o));
+  };
+  for (auto [P, n] : {std::pair<std::int64_t, std::int64_t>{1024, 4}, {1000, 3}, {64, 64}}) {
+    PhaseOptions o = step(P, 4, 300);
+    o.prefill_chunks = n;
+    const Workload w = generate(m, o);
+    EXPECT_NO_THROW(w.validate());
+    const std::int64_t q = P / n, r = P % n;
+    const double want = (r > 0 ? prefills(r, q + 1) : 0) + prefills(n - r, q) + mm_attn_flops(generate(m, dec));
+    EXPECT_NEAR(mm_attn_flops(w) / want, 1.0, 1e-12) << "P " << P << " chunks " << n;
+    if (q >= 128)  // long chunks: fewer causal pairs outweigh n - 1 more logits rows
+      EXPECT_LT(mm_attn_flops(w), mm_attn_flops(generate(m, step(P, 4, 300)))) << P << " in " << n;
+  }
+  PhaseOptions o = step(64, 0, 1);
+  o.prefill_chunks = 65;
+  EXPECT_THROW(check_options(m, o), ModelError);
+  o.prefill_chunks = 0;
+  EXPECT_THROW(check_options(m, o), ModelError);
+}
+
 // A chunk and its cached prefix past max_context are refused, except in a
 // cost probe (a corner of tpusim serve's step grid that no real step
 // reaches): there the chunk attends to the whole prefix.

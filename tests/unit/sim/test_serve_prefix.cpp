@@ -1,15 +1,19 @@
-// Chunked prefill's attention to the cached prefix (StepShape::prefix): a
-// later chunk of a prompt attends to the tokens of its own sequence already
-// in the KV cache, so a step's cost depends on that prefix. The grid's
-// prefix axis, its interpolation, its cache lines, and the prefix the
-// schedulers (colocated and disaggregated) give each step, on step costs
-// from a known function (no engine; the engine-backed step is in
-// tests/cli/test_cli_serve.cpp).
+// The shape of a step's prefill beyond its token count: the cached prefix
+// its chunks follow (StepShape::prefix: a later chunk of a prompt attends
+// to the tokens of its own sequence already in the KV cache) and how many
+// prompts its tokens belong to (StepShape::chunks: each attends causally
+// to itself only, so many short prompts do less attention than one long
+// one). The grid's axes, their interpolation, the cache lines, and the
+// shape the schedulers (colocated and disaggregated) give each step, on
+// step costs from a known function (no engine; the engine-backed step is
+// in tests/cli/test_cli_serve.cpp).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "serve_test_costs.h"
 #include "sim/cli/cli.h"
@@ -19,6 +23,11 @@
 
 namespace tpusim::sim::serve {
 namespace {
+
+std::string slurp_for_test(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 using test::cost_fn;
 
@@ -110,7 +119,7 @@ TEST(ServePrefix, CacheLinesKeepThePrefixAndOldLinesStillLoad) {
   // A prefix on a step without prefill, a prefix of 0 written out, and
   // adapters 0 without a prefix are malformed lines, named by file:line.
   for (const std::string bad : {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0",
-                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9",
+                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9 1",
                                 "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"}) {
     const std::string one = path + ".bad";
     std::ofstream(one) << bad << "\n";
@@ -174,6 +183,130 @@ TEST(ServePrefix, DisaggregatedPrefillStepsCostTheirPrefixes) {
       EXPECT_NEAR(st.duration, cost_px(static_cast<double>(st.prefill_tokens), 0, 0, st.prefill_prefix), 1e-12);
     }
   EXPECT_EQ(prefixes, (std::vector<double>{0, 256, 512}));
+}
+
+// cost_px plus causal attention within the chunks, P^2 / 2n pairs: linear
+// in 1 / n, as the grid interpolates the chunks.
+double cost_pxn(double P, double B, double C, double X, double n) {
+  return cost_px(P, B, C, X) + 2e-11 * P * P / n;
+}
+
+// Every corner the interpolation can ask for: a prefill point P holds the
+// chunks axis up to P.
+StepCostModel filled_pxn(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_ctx,
+                         std::int64_t max_prefix, std::int64_t max_chunks) {
+  StepCostModel m(make_grid(max_tokens, max_batch, max_ctx, max_prefix, max_chunks), "0123456789abcdef");
+  const auto& g = m.grid();
+  for (auto p : g.prefill)
+    for (auto b : g.decode) {
+      if (p + b == 0) continue;
+      std::vector<std::int64_t> ns = {1};
+      if (p > 0) {
+        ns.clear();
+        for (auto n : g.chunks)
+          if (n < p) ns.push_back(n);
+        if (ns.empty() || ns.back() != std::min(p, g.chunks.back())) ns.push_back(std::min(p, g.chunks.back()));
+      }
+      for (auto x : p > 0 ? g.prefix : std::vector<std::int64_t>{0})
+        for (auto n : ns)
+          for (auto c : b == 0 ? std::vector<std::int64_t>{0} : g.context)
+            m.add({p, b, c, 0, x, n}, cost_pxn(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c),
+                                               static_cast<double>(x), static_cast<double>(n)));
+    }
+  return m;
+}
+
+TEST(ServeChunks, GridAxisRunsFromOneToTheMostPromptsAStepHolds) {
+  EXPECT_EQ(make_grid(8192, 512, 2048).chunks, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(make_grid(8192, 512, 2048, 0, 33).chunks, (std::vector<std::int64_t>{1, 4, 16, 33}));
+  EXPECT_EQ(make_grid(8192, 512, 2048, 0, 2).chunks, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(make_grid(16, 512, 2048, 0, 100).chunks, (std::vector<std::int64_t>{1, 4, 16}));  // at most the tokens
+}
+
+TEST(ServeChunks, CausalPairsAreInterpolatedExactlyInOneOverChunks) {
+  StepCostModel m = filled_pxn(8192, 32, 2048, 1798, 33);
+  // On the prefill axis's points (P^2 / n is not linear in P between them).
+  for (const auto& s : {StepShape{8192, 0, 0, 0, 0, 10}, StepShape{8192, 5, 700, 0, 300, 2.5},
+                        StepShape{4096, 0, 0, 0, 0, 13.7}, StepShape{1024, 31, 2000, 0, 1500, 33},
+                        StepShape{256, 0, 0, 0, 0, 1}})
+    EXPECT_NEAR(m.cost(s), cost_pxn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
+                                    s.prefix, s.chunks),
+                1e-12)
+        << s.prefill << " chunks " << s.chunks;
+  EXPECT_TRUE(m.missing().empty());
+  // A single chunk needs no corner of more chunks.
+  for (const auto& p : m.corners({5000, 3, 100, 0, 0, 1})) EXPECT_EQ(p.chunks, 1);
+  // A corner of fewer prefill tokens than chunks holds as many chunks as
+  // tokens: the 16-token corner of a 20-token step of 20 one-token prompts.
+  bool capped = false;
+  for (const auto& p : m.corners({20, 0, 0, 0, 0, 20})) {
+    EXPECT_LE(p.chunks, p.prefill);
+    capped = capped || (p.prefill == 16 && p.chunks == 16);
+  }
+  EXPECT_TRUE(capped);
+}
+
+TEST(ServeChunks, CacheLinesKeepTheChunks) {
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("serve_chunks_cache_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(path);
+  StepCostModel a(make_grid(8192, 32, 2048, 1798, 33), "aaaaaaaaaaaaaaaa");
+  a.add({8192, 0, 0, 0, 0, 16}, 0.15);
+  a.add({1024, 4, 64, 3, 1024, 4}, 0.05);
+  a.save(path, "a");
+  StepCostModel b(make_grid(8192, 32, 2048, 1798, 33), "aaaaaaaaaaaaaaaa");
+  b.load(path);
+  EXPECT_DOUBLE_EQ(b.value({8192, 0, 0, 0, 0, 16}), 0.15);
+  EXPECT_DOUBLE_EQ(b.value({1024, 4, 64, 3, 1024, 4}), 0.05);
+  EXPECT_NE(slurp_for_test(path).find("aaaaaaaaaaaaaaaa 8192 0 0 0.15 0 0 16\n"), std::string::npos);
+  for (const std::string bad : {"aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 17",
+                                "aaaaaaaaaaaaaaaa 0 4 64 0.1 0 0 2", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 2 1"}) {
+    const std::string one = path + ".bad";
+    std::ofstream(one) << bad << "\n";
+    StepCostModel m(make_grid(8192, 32, 2048, 1798, 33), "aaaaaaaaaaaaaaaa");
+    try {
+      m.load(one);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(one + ":1:"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(one);
+  }
+  std::filesystem::remove(path);
+}
+
+// Eight prompts of 100 tokens at once, 512 tokens a step: the first
+// arrival's step holds its prompt alone; the next holds its decode, five
+// whole prompts and 11 tokens of the sixth (chunks 511^2 / (5 x 100^2 +
+// 11^2)); the third five decodes, the sixth's other 89 tokens after its 11
+// and the last prompt whole.
+TEST(ServeChunks, EachStepCostsItsPromptsCausalAttention) {
+  StepCostModel m = filled_pxn(512, 8, 512, 510, 7);
+  ServerOptions o = opts(512);
+  o.max_batch = 8;
+  std::vector<Request> reqs;
+  for (std::int64_t i = 0; i < 8; ++i) reqs.push_back({i, 0.0, 100, 2});
+  const ServeResult r = simulate_serving(reqs, o, m);
+  ASSERT_GE(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[0].prefill_tokens, 100);
+  EXPECT_DOUBLE_EQ(r.steps[0].prefill_chunks, 1);
+  const auto& s1 = r.steps[1];
+  EXPECT_EQ(s1.prefill_tokens, 511);
+  EXPECT_EQ(s1.prefill_seqs, 6);
+  EXPECT_DOUBLE_EQ(s1.prefill_chunks, 511.0 * 511.0 / (5 * 100.0 * 100.0 + 11.0 * 11.0));
+  EXPECT_DOUBLE_EQ(s1.prefill_prefix, 0);
+  const auto& s2 = r.steps[2];
+  EXPECT_EQ(s2.prefill_tokens, 189);
+  EXPECT_EQ(s2.decode_seqs, 5);
+  EXPECT_DOUBLE_EQ(s2.prefill_chunks, 189.0 * 189.0 / (89.0 * 89.0 + 100.0 * 100.0));
+  EXPECT_DOUBLE_EQ(s2.prefill_prefix, 89.0 * 11.0 / 189.0);
+  // Off the prefill axis the P^2 / n term is interpolated, not exact: on
+  // the axis (P = 512 corner weights) it is; check against the grid's own
+  // interpolation of the recorded shape, which must be what the step took.
+  for (const auto& st : {s1, s2})
+    EXPECT_DOUBLE_EQ(st.duration, m.cost({st.prefill_tokens, st.decode_seqs, st.mean_context, 0, st.prefill_prefix,
+                                          st.prefill_chunks}));
+  EXPECT_TRUE(m.missing().empty());
 }
 
 }  // namespace
