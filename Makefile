@@ -41,7 +41,7 @@ test: build
 FUZZ_SECONDS ?= 120
 FUZZERS = fuzz_workload_yaml:configs/workloads fuzz_scalesim_csv:configs/workloads \
           fuzz_model_file:models/zoo fuzz_config:configs fuzz_sweep_expr:tests/fuzz/seeds/expr \
-          fuzz_mesh:tests/fuzz/seeds/mesh
+          fuzz_mesh:tests/fuzz/seeds/mesh fuzz_serve_inputs:tests/fuzz/seeds/serve
 fuzz-build: bootstrap
 	CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPUSIM_FUZZ=ON
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzzers

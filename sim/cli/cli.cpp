@@ -14,7 +14,6 @@
 #include "sim/engine/engine.h"
 #include "sim/lowering/lowering.h"
 #include "sim/results/results_writer.h"
-#include "workloads/io/input_file.h"
 #include "workloads/ir/errors.h"
 #include "workloads/ir/mesh.h"
 
@@ -172,10 +171,6 @@ void check_vcd_path(const std::string& what, const std::string& path) {
   if (fd < 0) throw UsageError(what + " '" + file + "': cannot create the file: " + std::strerror(errno));
   ::close(fd);
   if (!existed) fs::remove(file, ec);
-}
-
-void check_input_file(const std::string& what, const std::string& path) {
-  if (auto why = workloads::input_file_problem(path); !why.empty()) throw UsageError(what + " '" + path + "': " + why);
 }
 
 namespace {

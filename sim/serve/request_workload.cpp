@@ -183,6 +183,7 @@ LengthDist parse_length_dist(const std::string& what, const std::string& text) {
       total += wt;
     }
     if (!(total > 0)) throw UsageError(src + ": the weights sum to 0");
+    if (!std::isfinite(total)) throw UsageError(src + ": the weights' sum is beyond a double's range");
     double acc = 0;
     for (const auto& [v, w] : vw) {
       acc += w;

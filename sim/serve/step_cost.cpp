@@ -112,24 +112,46 @@ namespace {
 
 // Calls fn(point, weight) for each corner of s's cell with a non-zero
 // weight (a point of decode == 0 has context 0, one of prefill == 0 prefix
-// 0; the empty step is skipped).
+// 0; the empty step is skipped). The prompts' count n is separable: the
+// corners of (P, B, C, A, X) are taken at one chunk, and what n chunks add
+// (their causal attention and last-token logits) comes from the corners
+// of (P, X) alone, without decodes or adapters: the chunks' cost at n
+// (interpolated in 1 / n) minus their cost at 1, so those corners also
+// carry negative weights (fn's third argument is true for those terms).
 template <typename Fn>
 void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
   const Bracket bp = bracket(g.prefill, static_cast<double>(s.prefill));
   const Bracket bd = bracket(g.decode, static_cast<double>(s.decode));
   const Bracket bc = bracket(g.context, s.context);
   const Bracket bx = bracket(g.prefix, s.prefix);
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b) {
-      const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0], B = g.decode[b ? bd.i1 : bd.i0];
+  for (int a = 0; a < 2; ++a) {
+    const double wp = a ? bp.w1 : 1 - bp.w1;
+    if (wp == 0) continue;
+    const std::int64_t P = g.prefill[a ? bp.i1 : bp.i0];
+    if (P > 0 && s.chunks > 1) {
       // A corner of P prefill tokens holds at most P chunks: its chunks
-      // axis ends at P (a decode-only corner has the one value 1).
+      // axis ends at P.
       std::vector<std::int64_t> chunk_axis;
       for (auto n : g.chunks)
         if (n < P) chunk_axis.push_back(n);
-      const std::int64_t most = P > 0 ? std::min(P, g.chunks.back()) : 1;
+      const std::int64_t most = std::min(P, g.chunks.back());
       if (chunk_axis.empty() || chunk_axis.back() != most) chunk_axis.push_back(most);
       const Bracket bk = bracket_reciprocal(chunk_axis, s.chunks);
+      for (int x = 0; x < 2; ++x) {
+        const double wx = wp * (x ? bx.w1 : 1 - bx.w1);
+        if (wx == 0) continue;
+        const std::int64_t X = g.prefix[x ? bx.i1 : bx.i0];
+        for (int k = 0; k < 2; ++k) {
+          const double w = wx * (k ? bk.w1 : 1 - bk.w1);
+          const std::int64_t n = chunk_axis[k ? bk.i1 : bk.i0];
+          if (w == 0 || n == 1) continue;
+          fn(GridPoint{P, 0, 0, 0, X, n}, w, true);
+          fn(GridPoint{P, 0, 0, 0, X, 1}, -w, true);
+        }
+      }
+    }
+    for (int b = 0; b < 2; ++b) {
+      const std::int64_t B = g.decode[b ? bd.i1 : bd.i0];
       // A step has at most one adapter per sequence row (R = P + B), so at
       // a corner of fewer rows than the shape's adapters the adapters axis
       // ends at R and the cost is extrapolated linearly in the adapters
@@ -150,44 +172,46 @@ void for_each_corner(const StepGrid& g, const StepShape& s, Fn fn) {
         bn = Bracket{axis.size() - 1, axis.size() - 1, 0};
       for (int c = 0; c < 2; ++c)
         for (int n = 0; n < 2; ++n)
-          for (int x = 0; x < 2; ++x)
-            for (int k = 0; k < 2; ++k) {
-              const double w = (a ? bp.w1 : 1 - bp.w1) * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) *
-                               (n ? bn.w1 : 1 - bn.w1) * (x ? bx.w1 : 1 - bx.w1) * (k ? bk.w1 : 1 - bk.w1);
-              if (w == 0) continue;
-              GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
-              if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
-              if (p.prefill > 0) {
-                p.prefix = g.prefix[x ? bx.i1 : bx.i0];
-                p.chunks = chunk_axis[k ? bk.i1 : bk.i0];
-              }
-              if (p.prefill > 0 || p.decode > 0) fn(p, w);
-            }
+          for (int x = 0; x < 2; ++x) {
+            const double w = wp * (b ? bd.w1 : 1 - bd.w1) * (c ? bc.w1 : 1 - bc.w1) * (n ? bn.w1 : 1 - bn.w1) *
+                             (x ? bx.w1 : 1 - bx.w1);
+            if (w == 0) continue;
+            GridPoint p{P, B, 0, axis[n ? bn.i1 : bn.i0]};
+            if (p.decode > 0) p.context = g.context[c ? bc.i1 : bc.i0];
+            if (p.prefill > 0) p.prefix = g.prefix[x ? bx.i1 : bx.i0];
+            if (p.prefill > 0 || p.decode > 0) fn(p, w, false);
+          }
     }
+  }
 }
 
 }  // namespace
 
 std::vector<GridPoint> StepCostModel::corners(const StepShape& s) const {
   std::vector<GridPoint> out;
-  for_each_corner(grid_, s, [&](const GridPoint& p, double) {
+  for_each_corner(grid_, s, [&](const GridPoint& p, double, bool) {
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   });
   return out;
 }
 
 double StepCostModel::cost(const StepShape& s) {
-  double t = 0;
-  for_each_corner(grid_, s, [&](const GridPoint& p, double w) {
+  double base = 0, chunks = 0;
+  for_each_corner(grid_, s, [&](const GridPoint& p, double w, bool chunk_term) {
     auto it = known_.find(p);
+    double v = 0;
     if (it != known_.end()) {
-      t += w * it->second;
+      v = it->second;
     } else {
       missing_.insert(p);
-      t += w * nearest(p);
+      v = nearest(p);
     }
+    (chunk_term ? chunks : base) += w * v;
   });
-  return t;
+  // What the chunks save is less than the step at one chunk on simulated
+  // corners; a stand-in for a missing one (or a cache file edited by
+  // hand) can make it more, and then the step keeps its one-chunk cost.
+  return base + chunks > 0 ? base + chunks : base;
 }
 
 double StepCostModel::nearest(const GridPoint& p) const {
@@ -212,6 +236,11 @@ double StepCostModel::nearest(const GridPoint& p) const {
 }
 
 void StepCostModel::add(const GridPoint& p, double seconds) { known_[p] = seconds; }
+
+// A cached step's seconds are at most 10^6 (no engine step of a serving
+// simulation takes days; larger values could only overflow the
+// interpolation).
+constexpr double kMaxStepSeconds = 1e6;
 
 void StepCostModel::load(const std::string& path) {
   std::error_code ec;
@@ -249,10 +278,10 @@ void StepCostModel::load(const std::string& path) {
       ok = (extra.size() == 3 ? last > 1 : last > 0) && (extra.size() == 1 || p.prefill > 0) &&
            p.chunks <= std::max<std::int64_t>(1, p.prefill);
     }
-    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !std::isfinite(sec))
+    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !(sec <= kMaxStepSeconds))
       throw UsageError(path + ":" + std::to_string(n) +
                        ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX [CHUNKS]]]' (16 hex digits, "
-                       "counts >= 0, seconds > 0; the last optional field the point's own: adapters > 0, prefix > 0 "
+                       "counts >= 0, seconds in (0, 1e6]; the last optional field the point's own: adapters > 0, prefix > 0 "
                        "or chunks > 1, at most prefill; a prefix or chunks only with prefill > 0), found '" +
                        line + "'");
     if (key == key_) known_[p] = sec;

@@ -74,7 +74,10 @@ struct GridPoint {
 // Prefill sequences in a step: {1, 4, 16, ...x4 below max_chunks,
 // max_chunks}, interpolated linearly in 1 / chunks (the causal attention
 // of P tokens in n equal chunks is P^2 / 2n pairs); a corner of P prefill
-// tokens holds at most P chunks.
+// tokens holds at most P chunks. The axis is separable: a step's cost is
+// its cost at one chunk (corners in P, B, C, adapters and X) plus what n
+// chunks change, from the prefill-only corners in P and X (cost at n
+// minus cost at 1), so only those corners are simulated at n > 1.
 struct StepGrid {
   std::vector<std::int64_t> prefill, decode, context;
   std::vector<std::int64_t> adapters = {0};
@@ -107,6 +110,7 @@ class StepCostModel {
     return it == known_.end() ? 0 : it->second;
   }
   std::size_t size() const { return known_.size(); }
+  const std::map<GridPoint, double>& points() const { return known_; }
   const std::string& key() const { return key_; }
   const StepGrid& grid() const { return grid_; }
 

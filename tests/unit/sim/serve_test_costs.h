@@ -3,8 +3,15 @@
 // expected time follows from the formula.
 #pragma once
 
-#include <cstdint>
+#include <gtest/gtest.h>
 
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+
+#include "sim/cli/cli.h"
 #include "sim/serve/step_cost.h"
 
 namespace tpusim::sim::serve::test {
@@ -31,6 +38,23 @@ inline StepCostModel filled(std::int64_t max_tokens = 512, std::int64_t max_batc
         m.add({p, b, c}, scale * cost_fn(static_cast<double>(p), static_cast<double>(b), static_cast<double>(c)));
     }
   return m;
+}
+
+// Each of `lines`, alone in the cache file `file`, is refused by a model
+// of key aaaaaaaaaaaaaaaa on `grid` with a UsageError naming file:1.
+inline void expect_cache_lines_refused(const std::string& file, const StepGrid& grid,
+                                       std::initializer_list<const char*> lines) {
+  for (const std::string line : lines) {
+    std::ofstream(file) << line << "\n";
+    StepCostModel m(grid, "aaaaaaaaaaaaaaaa");
+    try {
+      m.load(file);
+      ADD_FAILURE() << "accepted '" << line << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(file + ":1:"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(file);
+  }
 }
 
 }  // namespace tpusim::sim::serve::test

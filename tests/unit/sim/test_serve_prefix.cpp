@@ -118,20 +118,10 @@ TEST(ServePrefix, CacheLinesKeepThePrefixAndOldLinesStillLoad) {
   EXPECT_DOUBLE_EQ(c.value({64, 1, 64, 2, 0}), 0.005);
   // A prefix on a step without prefill, a prefix of 0 written out, and
   // adapters 0 without a prefix are malformed lines, named by file:line.
-  for (const std::string bad : {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0",
-                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9 1",
-                                "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"}) {
-    const std::string one = path + ".bad";
-    std::ofstream(one) << bad << "\n";
-    StepCostModel m(make_grid(512, 32, 2048, 1798), "aaaaaaaaaaaaaaaa");
-    try {
-      m.load(one);
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(one + ":1:"), std::string::npos) << e.what();
-    }
-    std::filesystem::remove(one);
-  }
+  test::expect_cache_lines_refused(path + ".bad", make_grid(512, 32, 2048, 1798),
+                                  {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0",
+                                   "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9 1",
+                                   "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"});
   std::filesystem::remove(path);
 }
 
@@ -246,6 +236,35 @@ TEST(ServeChunks, CausalPairsAreInterpolatedExactlyInOneOverChunks) {
   EXPECT_TRUE(capped);
 }
 
+// The chunks axis is separable: a step of decodes (or LoRA adapters) and
+// several prompts takes its chunks' change from prefill-only corners, so
+// the decode corners are simulated at one chunk only.
+TEST(ServeChunks, ChunksCornersHoldNoDecodesOrAdapters) {
+  StepCostModel m(make_grid(8192, 32, 2048, 1798, 33), "0123456789abcdef");
+  bool some = false;
+  for (const auto& s : {StepShape{4096, 5, 700, 0, 300, 2.5}, StepShape{3000, 31, 2000, 0, 1500, 20}})
+    for (const auto& p : m.corners(s)) {
+      if (p.chunks == 1) continue;
+      some = true;
+      EXPECT_EQ(p.decode, 0);
+      EXPECT_EQ(p.context, 0);
+      EXPECT_EQ(p.adapters, 0);
+    }
+  EXPECT_TRUE(some);
+  // What a step's chunks save is the prefill-only difference, whatever
+  // its decodes cost: here 0.04 of 0.10.
+  m.add({4096, 0, 0, 0, 0, 1}, 0.10);
+  m.add({4096, 0, 0, 0, 0, 4}, 0.06);
+  m.add({4096, 16, 1024, 0, 0, 1}, 0.30);
+  EXPECT_NEAR(m.cost({4096, 16, 1024, 0, 0, 4}), 0.26, 1e-12);
+  EXPECT_NEAR(m.cost({4096, 0, 0, 0, 0, 4}), 0.06, 1e-12);
+  EXPECT_TRUE(m.missing().empty());
+  // A cache whose chunks would save more than the step costs (no engine
+  // gives that) leaves the step its one-chunk cost, never a time <= 0.
+  m.add({4096, 16, 1024, 0, 0, 1}, 0.03);
+  EXPECT_NEAR(m.cost({4096, 16, 1024, 0, 0, 4}), 0.03, 1e-12);
+}
+
 TEST(ServeChunks, CacheLinesKeepTheChunks) {
   const auto path =
       (std::filesystem::temp_directory_path() / ("serve_chunks_cache_" + std::to_string(::getpid()))).string();
@@ -259,19 +278,9 @@ TEST(ServeChunks, CacheLinesKeepTheChunks) {
   EXPECT_DOUBLE_EQ(b.value({8192, 0, 0, 0, 0, 16}), 0.15);
   EXPECT_DOUBLE_EQ(b.value({1024, 4, 64, 3, 1024, 4}), 0.05);
   EXPECT_NE(slurp_for_test(path).find("aaaaaaaaaaaaaaaa 8192 0 0 0.15 0 0 16\n"), std::string::npos);
-  for (const std::string bad : {"aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 17",
-                                "aaaaaaaaaaaaaaaa 0 4 64 0.1 0 0 2", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 2 1"}) {
-    const std::string one = path + ".bad";
-    std::ofstream(one) << bad << "\n";
-    StepCostModel m(make_grid(8192, 32, 2048, 1798, 33), "aaaaaaaaaaaaaaaa");
-    try {
-      m.load(one);
-      ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(one + ":1:"), std::string::npos) << e.what();
-    }
-    std::filesystem::remove(one);
-  }
+  test::expect_cache_lines_refused(path + ".bad", make_grid(8192, 32, 2048, 1798, 33),
+                                  {"aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 17",
+                                   "aaaaaaaaaaaaaaaa 0 4 64 0.1 0 0 2", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 2 1"});
   std::filesystem::remove(path);
 }
 
