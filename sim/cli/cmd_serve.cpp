@@ -600,8 +600,11 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     for (const auto& st : res.steps) {
       // A step's effective chunks, rounded: the direct simulation needs
       // whole chunks, and the interpolation is taken at the same count.
-      GridPoint p{st.prefill_tokens, st.decode_seqs, st.decode_seqs > 0 ? std::llround(st.mean_context) : 0,
-                  st.adapters, st.prefill_tokens > 0 ? std::llround(st.prefill_prefix) : 0,
+      GridPoint p{st.prefill_tokens,
+                  st.decode_seqs,
+                  st.decode_seqs > 0 ? std::llround(st.mean_context) : 0,
+                  st.adapters,
+                  st.prefill_tokens > 0 ? std::llround(st.prefill_prefix) : 0,
                   st.prefill_tokens > 0 ? std::max<std::int64_t>(1, std::llround(st.prefill_chunks)) : 1};
       if (p.decode > 0) p.context = std::max<std::int64_t>(1, p.context);
       if (on_grid(g.prefill, p.prefill) && on_grid(g.decode, p.decode) && on_grid(g.adapters, p.adapters) &&

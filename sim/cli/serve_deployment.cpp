@@ -91,8 +91,10 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "adapters", po::value<std::int64_t>()->default_value(0),
       "distinct LoRA adapters among the step's sequences (needs --lora-rank; 0: none)");
   po::variables_map vm;
-  if (!parse_command_args("serve step", "tpusim serve step --model NAME --prefill P [--prefix X --chunks N] --decode B --context C [options]",
-                          args, opts, {}, vm, ctx))
+  if (!parse_command_args(
+          "serve step",
+          "tpusim serve step --model NAME --prefill P [--prefix X --chunks N] --decode B --context C [options]", args,
+          opts, {}, vm, ctx))
     return 0;
   const Deployment d = load_deployment("serve step", vm, ctx);
   GridPoint p{vm["prefill"].as<std::int64_t>(), vm["decode"].as<std::int64_t>(), vm["context"].as<std::int64_t>()};

@@ -135,14 +135,9 @@ class DisaggLoop : RequestLoop<DSeq> {
     }
     if (p.pstep.empty()) return;
     StepShape shape;
-    double chunk_prefix = 0, chunk_squares = 0;
-    for (const auto& [id, chunk] : p.pstep) {
-      shape.prefill += chunk;
-      chunk_prefix += static_cast<double>(chunk) * static_cast<double>(seq(id).prefilled);
-      chunk_squares += static_cast<double>(chunk) * static_cast<double>(chunk);
-    }
-    shape.prefix = chunk_prefix / static_cast<double>(shape.prefill);
-    shape.chunks = static_cast<double>(shape.prefill) * static_cast<double>(shape.prefill) / chunk_squares;
+    PrefillChunks chunks;
+    for (const auto& [id, chunk] : p.pstep) chunks.add(chunk, seq(id).prefilled);
+    chunks.shape_into(shape);
     const double dt = prefill_.cost(shape);
     p.pbusy = true;
     p.pend = now_ + dt;

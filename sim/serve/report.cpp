@@ -198,14 +198,15 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
     const std::string p = dir + "/steps.csv";
     std::ofstream f(p);
     f << "step,replica,start_s,duration_s,prefill_tokens,prefill_seqs,decode_seqs,mean_context,running,waiting,"
-         "kv_pages_used,kv_pages_total,preempted,decode_tokens_out,adapters,adapter_loads,prefill_prefix,prefill_chunks\n";
+         "kv_pages_used,kv_pages_total,preempted,decode_tokens_out,adapters,adapter_loads,prefill_prefix,"
+         "prefill_chunks\n";
     std::size_t i = 0;
     for (const auto& st : r.steps)
       f << i++ << "," << st.replica << "," << num(st.start) << "," << num(st.duration) << "," << st.prefill_tokens
         << "," << st.prefill_seqs << "," << st.decode_seqs << "," << num(st.mean_context) << "," << st.running << ","
         << st.waiting << "," << st.kv_pages_used << "," << r.kv_capacity << "," << st.preempted << ","
-        << st.decode_tokens_out << "," << st.adapters << "," << st.adapter_loads << "," << num(st.prefill_prefix)
-        << "," << num(st.prefill_chunks) << "\n";
+        << st.decode_tokens_out << "," << st.adapters << "," << st.adapter_loads << "," << num(st.prefill_prefix) << ","
+        << num(st.prefill_chunks) << "\n";
     check_stream(f, p);
   }
   {
@@ -258,8 +259,7 @@ void write_serve_results(const std::string& dir, const ServeResult& r, const Sum
         << ",\"dur\":" << us(st.duration) << ",\"name\":\"step P" << st.prefill_tokens << " D" << st.decode_seqs
         << "\",\"args\":{\"prefill_tokens\":" << st.prefill_tokens << ",\"decode_seqs\":" << st.decode_seqs
         << ",\"mean_context\":" << num(st.mean_context) << ",\"prefill_prefix\":" << num(st.prefill_prefix)
-        << ",\"prefill_chunks\":" << num(st.prefill_chunks)
-        << ",\"kv_pages_used\":" << st.kv_pages_used << "}}";
+        << ",\"prefill_chunks\":" << num(st.prefill_chunks) << ",\"kv_pages_used\":" << st.kv_pages_used << "}}";
     for (const auto& q : r.requests) {
       const auto id = q.req.id;
       f << ",\n{\"ph\":\"M\",\"pid\":2,\"tid\":" << id << ",\"name\":\"thread_name\",\"args\":{\"name\":\"request "

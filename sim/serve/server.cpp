@@ -211,13 +211,12 @@ class Loop : RequestLoop<Seq> {
                   rp.step.end());
     if (rp.step.empty()) return;
     StepShape shape;
-    double ctx = 0, chunk_prefix = 0, chunk_squares = 0;
+    double ctx = 0;
+    PrefillChunks prefill_chunks;
     StepRecord st;
     for (const auto& w : rp.step) {
       if (w.chunk > 0) {
-        shape.prefill += w.chunk;
-        chunk_prefix += static_cast<double>(w.chunk) * static_cast<double>(seq(w.seq).prefilled);
-        chunk_squares += static_cast<double>(w.chunk) * static_cast<double>(w.chunk);
+        prefill_chunks.add(w.chunk, seq(w.seq).prefilled);
         ++st.prefill_seqs;
       } else {
         ++shape.decode;
@@ -231,9 +230,7 @@ class Loop : RequestLoop<Seq> {
       for (int id : rp.batch) ctx += static_cast<double>(std::max<std::int64_t>(1, seq(id).cache));
     }
     shape.context = shape.decode > 0 ? ctx / static_cast<double>(shape.decode) : 0;
-    shape.prefix = shape.prefill > 0 ? chunk_prefix / static_cast<double>(shape.prefill) : 0;
-    if (shape.prefill > 0)
-      shape.chunks = static_cast<double>(shape.prefill) * static_cast<double>(shape.prefill) / chunk_squares;
+    prefill_chunks.shape_into(shape);
     if (opt_.lora.on()) {
       std::set<std::int64_t> used;
       if (opt_.batching == Batching::static_batch && shape.decode > 0)
@@ -255,9 +252,7 @@ class Loop : RequestLoop<Seq> {
     if (opt_.spec.k > 0 && draft_) {
       if (shape.prefill > 0) {
         StepShape chunks;
-        chunks.prefill = shape.prefill;
-        chunks.prefix = shape.prefix;
-        chunks.chunks = shape.chunks;
+        prefill_chunks.shape_into(chunks);
         dt += draft_->cost(chunks);
       }
       if (shape.decode > 0) dt += static_cast<double>(opt_.spec.k) * draft_->cost({0, shape.decode, shape.context});

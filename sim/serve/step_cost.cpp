@@ -74,8 +74,8 @@ std::string digest(const std::string& text) {
   return buf;
 }
 
-StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context,
-                   std::int64_t max_prefix, std::int64_t max_chunks) {
+StepGrid make_grid(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_context, std::int64_t max_prefix,
+                   std::int64_t max_chunks) {
   StepGrid g;
   g.prefill = {0};
   if (max_tokens > 0)
@@ -278,12 +278,14 @@ void StepCostModel::load(const std::string& path) {
       ok = (extra.size() == 3 ? last > 1 : last > 0) && (extra.size() == 1 || p.prefill > 0) &&
            p.chunks <= std::max<std::int64_t>(1, p.prefill);
     }
-    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) || !(sec <= kMaxStepSeconds))
-      throw UsageError(path + ":" + std::to_string(n) +
-                       ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX [CHUNKS]]]' (16 hex digits, "
-                       "counts >= 0, seconds in (0, 1e6]; the last optional field the point's own: adapters > 0, prefix > 0 "
-                       "or chunks > 1, at most prefill; a prefix or chunks only with prefill > 0), found '" +
-                       line + "'");
+    if (!ok || key.size() != 16 || p.prefill < 0 || p.decode < 0 || p.context < 0 || !(sec > 0) ||
+        !(sec <= kMaxStepSeconds))
+      throw UsageError(
+          path + ":" + std::to_string(n) +
+          ": expected 'KEY PREFILL DECODE CONTEXT SECONDS [ADAPTERS [PREFIX [CHUNKS]]]' (16 hex digits, "
+          "counts >= 0, seconds in (0, 1e6]; the last optional field the point's own: adapters > 0, prefix > 0 "
+          "or chunks > 1, at most prefill; a prefix or chunks only with prefill > 0), found '" +
+          line + "'");
     if (key == key_) known_[p] = sec;
   }
 }

@@ -49,6 +49,30 @@ struct StepShape {
   double chunks = 1;
 };
 
+// A step's prefill chunks as its shape's P, X and n: add() each chunk (its
+// tokens and the tokens of its own sequence already cached), then
+// shape_into() sets StepShape::prefill, prefix and chunks.
+class PrefillChunks {
+ public:
+  void add(std::int64_t tokens, std::int64_t prefilled) {
+    const double t = static_cast<double>(tokens);
+    tokens_ += tokens;
+    prefix_tokens_ += t * static_cast<double>(prefilled);
+    squares_ += t * t;
+  }
+  void shape_into(StepShape& s) const {
+    s.prefill = tokens_;
+    if (tokens_ == 0) return;
+    const double p = static_cast<double>(tokens_);
+    s.prefix = prefix_tokens_ / p;
+    s.chunks = p * p / squares_;
+  }
+
+ private:
+  std::int64_t tokens_ = 0;
+  double prefix_tokens_ = 0, squares_ = 0;
+};
+
 struct GridPoint {
   std::int64_t prefill = 0, decode = 0, context = 0;  // context 0 when decode == 0
   std::int64_t adapters = 0;                          // LoRA: distinct adapters, at most prefill + decode

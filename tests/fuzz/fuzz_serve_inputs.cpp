@@ -113,7 +113,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_cache();
         break;
     }
-  } catch (const UsageError&) {
-  }
+  } catch (const UsageError&) {}
   return 0;
 }

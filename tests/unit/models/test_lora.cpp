@@ -7,10 +7,12 @@
 #include "models/lora.h"
 #include "models/sharding.h"
 #include "models/zoo.h"
+#include "phase_options.h"
 #include "workloads/ir/cost.h"
 
 using namespace tpusim::models;
 using namespace tpusim::workloads;
+using tpusim::models::test::decode;
 
 namespace {
 
@@ -43,14 +45,6 @@ LoraOptions lora(std::int64_t rank, const std::string& targets, std::int64_t ada
   EXPECT_TRUE(parse_lora_targets(targets, &l.targets, &bad)) << bad;
   l.adapters = adapters;
   return l;
-}
-
-PhaseOptions decode(std::int64_t batch, std::int64_t context) {
-  PhaseOptions o;
-  o.phase = Phase::decode;
-  o.batch = batch;
-  o.context = context;
-  return o;
 }
 
 PhaseOptions train(std::int64_t batch, std::int64_t seq) {

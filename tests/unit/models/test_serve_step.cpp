@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "models/zoo.h"
+#include "phase_options.h"
 #include "workloads/ir/cost.h"
 
 using namespace tpusim::models;
 using namespace tpusim::workloads;
+using tpusim::models::test::decode;
 
 namespace {
 
@@ -50,10 +52,7 @@ TEST(ServeStep, FlopsArePrefillOfTheChunkPlusDecodeOfTheSequences) {
       const Workload w = generate(m, step(P, B, C));
       EXPECT_NO_THROW(w.validate());
       const PhaseOptions pre = prefill(P);
-      PhaseOptions dec;
-      dec.phase = Phase::decode;
-      dec.batch = B;
-      dec.context = C;
+      const PhaseOptions dec = decode(B, C);
       const double want = mm_attn_flops(generate(m, pre)) + mm_attn_flops(generate(m, dec)), got = mm_attn_flops(w);
       // Mixtral routes P + B tokens together: experts touched by the
       // union, not each part separately, so only the dense models are exact.
@@ -87,10 +86,7 @@ TEST(ServeStep, ChunkAttendsToItsCachedPrefix) {
 // decode, all matmul rows but the logits the same as one chunk's.
 TEST(ServeStep, SeveralPromptsAreTheirOwnPrefills) {
   const ModelSpec m = load_model("llama3-8b");
-  PhaseOptions dec;
-  dec.phase = Phase::decode;
-  dec.batch = 4;
-  dec.context = 300;
+  const PhaseOptions dec = decode(4, 300);
   auto prefills = [&](std::int64_t count, std::int64_t len) {
     PhaseOptions o = prefill(len);
     o.batch = count;
@@ -152,10 +148,7 @@ TEST(ServeStep, OptionsOutsideAServingStepAreRefused) {
 // serving step.
 TEST(ServeStep, VerificationOfDraftedTokensCostsTDecodeTokens) {
   const ModelSpec m = load_model("llama3-8b");
-  PhaseOptions dec;
-  dec.phase = Phase::decode;
-  dec.batch = 4;
-  dec.context = 300;
+  PhaseOptions dec = decode(4, 300);
   dec.decode_tokens = 5;
   const Workload w = generate(m, dec);
   EXPECT_NO_THROW(w.validate());

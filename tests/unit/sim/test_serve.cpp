@@ -91,8 +91,8 @@ TEST(ServeStepCost, CacheKeepsOtherKeysAndNeverUsesThem) {
   // A malformed line, and seconds no step takes (their interpolation
   // could overflow to infinity).
   test::expect_cache_lines_refused(path + ".bad", make_grid(512, 32, 2048),
-                                  {"aaaaaaaaaaaaaaaa 1 2 x 0.1", "aaaaaaaaaaaaaaaa 16 0 0 1.7e308",
-                                   "aaaaaaaaaaaaaaaa 16 0 0 2e6", "aaaaaaaaaaaaaaaa 16 0 0 inf"});
+                                   {"aaaaaaaaaaaaaaaa 1 2 x 0.1", "aaaaaaaaaaaaaaaa 16 0 0 1.7e308",
+                                    "aaaaaaaaaaaaaaaa 16 0 0 2e6", "aaaaaaaaaaaaaaaa 16 0 0 inf"});
   std::filesystem::remove(path);
 }
 
@@ -275,11 +275,11 @@ TEST(ServeWorkload, SeededAndDistributionsHaveTheirMeans) {
 }
 
 TEST(ServeWorkload, BadInputIsNamed) {
-  for (const char* bad : {"fixed:0", "fixed:1.5", "uniform:9:3", "normal:10", "hist:", "hist:5=x", "poisson:3",
-                          "hist:10=0",
-                          // weights whose sum is beyond a double: the first
-                          // value's share would be 0
-                          "hist:10=1e308,20=1e308"}) {
+  for (const char* bad :
+       {"fixed:0", "fixed:1.5", "uniform:9:3", "normal:10", "hist:", "hist:5=x", "poisson:3", "hist:10=0",
+        // weights whose sum is beyond a double: the first
+        // value's share would be 0
+        "hist:10=1e308,20=1e308"}) {
     try {
       parse_length_dist("serve: --input", bad);
       ADD_FAILURE() << "accepted " << bad;

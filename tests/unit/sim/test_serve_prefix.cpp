@@ -118,10 +118,10 @@ TEST(ServePrefix, CacheLinesKeepThePrefixAndOldLinesStillLoad) {
   EXPECT_DOUBLE_EQ(c.value({64, 1, 64, 2, 0}), 0.005);
   // A prefix on a step without prefill, a prefix of 0 written out, and
   // adapters 0 without a prefix are malformed lines, named by file:line.
-  test::expect_cache_lines_refused(path + ".bad", make_grid(512, 32, 2048, 1798),
-                                  {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0",
-                                   "aaaaaaaaaaaaaaaa 16 0 0 0.1 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9 1",
-                                   "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"});
+  test::expect_cache_lines_refused(
+      path + ".bad", make_grid(512, 32, 2048, 1798),
+      {"aaaaaaaaaaaaaaaa 0 4 256 0.1 0 300", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0",
+       "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 256 9 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 -1 256"});
   std::filesystem::remove(path);
 }
 
@@ -177,14 +177,12 @@ TEST(ServePrefix, DisaggregatedPrefillStepsCostTheirPrefixes) {
 
 // cost_px plus causal attention within the chunks, P^2 / 2n pairs: linear
 // in 1 / n, as the grid interpolates the chunks.
-double cost_pxn(double P, double B, double C, double X, double n) {
-  return cost_px(P, B, C, X) + 2e-11 * P * P / n;
-}
+double cost_pxn(double P, double B, double C, double X, double n) { return cost_px(P, B, C, X) + 2e-11 * P * P / n; }
 
 // Every corner the interpolation can ask for: a prefill point P holds the
 // chunks axis up to P.
-StepCostModel filled_pxn(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_ctx,
-                         std::int64_t max_prefix, std::int64_t max_chunks) {
+StepCostModel filled_pxn(std::int64_t max_tokens, std::int64_t max_batch, std::int64_t max_ctx, std::int64_t max_prefix,
+                         std::int64_t max_chunks) {
   StepCostModel m(make_grid(max_tokens, max_batch, max_ctx, max_prefix, max_chunks), "0123456789abcdef");
   const auto& g = m.grid();
   for (auto p : g.prefill)
@@ -216,11 +214,11 @@ TEST(ServeChunks, GridAxisRunsFromOneToTheMostPromptsAStepHolds) {
 TEST(ServeChunks, CausalPairsAreInterpolatedExactlyInOneOverChunks) {
   StepCostModel m = filled_pxn(8192, 32, 2048, 1798, 33);
   // On the prefill axis's points (P^2 / n is not linear in P between them).
-  for (const auto& s : {StepShape{8192, 0, 0, 0, 0, 10}, StepShape{8192, 5, 700, 0, 300, 2.5},
-                        StepShape{4096, 0, 0, 0, 0, 13.7}, StepShape{1024, 31, 2000, 0, 1500, 33},
-                        StepShape{256, 0, 0, 0, 0, 1}})
-    EXPECT_NEAR(m.cost(s), cost_pxn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context,
-                                    s.prefix, s.chunks),
+  for (const auto& s :
+       {StepShape{8192, 0, 0, 0, 0, 10}, StepShape{8192, 5, 700, 0, 300, 2.5}, StepShape{4096, 0, 0, 0, 0, 13.7},
+        StepShape{1024, 31, 2000, 0, 1500, 33}, StepShape{256, 0, 0, 0, 0, 1}})
+    EXPECT_NEAR(m.cost(s),
+                cost_pxn(static_cast<double>(s.prefill), static_cast<double>(s.decode), s.context, s.prefix, s.chunks),
                 1e-12)
         << s.prefill << " chunks " << s.chunks;
   EXPECT_TRUE(m.missing().empty());
@@ -279,8 +277,8 @@ TEST(ServeChunks, CacheLinesKeepTheChunks) {
   EXPECT_DOUBLE_EQ(b.value({1024, 4, 64, 3, 1024, 4}), 0.05);
   EXPECT_NE(slurp_for_test(path).find("aaaaaaaaaaaaaaaa 8192 0 0 0.15 0 0 16\n"), std::string::npos);
   test::expect_cache_lines_refused(path + ".bad", make_grid(8192, 32, 2048, 1798, 33),
-                                  {"aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 17",
-                                   "aaaaaaaaaaaaaaaa 0 4 64 0.1 0 0 2", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 2 1"});
+                                   {"aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 1", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 17",
+                                    "aaaaaaaaaaaaaaaa 0 4 64 0.1 0 0 2", "aaaaaaaaaaaaaaaa 16 0 0 0.1 0 0 2 1"});
   std::filesystem::remove(path);
 }
 
