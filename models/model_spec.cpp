@@ -56,12 +56,13 @@ const char* attention_impl_name(AttentionImpl k) {
   switch (k) {
     case AttentionImpl::flash: return "flash";
     case AttentionImpl::dense: return "dense";
+    case AttentionImpl::batched: return "batched";
   }
   return "?";
 }
 
 bool parse_attention_impl(const std::string& s, AttentionImpl* out) {
-  for (AttentionImpl k : {AttentionImpl::flash, AttentionImpl::dense})
+  for (AttentionImpl k : {AttentionImpl::flash, AttentionImpl::dense, AttentionImpl::batched})
     if (s == attention_impl_name(k)) {
       *out = k;
       return true;
@@ -345,6 +346,16 @@ void check_options(const ModelSpec& m, const PhaseOptions& o) {
       bad("fused_attention_backward", "false with attention_kernel dense (a flash kernel's option)", "true");
     if (o.attention_blocks.any())
       bad("attention_blocks", "none with attention_kernel dense (a flash kernel's option)", o.attention_blocks.str());
+  }
+  if (o.attention_kernel == AttentionImpl::batched) {
+    if (m.family == Family::resnet || m.family == Family::dlrm)
+      bad("attention_kernel", "flash for a " + std::string(family_name(m.family)) + " model (it has no attention)",
+          "batched");
+    if (o.attention_blocks.any())
+      bad("attention_blocks",
+          "none with attention_kernel batched (fixed blocks are splash attention's, one sequence "
+          "a step)",
+          o.attention_blocks.str());
   }
   if (o.attention_blocks.any() && (o.phase == Phase::decode || o.serve_step()))
     bad("attention_blocks", "prefill, train or infer (decode and serving steps run paged attention's kernel)",

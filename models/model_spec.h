@@ -77,7 +77,18 @@ enum class RematPolicy { none, minimal, selective, full, qkv_proj_offloaded, min
 //   epilogue), a softmax over them, a cast to the activation dtype, and
 //   O = P V as a second matmul; every (query, key) pair is computed, the
 //   masked ones too, and training differentiates the ops as written.
-enum class AttentionImpl { flash, dense };
+// - batched: flash, with grid steps that may hold several sequences'
+//   blocks (up to kBatchedStepSeqs, how many searched by the lowering:
+//   workloads::AttentionAttrs::max_step_seqs), as
+//   vllm-project/tpu-inference's batched ragged paged attention kernel
+//   does (pull request #1961); its per-step costs are paid once for them
+//   all. Meant for decode and serving steps of many short sequences; the
+//   default (flash) walks one sequence a step, as the Pallas paged and
+//   ragged paged attention kernels of JetStream and vLLM do.
+enum class AttentionImpl { flash, dense, batched };
+// The batched kernel's bound on sequences per step: tpu-inference's tuned
+// decode steps take 8 or 16 (pull request #3290's table, batch_size).
+constexpr std::int64_t kBatchedStepSeqs = 16;
 
 // MaxText's names for a decoder layer's activations (checkpoint_name in
 // its layers; the keys of remat_policy=custom in configs/base.yml) and

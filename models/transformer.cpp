@@ -399,7 +399,7 @@ class TransformerGen {
   // into the epilogue or into Q's producer: VPU work only).
   TensorRef core_attention(const std::string& p, const TensorRef& q, const TensorRef& k, const TensorRef& v,
                            bool causal, std::int64_t window = 0) {
-    if (o_.attention_kernel == AttentionImpl::flash)
+    if (o_.attention_kernel != AttentionImpl::dense)
       return b_.attention(p + "attn.core", q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window,
                           o_.attention_blocks.fwd);
     const std::int64_t Sq = q.shape[1], H = q.shape[2], D = q.shape[3];

@@ -152,7 +152,7 @@ class UnetGen {
   // softmax(Q K^T / sqrt(D)) V over heads of head_dim: the fused kernel or
   // XLA's einsums (see the file comment).
   TensorRef attention(const std::string& n, const TensorRef& q, const TensorRef& k, const TensorRef& v) {
-    if (o_.attention_kernel == AttentionImpl::flash) return b_.attention(n + ".core", q, k, v, false);
+    if (o_.attention_kernel != AttentionImpl::dense) return b_.attention(n + ".core", q, k, v, false);
     TensorRef s = b_.matmul(n + ".scores", q, k, "bqhd,bkhd->bhqk", DType::f32);
     TensorRef pr = b_.cast(n + ".probs", b_.softmax(n + ".softmax", s), ad_);
     return b_.matmul(n + ".core", pr, v, "bhqk,bkhd->bqhd", ad_);

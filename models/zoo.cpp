@@ -53,10 +53,9 @@ workloads::Workload generate(const ModelSpec& m, const PhaseOptions& o) {
   return w;
 }
 
-workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions& o) {
-  check_options(m, o);
-  check_mesh(m, o);
-  check_quant_options(o);
+namespace {
+
+workloads::Workload generate_family(const ModelSpec& m, const PhaseOptions& o) {
   switch (m.family) {
     case Family::decoder:
     case Family::encoder:
@@ -75,6 +74,21 @@ workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions&
     }
   }
   throw ModelInternalError("generate: unknown family");
+}
+
+}  // namespace
+
+workloads::Workload generate_unquantized(const ModelSpec& m, const PhaseOptions& o) {
+  check_options(m, o);
+  check_mesh(m, o);
+  check_quant_options(o);
+  workloads::Workload w = generate_family(m, o);
+  // The batched kernel (AttentionImpl::batched): every attention operator
+  // may take several sequences a grid step.
+  if (o.attention_kernel == AttentionImpl::batched)
+    for (auto& op : w.ops)
+      if (op.kind == workloads::OpKind::attention) op.as<workloads::AttentionAttrs>().max_step_seqs = kBatchedStepSeqs;
+  return w;
 }
 
 namespace detail {

@@ -336,6 +336,7 @@ int serve_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     c.desc = "arch=" + d.setup.arch + " slice=" + (d.setup.slice.empty() ? "1" : d.setup.slice) +
              " mesh=" + (d.setup.mesh.empty() ? "-" : d.setup.mesh) + " model=" + m.name + " dtype=" + d.setup.dtype +
              (d.setup.twisted ? " twisted" : "") +
+             (d.setup.attention_kernel != "flash" ? " attention=" + d.setup.attention_kernel : "") +
              (decode_tokens > 1 ? " decode_tokens=" + std::to_string(decode_tokens) : "") +
              (d.lora.enabled() ? " lora=" + std::to_string(d.lora.rank) + ":" + c.setup.lora_targets : "");
     const std::string key = digest(std::string("tpusim-serve-step v1\n") + TPUSIM_VERSION + " " +

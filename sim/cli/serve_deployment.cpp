@@ -23,6 +23,9 @@ void add_deployment_options(po::options_description& opts) {
       "twisted", po::bool_switch(), "twisted torus wiring (v4/v5p shapes where it applies)")(
       "model", po::value<std::string>()->required(), "a decoder of the zoo (tpusim model list) or a model file")(
       "dtype", po::value<std::string>()->default_value("bf16"), "weights, activations and KV cache dtype")(
+      "attention-kernel", po::value<std::string>()->default_value("flash"),
+      "the steps' attention: flash (one sequence a grid step, as the Pallas paged and ragged paged attention kernels) "
+      "or batched (up to 16 sequences a grid step, tpu-inference's batched ragged paged attention)")(
       "max-sim-time", po::value<double>()->default_value(3600), "limit of simulated seconds per step simulation");
   add_lora_options(opts);
 }
@@ -36,6 +39,13 @@ Deployment load_deployment(const std::string& cmd, const po::variables_map& vm, 
   s.model = vm["model"].as<std::string>();
   s.dtype = vm["dtype"].as<std::string>();
   s.twisted = vm["twisted"].as<bool>();
+  s.attention_kernel = vm["attention-kernel"].as<std::string>();
+  if (!models::parse_attention_impl(s.attention_kernel, &d.attention_kernel) ||
+      d.attention_kernel == models::AttentionImpl::dense)
+    throw UsageError(cmd +
+                     ": --attention-kernel: expected flash or batched (a serving step's attention is a fused "
+                     "kernel), found '" +
+                     s.attention_kernel + "'");
   s.max_sim_time = vm["max-sim-time"].as<double>();
   if (!(s.max_sim_time >= 0 && s.max_sim_time <= 1e6))
     throw UsageError(cmd + ": --max-sim-time must be a number of seconds in [0, 1e6]");
@@ -112,7 +122,8 @@ int serve_step_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   p.adapters = vm["adapters"].as<std::int64_t>();
   if (p.adapters < 0 || (p.adapters > 0 && !d.lora.enabled()))
     throw UsageError("serve step: --adapters must be >= 0, and > 0 only with --lora-rank");
-  const models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T, d.lora);
+  models::PhaseOptions o = step_phase(p, d.mesh, d.dtype, T, d.lora);
+  o.attention_kernel = d.attention_kernel;
   const workloads::Workload wl = models::generate(d.spec, o);
   RunOptions ro;
   ro.sim.progress = false;

@@ -39,6 +39,7 @@ struct Deployment {
   workloads::MeshSpec mesh;
   arch::DType dtype = arch::DType::bf16;
   models::LoraOptions lora;  // rank and targets (adapters per step: the grid's)
+  models::AttentionImpl attention_kernel = models::AttentionImpl::flash;  // setup.attention_kernel
 };
 
 Deployment load_deployment(const std::string& cmd, const boost::program_options::variables_map& vm,

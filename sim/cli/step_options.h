@@ -5,8 +5,9 @@
 //   --remat full. Giving both is allowed only when they agree.
 // - --fused-attention-backward (train): splash attention's fused backward
 //   kernel (PhaseOptions::fused_attention_backward).
-// - --attention-kernel flash|dense: multi-head attention as one fused
-//   kernel or as XLA's dense einsums (PhaseOptions::attention_kernel).
+// - --attention-kernel flash|dense|batched: multi-head attention as one
+//   fused kernel, as XLA's dense einsums, or as a fused kernel taking
+//   several sequences a grid step (PhaseOptions::attention_kernel).
 // - --moe-capacity-factor F: MaxText's dropping MoE
 //   (PhaseOptions::moe_capacity_factor); its range and the model's
 //   support are checked where the options are (models::check_options).
@@ -49,8 +50,9 @@ inline void add_kernel_options(boost::program_options::options_description& opts
                  "models with mixture-of-experts layers: MaxText's dropping MoE, C = ceil(seq x top_k / experts x F) "
                  "slots per expert and sequence, dispatch and combine as einsums (0: dropless)")(
       "attention-kernel", po::value<std::string>()->default_value("flash"),
-      "transformers' multi-head attention: flash (one fused kernel, no scores in HBM) or dense (XLA's einsums: f32 "
-      "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention)")(
+      "transformers' multi-head attention: flash (one fused kernel, no scores in HBM), dense (XLA's einsums: f32 "
+      "logits in HBM, softmax, PV matmul; MaxText dot_product, JetStream-PyTorch's dense_attention) or batched (flash "
+      "with up to 16 sequences a grid step, tpu-inference's batched ragged paged attention: decode and serving steps)")(
       "attention-blocks", po::value<std::string>(),
       "flash attention's block sizes, fixed as MaxText's splash attention flags set them: Q,KV (every kernel) or "
       "q=..,kv=..[,q_dq=..,kv_dq=..,q_dkv=..,kv_dkv=..] (sa_block_q, sa_block_kv, ...; a backward key left out takes "
@@ -69,7 +71,7 @@ inline void kernel_options(const std::string& cmd, const boost::program_options:
   o.moe_capacity_factor = vm["moe-capacity-factor"].as<double>();
   const std::string kernel = vm["attention-kernel"].as<std::string>();
   if (!models::parse_attention_impl(kernel, &o.attention_kernel))
-    throw UsageError(cmd + ": --attention-kernel: expected flash or dense, found '" + kernel + "'");
+    throw UsageError(cmd + ": --attention-kernel: expected flash, dense or batched, found '" + kernel + "'");
   if (vm.count("attention-blocks")) {
     const std::string text = vm["attention-blocks"].as<std::string>();
     const std::string err = models::parse_splash_blocks(text, &o.attention_blocks);

@@ -82,82 +82,96 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
   // Fixed blocks: splash attention's one head per grid step (the caller
   // gives every query head its own KV head, lower_attention).
   const auto hbs = a.blocks.fixed() ? std::vector<std::int64_t>{1} : divisors(a.kv_heads);
+  // Sequences per step: one, or for a batched kernel powers of two up to
+  // its bound (and the whole batch when that is smaller).
+  const auto sbs = a.max_step_seqs > 1 && !a.blocks.fixed() ? powers_up_to(1, a.batch, a.max_step_seqs)
+                                                            : std::vector<std::int64_t>{1};
   std::optional<AttentionTiling> best;
   double best_t = std::numeric_limits<double>::max();
-  for (std::int64_t hb : hbs)
-    for (std::int64_t bp : bps)
-      for (std::int64_t bkv : bkvs) {
-        const double rows = static_cast<double>(bp * G);  // per head
-        const double h = static_cast<double>(hb);
-        const std::int64_t sub = attention_sub_block(f, bkv);
-        // The backward kernels also hold dO's block beside Q's, the scores
-        // twice (P and dS), and grad_kv (and the fused grad_qkv) its dK and
-        // dV accumulators.
-        const double bwd = a.backward() ? 1.0 : 0.0;
-        const double grad_kv = a.dkv() ? 1.0 : 0.0;
-        const double vmem = 2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
-                            static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows *
-                                static_cast<double>(sub) * 4 * (1 + bwd) +
-                            h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 +
-                            2 * h * rows * a.v_dim * ob;
-        if (vmem > static_cast<double>(f.vmem_budget)) continue;
-        // Steps: (batch, head group, query block) units, each over the key
-        // blocks from the one holding its first query's first key (a
-        // window's start; else 0) to the one holding its last query's last.
-        const std::int64_t nq = ceil_div(a.q_len, bp);
-        double kv_blocks = 0, kv_positions = 0;
-        std::vector<double> blocks_of(static_cast<std::size_t>(nq));
-        for (std::int64_t qi = 0; qi < nq; ++qi) {
-          const std::int64_t q_last = std::min(a.q_len, (qi + 1) * bp) - 1, vis = a.visible(q_last);
-          const auto [first, end] = a.key_blocks(qi * bp, q_last, bkv);
-          blocks_of[static_cast<std::size_t>(qi)] = static_cast<double>(end - first);
-          kv_blocks += blocks_of[static_cast<std::size_t>(qi)];
-          kv_positions += static_cast<double>(std::min(round_up(vis, bkv) - first * bkv, round_up(a.kv_len, f.cols)));
+  for (std::int64_t sb : sbs)
+    for (std::int64_t hb : hbs)
+      for (std::int64_t bp : bps)
+        for (std::int64_t bkv : bkvs) {
+          const double rows = static_cast<double>(bp * G);  // per head
+          const double h = static_cast<double>(hb), seqs = static_cast<double>(sb);
+          const std::int64_t sub = attention_sub_block(f, bkv);
+          // The backward kernels also hold dO's block beside Q's, the scores
+          // twice (P and dS), and grad_kv (and the fused grad_qkv) its dK and
+          // dV accumulators.
+          const double bwd = a.backward() ? 1.0 : 0.0;
+          const double grad_kv = a.dkv() ? 1.0 : 0.0;
+          // A batched step holds every one of its sequences' blocks.
+          const double vmem =
+              seqs *
+              (2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
+               static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 *
+                   (1 + bwd) +
+               h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 + 2 * h * rows * a.v_dim * ob);
+          if (vmem > static_cast<double>(f.vmem_budget)) continue;
+          // Steps: (batch, head group, query block) units, each over the key
+          // blocks from the one holding its first query's first key (a
+          // window's start; else 0) to the one holding its last query's last.
+          const std::int64_t nq = ceil_div(a.q_len, bp);
+          double kv_blocks = 0, kv_positions = 0;
+          std::vector<double> blocks_of(static_cast<std::size_t>(nq));
+          for (std::int64_t qi = 0; qi < nq; ++qi) {
+            const std::int64_t q_last = std::min(a.q_len, (qi + 1) * bp) - 1, vis = a.visible(q_last);
+            const auto [first, end] = a.key_blocks(qi * bp, q_last, bkv);
+            blocks_of[static_cast<std::size_t>(qi)] = static_cast<double>(end - first);
+            kv_blocks += blocks_of[static_cast<std::size_t>(qi)];
+            kv_positions += static_cast<double>(std::min(round_up(vis, bkv) - first * bkv, round_up(a.kv_len, f.cols)));
+          }
+          const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
+          // (sequence, head group) pairs, whose K/V every step reads, and
+          // (batch block, head group) units, each a step per key block.
+          const double seq_units = static_cast<double>(a.batch) * static_cast<double>(groups);
+          const std::int64_t batch_blocks = ceil_div(a.batch, sb);
+          const double units = static_cast<double>(batch_blocks) * static_cast<double>(groups);
+          const double steps = units * kv_blocks;
+          // The busiest core's steps: (batch, group, query block) units are
+          // dealt round robin (lower_attention); beyond a few thousand units
+          // the even share plus one unit bounds it.
+          const std::int64_t all_units = batch_blocks * groups * nq;
+          double core_steps = 0;
+          if (all_units <= 4096) {
+            std::vector<double> per(static_cast<std::size_t>(cores), 0);
+            for (std::int64_t u = 0; u < all_units; ++u)
+              per[static_cast<std::size_t>(u % cores)] += blocks_of[static_cast<std::size_t>(u % nq)];
+            core_steps = *std::max_element(per.begin(), per.end());
+          } else {
+            core_steps = steps / cores + *std::max_element(blocks_of.begin(), blocks_of.end());
+          }
+          // Compute of one full step, per core: sub-blocks pipelined (a
+          // batched step's sequences' after one another), the MXU's QK^T and
+          // PV against the VPU's softmax followed by the XLU's reductions
+          // (max and sum on two XLUs), plus one sub-block's fill.
+          const double nsub = seqs * static_cast<double>(ceil_div(bkv, sub));
+          const double mxu = h * attention_mxu_cycles(a, f, rows, sub, tp) / static_cast<double>(f.mxus);
+          const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), a.kernel().vpu_ops_per_score, 1);
+          // Row max and sum on the XLUs, one vreg per 8 rows per reduction;
+          // the backward kernels take the saved log-sum-exp instead.
+          const double xlu = !a.kernel().row_reductions ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
+          const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
+          const double kv_bytes = seq_units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
+          const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
+          const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
+          const double first =
+              seqs * (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) / f.hbm_bytes_per_cycle;
+          const double t = std::max(compute, traffic) + first + core_steps * f.block_latency;
+          if (t < best_t) {
+            best_t = t;
+            best =
+                AttentionTiling{hb, bp, bkv, sb, static_cast<std::uint64_t>(vmem), t, static_cast<std::int64_t>(steps)};
+          }
         }
-        const std::int64_t groups = a.kv_heads / hb;  // hb divides kv_heads
-        const double units = static_cast<double>(a.batch) * static_cast<double>(groups);
-        const double steps = units * kv_blocks;
-        // The busiest core's steps: (batch, group, query block) units are
-        // dealt round robin (lower_attention); beyond a few thousand units
-        // the even share plus one unit bounds it.
-        const std::int64_t all_units = a.batch * groups * nq;
-        double core_steps = 0;
-        if (all_units <= 4096) {
-          std::vector<double> per(static_cast<std::size_t>(cores), 0);
-          for (std::int64_t u = 0; u < all_units; ++u)
-            per[static_cast<std::size_t>(u % cores)] += blocks_of[static_cast<std::size_t>(u % nq)];
-          core_steps = *std::max_element(per.begin(), per.end());
-        } else {
-          core_steps = steps / cores + *std::max_element(blocks_of.begin(), blocks_of.end());
-        }
-        // Compute of one full step, per core: sub-blocks pipelined, the
-        // MXU's QK^T and PV against the VPU's softmax followed by the XLU's
-        // reductions (max and sum on two XLUs), plus one sub-block's fill.
-        const double nsub = static_cast<double>(ceil_div(bkv, sub));
-        const double mxu = h * attention_mxu_cycles(a, f, rows, sub, tp) / static_cast<double>(f.mxus);
-        const double vpu = vpu_cycles(f, h * rows * static_cast<double>(sub), a.kernel().vpu_ops_per_score, 1);
-        // Row max and sum on the XLUs, one vreg per 8 rows per reduction;
-        // the backward kernels take the saved log-sum-exp instead.
-        const double xlu = !a.kernel().row_reductions ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
-        const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
-        const double kv_bytes = units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
-        const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
-        const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
-        const double first =
-            (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) / f.hbm_bytes_per_cycle;
-        const double t = std::max(compute, traffic) + first + core_steps * f.block_latency;
-        if (t < best_t) {
-          best_t = t;
-          best = AttentionTiling{hb, bp, bkv, static_cast<std::uint64_t>(vmem), t, static_cast<std::int64_t>(steps)};
-        }
-      }
   return best;
 }
 
 const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
                                                                 int cores) {
-  const Key k{a.batch,  a.q_len,    a.heads,     a.kv_heads, a.head_dim, a.v_dim,    a.kv_len,    a.causal,
-              a.window, a.blocks.q, a.blocks.kv, a.pass,     a.q_dtype,  a.kv_dtype, a.out_dtype, cores};
+  const Key k{a.batch,  a.q_len,   a.heads,    a.kv_heads,  a.head_dim,  a.v_dim,
+              a.kv_len, a.causal,  a.window,   a.blocks.q,  a.blocks.kv, a.max_step_seqs,
+              a.pass,   a.q_dtype, a.kv_dtype, a.out_dtype, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

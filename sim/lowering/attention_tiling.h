@@ -9,7 +9,9 @@
 // V and output blocks, the f32 scores and the f32 accumulator fit the
 // kernel's VMEM budget (an op that fixes its blocks, as splash
 // attention's BlockSizes do, runs as splash does, one query head per step:
-// no search), and scored like the GEMM search: max(compute,
+// no search; an op whose max_step_seqs > 1 is a batched kernel, its steps
+// holding up to that many sequences' blocks, how many searched too), and
+// scored like the GEMM search: max(compute,
 // traffic) + exposed first load + per-step costs, for the busiest core
 // ((batch, head group, query block) units are dealt to the cores round
 // robin, so causal query blocks, which see more key blocks the later
@@ -38,6 +40,9 @@ struct AttentionShape {
   // workloads::AttentionAttrs::blocks: a block size the op fixes (query
   // positions, key positions; 0 = searched), clamped to the sequence.
   workloads::AttentionBlocks blocks;
+  // workloads::AttentionAttrs::max_step_seqs: > 1 lets a step hold up to
+  // this many sequences (a batched kernel; the search picks how many).
+  std::int64_t max_step_seqs = 0;
   workloads::AttentionPass pass = workloads::AttentionPass::forward;
   arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
 
@@ -71,6 +76,7 @@ struct AttentionShape {
 
 struct AttentionTiling {
   std::int64_t hb = 1, bp = 1, bkv = 128;
+  std::int64_t sb = 1;  // sequences per step (AttentionShape::max_step_seqs)
   std::uint64_t vmem = 0;
   double est_cycles = 0;
   std::int64_t steps = 0;
@@ -118,8 +124,8 @@ class AttentionTilingCache {
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, workloads::AttentionPass,
-                         arch::DType, arch::DType, arch::DType, int>;
+                         std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

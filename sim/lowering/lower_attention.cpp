@@ -8,7 +8,9 @@
 // O += P V (MXU). The normalised output block is stored once per query
 // block. Key blocks wholly above the causal diagonal are skipped, and with
 // a window (local attention) those wholly before it; blocks on either edge
-// are computed whole, as kernels do.
+// are computed whole, as kernels do. A batched kernel's step
+// (AttentionTiling::sb > 1) loads the blocks of several sequences and
+// walks their sub-blocks one after another as one pipeline.
 #include <sstream>
 
 #include "sim/lowering/attention_tiling.h"
@@ -82,6 +84,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.causal = op.as<workloads::AttentionAttrs>().causal;
   a.window = op.as<workloads::AttentionAttrs>().window;
   a.blocks = op.as<workloads::AttentionAttrs>().blocks;
+  a.max_step_seqs = op.as<workloads::AttentionAttrs>().max_step_seqs;
   // Fixed blocks run as splash attention's kernel does: one query head
   // per grid step, its K and V blocks read for it (the kernel's grid walks
   // query heads; GQA maps each to its KV head), no heads folded into M.
@@ -122,7 +125,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
                                    ", block_kv " + std::to_string(a.blocks.kv) + "; 0 = searched) do not fit"
                              : "no block of " + plan.name + " fits") +
                         " the VMEM budget of " + std::to_string(f.vmem_budget) + " bytes (kernel.scoped_vmem)");
-  const std::int64_t hb = tiling->hb, bp = tiling->bp, bkv = tiling->bkv, G = a.group();
+  const std::int64_t hb = tiling->hb, bp = tiling->bp, bkv = tiling->bkv, sb = tiling->sb, G = a.group();
   const std::int64_t B = a.batch, Lq = a.q_len, H = a.heads, D = a.head_dim, Dv = a.v_dim, Lkv = a.kv_len,
                      KVH = a.kv_heads;
   // The KV head a step's (first) head reads: per query head, its group's.
@@ -141,7 +144,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const Ref qr = cx.ref(q.name), kr = cx.ref(k.name), vr = cx.ref(v.name);
   std::vector<Step> steps;
   std::int64_t unit = 0;
-  for (std::int64_t b = 0; b < B; ++b)
+  for (std::int64_t b0 = 0; b0 < B; b0 += sb)
     for (std::int64_t g = 0; g < ng; ++g)
       for (std::int64_t qi = 0; qi < nq; ++qi, ++unit) {
         // Units dealt round robin: causal query blocks see more key blocks
@@ -149,6 +152,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
         // core the most work when there are few units (one sequence and
         // every KV head in one step).
         const int core = static_cast<int>(unit % cores);
+        const std::int64_t bn = std::min(sb, B - b0);  // sequences in the step
         const std::int64_t p0 = qi * bp, pn = std::min(bp, Lq - p0);
         const std::int64_t h0 = g * hb;    // first KV head
         const std::int64_t rows = pn * G;  // query rows per KV head
@@ -158,23 +162,26 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           const std::int64_t c0 = kj * bkv, cn = std::min(bkv, Lkv - c0);
           Step s;
           s.core = core;
-          if (kj == kj0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
-            s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
-                                   static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
-          // K and V head-major [B, KVH, Lkv, D]: one piece per head.
           const std::int64_t kh = kv_head(h0);
-          s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * kv_stored + kh) * Lkv + c0) * D),
-                                 bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
-                                 bytes_of(k.dtype, Lkv * D)));
-          s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
-                                 bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
-                                 bytes_of(v.dtype, Lkv * Dv)));
+          for (std::int64_t b = b0; b < b0 + bn; ++b) {
+            if (kj == kj0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
+              s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
+                                     static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
+            // K and V head-major [B, KVH, Lkv, D]: one piece per head.
+            s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * kv_stored + kh) * Lkv + c0) * D),
+                                   bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
+                                   bytes_of(k.dtype, Lkv * D)));
+            s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
+                                   bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
+                                   bytes_of(v.dtype, Lkv * Dv)));
+          }
           // K/V (and, first, Q) stored in another dtype than the MXU runs:
           // converted on the VPU before the step's first QK^T.
           std::vector<int> converted;
-          const auto q_elems = static_cast<std::uint64_t>(pn * hb * G * D);
-          const auto k_elems = static_cast<std::uint64_t>(cn * hb * D),
-                     v_elems = static_cast<std::uint64_t>(cn * hb * Dv);
+          const auto seqs = static_cast<std::uint64_t>(bn);
+          const auto q_elems = seqs * static_cast<std::uint64_t>(pn * hb * G * D);
+          const auto k_elems = seqs * static_cast<std::uint64_t>(cn * hb * D),
+                     v_elems = seqs * static_cast<std::uint64_t>(cn * hb * Dv);
           const double conv_ops = (kj == kj0 ? q_ops * static_cast<double>(q_elems) : 0.0) +
                                   k_ops * static_cast<double>(k_elems) + v_ops * static_cast<double>(v_elems);
           if (conv_ops > 0) {
@@ -184,17 +191,20 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, cv);
             s.compute.push_back({cv, {}});
             converted.push_back(static_cast<int>(s.compute.size()) - 1);
-            const std::uint64_t sb =
+            const std::uint64_t sb_bytes =
                 scale_share(k, k_elems) + scale_share(v, v_elems) + (kj == kj0 ? scale_share(q, q_elems) : 0);
-            if (sb > 0) {
-              s.loads.push_back(load(kr, sb));  // the block's scales, beside its values
-              plan.scale_bytes += sb;
+            if (sb_bytes > 0) {
+              s.loads.push_back(load(kr, sb_bytes));  // the block's scales, beside its values
+              plan.scale_bytes += sb_bytes;
             }
           }
           // Sub-blocks, pipelined: QK(j+1) is issued before softmax(j); the
-          // row max and row sum go to the two XLUs side by side.
-          const std::int64_t ns = ceil_div(cn, sub);
-          auto width = [&](std::int64_t j) { return std::min(sub, cn - j * sub); };
+          // row max and row sum go to the two XLUs side by side. A batched
+          // step walks its sequences' sub-blocks one after another as one
+          // pipeline (item x = sequence x / ns, sub-block x % ns), so one
+          // sequence's QK^T runs ahead of the previous one's softmax.
+          const std::int64_t ns = ceil_div(cn, sub), items = bn * ns;
+          auto width = [&](std::int64_t x) { return std::min(sub, cn - (x % ns) * sub); };
           // The kernel's score matmuls (S; the backward kernels' dP = dO
           // V^T beside it) are issued ahead of the VPU's softmax (forward,
           // with the row max and sum on the XLUs) or P and dS (backward: the
@@ -202,7 +212,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           // scores (O = PV; dQ = dS K); the transposed ones (dV = P^T dO,
           // dK = dS^T Q) take kDkvComputeKeys keys at once in M, the block's
           // query rows contracted.
-          std::vector<std::vector<int>> qk(static_cast<std::size_t>(ns));
+          std::vector<std::vector<int>> qk(static_cast<std::size_t>(items));
           const std::int64_t ahead = attention_lookahead(f, rows);
           // Matmuls of one form stream different rows, so they are separate
           // MXU passes; two that fill whole MXU tiles (the same
@@ -212,29 +222,30 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           auto pairs = [&](const std::vector<workloads::AttentionMatmul>& mms, std::int64_t n) {
             return mms.size() == 2 && mms[0].width(D, Dv) == mms[1].width(D, Dv) && n % f.cols == 0;
           };
-          auto scores_of = [&](std::int64_t j) {
+          auto scores_of = [&](std::int64_t x) {
             std::vector<int> ids;
-            if (pairs(score_mms, width(j))) {
-              ids = heads_matmul(s, f, hb, rows, score_mms[0].width(D, Dv), 2 * width(j), t, converted,
-                                 plan.padded_macs, j);
+            if (pairs(score_mms, width(x))) {
+              ids = heads_matmul(s, f, hb, rows, score_mms[0].width(D, Dv), 2 * width(x), t, converted,
+                                 plan.padded_macs, x);
             } else {
               for (const auto& mm : score_mms) {
                 const std::vector<int> m =
-                    heads_matmul(s, f, hb, rows, mm.width(D, Dv), width(j), t, converted, plan.padded_macs, j);
+                    heads_matmul(s, f, hb, rows, mm.width(D, Dv), width(x), t, converted, plan.padded_macs, x);
                 ids.insert(ids.end(), m.begin(), m.end());
               }
             }
-            qk[static_cast<std::size_t>(j)] = std::move(ids);
+            qk[static_cast<std::size_t>(x)] = std::move(ids);
           };
-          for (std::int64_t j = 0; j < std::min<std::int64_t>(ns, ahead); ++j) scores_of(j);
+          for (std::int64_t x = 0; x < std::min<std::int64_t>(items, ahead); ++x) scores_of(x);
           std::vector<int> dkv_after;  // the sub-blocks' VPU work the next transposed matmuls read
           std::int64_t dkv_keys = 0;
-          for (std::int64_t j = 0; j < ns; ++j) {
-            if (j + ahead < ns) scores_of(j + ahead);
-            const std::uint64_t w = static_cast<std::uint64_t>(width(j));
+          for (std::int64_t x = 0; x < items; ++x) {
+            if (x + ahead < items) scores_of(x + ahead);
+            const std::int64_t j = x % ns;
+            const std::uint64_t w = static_cast<std::uint64_t>(width(x));
             const std::uint64_t scores = static_cast<std::uint64_t>(hb * rows) * w;
             s.compute.push_back(
-                {vpu(scores, DType::f32, kern.vpu_ops_per_score, 1, 1, 1), qk[static_cast<std::size_t>(j)]});
+                {vpu(scores, DType::f32, kern.vpu_ops_per_score, 1, 1, 1), qk[static_cast<std::size_t>(x)]});
             const int soft = static_cast<int>(s.compute.size()) - 1;
             std::vector<int> ready = {soft};
             if (kern.row_reductions) {
@@ -244,30 +255,32 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
               ready = {red - 1, red};
             }
             for (const auto& mm : from_mms)
-              heads_matmul(s, f, hb, rows, width(j), mm.width(D, Dv), t, ready, plan.padded_macs, j);
+              heads_matmul(s, f, hb, rows, width(x), mm.width(D, Dv), t, ready, plan.padded_macs, x);
             if (trans_mms.empty()) continue;
             dkv_after.push_back(soft);
-            dkv_keys += width(j);
+            dkv_keys += width(x);
             if ((j + 1) % dkv_group(sub) == 0 || j + 1 == ns) {
               if (pairs(trans_mms, trans_mms[0].width(D, Dv))) {
                 heads_matmul(s, f, hb, dkv_keys, rows, trans_mms[0].width(D, Dv) + trans_mms[1].width(D, Dv), t,
-                             dkv_after, plan.padded_macs, j);
+                             dkv_after, plan.padded_macs, x);
               } else {
                 for (const auto& mm : trans_mms)
-                  heads_matmul(s, f, hb, dkv_keys, rows, mm.width(D, Dv), t, dkv_after, plan.padded_macs, j);
+                  heads_matmul(s, f, hb, dkv_keys, rows, mm.width(D, Dv), t, dkv_after, plan.padded_macs, x);
               }
               dkv_after.clear();
               dkv_keys = 0;
             }
           }
           if (kj == kv_blocks - 1) {
-            const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);
-            const std::uint64_t blk = static_cast<std::uint64_t>(pn * hb * G * Dv);
-            add_extra_loads(s, ep, off, blk, out_elems, unit == 0);
-            add_epilogue(s, ep,
-                         {blk, static_cast<std::uint64_t>(hb * G * Dv), static_cast<std::uint64_t>(pn),
-                          static_cast<std::uint64_t>(H * Dv), off},
-                         {DType::f32, 1, 0, 1});
+            for (std::int64_t b = b0; b < b0 + bn; ++b) {
+              const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);
+              const std::uint64_t blk = static_cast<std::uint64_t>(pn * hb * G * Dv);
+              add_extra_loads(s, ep, off, blk, out_elems, unit == 0 && b == b0);
+              add_epilogue(s, ep,
+                           {blk, static_cast<std::uint64_t>(hb * G * Dv), static_cast<std::uint64_t>(pn),
+                            static_cast<std::uint64_t>(H * Dv), off},
+                           {DType::f32, 1, 0, 1});
+            }
           }
           steps.push_back(std::move(s));
         }
@@ -278,6 +291,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
     os << "splash q_heads=1 block_q=" << bp << " block_kv=" << bkv;
   else
     os << "heads=" << hb << " bq=" << bp * G << " bkv=" << bkv;
+  if (sb > 1) os << " seqs=" << sb;
   plan.blocking = os.str();
   return steps;
 }

@@ -40,6 +40,10 @@ std::vector<std::string> StepSimSetup::child_args(const GridPoint& p) const {
     a.push_back(mesh);
   }
   if (twisted) a.push_back("--twisted");
+  if (attention_kernel != "flash") {
+    a.push_back("--attention-kernel");
+    a.push_back(attention_kernel);
+  }
   if (p.adapters > 0) {
     for (const std::string& x : {std::string("--lora-rank"), std::to_string(lora_rank), std::string("--lora-targets"),
                                  lora_targets, std::string("--adapters"), std::to_string(p.adapters)})

@@ -26,6 +26,9 @@ struct StepSimSetup {
   bool twisted = false;
   std::string model;              // zoo name or file
   std::string dtype = "bf16";
+  // --attention-kernel: flash (one sequence a grid step) or batched
+  // (models::AttentionImpl).
+  std::string attention_kernel = "flash";
   double max_sim_time = 3600;
   int decode_tokens = 1;  // > 1: speculative verification steps
   std::int64_t lora_rank = 0;  // LoRA adapters (points with adapters > 0)

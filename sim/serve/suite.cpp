@@ -35,6 +35,7 @@ const std::map<std::string, Kind>& value_keys() {
       {"twisted", Kind::boolean},
       {"model", Kind::text},
       {"dtype", Kind::text},
+      {"attention_kernel", Kind::text},
       {"replicas", Kind::integer},
       {"requests", Kind::integer},
       {"input", Kind::text},

@@ -26,6 +26,7 @@ const std::vector<std::pair<std::string, std::string>>& serve_keys() {
       {"max_tokens", "serve.max_tokens"},
       {"policy", "serve.policy"},
       {"slo", "serve.slo"},
+      {"attention_kernel", "serve.attention_kernel"},
       {"step_cache", "serve.step_cache"},
   };
   return k;
@@ -44,6 +45,8 @@ std::string check_serve_value(const std::string& key, const std::string& text) {
     if (!integer) return "an integer >= 1";
   } else if (key == "serve.arrival") {
     if (text != "poisson" && text != "closed" && text != "offline") return "poisson, closed or offline";
+  } else if (key == "serve.attention_kernel") {
+    if (text != "flash" && text != "batched") return "flash or batched";
   } else if (key == "serve.policy") {
     if (text != "decode-first" && text != "prefill-first") return "decode-first or prefill-first";
   } else if (key == "serve.input" || key == "serve.output") {

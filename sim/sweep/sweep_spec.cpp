@@ -217,7 +217,7 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
     if (text != "true" && text != "false") c.add(p, k, "true or false", "'" + text + "'");
   } else if (key == "model.attention_kernel") {
     models::AttentionImpl ak;
-    if (!models::parse_attention_impl(text, &ak)) c.add(p, k, "flash or dense", "'" + text + "'");
+    if (!models::parse_attention_impl(text, &ak)) c.add(p, k, "flash, dense or batched", "'" + text + "'");
   } else if (key == "model.attention_blocks") {
     models::SplashBlocks sb;
     const std::string err = models::parse_splash_blocks(text, &sb);

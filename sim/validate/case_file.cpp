@@ -241,7 +241,7 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
     const std::string key = where + ".attention_kernel";
     models::AttentionImpl k;
     if (!w["attention_kernel"].IsScalar() || !models::parse_attention_impl(w["attention_kernel"].Scalar(), &k))
-      c.add(w["attention_kernel"], key, "flash or dense", kind_of(w["attention_kernel"]));
+      c.add(w["attention_kernel"], key, "flash, dense or batched", kind_of(w["attention_kernel"]));
     else
       wl.attention_kernel = w["attention_kernel"].Scalar();
   }

@@ -58,7 +58,7 @@ struct Workload {
   bool recompute = false;
   bool fused_attention_backward = false;  // --fused-attention-backward
   std::string moe_capacity_factor;        // --moe-capacity-factor, as written; empty: dropless
-  std::string attention_kernel;           // --attention-kernel (flash or dense); empty: flash
+  std::string attention_kernel;           // --attention-kernel (flash, dense or batched); empty: flash
   std::string attention_blocks;           // --attention-blocks (MaxText's sa_block_*); empty: searched
   std::string optimizer_dtype;            // --optimizer-dtype (f32 or bf16); empty: f32
   std::string remat;                      // empty = run's default (none, or full with recompute)

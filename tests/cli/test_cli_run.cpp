@@ -278,7 +278,7 @@ TEST(CliRun, DenseAttentionKernelIsEinsums) {
   EXPECT_NE(ops.find("layers.0.attn.core,matmul"), std::string::npos);
   EXPECT_EQ(ops.find(",attention,"), std::string::npos);
   expect_usage_error(run_tpusim(base + d.path() + "/x --attention-kernel sparse", d),
-                     "--attention-kernel: expected flash or dense, found 'sparse'");
+                     "--attention-kernel: expected flash, dense or batched, found 'sparse'");
   expect_usage_error(
       run_tpusim("run --arch v5e --gemm 8,8,8 --quiet --attention-kernel dense --out " + d.path() + "/y", d),
       "--attention-kernel needs --model");
@@ -312,6 +312,39 @@ TEST(CliRun, AttentionBlocksFixTheFlashKernelsBlocks) {
                      d.path() + "/z",
                  d),
       "attention_blocks: expected prefill, train or infer");
+}
+
+// --attention-kernel batched: a decode step's attention takes several
+// sequences a grid step (ops.csv's blocking says how many), reading the
+// same K/V bytes as the per-sequence kernel in fewer cycles at a short
+// context, where the per-step costs are most of a sequence's; fixed
+// (splash) blocks are refused with it.
+TEST(CliRun, BatchedAttentionKernelTakesSeveralSequencesAStep) {
+  TempDir d;
+  const std::string base =
+      "run --arch v6e --model llama3-8b --phase decode --layers 1 --batch 64 --context 256 --quiet --out ";
+  Result r = run_tpusim(base + d.path() + "/flash", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run_tpusim(base + d.path() + "/batched --attention-kernel batched", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto attention = [&](const std::string& dir) {
+    for (const auto& row : read_rows(d.path() + "/" + dir + "/ops.csv"))
+      if (row.at("name") == "layers.0.attn.core") return row;
+    ADD_FAILURE() << "no layers.0.attn.core in " << dir;
+    return std::map<std::string, std::string>{};
+  };
+  const auto flash = attention("flash"), batched = attention("batched");
+  ASSERT_FALSE(flash.empty() || batched.empty());
+  EXPECT_EQ(flash.at("blocking").find("seqs="), std::string::npos) << flash.at("blocking");
+  EXPECT_NE(batched.at("blocking").find("seqs="), std::string::npos) << batched.at("blocking");
+  EXPECT_EQ(batched.at("dma_bytes"), flash.at("dma_bytes"));
+  EXPECT_LT(std::stod(batched.at("cycles")), std::stod(flash.at("cycles")));
+  EXPECT_GE(std::stod(batched.at("cycles")), std::stod(batched.at("roofline_cycles")));
+  expect_usage_error(run_tpusim("run --arch v5e --model llama3-8b --phase prefill --layers 1 --seq 512 --quiet "
+                                "--attention-kernel batched --attention-blocks 512,512 --out " +
+                                    d.path() + "/x",
+                                d),
+                     "attention_blocks: expected none with attention_kernel batched");
 }
 
 // --optimizer-dtype bf16: Adam's m and v in bf16 and no f32 master, so

@@ -292,6 +292,37 @@ TEST(CliServe, PromptsPackedInAStepCostTheirOwnAttention) {
   EXPECT_GT(cache_points_with(s.d / "cache.txt", 8, 1), 0) << slurp(s.d / "cache.txt");
 }
 
+// --attention-kernel batched: decode steps whose attention takes several
+// sequences a grid step (the per-step costs paid once for them) are
+// faster at short contexts; a serving run with it keys its cached steps
+// apart from the per-sequence kernel's (a run of each simulates its own
+// points), and dense attention, which no serving engine runs, is refused.
+TEST(CliServe, BatchedAttentionKernelHasItsOwnSteps) {
+  Serve s;
+  auto step = [&](const std::string& args) {
+    return tpusim::test::run_tpusim_in(s.d.p.string(), "serve step --model " + (s.d / "tiny.yaml") + " " + args);
+  };
+  const CliResult flash = step("--decode 64 --context 256"),
+                  batched = step("--decode 64 --context 256 --attention-kernel batched");
+  ASSERT_EQ(flash.rc, 0) << flash.err;
+  ASSERT_EQ(batched.rc, 0) << batched.err;
+  EXPECT_LT(step_seconds(batched), step_seconds(flash));
+  const CliResult dense = step("--decode 8 --attention-kernel dense");
+  EXPECT_EQ(dense.rc, 2);
+  EXPECT_NE(dense.err.find("--attention-kernel: expected flash or batched"), std::string::npos) << dense.err;
+
+  ASSERT_EQ(s.run("", "a").rc, 0);
+  const std::size_t after_flash = lines(s.d / "cache.txt");
+  const CliResult r = s.run("--attention-kernel batched", "b");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_GT(lines(s.d / "cache.txt"), after_flash);  // none of the flash points reused
+  std::set<std::string> keys;
+  std::istringstream cache(slurp(s.d / "cache.txt"));
+  for (std::string l; std::getline(cache, l);)
+    if (!l.empty() && l[0] != '#') keys.insert(l.substr(0, l.find(' ')));
+  EXPECT_EQ(keys.size(), 2u) << slurp(s.d / "cache.txt");
+}
+
 TEST(CliServe, BadInputIsAnErrorNamingIt) {
   Serve s;
   const std::vector<std::pair<std::string, std::string>> cases = {

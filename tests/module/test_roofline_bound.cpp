@@ -102,6 +102,15 @@ void add_op(WorkloadBuilder& b, const std::string& kind, int i, Rng& r, arch::DT
     const bool causal = r.coin();
     const std::int64_t window = causal && r.coin() ? r.dim(1, lkv) : 0;
     b.attention(p, q, k, v, causal, std::nullopt, workloads::AttentionPass::forward, window);
+  } else if (kind == "batched_attention") {
+    // Decode-like shapes with many sequences, in a kernel that may take up
+    // to 16 of them a grid step (AttentionAttrs::max_step_seqs).
+    const std::int64_t bt = r.dim(2, 64), kvh = r.pick({1, 2, 8}), h = kvh * r.pick({1, 4, 8});
+    const std::int64_t lq = r.dim(1, 8), lkv = lq + r.dim(1, 2048) - 1, d = r.pick({64, 128});
+    auto q = b.input(in, {bt, lq, h, d}, t);
+    auto k = b.input(p + ".k", {bt, lkv, kvh, d}, t);
+    auto v = b.input(p + ".v", {bt, lkv, kvh, d}, t);
+    b.attention(p, q, k, v, r.coin());
   } else if (kind == "gather") {
     auto table = b.weight(p + ".table", {r.dim(16, 100000), r.pick({64, 128, 256})}, t);
     auto idx = b.input(in, {r.dim(1, 2048)}, arch::DType::f32);
@@ -134,11 +143,14 @@ TEST_P(RooflineBound, NoOperatorBeatsItsRoofline) {
   Rng rng(std::hash<std::string>{}(gen + "/" + kind) ^ 0x5eedu);
   WorkloadBuilder b(kind + "_shapes");
   for (int i = 0; i < kShapes; ++i) add_op(b, kind, i, rng, t);
-  const workloads::Workload wl = b.build();
+  workloads::Workload wl = b.build();
+  if (kind == "batched_attention")
+    for (auto& op : wl.ops)
+      if (op.kind == workloads::OpKind::attention) op.as<workloads::AttentionAttrs>().max_step_seqs = 16;
   // TPUv1 has no cross-lane unit (xlu.count: 0): reductions, transposes,
   // softmax, norms and attention are refused, not run on a unit it lacks.
   if (cfg.xlu.count == 0 && (kind == "reduce" || kind == "softmax" || kind == "layer_norm" || kind == "rms_norm" ||
-                             kind == "attention" || kind == "transpose")) {
+                             kind == "attention" || kind == "batched_attention" || kind == "transpose")) {
     EXPECT_THROW(sim::run_workload(gen, cfg, wl, {}), sim::LoweringError);
     return;
   }
@@ -160,6 +172,7 @@ TEST_P(RooflineBound, NoOperatorBeatsItsRoofline) {
 INSTANTIATE_TEST_SUITE_P(AllGenerations, RooflineBound,
                          ::testing::Combine(::testing::Values("v1", "v2", "v3", "v4", "v4i", "v5e", "v5p", "v6e", "v7"),
                                             ::testing::Values("matmul", "conv2d", "elementwise", "reduce", "softmax",
-                                                              "layer_norm", "rms_norm", "attention", "gather",
-                                                              "transpose", "reshape", "concat", "slice")),
+                                                              "layer_norm", "rms_norm", "attention",
+                                                              "batched_attention", "gather", "transpose", "reshape",
+                                                              "concat", "slice")),
                          [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });

@@ -136,6 +136,7 @@ void attrs_doc(const Op& op, Doc& d) {
       if (a.window > 0) d.add("window", Doc::num(a.window));
       if (a.blocks.q > 0) d.add("block_q", Doc::num(a.blocks.q));
       if (a.blocks.kv > 0) d.add("block_kv", Doc::num(a.blocks.kv));
+      if (a.max_step_seqs > 1) d.add("max_step_seqs", Doc::num(a.max_step_seqs));
       break;
     }
     case OpKind::gather: break;

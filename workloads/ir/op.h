@@ -267,8 +267,19 @@ struct AttentionAttrs {
   AttentionPass pass = AttentionPass::forward;
   std::int64_t window = 0;
   AttentionBlocks blocks;
+  // Sequences a grid step may hold, at most (0 or 1: one, the default, as
+  // flash, splash and paged attention kernels walk the batch): > 1 is a
+  // batched kernel (vllm-project/tpu-inference's batched ragged paged
+  // attention, pull request #1961), whose steps take several sequences'
+  // blocks at once, so that the per-step overhead and the
+  // QK^T -> softmax -> PV chain's fill are paid once per step and one
+  // sequence's matmuls overlap another's softmax. The lowering searches
+  // how many (powers of two up to this bound); searched blocks only.
+  std::int64_t max_step_seqs = 0;
+  static constexpr std::int64_t kMaxStepSeqsLimit = 256;  // what a file may ask for
   bool operator==(const AttentionAttrs& o) const {
-    return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window && blocks == o.blocks;
+    return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window && blocks == o.blocks &&
+           max_step_seqs == o.max_step_seqs;
   }
 };
 

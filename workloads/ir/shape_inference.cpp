@@ -413,6 +413,14 @@ class Inferer {
     check_window(a.window, a.causal, "causal: true");
     check_block(a.blocks.q, "block_q", AttentionBlocks::kQUnit, "sublanes");
     check_block(a.blocks.kv, "block_kv", AttentionBlocks::kKvUnit, "lanes");
+    if (a.max_step_seqs < 0 || a.max_step_seqs > AttentionAttrs::kMaxStepSeqsLimit)
+      fail("max_step_seqs: expected 0 to " + std::to_string(AttentionAttrs::kMaxStepSeqsLimit) +
+           " (sequences a grid step may hold; 0 or 1: one), found " + std::to_string(a.max_step_seqs));
+    if (a.max_step_seqs > 1 && a.blocks.fixed())
+      fail(
+          "max_step_seqs: expected 0 or 1 with fixed blocks (block_q, block_kv: splash attention's kernel walks one "
+          "sequence a step), found " +
+          std::to_string(a.max_step_seqs));
     return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
   }
 

@@ -2,7 +2,8 @@
 // block_q and block_kv, AttentionAttrs::blocks): one query head per step
 // and exactly the fixed blocks (clamped to the sequence), nothing when
 // they exceed the VMEM budget, and never an estimate below the searched
-// kernel's, whose candidates include the fixed ones.
+// kernel's, whose candidates include the fixed ones; and a batched
+// kernel's sequences per step (AttentionAttrs::max_step_seqs).
 #include <gtest/gtest.h>
 
 #include "sim/config/config_loader.h"
@@ -76,5 +77,44 @@ TEST(AttentionTiling, SearchedBlocksNeverEstimateSlowerThanFixedOnes) {
       ASSERT_TRUE(tf && ts) << arch_name << " " << b;
       EXPECT_LE(ts->est_cycles, tf->est_cycles) << arch_name << " " << b;
     }
+  }
+}
+
+// A batched kernel (max_step_seqs > 1): decode's many short sequences take
+// several a step, never more than the bound or the batch, each step's
+// blocks of all of them within the VMEM budget, one step per (batch
+// block, head group, key block); its estimate is never above the
+// one-sequence kernel's, whose candidates it includes; fixed blocks stay
+// one sequence a step.
+TEST(AttentionTiling, BatchedKernelTakesSeveralSequencesAStep) {
+  for (const char* arch_name : {"v5e", "v6e", "v7"}) {
+    const arch::TpuConfig cfg = sim::load_tpu_config(arch_name);
+    const auto f = figures(cfg);
+    for (std::int64_t batch : {5, 64, 256}) {
+      AttentionShape a;
+      a.batch = batch;
+      a.q_len = 1;
+      a.heads = 32;
+      a.kv_heads = 8;
+      a.kv_len = 256;
+      const auto one = choose_attention_tiling(a, f, f.cores);
+      a.max_step_seqs = 16;
+      const auto t = choose_attention_tiling(a, f, f.cores);
+      ASSERT_TRUE(one && t) << arch_name << " " << batch;
+      EXPECT_EQ(one->sb, 1);
+      EXPECT_GT(t->sb, 1) << arch_name << " " << batch;
+      EXPECT_LE(t->sb, std::min<std::int64_t>(16, batch)) << arch_name << " " << batch;
+      EXPECT_LE(t->vmem, f.vmem_budget) << arch_name << " " << batch;
+      EXPECT_LE(t->est_cycles, one->est_cycles) << arch_name << " " << batch;
+      const std::int64_t key_blocks = (a.kv_len + t->bkv - 1) / t->bkv;
+      EXPECT_EQ(t->steps, (batch + t->sb - 1) / t->sb * (a.kv_heads / t->hb) * key_blocks) << arch_name;
+    }
+    AttentionShape fixed = mha(1024, 8);
+    fixed.batch = 8;
+    fixed.blocks = {512, 512};
+    fixed.max_step_seqs = 16;
+    const auto tf = choose_attention_tiling(fixed, f, f.cores);
+    ASSERT_TRUE(tf) << arch_name;
+    EXPECT_EQ(tf->sb, 1) << arch_name;
   }
 }

@@ -484,7 +484,7 @@ TEST(SweepSpec, AttentionKernelBecomesRunFlag) {
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("flash or dense"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("flash, dense or batched"), std::string::npos) << e.what();
   }
 }
 

@@ -253,7 +253,7 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
       {"capacity factor on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, moe_capacity_factor: 1.25}"),
        "'moe_capacity_factor' only with model"},
       {"unknown attention kernel", replace(g, "seq: 256,", "seq: 256, attention_kernel: splash,"),
-       "cases[step-c].workload.attention_kernel: expected flash or dense, found 'splash'"},
+       "cases[step-c].workload.attention_kernel: expected flash, dense or batched, found 'splash'"},
       {"attention kernel on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, attention_kernel: dense}"),
        "'attention_kernel' only with model"},
       {"bad attention blocks", replace(g, "seq: 256,", "seq: 256, attention_blocks: \"500,512\","),

@@ -453,6 +453,29 @@ TEST(WorkloadFile, AttentionBlocksRoundTripAndAreChecked) {
   EXPECT_NE(msg.find("block_kv"), std::string::npos) << msg;
 }
 
+// A batched kernel's bound on sequences a step round-trips (left out at
+// 0 and 1), is checked against its range and refused beside fixed blocks,
+// each error at the op's line naming its key.
+TEST(WorkloadFile, MaxStepSeqsRoundTripsAndIsChecked) {
+  const std::string base = attention_tensors();
+  Workload wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], max_step_seqs: 16}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().max_step_seqs, 16);
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k]}\n");
+  EXPECT_EQ(workload_to_yaml(wl).find("max_step_seqs"), std::string::npos);
+  for (const char* bad : {"-1", "257"}) {
+    const std::string msg =
+        error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], max_step_seqs: " + bad + "}\n");
+    EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("max_step_seqs: expected 0 to 256"), std::string::npos) << msg;
+  }
+  const std::string msg =
+      error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], block_q: 16, max_step_seqs: 4}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_step_seqs: expected 0 or 1 with fixed blocks"), std::string::npos) << msg;
+}
+
 // A copy names where it goes: hbm or host, nothing else, and must say so.
 TEST(WorkloadFile, CopyNeedsHbmOrHostDestination) {
   const std::string base = std::string(kHeader) +
