@@ -25,7 +25,7 @@ Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, st
 // blocks: the kernel's block sizes (AttentionBlocks; 0 = searched).
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
                    std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype = DType::bf16,
-                   std::int64_t window = 0, AttentionBlocks blocks = {});
+                   std::int64_t window = 0, AttentionBlocks blocks = {}, std::int64_t max_step_seqs = 0);
 
 // One elementwise op over inputs of `shape` (select/where take an int8
 // condition of the same shape). cast needs `to`.
@@ -40,7 +40,8 @@ Workload elementwise(EwKind kind, const Shape& shape, DType dtype = DType::bf16,
 //   attention:   "B,Q,KV,H,KVH,D[,causal]"        or "b=1,q=2048,kv=2048,h=32,kvh=8,d=128,causal=1"
 //                (key=value defaults: b=1, kv=q, kvh=h, causal=0; window=W, key=value
 //                only, makes it local attention over W keys and needs causal=1;
-//                bq=, bkv= (key=value only) fix the kernel's block_q and block_kv)
+//                bq=, bkv= (key=value only) fix the kernel's block_q and block_kv;
+//                seqs=N (key=value only) lets a grid step hold up to N sequences)
 //   elementwise: "KIND,D0,D1,..."  e.g. "silu,8,4096"; cast as "cast:f32,8,4096"
 // Malformed strings throw WorkloadError naming the field and what was found.
 Workload parse_gemm(const std::string& spec, DType dtype = DType::bf16);

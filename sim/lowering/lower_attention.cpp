@@ -163,10 +163,16 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           Step s;
           s.core = core;
           const std::int64_t kh = kv_head(h0);
+          // Q [B, Lq, H, D]: pn positions of hb x G heads per sequence; a
+          // batched step's sequences' rows follow one another when the
+          // block holds every query position (decode), one copy for all.
+          const bool rows_contiguous = pn == Lq;
+          const std::int64_t row_runs = rows_contiguous ? 1 : bn, run_rows = rows_contiguous ? bn * pn : pn;
+          if (kj == kj0)
+            for (std::int64_t r = 0; r < row_runs; ++r)
+              s.loads.push_back(load(qr + bytes_of(t, (((b0 + r) * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
+                                     static_cast<std::uint64_t>(run_rows), bytes_of(t, H * D)));
           for (std::int64_t b = b0; b < b0 + bn; ++b) {
-            if (kj == kj0)  // Q [B, Lq, H, D]: pn positions of hb x G heads
-              s.loads.push_back(load(qr + bytes_of(t, ((b * Lq + p0) * H + h0 * G) * D), bytes_of(t, hb * G * D),
-                                     static_cast<std::uint64_t>(pn), bytes_of(t, H * D)));
             // K and V head-major [B, KVH, Lkv, D]: one piece per head.
             s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * kv_stored + kh) * Lkv + c0) * D),
                                    bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
@@ -272,12 +278,14 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             }
           }
           if (kj == kv_blocks - 1) {
-            for (std::int64_t b = b0; b < b0 + bn; ++b) {
-              const std::uint64_t off = static_cast<std::uint64_t>(((b * Lq + p0) * H + h0 * G) * Dv);
-              const std::uint64_t blk = static_cast<std::uint64_t>(pn * hb * G * Dv);
-              add_extra_loads(s, ep, off, blk, out_elems, unit == 0 && b == b0);
+            // The output block, stored like Q's rows were loaded: one run
+            // of rows, or one per sequence.
+            for (std::int64_t r = 0; r < row_runs; ++r) {
+              const std::uint64_t off = static_cast<std::uint64_t>((((b0 + r) * Lq + p0) * H + h0 * G) * Dv);
+              const std::uint64_t blk = static_cast<std::uint64_t>(run_rows * hb * G * Dv);
+              add_extra_loads(s, ep, off, blk, out_elems, unit == 0 && r == 0);
               add_epilogue(s, ep,
-                           {blk, static_cast<std::uint64_t>(hb * G * Dv), static_cast<std::uint64_t>(pn),
+                           {blk, static_cast<std::uint64_t>(hb * G * Dv), static_cast<std::uint64_t>(run_rows),
                             static_cast<std::uint64_t>(H * Dv), off},
                            {DType::f32, 1, 0, 1});
             }

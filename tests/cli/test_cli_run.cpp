@@ -317,8 +317,9 @@ TEST(CliRun, AttentionBlocksFixTheFlashKernelsBlocks) {
 // --attention-kernel batched: a decode step's attention takes several
 // sequences a grid step (ops.csv's blocking says how many), reading the
 // same K/V bytes as the per-sequence kernel in fewer cycles at a short
-// context, where the per-step costs are most of a sequence's; fixed
-// (splash) blocks are refused with it.
+// context, where the per-step costs are most of a sequence's, and as an
+// operator of its own (--attention ...,seqs=16) near its K/V roofline;
+// fixed (splash) blocks are refused with it.
 TEST(CliRun, BatchedAttentionKernelTakesSeveralSequencesAStep) {
   TempDir d;
   const std::string base =
@@ -340,6 +341,15 @@ TEST(CliRun, BatchedAttentionKernelTakesSeveralSequencesAStep) {
   EXPECT_EQ(batched.at("dma_bytes"), flash.at("dma_bytes"));
   EXPECT_LT(std::stod(batched.at("cycles")), std::stod(flash.at("cycles")));
   EXPECT_GE(std::stod(batched.at("cycles")), std::stod(batched.at("roofline_cycles")));
+  // The operator alone (its query rows loaded and its outputs stored from
+  // and to HBM, one copy per step for all its sequences): it streams its
+  // K/V within 1.5x of the time HBM's peak takes.
+  r = run_tpusim(
+      "run --arch v6e --attention b=64,q=1,kv=256,h=32,kvh=8,d=128,seqs=16 --quiet --out " + d.path() + "/op", d);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto op = read_rows(d.path() + "/op/ops.csv").at(0);
+  EXPECT_NE(op.at("blocking").find("seqs="), std::string::npos) << op.at("blocking");
+  EXPECT_LE(std::stod(op.at("cycles")), 1.5 * std::stod(op.at("roofline_cycles"))) << op.at("blocking");
   expect_usage_error(run_tpusim("run --arch v5e --model llama3-8b --phase prefill --layers 1 --seq 512 --quiet "
                                 "--attention-kernel batched --attention-blocks 512,512 --out " +
                                     d.path() + "/x",

@@ -80,6 +80,27 @@ TEST(Builtin, AttentionBlocksFromString) {
   }
 }
 
+// seqs= makes the op a batched kernel (AttentionAttrs::max_step_seqs, up
+// to that many sequences a grid step), 0 or absent one a step; out of its
+// range or beside fixed blocks it is refused by name.
+TEST(Builtin, AttentionSeqsFromString) {
+  const Workload wl = builtin::parse_attention("b=64,q=1,kv=256,h=32,kvh=8,d=128,seqs=16");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().max_step_seqs, 16);
+  EXPECT_NE(wl.name.find("_seqs16"), std::string::npos) << wl.name;
+  EXPECT_EQ(builtin::parse_attention("b=64,q=1,kv=256,h=32,kvh=8,d=128").ops[0].as<AttentionAttrs>().max_step_seqs, 0);
+  for (const auto& [spec, part] : std::vector<std::pair<std::string, std::string>>{
+           {"q=64,h=1,d=8,seqs=257", "field seqs: expected 0 to 256"},
+           {"q=64,h=1,d=8,seqs=-1", "seqs"},
+           {"q=64,h=1,d=8,bq=8,seqs=4", "field seqs: expected 0 or 1 with bq or bkv"}}) {
+    try {
+      builtin::parse_attention(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const WorkloadError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Builtin, ElementwiseFromString) {
   Workload wl = builtin::parse_elementwise("silu,8,4096");
   EXPECT_EQ(wl.find_tensor("y")->shape, (Shape{8, 4096}));
