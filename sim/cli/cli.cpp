@@ -5,10 +5,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <new>
 #include <filesystem>
+#include <new>
 
 #include "models/model_spec.h"
 #include "sim/engine/engine.h"
@@ -70,7 +71,11 @@ void print_help(std::ostream& os) {
   os << "usage: tpusim [--config-path DIR]... <command> [<args>]\n\n"
         "Cycle-level simulator of Google TPU chips.\n\n"
         "Commands:\n";
-  for (const auto& [name, c] : registry()) os << "  " << std::left << std::setw(16) << name << c.summary << "\n";
+  // The summaries start two spaces after the longest command name.
+  std::size_t width = 0;
+  for (const auto& [name, c] : registry()) width = std::max(width, name.size());
+  for (const auto& [name, c] : registry())
+    os << "  " << std::left << std::setw(static_cast<int>(width + 2)) << name << c.summary << "\n";
   os << "\nGlobal options:\n"
         "  --config-path DIR  also search DIR for configs (repeatable; after the source\n"
         "                     tree's configs/, before $TPUSIM_CONFIG_PATH)\n"

@@ -8,7 +8,7 @@ namespace tpusim::sim::lowering {
 using arch::Instr;
 using arch::InstrId;
 
-InstrId ProgramBuilder::add(Instr in, const std::vector<InstrId>& deps) { return p_.add(std::move(in), deps); }
+InstrId ProgramBuilder::add(Instr in, const std::vector<InstrId>& deps) { return p_.add(in, deps); }
 
 void ProgramBuilder::split(const Instr& in, std::vector<Instr>& out) const {
   const auto& w = std::get<arch::DmaWork>(in.work);
@@ -26,7 +26,7 @@ void ProgramBuilder::split(const Instr& in, std::vector<Instr>& out) const {
       pw.src_addr = w.src_addr + r0 * w.src_stride;
       pw.dst_addr = w.dst_addr + r0 * w.dst_stride;
       piece.index = -1;
-      out.push_back(std::move(piece));
+      out.push_back(piece);
     }
   } else {
     const std::uint64_t n = static_cast<std::uint64_t>(engines_);
@@ -40,7 +40,7 @@ void ProgramBuilder::split(const Instr& in, std::vector<Instr>& out) const {
       pw.src_addr = w.src_addr + b0;
       pw.dst_addr = w.dst_addr + b0;
       piece.index = -1;
-      out.push_back(std::move(piece));
+      out.push_back(piece);
     }
   }
 }
@@ -59,6 +59,9 @@ struct Emitted {
   std::vector<InstrId> loads;
   std::vector<InstrId> compute;
   std::vector<InstrId> epilogue;
+  // The last instruction (with the pieces of its store) of each epilogue
+  // chain: what the step's stores are done with.
+  std::vector<InstrId> epilogue_done;
 };
 
 void append(std::vector<InstrId>& to, const std::vector<InstrId>& from) {
@@ -109,15 +112,15 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     // Adds `in` waiting for `d`; the operator's first instruction on this
     // core also waits for `entry_wait` (its producers' completion and the
     // previous kernel's end).
-    std::vector<InstrId> scratch, deps_scratch, out_wait, wait, ids;
+    std::vector<InstrId> scratch, deps_scratch, out_wait, wait, ids, tail;
     std::vector<Instr> pieces;
     auto add_waiting = [&](Instr in, const std::vector<InstrId>& d) {
-      if (!first) return add(std::move(in), d);
+      if (!first) return add(in, d);
       first = false;
       first_id = static_cast<InstrId>(p_.instrs.size());  // the instruction these waits go to
       scratch.assign(d.begin(), d.end());
       append(scratch, entry_wait);
-      return add(std::move(in), scratch);
+      return add(in, scratch);
     };
     // Steps that load, in order. Load-step k writes the buffer set that
     // load-step k-2 filled; the last reader of that set is the step just
@@ -178,7 +181,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       out_wait.clear();
       if (store_steps.size() >= 2) {
         const Emitted& old = em[static_cast<std::size_t>(store_steps[store_steps.size() - 2])];
-        if (!old.epilogue.empty()) append_last_group(out_wait, old.epilogue, p_);
+        append(out_wait, old.epilogue_done);
       }
       em[i].compute.reserve(s.compute.size());
       for (std::size_t k = 0; k < s.compute.size(); ++k) {
@@ -196,7 +199,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
           }
         }
         for (int a : s.compute[k].after) d.push_back(em[i].compute.at(static_cast<std::size_t>(a)));
-        em[i].compute.push_back(add_waiting(std::move(in), d));
+        em[i].compute.push_back(add_waiting(in, d));
       }
       last_compute = static_cast<long>(i);
     };
@@ -205,7 +208,28 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       if (s.epilogue.empty()) return;
       store_steps.push_back(static_cast<long>(i));
       wait = em[i].compute;
-      for (const Instr& e : s.epilogue) {
+      std::size_t chain = 0;        // the next chain start in s.epilogue_chains
+      std::size_t chain_begin = 0;  // em[i].epilogue's size when the chain began
+      // The chain's last instruction and its store's pieces (those of an
+      // earlier chain with the same waits are in it too: kept once).
+      auto chain_done = [&]() {
+        if (em[i].epilogue.size() == chain_begin) return;
+        tail.clear();
+        append_last_group(tail, em[i].epilogue, p_);
+        for (InstrId id : tail)
+          if (std::find(em[i].epilogue_done.begin(), em[i].epilogue_done.end(), id) == em[i].epilogue_done.end())
+            em[i].epilogue_done.push_back(id);
+        chain_begin = em[i].epilogue.size();
+      };
+      for (std::size_t k = 0; k < s.epilogue.size(); ++k) {
+        const Instr& e = s.epilogue[k];
+        if (chain < s.epilogue_chains.size() && s.epilogue_chains[chain] == k) {
+          // A new chain: the previous one is done, this one starts from
+          // the step's compute.
+          chain_done();
+          wait = em[i].compute;
+          ++chain;
+        }
         if (in_place(e)) continue;
         // A store split over engines: its pieces run together, and what
         // follows waits for all of them.
@@ -223,6 +247,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
         }
         wait.swap(ids);
       }
+      chain_done();
     };
 
     // L0 L1 C0 | C1 S0 L2 | C2 S1 L3 | ...: the loads of step i+2 come after
@@ -240,8 +265,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       if (!serial) emit_loads_until(n, static_cast<long>(i), false);
     }
     std::vector<InstrId> core_done;
-    for (std::size_t i = 0; i < n; ++i)
-      if (!em[i].epilogue.empty()) append_last_group(core_done, em[i].epilogue, p_);
+    for (std::size_t i = 0; i < n; ++i) append(core_done, em[i].epilogue_done);
     if (n > 0 && list[n - 1]->epilogue.empty()) append(core_done, em[n - 1].compute);
     if (!async && first_id != kNone) {
       p_.instrs[first_id].scalar_cycles += launch_overhead_;

@@ -34,8 +34,15 @@ struct Step {
   std::vector<StepInstr> compute;
   // Epilogue and store of the output block this step completes (empty when
   // the block still accumulates). Each waits for the whole step's compute
-  // and for the previous instruction of the epilogue.
+  // and for the previous instruction of the epilogue, except the first of
+  // each further chain (epilogue_chains).
   std::vector<arch::Instr> epilogue;
+  // Positions in `epilogue` where an independent chain starts: that
+  // instruction waits for the step's compute only, not for the chain
+  // before it (an output in several separate pieces, each cast and stored
+  // on its own, as a batched kernel's per-sequence output rows). Whatever
+  // waits for the step's stores waits for the end of every chain.
+  std::vector<std::size_t> epilogue_chains;
   // Who takes part in the step's collective (an ICI instruction in
   // `compute`): emitted into Program::groups, the instruction pointing to it.
   arch::CollectiveGroup collective;

@@ -42,6 +42,10 @@ TEST(Cli, HelpListsEveryCommand) {
   EXPECT_EQ(r.rc, 0);
   for (const char* c : {"list", "config show", "config check", "config keys", "--config-path"})
     EXPECT_TRUE(has(r.out, c)) << c;
+  // Every command line of the list keeps its name apart from its summary,
+  // the longest name ("shard-search point") too.
+  EXPECT_TRUE(has(r.out, "  shard-search point  ")) << r.out;
+  EXPECT_TRUE(has(r.out, "  list                ")) << r.out;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
