@@ -278,3 +278,37 @@ TEST(CollectiveMatmul, SmallCollectivesStayWhole) {
   EXPECT_EQ(d.ici.at(0).size(), 7u);
   EXPECT_EQ(d.ici.at(5).size(), 7u);
 }
+
+// A slice's output block whose rows fall into several runs of the output
+// (q and k: 2 sequences of 128 gathered rows each, one block of 256 rows)
+// stores each run as a copy of its own: no cast or store of a run waits for
+// another run's store (Step::epilogue_chains); stored one after another,
+// the second run's cast waited for the first run's store. (Without VMEM
+// residency, which would keep these small outputs on chip.)
+TEST(CollectiveMatmul, RunsOfAnOutputBlockAreStoredApart) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5p");
+  sim::LoweringOptions o = tp_opts(true);
+  o.vmem_residency = false;
+  const auto lw = sim::lower(block(false), cfg, o);
+  auto is_store = [&](arch::InstrId id) {
+    const arch::Instr& in = lw.program.instrs[id];
+    if (in.unit != arch::UnitKind::dma) return false;
+    const auto& w = std::get<arch::DmaWork>(in.work);
+    return w.src == arch::MemSpace::vmem && w.dst == arch::MemSpace::hbm;
+  };
+  std::map<std::uint32_t, int> stores, casts;
+  for (arch::InstrId id = 0; id < lw.program.instrs.size(); ++id) {
+    const arch::Instr& in = lw.program.instrs[id];
+    if (in.op != 1 && in.op != 2) continue;
+    if (is_store(id)) ++stores[in.op];
+    if (in.unit != arch::UnitKind::vpu && !is_store(id)) continue;
+    if (in.unit == arch::UnitKind::vpu) ++casts[in.op];
+    for (arch::InstrId d : lw.program.deps(id))
+      EXPECT_FALSE(is_store(d) && lw.program.instrs[d].op == in.op) << "op " << in.op << " instruction " << id;
+  }
+  for (std::uint32_t op : {1u, 2u}) {
+    // More casts than slices: some block holds several runs.
+    EXPECT_GT(casts[op], static_cast<int>(kN)) << op;
+    EXPECT_GE(stores[op], casts[op]) << op;
+  }
+}
