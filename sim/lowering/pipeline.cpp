@@ -69,11 +69,13 @@ void append(std::vector<InstrId>& to, const std::vector<InstrId>& from) {
 }
 
 // Appends the last epilogue instruction and the pieces split from the same
-// store (they share its waits).
-void append_last_group(std::vector<InstrId>& out, const std::vector<InstrId>& epi, const arch::Program& p) {
+// store (they share its waits), looking no further back than `begin` (the
+// start of its chain).
+void append_last_group(std::vector<InstrId>& out, const std::vector<InstrId>& epi, const arch::Program& p,
+                       std::size_t begin) {
   out.push_back(epi.back());
   const arch::DepRange b = p.deps(epi.back());
-  for (std::size_t k = epi.size() - 1; k-- > 0;) {
+  for (std::size_t k = epi.size() - 1; k-- > begin;) {
     const arch::DepRange a = p.deps(epi[k]);
     if (!std::equal(a.begin(), a.end(), b.begin(), b.end())) break;
     out.push_back(epi[k]);
@@ -112,7 +114,7 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
     // Adds `in` waiting for `d`; the operator's first instruction on this
     // core also waits for `entry_wait` (its producers' completion and the
     // previous kernel's end).
-    std::vector<InstrId> scratch, deps_scratch, out_wait, wait, ids, tail;
+    std::vector<InstrId> scratch, deps_scratch, out_wait, wait, ids;
     std::vector<Instr> pieces;
     auto add_waiting = [&](Instr in, const std::vector<InstrId>& d) {
       if (!first) return add(in, d);
@@ -210,15 +212,10 @@ std::vector<InstrId> ProgramBuilder::emit_op(std::uint32_t op, const std::vector
       wait = em[i].compute;
       std::size_t chain = 0;        // the next chain start in s.epilogue_chains
       std::size_t chain_begin = 0;  // em[i].epilogue's size when the chain began
-      // The chain's last instruction and its store's pieces (those of an
-      // earlier chain with the same waits are in it too: kept once).
+      // The chain's last instruction and its store's pieces.
       auto chain_done = [&]() {
-        if (em[i].epilogue.size() == chain_begin) return;
-        tail.clear();
-        append_last_group(tail, em[i].epilogue, p_);
-        for (InstrId id : tail)
-          if (std::find(em[i].epilogue_done.begin(), em[i].epilogue_done.end(), id) == em[i].epilogue_done.end())
-            em[i].epilogue_done.push_back(id);
+        if (em[i].epilogue.size() > chain_begin)
+          append_last_group(em[i].epilogue_done, em[i].epilogue, p_, chain_begin);
         chain_begin = em[i].epilogue.size();
       };
       for (std::size_t k = 0; k < s.epilogue.size(); ++k) {
