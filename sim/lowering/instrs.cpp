@@ -189,6 +189,11 @@ bool first_on_core(std::uint64_t chunk, const Step& s, const std::vector<Step>& 
 }
 
 void add_epilogue(Step& s, const Epilogue& ep, const OutBlock& b, const AnchorWork& w) {
+  // A further output block of the step (a batched attention step's
+  // sequences, a collective matmul block's runs of rows, a GEMM batch
+  // block's entries) is a copy of its own: a chain of its own, not waiting
+  // for the previous block's store.
+  if (!s.epilogue.empty()) s.epilogue_chains.push_back(s.epilogue.size());
   // Each fused operand as large as the output is one more VMEM stream.
   int inputs = w.inputs;
   for (const auto& x : ep.extras) inputs += x.full ? 1 : 0;

@@ -130,7 +130,8 @@ struct AnchorWork {
 };
 
 // Appends the block's epilogue (a VPU pass when there is work or a cast)
-// and its store.
+// and its store; a second block of the same step starts a chain of its own
+// (Step::epilogue_chains).
 void add_epilogue(Step& s, const Epilogue& ep, const OutBlock& b, const AnchorWork& w);
 
 // Extra operands of fused ops, loaded with the step that completes a block:

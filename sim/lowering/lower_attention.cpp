@@ -279,10 +279,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           }
           if (kj == kv_blocks - 1) {
             // The output block, stored like Q's rows were loaded: one run
-            // of rows, or one per sequence, each its own chain of cast and
-            // store (the sequences' stores are independent copies).
+            // of rows, or one per sequence (each its own copy, add_epilogue).
             for (std::int64_t r = 0; r < row_runs; ++r) {
-              if (r > 0) s.epilogue_chains.push_back(s.epilogue.size());
               const std::uint64_t off = static_cast<std::uint64_t>((((b0 + r) * Lq + p0) * H + h0 * G) * Dv);
               const std::uint64_t blk = static_cast<std::uint64_t>(run_rows * hb * G * Dv);
               add_extra_loads(s, ep, off, blk, out_elems, unit == 0 && r == 0);

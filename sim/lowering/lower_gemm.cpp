@@ -257,12 +257,7 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
                 add_extra_loads(s, ep, full.offset_elems, full.elems, full_elems, ob_index == 0 && first_piece);
                 for (const GemmRows::Received& r : w.received)
                   s.loads.push_back(load_block(r.at, ep.out_dtype, {r.own_coords ? own : fr, ni * bn, rows, n, g.n}));
-                // Each run of rows is a copy of its own (a chain of cast
-                // and store), not waiting for the previous run's store.
-                if (!w.own_out) {
-                  if (!first_piece) s.epilogue_chains.push_back(s.epilogue.size());
-                  add_epilogue(s, ep, full, work);
-                }
+                if (!w.own_out) add_epilogue(s, ep, full, work);  // each run its own copy
                 first_piece = false;
               });
               if (w.own_out) add_epilogue(s, store_ep, block_out(mi * bm, m), work);

@@ -39,9 +39,11 @@ struct Step {
   std::vector<arch::Instr> epilogue;
   // Positions in `epilogue` where an independent chain starts: that
   // instruction waits for the step's compute only, not for the chain
-  // before it (an output in several separate pieces, each cast and stored
-  // on its own, as a batched kernel's per-sequence output rows). Whatever
-  // waits for the step's stores waits for the end of every chain.
+  // before it (add_epilogue starts one for each further output block of a
+  // step: a batched kernel's per-sequence output rows, a collective
+  // matmul block's runs of rows, a GEMM batch block's entries). Whatever
+  // waits for the step's stores
+  // waits for the end of every chain.
   std::vector<std::size_t> epilogue_chains;
   // Who takes part in the step's collective (an ICI instruction in
   // `compute`): emitted into Program::groups, the instruction pointing to it.
