@@ -14,6 +14,12 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+void check_dims(const MxuOp& op) {
+  if (op.m < 1 || op.k < 1 || op.n < 1)
+    throw ConfigError("MXU op A[" + std::to_string(op.m) + "," + std::to_string(op.k) + "] @ B[" +
+                      std::to_string(op.k) + "," + std::to_string(op.n) + "]: every dimension must be >= 1");
+}
+
 MxuRate rate_from_throughput(DType t, double f) {
   const std::string where = "mxu.throughput." + std::string(dtype_name(t));
   if (!std::isfinite(f) || f <= 0)
@@ -89,6 +95,16 @@ double MxuGeometry::peak_macs_per_cycle(DType t) const {
          static_cast<double>(r.cycles_per_beat);
 }
 
+std::uint64_t MxuGeometry::issued_mac_slots(const MxuOp& op) const {
+  const MxuRate& r = rate_of(op.dtype);
+  check_dims(op);
+  using U = std::uint64_t;
+  const U p = static_cast<U>(r.rows_per_beat);
+  const U T = static_cast<U>(ceil_div(op.k, rows) * ceil_div(op.n, cols));
+  const U B = (static_cast<U>(op.m) + p - 1) / p;
+  return T * B * p * static_cast<U>(rows) * static_cast<U>(cols);
+}
+
 MxuTimer::MxuTimer(const MxuConfig& cfg) : g_(cfg), accumulator_(cfg.accumulator) {}
 
 void MxuTimer::reset() {
@@ -98,9 +114,7 @@ void MxuTimer::reset() {
 
 MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   const MxuRate& r = g_.rate_of(op.dtype);
-  if (op.m < 1 || op.k < 1 || op.n < 1)
-    throw ConfigError("MXU op A[" + std::to_string(op.m) + "," + std::to_string(op.k) + "] @ B[" +
-                      std::to_string(op.k) + "," + std::to_string(op.n) + "]: every dimension must be >= 1");
+  check_dims(op);
   using U = MxuCycles;
   const U R = static_cast<U>(g_.rows), C = static_cast<U>(g_.cols);
   const U L = static_cast<U>(op.sparse ? g_.sparse_load_cycles : g_.load_cycles);
@@ -127,7 +141,7 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   o.cycles = finish - ready;
   o.useful_macs =
       static_cast<std::uint64_t>(op.m) * static_cast<std::uint64_t>(op.k) * static_cast<std::uint64_t>(op.n);
-  o.issued_mac_slots = T * B * p * R * C;
+  o.issued_mac_slots = g_.issued_mac_slots(op);  // T * B*p * R*C
   o.wasted_macs = o.issued_mac_slots - o.useful_macs;
   o.weight_tiles = T;
   o.weight_load_cycles = T * L;

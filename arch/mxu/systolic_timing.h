@@ -103,6 +103,10 @@ struct MxuGeometry {
   const MxuRate& rate_of(DType t) const;
   // R*C*f MACs per cycle for dtype t (throws if unsupported).
   double peak_macs_per_cycle(DType t) const;
+  // T * B*p * R*C PE MAC slots an op occupies (MxuOpTiming::issued_mac_slots),
+  // which do not depend on what ran before it. Throws like rate_of and for
+  // m, k, n < 1.
+  std::uint64_t issued_mac_slots(const MxuOp& op) const;
 };
 
 // Stateful timer of one MXU: "busy until" per resource, O(1) per issue.

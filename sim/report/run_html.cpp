@@ -236,10 +236,10 @@ std::string run_report_html(const RunReport& r, const RunMetrics& m) {
   return html_page("tpusim run: " + r.workload_name + " on " + r.arch_name, b.str());
 }
 
-void write_run_report(const RunReport& r, const std::string& dir) {
+void write_run_report(const RunReport& r, const RunMetrics& m, const std::string& dir) {
   const std::string path = dir + "/report.html";
   std::ofstream f(path, std::ios::binary);
-  f << run_report_html(r, compute_metrics(r));
+  f << run_report_html(r, m);
   if (!f) throw std::runtime_error("cannot write " + path);
 }
 

@@ -28,7 +28,7 @@ std::string hbm_bandwidth_svg(const RunReport& r, const RunMetrics& m);
 
 std::string run_report_html(const RunReport& r, const RunMetrics& m);
 // Writes dir/report.html; throws std::runtime_error when it cannot.
-void write_run_report(const RunReport& r, const std::string& dir);
+void write_run_report(const RunReport& r, const RunMetrics& m, const std::string& dir);
 
 }  // namespace report
 using report::write_run_report;

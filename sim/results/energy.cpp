@@ -104,13 +104,13 @@ arch::EnergyActivity collect_activity(const RunReport& r, double seconds) {
 // (MAC-slot joules, element ops, bytes); scaled to the parts' totals later.
 using Shares = std::array<double, arch::kEnergyParts>;
 
-Shares instruction_shares(const arch::TpuConfig& cfg, const arch::Instr& in) {
+Shares instruction_shares(const arch::TpuConfig& cfg, const arch::MxuGeometry& mxu, const arch::Instr& in) {
   Shares w{};
   if (const auto* m = std::get_if<arch::MxuWork>(&in.work)) {
     const arch::MxuOp op{m->m, m->k, m->n, m->dtype};
     const auto it = cfg.energy.mxu_mac.find(m->dtype);
     const double e_mac = it == cfg.energy.mxu_mac.end() ? 0.0 : it->second;
-    w[idx(EnergyPart::mxu)] = static_cast<double>(arch::mxu_block_timing(cfg.mxu, op).issued_mac_slots) * e_mac;
+    w[idx(EnergyPart::mxu)] = static_cast<double>(mxu.issued_mac_slots(op)) * e_mac;
     w[idx(EnergyPart::vmem)] = static_cast<double>(arch::mxu_operand_bytes(cfg.mxu.cols, cfg.mxu.accumulator, op));
   } else if (const auto* v = std::get_if<arch::VpuWork>(&in.work)) {
     const arch::VpuCost c = arch::vpu_cost(cfg.vpu, arch::to_stream_op(*v));
@@ -242,8 +242,9 @@ std::optional<EnergyMetrics> compute_energy(const RunReport& r, double seconds, 
   // shows (or static power) spreads evenly over the run instead.
   Shares sum{};
   const double cycle_s = 1.0 / r.sim.clock_hz;
+  const arch::MxuGeometry mxu(cfg.mxu);  // once: its checks cost more than an instruction's shares
   for (std::size_t i = 0; i < prog.instrs.size(); ++i) {
-    const Shares sh = instruction_shares(cfg, prog.instrs[i]);
+    const Shares sh = instruction_shares(cfg, mxu, prog.instrs[i]);
     bool any = false;
     for (std::size_t p = 0; p < arch::kEnergyParts; ++p) {
       sum[p] += sh[p];

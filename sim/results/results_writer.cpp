@@ -228,7 +228,10 @@ void write_energy_units(const RunMetrics& m, std::ostream& os) {
 
 void write_results(const RunReport& r, const std::string& out_dir, const WriteOptions& o) {
   // Compute first: an inconsistent report must not leave half a directory.
-  const RunMetrics m = compute_metrics(r);
+  write_results(r, compute_metrics(r), out_dir, o);
+}
+
+void write_results(const RunReport& r, const RunMetrics& m, const std::string& out_dir, const WriteOptions& o) {
   const fs::path dir(out_dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -273,8 +276,9 @@ void write_results(const RunReport& r, const std::string& out_dir, const WriteOp
   fs::remove(stage, ec);
 }
 
-void print_summary(const RunReport& r, std::ostream& os, int top) {
-  const RunMetrics m = compute_metrics(r);
+void print_summary(const RunReport& r, std::ostream& os, int top) { print_summary(r, compute_metrics(r), os, top); }
+
+void print_summary(const RunReport& r, const RunMetrics& m, std::ostream& os, int top) {
   const auto& plans = r.lowered.ops;
 
   os << "Workload " << r.workload_name << " on " << r.arch_name << ": " << m.total_cycles

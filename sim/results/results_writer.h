@@ -35,6 +35,9 @@ class ResultsError : public std::runtime_error {
 // replacing files of a previous run. Throws ResultsError on I/O failure,
 // arch::InternalError on an inconsistent report.
 void write_results(const RunReport& r, const std::string& out_dir, const WriteOptions& o = {});
+// The same with the run's metrics already computed (compute_metrics(r)):
+// a caller that also prints the summary computes them once.
+void write_results(const RunReport& r, const RunMetrics& m, const std::string& out_dir, const WriteOptions& o = {});
 
 // The individual files, for callers that want one of them elsewhere.
 void write_summary_csv(const RunReport& r, const RunMetrics& m, std::ostream& os);
@@ -48,5 +51,6 @@ void write_energy_units(const RunMetrics& m, std::ostream& os);
 // kind, cycles, share of the run, bound and MXU utilization, then the run
 // totals: time, TFLOP/s, MXU utilization, HBM traffic/bandwidth, VMEM peak.
 void print_summary(const RunReport& r, std::ostream& os, int top = 10);
+void print_summary(const RunReport& r, const RunMetrics& m, std::ostream& os, int top = 10);
 
 }  // namespace tpusim::sim

@@ -12,12 +12,13 @@ namespace {
 
 using Intervals = std::vector<std::pair<std::uint64_t, std::uint64_t>>;  // [start, finish)
 
-// Sorted, disjoint, non-empty intervals covering the same cycles.
+// Sorted, disjoint, non-empty intervals covering the same cycles (v holds
+// no empty interval). Sorted by start only: the union does not depend on
+// the order of intervals that start together.
 Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Intervals out;
   for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
     if (!out.empty() && iv.first <= out.back().second)
       out.back().second = std::max(out.back().second, iv.second);
     else
@@ -54,20 +55,35 @@ Intervals minus(const Intervals& a, const Intervals& b) {
 TimeBreakdown time_breakdown(const arch::Program& prog, const std::vector<arch::InstrRecord>& records) {
   Intervals compute, ici, hbm;
   const std::size_t n = std::min(prog.instrs.size(), records.size());
-  for (std::size_t i = 0; i < n; ++i) {
+  // Which class an instruction's interval joins (nullptr: none, or empty).
+  auto class_of = [&](std::size_t i) -> Intervals* {
+    if (records[i].finish <= records[i].start) return nullptr;
     const arch::Instr& in = prog.instrs[i];
-    const auto iv = std::make_pair(records[i].start, records[i].finish);
     switch (in.unit) {
       case arch::UnitKind::mxu:
       case arch::UnitKind::vpu:
-      case arch::UnitKind::xlu: compute.push_back(iv); break;
-      case arch::UnitKind::ici: ici.push_back(iv); break;
+      case arch::UnitKind::xlu: return &compute;
+      case arch::UnitKind::ici: return &ici;
       case arch::UnitKind::dma:
         if (const auto* d = std::get_if<arch::DmaWork>(&in.work))
-          if (d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm) hbm.push_back(iv);
+          if (d->src == arch::MemSpace::hbm || d->dst == arch::MemSpace::hbm) return &hbm;
         break;
     }
+    return nullptr;
+  };
+  // Sized first: a training step has millions of instructions.
+  std::size_t n_compute = 0, n_ici = 0, n_hbm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Intervals* c = class_of(i);
+    n_compute += c == &compute;
+    n_ici += c == &ici;
+    n_hbm += c == &hbm;
   }
+  compute.reserve(n_compute);
+  ici.reserve(n_ici);
+  hbm.reserve(n_hbm);
+  for (std::size_t i = 0; i < n; ++i)
+    if (Intervals* c = class_of(i)) c->emplace_back(records[i].start, records[i].finish);
   compute = merged(std::move(compute));
   ici = merged(std::move(ici));
   hbm = merged(std::move(hbm));
