@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -104,13 +105,14 @@ arch::EnergyActivity collect_activity(const RunReport& r, double seconds) {
 // (MAC-slot joules, element ops, bytes); scaled to the parts' totals later.
 using Shares = std::array<double, arch::kEnergyParts>;
 
-Shares instruction_shares(const arch::TpuConfig& cfg, const arch::MxuGeometry& mxu, const arch::Instr& in) {
+// `mxu`: the chip's MXU geometry, present whenever `in` is an MXU instruction.
+Shares instruction_shares(const arch::TpuConfig& cfg, const arch::MxuGeometry* mxu, const arch::Instr& in) {
   Shares w{};
   if (const auto* m = std::get_if<arch::MxuWork>(&in.work)) {
     const arch::MxuOp op{m->m, m->k, m->n, m->dtype};
     const auto it = cfg.energy.mxu_mac.find(m->dtype);
     const double e_mac = it == cfg.energy.mxu_mac.end() ? 0.0 : it->second;
-    w[idx(EnergyPart::mxu)] = static_cast<double>(mxu.issued_mac_slots(op)) * e_mac;
+    w[idx(EnergyPart::mxu)] = static_cast<double>(mxu->issued_mac_slots(op)) * e_mac;
     w[idx(EnergyPart::vmem)] = static_cast<double>(arch::mxu_operand_bytes(cfg.mxu.cols, cfg.mxu.accumulator, op));
   } else if (const auto* v = std::get_if<arch::VpuWork>(&in.work)) {
     const arch::VpuCost c = arch::vpu_cost(cfg.vpu, arch::to_stream_op(*v));
@@ -242,9 +244,12 @@ std::optional<EnergyMetrics> compute_energy(const RunReport& r, double seconds, 
   // shows (or static power) spreads evenly over the run instead.
   Shares sum{};
   const double cycle_s = 1.0 / r.sim.clock_hz;
-  const arch::MxuGeometry mxu(cfg.mxu);  // once: its checks cost more than an instruction's shares
+  // Built once, at the first MXU instruction (its checks cost more than an
+  // instruction's shares; a program without one never builds it).
+  std::optional<arch::MxuGeometry> mxu;
   for (std::size_t i = 0; i < prog.instrs.size(); ++i) {
-    const Shares sh = instruction_shares(cfg, mxu, prog.instrs[i]);
+    if (!mxu && std::holds_alternative<arch::MxuWork>(prog.instrs[i].work)) mxu.emplace(cfg.mxu);
+    const Shares sh = instruction_shares(cfg, mxu ? &*mxu : nullptr, prog.instrs[i]);
     bool any = false;
     for (std::size_t p = 0; p < arch::kEnergyParts; ++p) {
       sum[p] += sh[p];
