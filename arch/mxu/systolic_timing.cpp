@@ -14,6 +14,16 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// T * B*p * R*C: every PE lane of every beat of every weight tile, for an
+// op already checked (rate `r` of its dtype, dims >= 1).
+std::uint64_t mac_slots(std::int64_t rows, std::int64_t cols, const MxuRate& r, const MxuOp& op) {
+  using U = std::uint64_t;
+  const U p = static_cast<U>(r.rows_per_beat);
+  const U T = static_cast<U>(ceil_div(op.k, rows) * ceil_div(op.n, cols));
+  const U B = (static_cast<U>(op.m) + p - 1) / p;
+  return T * B * p * static_cast<U>(rows) * static_cast<U>(cols);
+}
+
 void check_dims(const MxuOp& op) {
   if (op.m < 1 || op.k < 1 || op.n < 1)
     throw ConfigError("MXU op A[" + std::to_string(op.m) + "," + std::to_string(op.k) + "] @ B[" +
@@ -98,11 +108,7 @@ double MxuGeometry::peak_macs_per_cycle(DType t) const {
 std::uint64_t MxuGeometry::issued_mac_slots(const MxuOp& op) const {
   const MxuRate& r = rate_of(op.dtype);
   check_dims(op);
-  using U = std::uint64_t;
-  const U p = static_cast<U>(r.rows_per_beat);
-  const U T = static_cast<U>(ceil_div(op.k, rows) * ceil_div(op.n, cols));
-  const U B = (static_cast<U>(op.m) + p - 1) / p;
-  return T * B * p * static_cast<U>(rows) * static_cast<U>(cols);
+  return mac_slots(rows, cols, r, op);
 }
 
 MxuTimer::MxuTimer(const MxuConfig& cfg) : g_(cfg), accumulator_(cfg.accumulator) {}
@@ -141,7 +147,7 @@ MxuOpTiming MxuTimer::issue(const MxuOp& op, MxuCycles ready) {
   o.cycles = finish - ready;
   o.useful_macs =
       static_cast<std::uint64_t>(op.m) * static_cast<std::uint64_t>(op.k) * static_cast<std::uint64_t>(op.n);
-  o.issued_mac_slots = g_.issued_mac_slots(op);  // T * B*p * R*C
+  o.issued_mac_slots = mac_slots(g_.rows, g_.cols, r, op);  // checked above
   o.wasted_macs = o.issued_mac_slots - o.useful_macs;
   o.weight_tiles = T;
   o.weight_load_cycles = T * L;

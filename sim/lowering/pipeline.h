@@ -42,8 +42,7 @@ struct Step {
   // before it (add_epilogue starts one for each further output block of a
   // step: a batched kernel's per-sequence output rows, a collective
   // matmul block's runs of rows, a GEMM batch block's entries). Whatever
-  // waits for the step's stores
-  // waits for the end of every chain.
+  // waits for the step's stores waits for the end of every chain.
   std::vector<std::size_t> epilogue_chains;
   // Who takes part in the step's collective (an ICI instruction in
   // `compute`): emitted into Program::groups, the instruction pointing to it.
