@@ -206,6 +206,13 @@ struct IciConfig {
   // moment all chips of a group have reached the collective and the first
   // byte on a link; seconds, 0 = none.
   double collective_latency = 0;
+  // How a collective over several mesh axes uses them: "tori" (split its
+  // data k ways, one part per axis, each part visiting the axes in its own
+  // rotated order, all at once, when every axis of the group wraps; axes
+  // one after another, the whole data in one part, when any does not),
+  // "always" (split on every group) or "never" (always one after another).
+  // docs/ici.md, "Several axes".
+  std::string axis_split = "tori";
   std::string topology = "torus2d";  // "torus2d" | "torus3d"
   // Wraparound rule per axis: "length16" (v5e/v6e: only axes of length 16),
   // "multiple_of_4" (v4/v5p), "always", "never".

@@ -300,19 +300,32 @@ std::string ring_text(const Slice& s, const std::vector<SubAxis>& axes) {
   return t;
 }
 
-// Rings over the `active` ICI axes, k-way split and rotated, and over the
-// DCN when `dcn`: all-gather crosses the DCN first (with the smallest
-// shard), reduce-scatter last, all-reduce in the middle.
+// Parts a collective over the `active` ICI axes splits its data into
+// (IciConfig::axis_split): one per axis, all at once, on a group whose
+// axes all wrap ("tori") or on every group ("always"); otherwise one part
+// that visits the axes one after another.
+std::size_t split_parts(const Slice& s, const std::vector<SubAxis>& active) {
+  const std::string& rule = s.config().axis_split;
+  const bool tori = std::all_of(active.begin(), active.end(), [&](const SubAxis& a) { return sub_wraps(s, a); });
+  const bool split = rule == "always" || (rule == "tori" && tori);
+  return split ? std::max<std::size_t>(active.size(), 1) : 1;
+}
+
+// Rings over the `active` ICI axes, split into split_parts() parts, part p
+// visiting the axes rotated by p, and over the DCN when `dcn`: all-gather
+// crosses the DCN first (with the smallest shard), reduce-scatter last,
+// all-reduce in the middle.
 void plan_rings(Builder& b, const Slice& s, const CollectiveRequest& req, const std::vector<SubAxis>& active,
                 bool dcn) {
-  const std::size_t k = std::max<std::size_t>(active.size(), 1);
+  const std::size_t k = split_parts(s, active);
   const SubAxis dcn_axis{s.dcn_axis(), 1, s.num_slices()};
   std::vector<SubAxis> named = active;
   if (dcn) named.push_back(dcn_axis);
   b.plan.algorithm = std::string(to_string(req.kind)) + ": " +
                      (active.empty() ? std::string()
-                                     : std::to_string(k) + "-way split over " + axes_text(s, active) +
-                                           (dcn ? ", hierarchical over the dcn" : "") + "; ") +
+                                     : (k > 1 || active.size() == 1 ? std::to_string(k) + "-way split over "
+                                                                    : std::string("one axis after another over ")) +
+                                           axes_text(s, active) + (dcn ? ", hierarchical over the dcn" : "") + "; ") +
                      ring_text(s, named);
   for (std::size_t p = 0; p < k; ++p) {
     const std::uint64_t vp = req.bytes / k + (p < req.bytes % k ? 1 : 0);

@@ -91,6 +91,8 @@ Slice::Slice(const IciConfig& config, const std::string& shape, bool twisted)
   if (!(config.link_efficiency > 0 && config.link_efficiency <= 1))
     throw ConfigError("ici.link_efficiency must be in (0, 1], the usable fraction of ici.link_bandwidth");
   if (config.collective_latency < 0) throw ConfigError("ici.collective_latency must not be negative");
+  if (config.axis_split != "tori" && config.axis_split != "always" && config.axis_split != "never")
+    throw ConfigError("ici.axis_split '" + config.axis_split + "': expected one of tori, always, never");
   std::int64_t chips = 1;
   for (int d : dims_) chips *= d;
   if (chips > config.max_chips)

@@ -292,6 +292,9 @@ std::vector<FieldSpec> build() {
         "group reaching it and its first message; 0 = none",
         true)
       .bounded(1e-3);
+  b.str("ici.axis_split", TPUSIM_FIELD(c.ici.axis_split), {"tori", "always", "never"},
+        "A collective over several axes: split its data over them all at once when every axis of its "
+        "group wraps (tori), always, or never (axes one after another)");
   b.str("ici.topology", TPUSIM_FIELD(c.ici.topology), {"torus2d", "torus3d"}, "Slice topology");
   b.str("ici.wraparound", TPUSIM_FIELD(c.ici.wraparound), {"length16", "multiple_of_4", "always", "never"},
         "Which axes get wraparound links: only length-16 axes (v5e, v6e), axes whose length is a "

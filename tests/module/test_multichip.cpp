@@ -404,10 +404,11 @@ TEST(MultiChip, ReductionOccupiesTheVpu) {
   EXPECT_GE(r.sim.records[id].finish, vpu_finish);
   const auto& seq = block(r, "tc0.sequencer");
   // The busiest chip (middle of both lines) receives 5 partial sums in
-  // each reduce-scatter stage, two stages (x, then y) per part, two parts
-  // (see CollectiveMovesItsBytesThroughHbm): 20 streams.
+  // each reduce-scatter stage, two stages (x, then y), one part: a v5e
+  // 4x4's axes do not wrap, so they run one after another (ici.axis_split
+  // tori): 10 streams.
   const double streams = stat(seq, "collective_reductions");
-  EXPECT_EQ(streams, 20.0);
+  EXPECT_EQ(streams, 10.0);
   EXPECT_GE(stat(seq, "collective_reduction_cycles"), static_cast<double>(vpu_finish));
   EXPECT_LE(stat(seq, "collective_reduction_cycles"), static_cast<double>(vpu_finish) + streams * cfg.vpu.latency);
   EXPECT_GE(stat(block(r, "tc0.vpu0"), "busy_cycles"), static_cast<double>(vpu_finish) - 16);
@@ -433,15 +434,15 @@ TEST(MultiChip, CollectiveMovesItsBytesThroughHbm) {
     received = std::max(received, rcv);
   }
   const double network_cycles = pure.run_all().at(0).seconds() * cfg.chip.clock_hz;
-  // Lines of 4 without wraparound, the buffer in two parts of 4 MiB, each
-  // reduce-scattered over one axis (shard 1 MiB) then the other (256 KiB)
-  // and gathered back in reverse. On a line a chip sends one partial sum
-  // toward each other chip in a reduce-scatter stage (3 shards) and, in
-  // an all-gather stage, a middle chip sends its own shard both ways and
-  // forwards the 3 others once (5 shards); it receives the mirror (5 in a
-  // reduce-scatter stage, 3 in an all-gather one). Busiest chip (middle
-  // of both lines), per part: (3 + 5) x (1 MiB + 256 KiB) = 10 MiB each
-  // way; two parts: 20 MiB.
+  // Lines of 4 without wraparound, so the axes run one after another
+  // (ici.axis_split tori): the 8 MiB buffer is reduce-scattered over x
+  // (shard 2 MiB) then y (512 KiB) and gathered back in reverse. On a line
+  // a chip sends one partial sum toward each other chip in a
+  // reduce-scatter stage (3 shards) and, in an all-gather stage, a middle
+  // chip sends its own shard both ways and forwards the 3 others once (5
+  // shards); it receives the mirror (5 in a reduce-scatter stage, 3 in an
+  // all-gather one). Busiest chip (middle of both lines): (3 + 5) x
+  // (2 MiB + 512 KiB) = 20 MiB each way.
   EXPECT_EQ(sent, 20ull << 20);
   EXPECT_EQ(received, 20ull << 20);
   EXPECT_EQ(stat(block(r, "dma"), "hbm_bytes"), static_cast<double>(sent + received));

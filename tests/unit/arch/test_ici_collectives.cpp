@@ -307,6 +307,29 @@ TEST(IciCollectives, MeshAxesMapToSliceAxes) {
   EXPECT_NE(c.algorithm.find("2-way split"), std::string::npos) << c.algorithm;
 }
 
+// ici.axis_split: on a torus (v5e 16x16, both axes wrap) the default
+// splits an all-gather over x,y into two halves that use both axes' links
+// at once; "never" runs the whole array over x, then over y. Each link
+// then carries twice the bytes: stage x moves 15/16 of V/16 and stage y
+// 15/16 of V, against 15/16 of (V/32 + V/2) on each axis at once, so
+// "never" takes 2x the time (less the hops' latency) for 64 MiB.
+TEST(IciCollectives, AxisSplitUsesBothAxesOfATorusAtOnce) {
+  const Slice split(test::ici_v5e(), "16x16");
+  IciConfig cfg = test::ici_v5e();
+  cfg.axis_split = "never";
+  const Slice serial(cfg, "16x16");
+  const CollectiveResult a =
+      run_collective(split, Mesh::physical(split), req(CollectiveKind::all_gather, 64 * MiB, {"x", "y"}));
+  const CollectiveResult b =
+      run_collective(serial, Mesh::physical(serial), req(CollectiveKind::all_gather, 64 * MiB, {"x", "y"}));
+  EXPECT_EQ(a.algorithm, "all_gather: 2-way split over x,y; ring_bidir(x=16) ring_bidir(y=16)");
+  EXPECT_EQ(b.algorithm, "all_gather: one axis after another over x,y; ring_bidir(x=16) ring_bidir(y=16)");
+  EXPECT_NEAR(b.seconds() / a.seconds(), 2.0, 0.05) << a.seconds() << " vs " << b.seconds();
+  EXPECT_EQ(a.total_received(), b.total_received());
+  cfg.axis_split = "sometimes";
+  EXPECT_THROW(Slice(cfg, "16x16"), ConfigError);
+}
+
 TEST(IciCollectives, GroupOfOneCompletesAtOnce) {
   const Slice s(test::ici_v4(), "4x4x1");
   const CollectiveResult r = run_collective(s, Mesh::physical(s), req(CollectiveKind::all_reduce, MiB, {"z"}));

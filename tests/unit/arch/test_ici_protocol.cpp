@@ -81,16 +81,32 @@ TEST_P(Protocol, AllGatherOverTwoChipsClosedForm) {
 }
 
 TEST_P(Protocol, StartUpIsPaidOncePerCollectiveNotPerStage) {
-  // all_gather over x,y of a 2x2 (lines of two on both axes): two parts
-  // of V/2 run concurrently, part p first on one axis (shard V/8), then
-  // on the other (shard V/4), so each link carries V/8 then V/4 back to
-  // back after its stage-1 message arrived. V = 8 MiB: stage 1 1 MiB =
-  // 20,971,520 ps + 1 us; stage 2 2 MiB = 41,943,040 ps + 1 us. T = 10 us +
-  // 20,971,520 + 1e6 + 41,943,040 + 1e6 = 74,914,560 ps.
-  const Slice s(protocol_config(), "2x2");
+  // all_gather over x,y of a 2x2 (lines of two on both axes), split as on
+  // a torus (ici.axis_split always): two parts of V/2 run concurrently,
+  // part p first on one axis (shard V/8), then on the other (shard V/4),
+  // so each link carries V/8 then V/4 back to back after its stage-1
+  // message arrived. V = 8 MiB: stage 1 1 MiB = 20,971,520 ps + 1 us;
+  // stage 2 2 MiB = 41,943,040 ps + 1 us. T = 10 us + 20,971,520 + 1e6 +
+  // 41,943,040 + 1e6 = 74,914,560 ps.
+  IciConfig split = protocol_config();
+  split.axis_split = "always";
+  const Slice s(split, "2x2");
   const CollectiveResult r =
       run_collective(s, Mesh::physical(s), req(CollectiveKind::all_gather, 8 << 20, {"x", "y"}), opts(GetParam()));
   EXPECT_EQ(r.end - r.start, 10000000 + 20971520 + 1000000 + 41943040 + 1000000);
+}
+
+TEST_P(Protocol, MeshAxesRunOneAfterAnother) {
+  // The same all_gather with the default ici.axis_split (tori): a 2x2's
+  // axes do not wrap, so the whole V goes over x (shard V/4 = 2 MiB:
+  // 41,943,040 ps + 1 us), then over y (shard V/2 = 4 MiB: 83,886,080 ps +
+  // 1 us), one start-up: T = 10 us + 41,943,040 + 1e6 + 83,886,080 + 1e6 =
+  // 137,829,120 ps. "never" on a torus gives the same order.
+  const Slice s(protocol_config(), "2x2");
+  const CollectiveResult r =
+      run_collective(s, Mesh::physical(s), req(CollectiveKind::all_gather, 8 << 20, {"x", "y"}), opts(GetParam()));
+  EXPECT_EQ(r.end - r.start, 10000000 + 41943040 + 1000000 + 83886080 + 1000000);
+  EXPECT_EQ(r.algorithm, "all_gather: one axis after another over x,y; line_bidir(x=2) line_bidir(y=2)");
 }
 
 INSTANTIATE_TEST_SUITE_P(IciProtocol, Protocol, ::testing::Values(Fidelity::aggregated, Fidelity::packet),

@@ -56,6 +56,27 @@ TEST(IciCalibration, V5eAllGatherMatchesTheScalingBookProfiles) {
   EXPECT_NEAR(all_gather_seconds(v5e, "8x4", 4ull * 32768, {"y"}) / 8e-6, 1.0, 0.05);
 }
 
+// v5e-8 (2x4, no wraparound): a 16 MiB all-reduce over both axes, as the
+// JetStream prefill cases' tensor-parallel layers do, runs its axes one
+// after another (ici.axis_split tori): reduce-scatter over the line of 2
+// (1/2 of B over one link) and the line of 4 (3/4 of B/2), the mirror
+// all-gathers, i.e. 2 x (1/2 + 3/8) = 1.75 B at 0.83 x 45 GB/s, plus the
+// start-up and 1 + 3 + 3 + 1 hops: about 0.8 ms, what the measured
+// prefill steps leave per all-reduce (docs/validation.md, JetStream).
+TEST(IciCalibration, V5eMeshAllReduceRunsItsAxesOneAfterAnother) {
+  const arch::TpuConfig v5e = load_tpu_config("v5e");
+  const arch::ici::Slice s(v5e.ici, "2x4");
+  arch::ici::CollectiveRequest r;
+  r.kind = CollectiveKind::all_reduce;
+  r.bytes = 16ull << 20;
+  r.axes = {"x", "y"};
+  const double t = arch::ici::run_collective(s, arch::ici::Mesh::physical(s), r).seconds();
+  const double expected = v5e.ici.collective_latency +
+                          1.75 * static_cast<double>(r.bytes) / (v5e.ici.link_efficiency * v5e.ici.link_bandwidth) +
+                          8 * v5e.ici.hop_latency;
+  EXPECT_NEAR(t / expected, 1.0, 0.005) << t * 1e6 << " us vs " << expected * 1e6 << " us";
+}
+
 TEST(IciCalibration, KeysAreValidated) {
   const arch::TpuConfig c = load_tpu_config("v5e", {"ici.link_efficiency=0.5", "ici.collective_latency=3 us"});
   EXPECT_DOUBLE_EQ(c.ici.link_efficiency, 0.5);
@@ -68,6 +89,15 @@ TEST(IciCalibration, KeysAreValidated) {
     EXPECT_EQ(e.diagnostics()[0].key, "ici.link_efficiency");
   }
   EXPECT_THROW(load_tpu_config("v5e", {"ici.link_efficiency=0"}), ConfigError);
+  EXPECT_EQ(c.ici.axis_split, "tori");
+  EXPECT_EQ(load_tpu_config("v5e", {"ici.axis_split=never"}).ici.axis_split, "never");
+  try {
+    load_tpu_config("v5e", {"ici.axis_split=both"});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.diagnostics().size(), 1u);
+    EXPECT_EQ(e.diagnostics()[0].key, "ici.axis_split");
+  }
   EXPECT_THROW(load_tpu_config("v5e", {"ici.collective_latency=-1 us"}), ConfigError);
 }
 
