@@ -70,6 +70,7 @@ bounded = [
     ("ici.ports", ["-1", "65"], []),
     ("ici.link_bandwidth", ["1e30 B/s"], []),
     ("ici.max_chips", ["0", "1048577"], []),
+    ("ici.axis_split", ["both", "", "1", "[tori]"], ["never", "always"]),
     ("sparsecores", ["-1", "65"], []),
     ("power.tdp", ["2 MW"], []),
     ("hbm.model", ["fluid", "1"], ["detailed"]),
