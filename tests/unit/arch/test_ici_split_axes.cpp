@@ -85,18 +85,19 @@ TEST(IciSplitAxes, GroupsOfAStridedPartAreEveryFourthChip) {
 
 TEST(IciSplitAxes, StridedRingSharesEveryLinkWithTheOtherOffsets) {
   // all_gather of V over y/4: rings of 4 whose steps are 4 chips long.
-  // Bidirectional ring of 4: each shard (V/4) goes 2 steps one way and 1
-  // the other, each step over 4 links; the four offsets' rings together
-  // cover every y link of a line: per line, + links carry 4 offsets x 4
-  // shards x 2 steps x 4 links / 16 links = 8 shards = 2V, - links 4
-  // shards = V; x links nothing.
+  // Bidirectional ring of 4: each shard (V/4) goes 1 step each way whole
+  // and its half 1 step further each way (to the antipode), each step
+  // over 4 links; the four offsets' rings together cover every y link of
+  // a line: per line, each link of either direction carries 4 offsets x 4
+  // shards x 1.5 steps x 4 links / 16 links = 6 shards = 1.5V; x links
+  // nothing.
   const Slice s(test::ici_v5e(), "16x16");
   const Mesh m = Mesh::split(s, {{"ring", {{1, 4, 4}}}, {"near", {{1, 1, 4}}}, {"x", {{0, 1, 16}}}});
   const std::uint64_t V = 4 * MiB;
   const CollectiveResult r = run_collective(s, m, req(CollectiveKind::all_gather, V, {"ring"}));
   for (int l = 0; l < s.num_links(); ++l) {
     const Link& k = s.link(l);
-    const std::uint64_t want = k.axis == 0 ? 0 : k.dir > 0 ? 2 * V : V;
+    const std::uint64_t want = k.axis == 0 ? 0 : 3 * V / 2;
     EXPECT_EQ(r.bytes_per_link[static_cast<std::size_t>(l)], want) << s.link_name(l);
   }
   for (int c = 0; c < s.num_chips(); ++c) EXPECT_EQ(r.received_per_chip[static_cast<std::size_t>(c)], V - V / 4);
