@@ -220,8 +220,7 @@ class Builder {
     // AG: the shard of position j travels away from j; RS: the partial
     // sum for position j travels toward j.
     auto steps_of = [&](int j, int dir) {
-      if (balance) return sp;
-      return wrap ? (dir > 0 ? sp : sm) : reduce ? (dir > 0 ? j : n - 1 - j) : (dir > 0 ? n - 1 - j : j);
+      return wrap ? (dir > 0 || balance ? sp : sm) : reduce ? (dir > 0 ? j : n - 1 - j) : (dir > 0 ? n - 1 - j : j);
     };
     // The order chains are created in is the order their first messages
     // queue on a link (links are FIFO). A line's reduce-scatter starts
