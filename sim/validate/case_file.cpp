@@ -30,9 +30,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {"family", "description", "defaults", "cases"};
-const std::vector<std::string> kCaseKeys = {"id",     "title",    "source",    "source_metric", "notes",
-                                            "arch",   "set",      "slice",     "mesh",          "workload",
-                                            "metric", "measured", "tolerance", "expect",        "reason"};
+const std::vector<std::string> kCaseKeys = {"id",        "title",  "source", "source_metric", "notes",  "arch",
+                                            "set",       "slice",  "mesh",   "workload",      "metric", "measured",
+                                            "tolerance", "expect", "reason", "fitted"};
 const std::vector<std::string> kRequired = {"id",       "title",  "source",   "source_metric", "arch",
                                             "workload", "metric", "measured", "tolerance"};
 const std::vector<std::string> kSources = {"gemm", "conv", "attention", "file", "model"};
@@ -548,6 +548,7 @@ std::vector<Case> parse_case_file(const std::string& content, const std::string&
       k.reason = text(r, where + ".reason", c);
       if (!get("expect")) c.add(r, where + ".reason", "a reason only with expect: miss", "no expect");
     }
+    if (const YAML::Node f = get("fitted")) k.fitted = text(f, where + ".fitted", c);
     if (!k.arch.empty()) check_config(get("set") ? get("set") : get("arch"), k, search, c);
     out.push_back(std::move(k));
   }

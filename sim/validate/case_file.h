@@ -89,6 +89,11 @@ struct Case {
   double tolerance = 0;  // relative, e.g. 0.15
   bool expect_miss = false;
   std::string reason;  // why it is expected to miss
+  // The config keys solved from this case's measurement (e.g.
+  // "ici.link_efficiency, ici.collective_latency (v5p)"); empty for an
+  // independent check. A fitted case passes by construction: the reports
+  // mark it and give the mean error over the other cases too.
+  std::string fitted;
 };
 
 // Reads every *.yaml of `dir` (sorted by name), or one file when `path` is a

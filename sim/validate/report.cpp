@@ -45,6 +45,9 @@ struct Counts {
   double mean_abs = 0;  // over cases with a value
   double max_abs = 0;
   int valued = 0;
+  int fitted = 0;                // cases a config key was solved from
+  double unfitted_mean_abs = 0;  // over the other cases with a value
+  int unfitted_valued = 0;
 };
 
 Counts count(const std::vector<CaseResult>& results) {
@@ -57,24 +60,43 @@ Counts count(const std::vector<CaseResult>& results) {
       case Outcome::UnexpectedPass: ++n.xpass; break;
       case Outcome::Error: ++n.error; break;
     }
+    const bool fitted = !r.c->fitted.empty();
+    n.fitted += fitted;
     if (has_value(r)) {
       n.mean_abs += std::fabs(r.error_pct);
       n.max_abs = std::max(n.max_abs, std::fabs(r.error_pct));
       ++n.valued;
+      if (!fitted) {
+        n.unfitted_mean_abs += std::fabs(r.error_pct);
+        ++n.unfitted_valued;
+      }
     }
   }
   if (n.valued) n.mean_abs /= n.valued;
+  if (n.unfitted_valued) n.unfitted_mean_abs /= n.unfitted_valued;
   return n;
 }
 
-std::string summary_line(const std::vector<CaseResult>& results) {
+// `with_fitted`: the mean without the fitted cases at the end (the plot
+// puts it in its legend instead: a title line has no room for it).
+std::string summary_line(const std::vector<CaseResult>& results, bool with_fitted = true) {
   const Counts n = count(results);
   std::ostringstream os;
   os << results.size() << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail << " expected miss, "
      << n.xpass << " unexpected pass, " << n.error << " error";
   if (n.valued)
     os << "; mean |error| " << format_fixed(n.mean_abs, 1) << "%, max " << format_fixed(n.max_abs, 1) << "%";
+  // Fitted cases pass by construction: the mean without them is the
+  // suite's evidence.
+  if (with_fitted && n.fitted && n.unfitted_valued)
+    os << "; " << n.fitted << " fitted, the other " << n.unfitted_valued << ": mean |error| "
+       << format_fixed(n.unfitted_mean_abs, 1) << "%";
   return os.str();
+}
+
+// The outcome as the tables show it: ", fitted" after a fitted case's.
+std::string outcome_cell(const CaseResult& r) {
+  return std::string(outcome_name(r.outcome)) + (r.c->fitted.empty() ? "" : ", fitted");
 }
 
 std::string note(const CaseResult& r) {
@@ -102,7 +124,7 @@ void write_table(std::ostream& os, const std::vector<CaseResult>& results) {
     os << std::left << std::setw(static_cast<int>(w)) << c.id << std::right << std::setw(11) << num(c.measured)
        << std::setw(11) << (has_value(r) ? num(r.simulated) : "-") << "  " << std::left << std::setw(9) << c.metric.unit
        << std::right << std::setw(8) << (has_value(r) ? pct(r.error_pct) : "-") << std::setw(9) << tol(c) << "  "
-       << outcome_name(r.outcome);
+       << outcome_cell(r);
     const std::string n = note(r);
     if (!n.empty()) os << " (" << n << ")";
     os << "\n";
@@ -117,7 +139,7 @@ void write_markdown(std::ostream& os, const std::vector<CaseResult>& results) {
     const Case& c = *r.c;
     os << "| `" << c.id << "` | " << metric_kind_name(c.metric.kind) << " (" << c.metric.unit << ") | "
        << num(c.measured) << " | " << (has_value(r) ? num(r.simulated) : "-") << " | "
-       << (has_value(r) ? pct(r.error_pct) + "%" : "-") << " | " << tol(c) << " | " << outcome_name(r.outcome);
+       << (has_value(r) ? pct(r.error_pct) + "%" : "-") << " | " << tol(c) << " | " << outcome_cell(r);
     const std::string n = note(r);
     if (!n.empty()) os << ": " << n;
     os << " |\n";
@@ -128,7 +150,7 @@ void write_markdown(std::ostream& os, const std::vector<CaseResult>& results) {
 std::string csv_text(const std::vector<CaseResult>& results) {
   std::string out =
       sweep::csv_line({"id", "family", "title", "arch", "metric", "unit", "measured", "simulated", "error_pct",
-                       "tolerance_pct", "within_tolerance", "expect", "outcome", "message", "source"});
+                       "tolerance_pct", "within_tolerance", "expect", "outcome", "message", "fitted", "source"});
   for (const auto& r : results) {
     const Case& c = *r.c;
     const bool v = has_value(r);
@@ -136,7 +158,7 @@ std::string csv_text(const std::vector<CaseResult>& results) {
                             format_real(c.measured), v ? format_real(r.simulated) : "",
                             v ? format_fixed(r.error_pct, 2) : "", format_real(c.tolerance * 100),
                             v ? (within_tolerance(c, r.simulated) ? "true" : "false") : "", c.expect_miss ? "miss" : "",
-                            outcome_name(r.outcome), note(r), c.source});
+                            outcome_name(r.outcome), note(r), c.fitted, c.source});
   }
   return out;
 }
@@ -200,23 +222,44 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     }
     return "#999";
   };
+  // A fitted case's point is a ring: a config key was solved from it.
+  const auto point = [&](double x, double y, const char* fill, bool fitted) {
+    s << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" ";
+    if (fitted)
+      s << "fill=\"#fff\" stroke=\"" << fill << "\" stroke-width=\"2\"/>";
+    else
+      s << "fill=\"" << fill << "\"/>";
+  };
   // Legend.
   const std::pair<Outcome, const char*> legend[] = {{Outcome::Pass, "pass"},
                                                     {Outcome::Fail, "fail"},
                                                     {Outcome::ExpectedMiss, "expected miss"},
                                                     {Outcome::UnexpectedPass, "unexpected pass"}};
+  const Counts n = count(results);
+  const bool any_fitted = n.fitted > 0;
   // In the lower right corner, away from the diagonal where points lie.
   const double lx = L + pw - 345;
-  double gy = T + ph - 80;
+  const double legend_h = any_fitted ? 125 : 95;
+  double gy = T + ph - legend_h + 15;
   for (const auto& [o, name] : legend) {
-    s << "<circle cx=\"" << lx + 4 << "\" cy=\"" << gy - 4 << "\" r=\"4\" fill=\"" << color(o) << "\"/><text x=\""
-      << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
+    point(lx + 4, gy - 4, color(o), false);
+    s << "<text x=\"" << lx + 14 << "\" y=\"" << gy << "\">" << name << "</text>\n";
+    gy += 15;
+  }
+  if (any_fitted) {
+    point(lx + 4, gy - 4, color(Outcome::Pass), true);
+    s << "<text x=\"" << lx + 14 << "\" y=\"" << gy << "\">fitted (a config key solved from it): " << n.fitted
+      << "</text>\n";
+    gy += 15;
+    if (n.unfitted_valued)
+      s << "<text x=\"" << lx + 14 << "\" y=\"" << gy << "\">mean |error| of the other " << n.unfitted_valued << ": "
+        << format_fixed(n.unfitted_mean_abs, 1) << "%</text>\n";
     gy += 15;
   }
   s << "<text x=\"" << lx << "\" y=\"" << gy
     << "\">dashed: y = x; band: ±25%; grey bar: the case's "
        "tolerance</text>\n";
-  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results))
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results, false))
     << "</text>\n";
   // Labels are placed right of their point (left of it near the right
   // edge), moved up or down in steps, on either side, until they overlap no
@@ -227,8 +270,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   struct Box {
     double x0, y0, x1, y1;
   };
-  std::vector<Box> placed = {{lx - 5, T + ph - 95, L + pw, T + ph},  // the legend
-                             {0, 0, W, T - 2}};                      // the title and the summary line
+  std::vector<Box> placed = {{lx - 5, T + ph - legend_h, L + pw, T + ph},  // the legend
+                             {0, 0, W, T - 2}};                            // the title and the summary line
   auto overlaps = [&](const Box& b) {
     if (b.y0 < T || b.y1 > T + ph || b.x0 < L || b.x1 > L + pw) return true;
     for (const auto& p : placed)
@@ -264,12 +307,13 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
     const bool moved = ly != y - 4 || left != prefer_left;
     s << "<g><title>"
       << xml_escape(c.id + ": measured " + num(c.measured) + " " + c.metric.unit + ", simulated " + num(r.simulated) +
-                    " (" + pct(r.error_pct) + "%, " + outcome_name(r.outcome) + ")")
+                    " (" + pct(r.error_pct) + "%, " + outcome_cell(r) + ")")
       << "</title>\n"
       << "<line x1=\"" << f(x) << "\" y1=\"" << f(Y(c.measured * (1 + c.tolerance))) << "\" x2=\"" << f(x) << "\" y2=\""
       << f(Y(c.measured * (1 - c.tolerance))) << "\" stroke=\"#555\" stroke-width=\"3\" "
-      << "stroke-opacity=\"0.35\"/>\n"
-      << "<circle cx=\"" << f(x) << "\" cy=\"" << f(y) << "\" r=\"4\" fill=\"" << color(r.outcome) << "\"/>\n";
+      << "stroke-opacity=\"0.35\"/>\n";
+    point(x, y, color(r.outcome), !c.fitted.empty());
+    s << "\n";
     if (free && moved)  // a leader line from the point to its displaced label
       s << "<line x1=\"" << f(x) << "\" y1=\"" << f(y) << "\" x2=\"" << f(left ? x - 6 : x + 6) << "\" y2=\""
         << f(ly - 3) << "\" stroke=\"#999\" stroke-width=\"0.6\"/>\n";
@@ -294,8 +338,8 @@ std::string html_page(const std::vector<CaseResult>& results) {
     const Case& c = *r.c;
     const bool v = has_value(r);
     rows.push_back({c.id, c.title, num(c.measured), v ? num(r.simulated) : "-", c.metric.unit,
-                    v ? pct(r.error_pct) + "%" : "-", tol(c),
-                    std::string(outcome_name(r.outcome)) + (note(r).empty() ? "" : ": " + note(r)), c.source});
+                    v ? pct(r.error_pct) + "%" : "-", tol(c), outcome_cell(r) + (note(r).empty() ? "" : ": " + note(r)),
+                    c.source});
   }
   s << report::html_table({"case", "title", "measured", "simulated", "unit", "error", "tolerance", "outcome", "source"},
                           rows);

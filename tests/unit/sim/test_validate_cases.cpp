@@ -307,6 +307,28 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
 // sample_layers: n becomes two runs of n and 2n layers (runner.cpp); the
 // case keeps the model's layer count, and the runs' seconds and FLOPs are
 // extrapolated linearly to it.
+// `fitted` names the config keys solved from a case; defaults may carry it
+// for a family whose every case was fitted, a case may not leave it empty.
+TEST(ValidateCases, FittedCases) {
+  TempDir d;
+  const auto cases =
+      parse_in(d, replace(kGood, "    measured: 100\n", "    measured: 100\n    fitted: \"kernel.launch_overhead\"\n"));
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].fitted, "kernel.launch_overhead");
+  EXPECT_EQ(cases[1].fitted, "");
+  const auto all =
+      parse_in(d, replace(kGood, "  tolerance: 0.1\n", "  tolerance: 0.1\n  fitted: ici.link_efficiency\n"));
+  for (const auto& c : all) EXPECT_EQ(c.fitted, "ici.link_efficiency") << c.id;
+  try {
+    parse_in(d, replace(kGood, "    measured: 100\n", "    measured: 100\n    fitted: \"\"\n"));
+    ADD_FAILURE() << "an empty fitted was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cases.yaml:13:13: cases[gemm-a].fitted: expected a non-empty string"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ValidateCases, LayerSampling) {
   TempDir d;
   const auto c = parse_in(d, replace(kGood, "seq: 256,", "seq: 256, sample_layers: 3,"));
@@ -428,9 +450,9 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   const std::string csv = csv_text(r);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "id,family,title,arch,metric,unit,measured,simulated,error_pct,tolerance_pct,within_tolerance,expect,"
-            "outcome,message,source");
-  EXPECT_NE(csv.find("gemm-a,demo,a gemm,v5e,tflops,TFLOP/s,100,95,-5.00,10,true,,pass,,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("copy-b,demo,a copy,v5e,bandwidth,GB/s,500,300,-40.00,20,false,miss,xfail,,"), std::string::npos)
+            "outcome,message,fitted,source");
+  EXPECT_NE(csv.find("gemm-a,demo,a gemm,v5e,tflops,TFLOP/s,100,95,-5.00,10,true,,pass,,,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("copy-b,demo,a copy,v5e,bandwidth,GB/s,500,300,-40.00,20,false,miss,xfail,,,"), std::string::npos)
       << csv;
   const std::string svg = svg_plot(r);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
@@ -467,6 +489,46 @@ TEST(ValidateReports, TableCsvSvgAndHtml) {
   const std::string html = html_page(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("exit 2: boom"), std::string::npos);
+}
+
+// A fitted case is marked in every report, and the summary adds the mean
+// |error| over the other cases: the suite's evidence without the cases
+// that pass by construction.
+TEST(ValidateReports, FittedCasesAreMarkedAndLeftOutOfTheirMean) {
+  TempDir d;
+  auto cases = parse_in(d, kGood);
+  cases[0].fitted = "kernel.launch_overhead";
+  std::vector<CaseResult> r = {{&cases[0], Outcome::Pass, 99, -1, "", 1},
+                               {&cases[1], Outcome::ExpectedMiss, 300, -40, "", 1},
+                               {&cases[2], Outcome::Pass, 42, 5, "", 1}};
+  std::ostringstream table;
+  write_table(table, r);
+  // All three: (1 + 40 + 5) / 3; the two not fitted: (40 + 5) / 2.
+  EXPECT_NE(table.str().find("mean |error| 15.3%, max 40.0%; 1 fitted, the other 2: mean |error| 22.5%"),
+            std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("pass, fitted\n"), std::string::npos) << table.str();
+  std::ostringstream md;
+  write_markdown(md, r);
+  EXPECT_NE(md.str().find("| `gemm-a` |"), std::string::npos);
+  EXPECT_NE(md.str().find("| pass, fitted |"), std::string::npos) << md.str();
+  const std::string csv = csv_text(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "id,family,title,arch,metric,unit,measured,simulated,error_pct,tolerance_pct,within_tolerance,expect,"
+            "outcome,message,fitted,source");
+  EXPECT_NE(csv.find(",pass,,kernel.launch_overhead,\"a paper, table 1\""), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",xfail,,,\"a paper, table 1\""), std::string::npos) << csv;
+  // The plot draws a fitted case's point as a ring and says so in the legend.
+  const std::string svg = svg_plot(r);
+  EXPECT_NE(svg.find("fill=\"#fff\" stroke=\"#1a9850\" stroke-width=\"2\""), std::string::npos);
+  EXPECT_NE(svg.find(">fitted (a config key solved from it): 1</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">mean |error| of the other 2: 22.5%</text>"), std::string::npos);
+  // Without fitted cases none of it appears.
+  cases[0].fitted.clear();
+  std::ostringstream plain;
+  write_table(plain, r);
+  EXPECT_EQ(plain.str().find("fitted"), std::string::npos) << plain.str();
+  EXPECT_EQ(svg_plot(r).find("fitted"), std::string::npos);
 }
 
 TEST(ValidateSuite, RepositorySuiteLoads) {
