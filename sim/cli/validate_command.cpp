@@ -77,7 +77,8 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   }
   if (vm["list"].as<bool>()) {
     for (const auto& c : cases)
-      ctx.out << c.id << "  " << c.arch << "  " << c.title << (c.expect_miss ? "  [expect: miss]" : "") << "\n";
+      ctx.out << c.id << "  " << c.arch << "  " << c.title << (c.expect_miss ? "  [expect: miss]" : "")
+              << (c.fitted.empty() ? "" : "  [fitted: " + c.fitted + "]") << "\n";
     ctx.out << cases.size() << " cases\n";
     return 0;
   }

@@ -127,6 +127,15 @@ TEST(CliValidate, FilterListAndBadInput) {
   EXPECT_NE(r.out.find("tiny-ms  v5e  512^3 time"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("tiny-tflops"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 cases"), std::string::npos) << r.out;
+  // A fitted case says which keys were solved from it.
+  std::string fitted_text = case_file(1, 1);
+  const std::string id_line = "  - id: tiny-ms\n";
+  ASSERT_NE(fitted_text.find(id_line), std::string::npos) << fitted_text;
+  fitted_text.replace(fitted_text.find(id_line), id_line.size(), id_line + "    fitted: kernel.launch_overhead\n");
+  r = tpusim(d, "validate " + d.write("fitted.yaml", fitted_text) + " --list");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("512^3 time  [fitted: kernel.launch_overhead]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("512^3 TFLOP/s\n"), std::string::npos) << r.out;  // not fitted: no mark
 
   r = tpusim(d, "validate " + f + " --list --filter nomatch");
   EXPECT_EQ(r.rc, 2);
