@@ -1,5 +1,5 @@
 // The shipped ICI calibration (ici.link_efficiency, ici.collective_latency
-// in configs/v5e.yaml and configs/v7.yaml) against the measured public
+// in configs/v5e.yaml, v5p.yaml, v6e.yaml and v7.yaml) against the measured public
 // figures it was fitted on, collective alone on the network (the engine
 // adds nothing to an asynchronous ICI instruction), and the loader's
 // errors for the two keys.
@@ -54,6 +54,39 @@ TEST(IciCalibration, V5eAllGatherMatchesTheScalingBookProfiles) {
   EXPECT_NEAR(all_gather_seconds(v5e, "8x4", 4ull * 8388608, {"y"}) / 680e-6, 1.0, 0.02);
   // bf16[256,256]: 4 x 32,768 bytes; "closer to 8 us" (read off a profile).
   EXPECT_NEAR(all_gather_seconds(v5e, "8x4", 4ull * 32768, {"y"}) / 8e-6, 1.0, 0.05);
+}
+
+// v5p-8 (2x2x1) and v6e-8 (2x4): one lax.ppermute per chip between the two
+// chips of an x pair, as the sweep of marin-community/marin issue #6736
+// ("TPU ppermute payload sweep update") times it: start-up + 1 hop +
+// bytes / (efficiency x 90 GB/s) against 1 MiB and 64 MiB, the two figures
+// each chip's keys were solved from, and the small payloads' stated range,
+// which was not fitted.
+TEST(IciCalibration, V5pAndV6ePpermuteMatchesTheMeasuredSweep) {
+  const struct {
+    const char* arch;
+    const char* shape;
+    double mib1_us, mib64_us, small_lo_us, small_hi_us;
+  } chips[] = {{"v5p", "2x2x1", 16.94, 781.98, 4.5, 5.5}, {"v6e", "2x4", 17.45, 776.34, 5.6, 5.9}};
+  for (const auto& c : chips) {
+    const arch::TpuConfig cfg = load_tpu_config(c.arch);
+    const arch::ici::Slice s(cfg.ici, c.shape);
+    auto permute_us = [&](std::uint64_t bytes) {
+      arch::ici::CollectiveRequest r;
+      r.kind = CollectiveKind::collective_permute;
+      r.bytes = bytes;
+      r.axes = {"x"};
+      r.pairs = {{0, 1}, {1, 0}};
+      return arch::ici::run_collective(s, arch::ici::Mesh::physical(s), r).seconds() * 1e6;
+    };
+    EXPECT_NEAR(permute_us(1 << 20) / c.mib1_us, 1.0, 0.01) << c.arch;
+    EXPECT_NEAR(permute_us(64ull << 20) / c.mib64_us, 1.0, 0.01) << c.arch;
+    // 1 KiB: at most 10% under the stated range's low end and within its
+    // high end (the range is 1-16 KiB).
+    const double small = permute_us(1024);
+    EXPECT_GT(small, 0.9 * c.small_lo_us) << c.arch;
+    EXPECT_LT(small, c.small_hi_us) << c.arch;
+  }
 }
 
 // v5e-8 (2x4, no wraparound): a 16 MiB all-reduce over both axes, as the
