@@ -79,11 +79,10 @@ Counts count(const std::vector<CaseResult>& results) {
 
 // `with_fitted`: the mean without the fitted cases at the end (the plot
 // puts it in its legend instead: a title line has no room for it).
-std::string summary_line(const std::vector<CaseResult>& results, bool with_fitted = true) {
-  const Counts n = count(results);
+std::string summary_line(std::size_t cases, const Counts& n, bool with_fitted) {
   std::ostringstream os;
-  os << results.size() << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail << " expected miss, "
-     << n.xpass << " unexpected pass, " << n.error << " error";
+  os << cases << " cases: " << n.pass << " pass, " << n.fail << " fail, " << n.xfail << " expected miss, " << n.xpass
+     << " unexpected pass, " << n.error << " error";
   if (n.valued)
     os << "; mean |error| " << format_fixed(n.mean_abs, 1) << "%, max " << format_fixed(n.max_abs, 1) << "%";
   // Fitted cases pass by construction: the mean without them is the
@@ -92,6 +91,10 @@ std::string summary_line(const std::vector<CaseResult>& results, bool with_fitte
     os << "; " << n.fitted << " fitted, the other " << n.unfitted_valued << ": mean |error| "
        << format_fixed(n.unfitted_mean_abs, 1) << "%";
   return os.str();
+}
+
+std::string summary_line(const std::vector<CaseResult>& results) {
+  return summary_line(results.size(), count(results), true);
 }
 
 // The outcome as the tables show it: ", fitted" after a fitted case's.
@@ -259,8 +262,8 @@ std::string svg_plot(const std::vector<CaseResult>& results) {
   s << "<text x=\"" << lx << "\" y=\"" << gy
     << "\">dashed: y = x; band: ±25%; grey bar: the case's "
        "tolerance</text>\n";
-  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">" << xml_escape(summary_line(results, false))
-    << "</text>\n";
+  s << "<text x=\"" << W / 2 << "\" y=\"40\" text-anchor=\"middle\">"
+    << xml_escape(summary_line(results.size(), n, false)) << "</text>\n";
   // Labels are placed right of their point (left of it near the right
   // edge), moved up or down in steps, on either side, until they overlap no
   // label placed before, the legend or the title lines and stay inside the

@@ -21,14 +21,23 @@ namespace {
 
 using arch::ici::CollectiveKind;
 
-double all_gather_seconds(const arch::TpuConfig& cfg, const std::string& shape, std::uint64_t bytes,
-                          std::vector<std::string> axes) {
+// One collective alone on the physical mesh of `shape` (`pairs` for a
+// collective_permute).
+double collective_seconds(const arch::TpuConfig& cfg, const std::string& shape, CollectiveKind kind,
+                          std::uint64_t bytes, std::vector<std::string> axes,
+                          std::vector<std::pair<int, int>> pairs = {}) {
   const arch::ici::Slice s(cfg.ici, shape);
   arch::ici::CollectiveRequest r;
-  r.kind = CollectiveKind::all_gather;
+  r.kind = kind;
   r.bytes = bytes;
   r.axes = std::move(axes);
+  r.pairs = std::move(pairs);
   return arch::ici::run_collective(s, arch::ici::Mesh::physical(s), r).seconds();
+}
+
+double all_gather_seconds(const arch::TpuConfig& cfg, const std::string& shape, std::uint64_t bytes,
+                          std::vector<std::string> axes) {
+  return collective_seconds(cfg, shape, CollectiveKind::all_gather, bytes, std::move(axes));
 }
 
 TEST(IciCalibration, IronwoodAllGatherMatchesTheMicrobenchmark) {
@@ -70,14 +79,8 @@ TEST(IciCalibration, V5pAndV6ePpermuteMatchesTheMeasuredSweep) {
   } chips[] = {{"v5p", "2x2x1", 16.94, 781.98, 4.5, 5.5}, {"v6e", "2x4", 17.45, 776.34, 5.6, 5.9}};
   for (const auto& c : chips) {
     const arch::TpuConfig cfg = load_tpu_config(c.arch);
-    const arch::ici::Slice s(cfg.ici, c.shape);
     auto permute_us = [&](std::uint64_t bytes) {
-      arch::ici::CollectiveRequest r;
-      r.kind = CollectiveKind::collective_permute;
-      r.bytes = bytes;
-      r.axes = {"x"};
-      r.pairs = {{0, 1}, {1, 0}};
-      return arch::ici::run_collective(s, arch::ici::Mesh::physical(s), r).seconds() * 1e6;
+      return collective_seconds(cfg, c.shape, CollectiveKind::collective_permute, bytes, {"x"}, {{0, 1}, {1, 0}}) * 1e6;
     };
     EXPECT_NEAR(permute_us(1 << 20) / c.mib1_us, 1.0, 0.01) << c.arch;
     EXPECT_NEAR(permute_us(64ull << 20) / c.mib64_us, 1.0, 0.01) << c.arch;
@@ -98,14 +101,10 @@ TEST(IciCalibration, V5pAndV6ePpermuteMatchesTheMeasuredSweep) {
 // prefill steps leave per all-reduce (docs/validation.md, JetStream).
 TEST(IciCalibration, V5eMeshAllReduceRunsItsAxesOneAfterAnother) {
   const arch::TpuConfig v5e = load_tpu_config("v5e");
-  const arch::ici::Slice s(v5e.ici, "2x4");
-  arch::ici::CollectiveRequest r;
-  r.kind = CollectiveKind::all_reduce;
-  r.bytes = 16ull << 20;
-  r.axes = {"x", "y"};
-  const double t = arch::ici::run_collective(s, arch::ici::Mesh::physical(s), r).seconds();
+  const std::uint64_t bytes = 16ull << 20;
+  const double t = collective_seconds(v5e, "2x4", CollectiveKind::all_reduce, bytes, {"x", "y"});
   const double expected = v5e.ici.collective_latency +
-                          1.75 * static_cast<double>(r.bytes) / (v5e.ici.link_efficiency * v5e.ici.link_bandwidth) +
+                          1.75 * static_cast<double>(bytes) / (v5e.ici.link_efficiency * v5e.ici.link_bandwidth) +
                           8 * v5e.ici.hop_latency;
   EXPECT_NEAR(t / expected, 1.0, 0.005) << t * 1e6 << " us vs " << expected * 1e6 << " us";
 }
