@@ -517,6 +517,14 @@ class Backward {
         if (o_.fused_attention_backward) {
           dq = dv = b_.attention(n + ".grad_qkv", q_place, k, v, causal, std::nullopt, AttentionPass::grad_qkv, window,
                                  blocks.dkv);
+          // The fused op's output has the value width; MLA's dQ and dK are
+          // wider (192 against 128 for DeepSeek-V3): zero-padded to q's
+          // width (a small copy) so that it stands for them too.
+          if (dq.rank() == 4 && q.rank() == 4 && dq.dim(3) < q.dim(3)) {
+            TensorRef zeros =
+                b_.input(n + ".grad_qk_zeros", {dq.dim(0), dq.dim(1), dq.dim(2), q.dim(3) - dq.dim(3)}, dq.dtype);
+            dq = b_.concat(n + ".grad_qk_pad", {dq, zeros}, 3);
+          }
         } else {
           dq = b_.attention(n + ".grad_q", q_place, k, k, causal, std::nullopt, AttentionPass::grad_q, window,
                             blocks.dq);

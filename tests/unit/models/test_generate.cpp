@@ -776,6 +776,26 @@ TEST(Generate, DenseAttentionIsRefusedWhereItDoesNotApply) {
   EXPECT_FALSE(parse_attention_impl("Dense", &k));
 }
 
+// The fused backward kernel's one op stands for dQ, dK and dV; with
+// latent attention (DeepSeek-V3: queries and keys 192 wide, values 128)
+// the query and key gradients still get their inputs' width, so the step
+// is a valid program, with or without fixed blocks (it was not: the key
+// gradient's slice of the rope part ran past a 128-wide tensor).
+TEST(Generate, FusedBackwardGivesLatentAttentionItsQueryWidth) {
+  ModelSpec m = load_model("deepseek-v3");
+  m.transformer.layers = 4;  // three dense layers and one MoE layer
+  PhaseOptions t = small(Phase::train);
+  t.fused_attention_backward = true;
+  const Workload w = generate(m, t);
+  EXPECT_NO_THROW(w.validate());
+  int fused = 0;
+  for (const Op& op : w.ops)
+    if (op.kind == OpKind::attention && op.as<AttentionAttrs>().pass == AttentionPass::grad_qkv) ++fused;
+  EXPECT_EQ(fused, 4);
+  t.fused_attention_backward = false;
+  EXPECT_NO_THROW(generate(m, t).validate());
+}
+
 // The memory check counts dense attention's logits, softmax and
 // probabilities: a training step keeps them for backward, so its
 // activations exceed the fused kernel's by at least the f32 logits of
