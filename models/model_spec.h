@@ -344,9 +344,10 @@ struct QuantOptions {
   // Matmuls quantize their wider activations dynamically to the weight
   // dtype (w8a8 serving with per-token scales).
   bool dynamic_activations = false;
-  // The int8 training recipe: every matmul, forward and backward,
-  // quantizes its operands dynamically to int8 (AQT; MLPerf int8 training).
-  bool int8_training = false;
+  // Quantized training: every matmul, forward and backward, quantizes its
+  // operands dynamically to this dtype (int8: AQT, MLPerf int8 training;
+  // fp8_e4m3: MaxText's quantization=fp8_full). Unset: none.
+  std::optional<DType> training_quant;
   // N:M sparsity of every matmul weight (0:0 = dense).
   workloads::NmSparsity weight_sparsity;
 };

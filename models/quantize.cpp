@@ -20,8 +20,11 @@ workloads::QuantScales default_weight_scales(DType t) {
 
 void check_quant_options(const PhaseOptions& o) {
   const QuantOptions& q = o.quant;
-  if (q.int8_training && o.phase != Phase::train)
-    throw ModelError(Diagnostic{"", 0, 0, "int8-training", "phase train", phase_name(o.phase), ""});
+  if (q.training_quant && o.phase != Phase::train)
+    throw ModelError(Diagnostic{"", 0, 0, "training-quant", "phase train", phase_name(o.phase), ""});
+  if (q.training_quant && *q.training_quant != DType::int8 && *q.training_quant != DType::fp8_e4m3)
+    throw ModelError(
+        Diagnostic{"", 0, 0, "training-quant", "int8 or fp8", std::string(arch::dtype_name(*q.training_quant)), ""});
   if (q.dynamic_activations && arch::dtype_bits(o.weight_dtype) > 8)
     throw ModelError(Diagnostic{"", 0, 0, "act-quant", "weights of 8 bits or fewer (--weight-dtype int8, fp8, int4)",
                                 std::string(arch::dtype_name(o.weight_dtype)), ""});
@@ -35,8 +38,7 @@ void apply_quantization(workloads::Workload& wl, const PhaseOptions& o) {
   check_quant_options(o);
   const QuantOptions& q = o.quant;
   // Nothing to mark: wide weights, dense, no dynamic quantization.
-  if (arch::dtype_bits(o.weight_dtype) > 8 && q.weight_sparsity.dense() && !q.dynamic_activations &&
-      !q.int8_training)
+  if (arch::dtype_bits(o.weight_dtype) > 8 && q.weight_sparsity.dense() && !q.dynamic_activations && !q.training_quant)
     return;
   std::vector<bool> is_weight_operand(wl.tensors.size(), false);
   std::unordered_map<std::string, std::size_t> index;
@@ -53,8 +55,8 @@ void apply_quantization(workloads::Workload& wl, const PhaseOptions& o) {
     if (weight) is_weight_operand[wi] = true;
     if (op.kind != OpKind::matmul) continue;
     auto& attrs = op.as<workloads::MatmulAttrs>();
-    if (q.int8_training) {
-      attrs.quantize = DType::int8;
+    if (q.training_quant) {
+      attrs.quantize = *q.training_quant;
     } else if (q.dynamic_activations && weight) {
       const std::size_t ai = index_of(op.inputs[0]);
       if (ai < wl.tensors.size() && arch::dtype_bits(wl.tensors[ai].dtype) > arch::dtype_bits(o.weight_dtype))
@@ -101,6 +103,22 @@ bool parse_scales(const std::string& text, workloads::QuantScales* out) {
   }
   *out = s;
   return true;
+}
+
+bool parse_training_quant(const std::string& text, std::optional<DType>* out) {
+  if (text == "none") {
+    *out = std::nullopt;
+    return true;
+  }
+  if (text == "int8") {
+    *out = DType::int8;
+    return true;
+  }
+  if (text == "fp8" || text == "fp8_e4m3") {
+    *out = DType::fp8_e4m3;
+    return true;
+  }
+  return false;
 }
 
 bool parse_sparsity(const std::string& text, workloads::NmSparsity* out) {

@@ -1,12 +1,13 @@
 // Model-wide quantization and sparsity (PhaseOptions::quant) applied to a
 // generated workload: scales and N:M sparsity on the weights of matmuls
 // and convolutions, and the dynamic quantization of matmuls (w8a8 serving,
-// the int8 training recipe). The lowering prices what this sets
+// quantized training). The lowering prices what this sets
 // (sim/lowering/gemm_quant.h). Leaves out: embedding tables and norms
 // (left as generated), KV-cache scales.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "models/model_spec.h"
@@ -18,8 +19,8 @@ namespace tpusim::models {
 // 16/32-bit weights, per channel for 8-bit ones, per block of 128 for int4.
 workloads::QuantScales default_weight_scales(DType t);
 
-// Throws ModelError for options that contradict each other (int8 training
-// outside train, dynamic activations without narrow weights, a bad N:M).
+// Throws ModelError for options that contradict each other (quantized
+// training outside train, dynamic activations without narrow weights, a bad N:M).
 void check_quant_options(const PhaseOptions& o);
 
 void apply_quantization(workloads::Workload& wl, const PhaseOptions& o);
@@ -32,6 +33,9 @@ std::uint64_t stored_weight_bytes(const PhaseOptions& o, std::uint64_t params, s
 // "int8", "block:128", "2:4" parsers for the CLI and sweeps; false when
 // the text is not one.
 bool parse_scales(const std::string& text, workloads::QuantScales* out);
+// Quantized training's dtype: "int8" or "fp8" (fp8_e4m3), or "none"
+// (unset).
+bool parse_training_quant(const std::string& text, std::optional<DType>* out);
 bool parse_sparsity(const std::string& text, workloads::NmSparsity* out);
 
 }  // namespace tpusim::models

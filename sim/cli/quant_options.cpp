@@ -18,16 +18,21 @@ void add_quant_options(po::options_description& opts) {
       "weight-scales", po::value<std::string>(),
       "--model: scales of <= 8-bit weights: none, tensor, channel or block:G (default: channel for 8-bit, "
       "block:128 for int4)")("act-quant", po::value<std::string>(),
-                              "--model: static (default) or dynamic: matmuls quantize activations to the weight "
-                              "dtype with a max-abs reduction")(
-      "int8-training", po::bool_switch(), "--model train: int8 matmuls forward and backward (AQT recipe)")(
+                             "--model: static (default) or dynamic: matmuls quantize activations to the weight "
+                             "dtype with a max-abs reduction")(
+      "int8-training", po::bool_switch(),
+      "--model train: int8 matmuls forward and backward (AQT recipe); "
+      "the same as --training-quant int8")(
+      "training-quant", po::value<std::string>(),
+      "--model train: every matmul, forward and backward, quantizes its operands to int8 or fp8 (fp8_e4m3, "
+      "MaxText's quantization=fp8_full); none (default)")(
       "sparsity", po::value<std::string>(), "--model: N:M sparsity of every matmul weight, e.g. 2:4 (default dense)");
 }
 
 bool quant_options_given(const po::variables_map& vm) {
   for (const char* f : kFlags)
     if (vm.count(f)) return true;
-  return vm.count("int8-training") && vm["int8-training"].as<bool>();
+  return vm.count("training-quant") || (vm.count("int8-training") && vm["int8-training"].as<bool>());
 }
 
 void read_quant_options(const po::variables_map& vm, const std::string& cmd, arch::DType shorthand,
@@ -58,15 +63,26 @@ void read_quant_options(const po::variables_map& vm, const std::string& cmd, arc
       throw UsageError(cmd + ": --act-quant: expected static or dynamic, found '" + t + "'");
     p.quant.dynamic_activations = t == "dynamic";
   }
-  p.quant.int8_training = vm.count("int8-training") && vm["int8-training"].as<bool>();
+  const bool int8_flag = vm.count("int8-training") && vm["int8-training"].as<bool>();
+  if (vm.count("training-quant")) {
+    const std::string t = vm["training-quant"].as<std::string>();
+    if (!models::parse_training_quant(t, &p.quant.training_quant))
+      throw UsageError(cmd + ": --training-quant: expected int8, fp8 or none, found '" + t + "'");
+    if (int8_flag && p.quant.training_quant != arch::DType::int8)
+      throw UsageError(cmd + ": --int8-training and --training-quant " + t + " contradict each other");
+  } else if (int8_flag) {
+    p.quant.training_quant = arch::DType::int8;
+  }
   if (vm.count("sparsity")) {
     const std::string t = vm["sparsity"].as<std::string>();
     if (!models::parse_sparsity(t, &p.quant.weight_sparsity))
       throw UsageError(cmd + ": --sparsity: expected N:M with 1 <= N < M <= 64 (e.g. 2:4) or dense, found '" + t +
                        "'");
   }
-  if (p.quant.int8_training && p.phase != models::Phase::train)
-    throw UsageError(cmd + ": --int8-training needs --phase train");
+  if (p.quant.training_quant && p.phase != models::Phase::train)
+    throw UsageError(cmd + (vm.count("training-quant") ? ": --training-quant " : ": --int8-training") +
+                     (vm.count("training-quant") ? vm["training-quant"].as<std::string>() : "") +
+                     " needs --phase train");
   if (p.quant.dynamic_activations && arch::dtype_bits(p.weight_dtype) > 8)
     throw UsageError(cmd + ": --act-quant dynamic needs weights of 8 bits or fewer (--weight-dtype int8, fp8 or int4)");
 }

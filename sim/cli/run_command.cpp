@@ -118,8 +118,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     throw UsageError("run: --top must be >= 0, found " + std::to_string(vm["top"].as<int>()));
   if (quant_options_given(vm) && !vm.count("model"))
     throw UsageError(
-        "run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training and "
-        "--sparsity need --model (workload files set them per tensor and op)");
+        "run: --weight-dtype, --act-dtype, --kv-dtype, --weight-scales, --act-quant, --int8-training, "
+        "--training-quant and --sparsity need --model (workload files set them per tensor and op)");
 
   // --mesh, parsed once: the model zoo's sharding and the slice mapping
   // read the same MeshSpec; with --model only the zoo's axis names.

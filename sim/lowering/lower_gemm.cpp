@@ -114,6 +114,12 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
     after.push_back(static_cast<int>(s.compute.size()));
     s.compute.push_back({v, {}});
   };
+  // A dynamically quantized operand (its max-abs scale needs the whole
+  // operand first) is quantized once, as the separate pass XLA runs
+  // before the dot; its blocks' later loads find it done. Conversions of
+  // stored narrow weights stay per load, in the kernel.
+  std::vector<char> a_done(q.a.dynamic ? static_cast<std::size_t>(g.batch * nm * nk) : 0);
+  std::vector<char> b_done(q.b.dynamic ? static_cast<std::size_t>((g.b_batched ? g.batch : 1) * nk * nn) : 0);
   for (std::int64_t b0 = 0; b0 < g.batch; b0 += bb)
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::int64_t in = 0; in < inner; ++in) {
@@ -143,7 +149,9 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
             std::vector<int> conv;  // VPU conversions the MXU waits for
             bool convert_b = false;
             if (a_id != last_a) {
-              quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
+              if (!q.a.dynamic || !a_done[static_cast<std::size_t>(a_id)])
+                quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
+              if (q.a.dynamic) a_done[static_cast<std::size_t>(a_id)] = 1;
               if (g.a_read_factor == 1.0) {
                 if (w.own_a)
                   s.loads.push_back(load_block(*w.own_a, g.in_dtype, {mi * bm, ki * bk, m, k, g.k}));
@@ -193,7 +201,8 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
                 s.loads.push_back(load(b_scales + soff, sb));
                 plan.scale_bytes += sb;
               }
-              convert_b = q.b.ops > 0;
+              convert_b = q.b.ops > 0 && (!q.b.dynamic || !b_done[static_cast<std::size_t>(b_id)]);
+              if (q.b.dynamic) b_done[static_cast<std::size_t>(b_id)] = 1;
               last_b = b_id;
             }
             const std::int64_t kx =

@@ -88,8 +88,8 @@ std::vector<std::string> serve_point_args(const std::map<std::string, std::strin
     throw std::runtime_error("a serve point needs base.model (a decoder of the zoo or a model file)");
   for (const char* k : {"model.phase", "model.batch", "model.seq", "model.context", "model.image", "model.remat",
                         "model.moe_capacity_factor", "model.fused_attention_backward", "model.attention_kernel",
-                        "model.attention_blocks", "model.optimizer_dtype", "workload.file", "workload.gemm",
-                        "workload.conv", "workload.attention"})
+                        "model.attention_blocks", "model.optimizer_dtype", "model.training_quant", "workload.file",
+                        "workload.gemm", "workload.conv", "workload.attention"})
     if (params.count(k))
       throw std::runtime_error(std::string("'") + k +
                                "' is a `tpusim run` key; a serve point's steps come from its requests "

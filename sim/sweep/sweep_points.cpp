@@ -200,6 +200,11 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
           po.quant.weight_scales = sc;
         }
         po.quant.dynamic_activations = params.count("model.act_quant") && params["model.act_quant"] == "dynamic";
+        if (params.count("model.training_quant"))
+          models::parse_training_quant(params["model.training_quant"], &po.quant.training_quant);
+        if (po.quant.training_quant && po.phase != models::Phase::train)
+          throw std::runtime_error("model.training_quant: " + params["model.training_quant"] +
+                                   " needs model.phase train");
         if (params.count("model.sparsity")) models::parse_sparsity(params["model.sparsity"], &po.quant.weight_sparsity);
         if (params.count("model.moe_capacity_factor"))
           po.moe_capacity_factor = Value::from_text(params["model.moe_capacity_factor"]).number;
@@ -231,6 +236,7 @@ std::vector<PreparedPoint> prepare_points(const SweepSpec& spec, const ConfigSea
                                                               {"kv_dtype", "--kv-dtype"},
                                                               {"weight_scales", "--weight-scales"},
                                                               {"act_quant", "--act-quant"},
+                                                              {"training_quant", "--training-quant"},
                                                               {"sparsity", "--sparsity"},
                                                               {"moe_capacity_factor", "--moe-capacity-factor"},
                                                               {"attention_kernel", "--attention-kernel"},

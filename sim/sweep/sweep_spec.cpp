@@ -56,6 +56,7 @@ const std::vector<std::pair<std::string, std::string>>& base_keys() {
         {"kv_dtype", "model.kv_dtype"},
         {"weight_scales", "model.weight_scales"},
         {"act_quant", "model.act_quant"},
+        {"training_quant", "model.training_quant"},
         {"sparsity", "model.sparsity"},
         {"moe_capacity_factor", "model.moe_capacity_factor"},
         {"fused_attention_backward", "model.fused_attention_backward"},
@@ -206,6 +207,9 @@ void check_value(const std::string& key, const std::string& text, SpecPos p, con
     if (!models::parse_scales(text, &sc)) c.add(p, k, "none, tensor, channel or block:G", "'" + text + "'");
   } else if (key == "model.act_quant") {
     if (text != "static" && text != "dynamic") c.add(p, k, "static or dynamic", "'" + text + "'");
+  } else if (key == "model.training_quant") {
+    std::optional<arch::DType> tq;
+    if (!models::parse_training_quant(text, &tq)) c.add(p, k, "int8, fp8 or none", "'" + text + "'");
   } else if (key == "model.sparsity") {
     workloads::NmSparsity sp;
     if (!models::parse_sparsity(text, &sp)) c.add(p, k, "N:M with 1 <= N < M <= 64, or dense", "'" + text + "'");

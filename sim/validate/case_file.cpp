@@ -16,6 +16,7 @@
 #include "arch/common/dtype.h"
 #include "models/analysis.h"
 #include "models/model_spec.h"
+#include "models/quantize.h"
 #include "models/zoo.h"
 #include "sim/config/config_error.h"
 #include "sim/config/node_diagnostics.h"
@@ -53,6 +54,7 @@ const std::vector<std::string> kModelOnly = {"phase",
                                              "attention_kernel",
                                              "attention_blocks",
                                              "optimizer_dtype",
+                                             "training_quant",
                                              "sample_layers"};
 // Every workload key: a source, the keys of any source, the model's.
 const std::vector<std::string> kWorkloadKeys = [] {
@@ -262,6 +264,14 @@ void parse_workload(const YAML::Node& w, const std::string& dir, Case& k, Collec
       c.add(w["optimizer_dtype"], key, "f32 or bf16", kind_of(w["optimizer_dtype"]));
     else
       wl.optimizer_dtype = w["optimizer_dtype"].Scalar();
+  }
+  if (w["training_quant"]) {
+    const std::string key = where + ".training_quant";
+    std::optional<arch::DType> tq;
+    if (!w["training_quant"].IsScalar() || !models::parse_training_quant(w["training_quant"].Scalar(), &tq))
+      c.add(w["training_quant"], key, "int8, fp8 or none", kind_of(w["training_quant"]));
+    else
+      wl.training_quant = w["training_quant"].Scalar();
   }
   if (w["sample_layers"] && spec) {
     const std::string key = where + ".sample_layers";
@@ -637,6 +647,7 @@ std::vector<std::string> run_args(const Case& c) {
   if (!w.attention_kernel.empty()) a.insert(a.end(), {"--attention-kernel", w.attention_kernel});
   if (!w.attention_blocks.empty()) a.insert(a.end(), {"--attention-blocks", w.attention_blocks});
   if (!w.optimizer_dtype.empty()) a.insert(a.end(), {"--optimizer-dtype", w.optimizer_dtype});
+  if (!w.training_quant.empty()) a.insert(a.end(), {"--training-quant", w.training_quant});
   if (!w.remat.empty()) a.insert(a.end(), {"--remat", w.remat});
   if (!w.fusion) a.push_back("--no-fusion");
   if (!w.cmem) a.push_back("--no-cmem");

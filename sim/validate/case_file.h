@@ -61,6 +61,7 @@ struct Workload {
   std::string attention_kernel;           // --attention-kernel (flash, dense or batched); empty: flash
   std::string attention_blocks;           // --attention-blocks (MaxText's sa_block_*); empty: searched
   std::string optimizer_dtype;            // --optimizer-dtype (f32 or bf16); empty: f32
+  std::string training_quant;             // --training-quant (int8, fp8 or none); empty: none
   std::string remat;                      // empty = run's default (none, or full with recompute)
   // Layer sampling (models::layer_sampling_obstacle): > 0 runs the case as
   // two simulations of b + n and b + 2n decoder layers (`tpusim run

@@ -166,8 +166,35 @@ TEST(CliQuant, OptionsAreCheckedAndNeedAModel) {
   rc("run --arch v5e --model llama3-8b --sparsity 4:2", "--sparsity");
   rc("run --arch v5e --model llama3-8b --weight-scales block", "--weight-scales");
   rc("run --arch v5e --model llama3-8b --phase decode --int8-training", "--int8-training needs --phase train");
+  rc("run --arch v7 --model llama3-8b --phase decode --training-quant fp8", "--training-quant fp8 needs --phase train");
+  rc("run --arch v7 --model llama3-8b --phase train --training-quant fp4", "--training-quant: expected int8, fp8");
+  rc("run --arch v7 --model llama3-8b --phase train --training-quant fp8 --int8-training", "contradict");
+  rc("run --arch v7 --gemm 256,256,256 --training-quant fp8", "need --model");
   rc("run --arch v5e --model llama3-8b --act-quant dynamic", "--act-quant dynamic needs");
   rc("run --arch v1 --gemm 256,256,256 --dtype bf16", "cannot take bf16");
+}
+
+TEST(CliQuant, Fp8TrainingQuantizesEachOperandOnceAndRunsTheFp8Mxu) {
+  // One Llama 2 7B layer's training step on Ironwood with every matmul in
+  // fp8 (MaxText's quantization=fp8_full): the up projection runs the fp8
+  // MXU, and its dynamic quantization (abs, max, multiply, cast: 4 VPU ops
+  // per element) is one pass over each operand however often the tiling
+  // reloads a block: [2048, 4096] activations and a [4096, 11008] weight
+  // are 53.5 M elements, 52,224 cycles at 4 x 8 x 128 ops a cycle. (The
+  // kernel requantizing every reloaded block, as before, took 3x that.)
+  TmpDir a("tq_bf16_"), b("tq_fp8_");
+  const std::string run = "run --arch v7 --model llama2-7b --phase train --batch 1 --seq 2048 --layers 1";
+  const Row bf = summary(a, run);
+  const Row f8 = summary(b, run + " --training-quant fp8");
+  const Row up = op(b, "layers.0.mlp.up_proj");
+  EXPECT_EQ(up.at("mxu_dtype"), "fp8_e4m3");
+  EXPECT_EQ(op(b, "layers.0.mlp.up_proj.grad_rhs").at("mxu_dtype"), "fp8_e4m3");
+  EXPECT_EQ(op(a, "layers.0.mlp.up_proj").at("mxu_dtype"), "bf16");
+  const double once = (2048.0 * 4096 + 4096.0 * 11008) * 4 / (8 * 128 * 4);
+  EXPECT_GE(num(up, "quant_vpu_cycles"), once);
+  EXPECT_LT(num(up, "quant_vpu_cycles"), 1.5 * once);
+  EXPECT_LT(num(up, "cycles"), num(op(a, "layers.0.mlp.up_proj"), "cycles"));
+  EXPECT_LT(num(f8, "seconds"), num(bf, "seconds"));
 }
 
 TEST(CliQuant, Int8KvCacheIsConvertedForBf16Queries) {

@@ -559,6 +559,42 @@ TEST(SweepSpec, OptimizerDtypeBecomesRunFlag) {
   }
 }
 
+// model.training_quant sweeps quantized training: each training point's run
+// gets --training-quant; a point of another phase with int8 or fp8 fails
+// alone, naming the key; another value is a located error.
+TEST(SweepSpec, TrainingQuantBecomesRunFlag) {
+  TmpDir d;
+  const std::string model = (d.p / "tiny.yaml").string();
+  write_tiny_decoder(model, "");
+  const SweepSpec s = parse_sweep_spec("base: {arch: v7, model: " + model +
+                                           ", batch: 1, seq: 64}\n"
+                                           "axes:\n  grid:\n    model.phase: [train, prefill]\n"
+                                           "    model.training_quant: [none, fp8]\n",
+                                       "ok.yaml");
+  const auto pts = prepare_points(s, default_search_path());
+  ASSERT_EQ(pts.size(), 4u);
+  int ok = 0, refused = 0;
+  for (const auto& pt : pts) {
+    if (pt.error.empty()) {
+      ++ok;
+      EXPECT_NE(std::find(pt.run_args.begin(), pt.run_args.end(), "--training-quant"), pt.run_args.end());
+    } else {
+      ++refused;
+      EXPECT_NE(pt.error.find("model.training_quant: fp8 needs model.phase train"), std::string::npos) << pt.error;
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(refused, 1);
+  try {
+    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.training_quant: [fp8, int4]\n",
+                     "bad.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("int8, fp8 or none"), std::string::npos) << e.what();
+  }
+}
+
 // A run sweep's slice and mesh (run.slice, run.mesh) become --slice and
 // --mesh; a slice count (N*SHAPE) sweeps multislice runs. Points whose
 // slice the generation cannot build or whose mesh does not land on it are

@@ -131,6 +131,11 @@ TEST(ValidateCases, RunArguments) {
   text.replace(text.find(from), from.size(), "seq: 256, optimizer_dtype: bf16}");
   const auto oa = run_args(parse_in(d, text)[2]);
   EXPECT_EQ(std::vector<std::string>(oa.end() - 2, oa.end()), (std::vector<std::string>{"--optimizer-dtype", "bf16"}));
+  // Quantized training becomes --training-quant.
+  text = kGood;
+  text.replace(text.find(from), from.size(), "seq: 256, training_quant: fp8}");
+  const auto ta = run_args(parse_in(d, text)[2]);
+  EXPECT_EQ(std::vector<std::string>(ta.end() - 2, ta.end()), (std::vector<std::string>{"--training-quant", "fp8"}));
   // The flash kernels' fixed blocks become --attention-blocks.
   text = kGood;
   text.replace(text.find(from), from.size(), "seq: 256, attention_blocks: \"q=1024,kv=512\"}");
@@ -264,6 +269,10 @@ TEST(ValidateCases, MalformedFilesNameFileLineAndKey) {
        "cases[step-c].workload.optimizer_dtype: expected f32 or bf16, found 'f16'"},
       {"optimizer dtype on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, optimizer_dtype: bf16}"),
        "'optimizer_dtype' only with model"},
+      {"unknown training quantization", replace(g, "seq: 256,", "seq: 256, training_quant: int4,"),
+       "cases[step-c].workload.training_quant: expected int8, fp8 or none, found 'int4'"},
+      {"training quantization on a gemm", replace(g, "dtype: bf16}", "dtype: bf16, training_quant: fp8}"),
+       "'training_quant' only with model"},
       {"bad custom remat entry", replace(g, "seq: 256,", "seq: 256, remat: \"custom:query_proj=gpu\","),
        "cases[step-c].workload.remat: expected a place remat, device or offload (entry 'query_proj=gpu')"},
       {"remat against recompute", replace(g, "seq: 256,", "seq: 256, recompute: true, remat: minimal,"),
