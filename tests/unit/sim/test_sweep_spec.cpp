@@ -521,78 +521,59 @@ TEST(SweepSpec, AttentionBlocksBecomeRunFlag) {
   }
 }
 
-// model.optimizer_dtype sweeps Adam's state dtype of a training step: each
-// point's run gets --optimizer-dtype; a point of another phase with bf16
-// fails alone, naming the key; another value is a located error.
-TEST(SweepSpec, OptimizerDtypeBecomesRunFlag) {
+// A training-only model key swept over a train and a prefill phase: each
+// point's run gets `flag`; the prefill point with `train_value` fails
+// alone, naming the key; `bad` among the values is a located error that
+// says `expected`.
+void expect_train_only_key_becomes_flag(const std::string& arch, const std::string& key, const std::string& plain_value,
+                                        const std::string& train_value, const std::string& flag, const std::string& bad,
+                                        const std::string& expected) {
   TmpDir d;
   const std::string model = (d.p / "tiny.yaml").string();
   write_tiny_decoder(model, "");
-  const SweepSpec s = parse_sweep_spec("base: {arch: v5e, model: " + model +
+  const SweepSpec s = parse_sweep_spec("base: {arch: " + arch + ", model: " + model +
                                            ", batch: 1, seq: 64}\n"
                                            "axes:\n  grid:\n    model.phase: [train, prefill]\n"
-                                           "    model.optimizer_dtype: [f32, bf16]\n",
+                                           "    " +
+                                           key + ": [" + plain_value + ", " + train_value + "]\n",
                                        "ok.yaml");
   const auto pts = prepare_points(s, default_search_path());
   ASSERT_EQ(pts.size(), 4u);
   int ok = 0, refused = 0;
   for (const auto& pt : pts) {
-    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), "--optimizer-dtype");
+    auto it = std::find(pt.run_args.begin(), pt.run_args.end(), flag);
     if (pt.error.empty()) {
       ++ok;
       ASSERT_NE(it, pt.run_args.end());
       ASSERT_NE(it + 1, pt.run_args.end());
     } else {
       ++refused;
-      EXPECT_NE(pt.error.find("model.optimizer_dtype: bf16 needs model.phase train"), std::string::npos) << pt.error;
+      EXPECT_NE(pt.error.find(key + ": " + train_value + " needs model.phase train"), std::string::npos) << pt.error;
     }
   }
   EXPECT_EQ(ok, 3);
   EXPECT_EQ(refused, 1);
   try {
-    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.optimizer_dtype: [f32, f8]\n",
-                     "bad.yaml");
+    parse_sweep_spec(
+        "base: {model: " + model + "}\naxes:\n  grid:\n    " + key + ": [" + plain_value + ", " + bad + "]\n",
+        "bad.yaml");
     ADD_FAILURE() << "parsed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("f32 or bf16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
 }
 
-// model.training_quant sweeps quantized training: each training point's run
-// gets --training-quant; a point of another phase with int8 or fp8 fails
-// alone, naming the key; another value is a located error.
+// model.optimizer_dtype sweeps Adam's state dtype of a training step.
+TEST(SweepSpec, OptimizerDtypeBecomesRunFlag) {
+  expect_train_only_key_becomes_flag("v5e", "model.optimizer_dtype", "f32", "bf16", "--optimizer-dtype", "f8",
+                                     "f32 or bf16");
+}
+
+// model.training_quant sweeps quantized training.
 TEST(SweepSpec, TrainingQuantBecomesRunFlag) {
-  TmpDir d;
-  const std::string model = (d.p / "tiny.yaml").string();
-  write_tiny_decoder(model, "");
-  const SweepSpec s = parse_sweep_spec("base: {arch: v7, model: " + model +
-                                           ", batch: 1, seq: 64}\n"
-                                           "axes:\n  grid:\n    model.phase: [train, prefill]\n"
-                                           "    model.training_quant: [none, fp8]\n",
-                                       "ok.yaml");
-  const auto pts = prepare_points(s, default_search_path());
-  ASSERT_EQ(pts.size(), 4u);
-  int ok = 0, refused = 0;
-  for (const auto& pt : pts) {
-    if (pt.error.empty()) {
-      ++ok;
-      EXPECT_NE(std::find(pt.run_args.begin(), pt.run_args.end(), "--training-quant"), pt.run_args.end());
-    } else {
-      ++refused;
-      EXPECT_NE(pt.error.find("model.training_quant: fp8 needs model.phase train"), std::string::npos) << pt.error;
-    }
-  }
-  EXPECT_EQ(ok, 3);
-  EXPECT_EQ(refused, 1);
-  try {
-    parse_sweep_spec("base: {model: " + model + "}\naxes:\n  grid:\n    model.training_quant: [fp8, int4]\n",
-                     "bad.yaml");
-    ADD_FAILURE() << "parsed";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.yaml:4:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("int8, fp8 or none"), std::string::npos) << e.what();
-  }
+  expect_train_only_key_becomes_flag("v7", "model.training_quant", "none", "fp8", "--training-quant", "int4",
+                                     "int8, fp8 or none");
 }
 
 // A run sweep's slice and mesh (run.slice, run.mesh) become --slice and
