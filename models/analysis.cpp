@@ -714,7 +714,22 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   check_options(m, o);
   check_mesh(m, o);
   MemoryFootprint f;
-  const u64 params = per_chip_params(m, o.mesh);
+  // Training shards the weights over fsdp x sequence (the generator's
+  // sharded_weight): counted as one fsdp axis of that size.
+  MeshSpec wmesh = o.mesh;
+  if (o.phase == Phase::train && o.mesh.size("sequence") > 1) {
+    const std::int64_t cp = o.mesh.size("sequence");
+    bool has_fsdp = false;
+    for (auto& ax : wmesh.axes) {
+      if (ax.name == "fsdp") {
+        ax.size *= cp;
+        has_fsdp = true;
+      }
+      if (ax.name == "sequence") ax.size = 1;
+    }
+    if (!has_fsdp) wmesh.axes.push_back({"fsdp", cp, {}});
+  }
+  const u64 params = per_chip_params(m, wmesh);
   const std::int64_t tp = o.mesh.size("tensor"), cp = o.mesh.size("sequence");
   const bool sp = o.sequence_parallel && tp > 1;
   const auto& t = m.transformer;
@@ -722,7 +737,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   f.weights = stored_weight_bytes(o, params, t.hidden);
   // FSDP: two layers' gathered weights (the one in use and the prefetched
   // next), or the gathered output head at the loss if that is larger.
-  if (o.mesh.size("fsdp") > 1) {
+  if (wmesh.size("fsdp") > 1) {
     u64 gathered = 2 * largest_gathered_layer(m, o.mesh);
     if (m.family == Family::decoder || m.family == Family::encoder)
       gathered = std::max(gathered, div_up(U(t.vocab) * U(t.hidden), U(tp)));

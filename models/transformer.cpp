@@ -89,6 +89,7 @@ class TransformerGen {
         fs_(o.mesh.size("fsdp")),
         ep_(o.mesh.size("expert")),
         cp_(o.mesh.size("sequence")),
+        wcp_(o.phase == Phase::train ? o.mesh.size("sequence") : 1),
         sp_(o.sequence_parallel && tp_ > 1) {
     for (const auto& a : o.mesh.axes) {
       b_.mesh_axis(a.name, a.size);
@@ -120,6 +121,10 @@ class TransformerGen {
   // Mesh sizes (1 = axis absent) and the axes splitting the tokens (batch
   // or, for sequence, each sequence): weights are replicated over them.
   std::int64_t tp_ = 1, fs_ = 1, ep_ = 1, cp_ = 1;
+  // The sequence ranks the weights are sharded over: all of them when
+  // training (FSDP over fsdp x sequence), none when serving (each
+  // sequence rank keeps the weights, as data parallelism does).
+  std::int64_t wcp_ = 1;
   bool sp_ = false;  // Megatron sequence parallelism on the tensor axis
   std::vector<std::string> batch_axes_;
   std::set<std::string> sp_gathered_;  // all_gathered inputs of tensor-parallel blocks
@@ -129,7 +134,9 @@ class TransformerGen {
   std::optional<TensorRef> window_mask_;  // and a local layer's (one window per model)
 
   // A weight as one chip holds it: shape `s` is already split over tensor
-  // (callers divide); fsdp stores a 1/fsdp shard along dim 0 (dim 1 for
+  // (callers divide); fsdp, and in training sequence too (MaxText shards
+  // weights over its context axis: `embed` over fsdp and context in its
+  // logical axis rules), store a 1/(fsdp x sequence) shard along dim 0 (dim 1 for
   // expert weights, whose dim 0 counts experts), or along the last dim
   // when that one does not divide, and returns it all_gathered. A weight
   // neither dim of which divides (a small vector such as DeepSeek-V3's
@@ -138,20 +145,34 @@ class TransformerGen {
   // gradient is all_reduced over fsdp too. Records the data-parallel
   // replicas its gradient is all_reduced over.
   TensorRef sharded_weight(const std::string& n, Shape s, DType dt, bool expert) {
-    std::vector<std::string> sync;
+    std::vector<std::string> sync, group;
+    if (fs_ > 1) group.push_back("fsdp");
+    if (wcp_ > 1) group.push_back("sequence");
+    const std::int64_t ws = fs_ * wcp_;
     for (const auto& ax : batch_axes_)
-      if (ax != "fsdp" && !(expert && ax == "expert")) sync.push_back(ax);
+      if (ax != "fsdp" && !(ax == "sequence" && wcp_ > 1) && !(expert && ax == "expert")) sync.push_back(ax);
     const std::size_t pref = expert && s.size() > 1 ? 1 : 0;
-    const std::size_t d = !s.empty() && s[pref] % fs_ == 0 ? pref : s.size() - 1;
-    const bool replicated = fs_ > 1 && (s.empty() || s[d] % fs_ != 0);
-    if (replicated) sync.insert(sync.begin(), "fsdp");
+    const std::size_t d = !s.empty() && s[pref] % ws == 0 ? pref : s.size() - 1;
+    const bool replicated = ws > 1 && (s.empty() || s[d] % ws != 0);
+    if (replicated) sync.insert(sync.begin(), group.begin(), group.end());
     if (!sync.empty()) tc_.weight_grad_all_reduce[n] = sync;
-    if (fs_ == 1 || replicated) return b_.weight(n, std::move(s), dt);
-    s[d] /= fs_;
+    if (ws == 1 || replicated) return b_.weight(n, std::move(s), dt);
+    s[d] /= ws;
     TensorRef w = b_.weight(n, std::move(s), dt);
-    return b_.all_gather(n + ".all_gather", w, {"fsdp"}, static_cast<std::int64_t>(d));
+    return b_.all_gather(n + ".all_gather", w, group, static_cast<std::int64_t>(d));
   }
   TensorRef weight(const std::string& n, Shape s) { return sharded_weight(n, std::move(s), wd_, false); }
+  // Context parallelism's causal work, balanced over the sequence ranks
+  // (MaxText's context_parallel_load_balance, on by default: each rank
+  // holds chunks i and 2n-1-i of 2n): a rank's queries (S / n) see S^2 /
+  // 2n keys in all, as many as S / n queries aligned with the last keys
+  // each seeing a window of S / 2. So the balanced rank is the causal
+  // attention over the gathered keys with a window of half of them (or
+  // the layer's own window, when smaller). `window` 0: none.
+  std::int64_t balanced_window(std::int64_t keys, std::int64_t window) const {
+    if (cp_ <= 1) return window;
+    return window > 0 && window <= keys / 2 ? window : keys / 2;
+  }
   // Biases, learned positions and class tokens are added to activations,
   // so they are kept in the activation dtype (no cast op needed).
   TensorRef act_weight(const std::string& n, Shape s) { return sharded_weight(n, std::move(s), ad_, false); }
@@ -374,9 +395,9 @@ class TransformerGen {
       o = serve_step_attention(p, layer, q, k, v);
     } else {
       // Causal with S/sequence queries over S keys: the IR aligns the
-      // queries with the last keys, i.e. the last sequence rank, the one
-      // with the most unmasked pairs (the slowest sets the step time).
-      o = core_attention(p, q, k, v, causal, causal ? a.window_of(layer) : 0);
+      // queries with the last keys; with context parallelism a window of
+      // half the keys makes that the balanced rank (balanced_window).
+      o = core_attention(p, q, k, v, causal, causal ? balanced_window(k.dim(1), a.window_of(layer)) : 0);
       if (o_.phase == Phase::prefill) {  // each chip caches its own tokens
         append_to_cache(p + "attn.k_append", k_local);
         append_to_cache(p + "attn.v_append", v_local);
@@ -552,7 +573,8 @@ class TransformerGen {
       TensorRef kpe_h = b_.mul(p + "attn.k_pe_expand", kpe_all, ones);
       TensorRef qf = b_.concat(p + "attn.q_full", {q_nope, q_pe}, 3);
       TensorRef kf = b_.concat(p + "attn.k_full", {k_nope, kpe_h}, 3);
-      o = b_.attention(p + "attn.core", qf, kf, v, true);
+      o = b_.attention(p + "attn.core", qf, kf, v, true, std::nullopt, workloads::AttentionPass::forward,
+                       balanced_window(kf.dim(1), 0));
       if (o_.phase == Phase::prefill) {
         TensorRef lat =
             b_.concat(p + "attn.latent", {b_.reshape(p + "attn.c_kv_heads", ckv, {B_, S_, 1, kvr}), kpe}, 3);

@@ -325,8 +325,8 @@ TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
   // aside). Its hardware FLOPs: every (query, key) pair, forward and two
   // gradient matmuls each (6 per pair and head dim), against the causal
   // pairs only but S and dP recomputed by the backward kernels (9): more
-  // where a chip's queries see about half the pairs (512 positions), fewer
-  // under sequence=4, whose last query block sees 7/8 of its keys.
+  // where a chip's queries see about half the pairs (512 positions, and
+  // under sequence=4 too, whose balanced rank sees half the keys).
   TempDir t4, t5;
   const std::string plain = "--slice 4x1x1 --batch 4 --seq 512 --no-sequence-parallel";
   const Rows dense = search(t4, decoder(4096), plain + " --attention-kernel dense");
@@ -339,10 +339,7 @@ TEST(CliShardSearch, TakesCustomRematAndKernelOptions) {
     auto times = [](const std::map<std::string, std::string>& r, const char* k) {
       return std::stod(r.at(k)) * std::stod(r.at("seconds"));
     };
-    if (d.at("mesh").find("sequence") == std::string::npos)
-      EXPECT_GT(times(d, "hfu"), times(f, "hfu")) << d.at("mesh");
-    else
-      EXPECT_LT(times(d, "hfu"), times(f, "hfu")) << d.at("mesh");
+    EXPECT_GT(times(d, "hfu"), times(f, "hfu")) << d.at("mesh");
     EXPECT_NEAR(times(d, "mfu") / times(f, "mfu"), 1.0, 1e-3) << d.at("mesh");
     ++compared;
   }

@@ -335,19 +335,31 @@ TEST(ContextParallel, KvGatheredOverTheSequenceAxis) {
   // Backward: dK/dV reduce_scattered back to each chip's tokens.
   EXPECT_EQ(op_named(w, "layers.3.attn.k.all_gather.grad_x").kind, OpKind::reduce_scatter);
   EXPECT_EQ(w.find_tensor("layers.3.attn.k.all_gather.grad_x")->shape, (Shape{2, 4, 8, 128}));
-  // Weights are replicated over sequence: gradients all_reduced like data.
-  EXPECT_EQ(op_named(w, "layers.3.mlp.down_proj.weight.grad_all_reduce").as<CollectiveAttrs>().mesh_axes,
+  // Training shards the weights over sequence too (MaxText's FSDP over its
+  // context axis): gathered over it, their gradients reduce_scattered, none
+  // all_reduced.
+  EXPECT_EQ(op_named(w, "layers.3.mlp.down_proj.weight.all_gather").as<CollectiveAttrs>().mesh_axes,
             std::vector<std::string>{"sequence"});
-  // Causal attention of the last chunk (queries 12..15 over keys 0..15):
-  // 13 + 14 + 15 + 16 = 58 pairs per head; x 32 heads x (2 (128 + 128) +
-  // 5) FLOPs x 2 sequences = 1,919,104.
-  EXPECT_EQ(op_cost(w, op_named(w, "layers.3.attn.core")).flops, 58u * 32 * 517 * 2);
+  EXPECT_EQ(op_named(w, "layers.3.mlp.down_proj.weight.all_gather.grad_x").kind, OpKind::reduce_scatter);
+  EXPECT_EQ(w.find_op("layers.3.mlp.down_proj.weight.grad_all_reduce"), nullptr);
+  // The balanced rank's causal attention (MaxText's load-balanced chunks):
+  // 4 queries, each over a window of 8 of the 16 keys: 32 pairs per head,
+  // the 136 / 4 = 34 of an exact share but for the diagonal; x 32 heads x
+  // (2 (128 + 128) + 5) FLOPs x 2 sequences.
+  EXPECT_EQ(op_named(w, "layers.3.attn.core").as<AttentionAttrs>().window, 8);
+  EXPECT_EQ(op_cost(w, op_named(w, "layers.3.attn.core")).flops, 32u * 32 * 517 * 2);
+  // Serving keeps the weights on every sequence rank: none gathered over it.
+  PhaseOptions pre = opts(Phase::prefill, 2, "sequence=4");
+  for (const Op& op : generate(m, pre).ops)
+    if (op.kind == OpKind::all_gather) EXPECT_EQ(op.name.find(".weight"), std::string::npos) << op.name;
   // Every other matmul is per token: summed over 4 chips, the unsharded
   // program's matmul FLOPs.
   PhaseOptions one = opts(Phase::train, 2, "");
   Workload u = generate(m, one);
   EXPECT_NEAR(4 * mm_flops(w, false) / mm_flops(u, false), 1.0, 1e-9);
-  EXPECT_EQ(model_weight_bytes(w), model_weight_bytes(u));
+  // Each chip stores a quarter of the weights (the embedding tables' rows
+  // split as evenly as the rest).
+  EXPECT_EQ(4 * model_weight_bytes(w), model_weight_bytes(u));
 }
 
 TEST(ContextParallel, PrefillCachesOwnTokensAndFitsLessPerChip) {
