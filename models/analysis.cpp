@@ -716,19 +716,7 @@ MemoryFootprint memory_footprint(const ModelSpec& m, const PhaseOptions& o) {
   MemoryFootprint f;
   // Training shards the weights over fsdp x sequence (the generator's
   // sharded_weight): counted as one fsdp axis of that size.
-  MeshSpec wmesh = o.mesh;
-  if (o.phase == Phase::train && o.mesh.size("sequence") > 1) {
-    const std::int64_t cp = o.mesh.size("sequence");
-    bool has_fsdp = false;
-    for (auto& ax : wmesh.axes) {
-      if (ax.name == "fsdp") {
-        ax.size *= cp;
-        has_fsdp = true;
-      }
-      if (ax.name == "sequence") ax.size = 1;
-    }
-    if (!has_fsdp) wmesh.axes.push_back({"fsdp", cp, {}});
-  }
+  const MeshSpec wmesh = weight_mesh(o);
   const u64 params = per_chip_params(m, wmesh);
   const std::int64_t tp = o.mesh.size("tensor"), cp = o.mesh.size("sequence");
   const bool sp = o.sequence_parallel && tp > 1;

@@ -81,8 +81,7 @@ std::uint64_t lora_params(const ModelSpec& m, const PhaseOptions& o) {
   if (!l.enabled() || m.family != Family::decoder) return 0;
   const auto& t = m.transformer;
   const auto& a = t.attention;
-  const std::int64_t tp = o.mesh.size("tensor"),
-                     fs = o.mesh.size("fsdp") * (o.phase == Phase::train ? o.mesh.size("sequence") : 1), r = l.rank;
+  const std::int64_t tp = o.mesh.size("tensor"), fs = weight_mesh(o).size("fsdp"), r = l.rank;
   const std::int64_t H = a.heads / tp, KV = kv_heads_per_rank(a.kv_heads, tp), D = a.head_dim, F = t.ffn.size / tp,
                      h = t.hidden;
   // Local [in, out] of each target's base weight, as the generator shapes it.

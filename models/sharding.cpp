@@ -17,6 +17,26 @@ std::int64_t local_seq(const PhaseOptions& o) {
   return o.seq_len / o.mesh.size("sequence");
 }
 
+std::int64_t weight_sequence_ranks(const PhaseOptions& o) {
+  return o.phase == Phase::train ? o.mesh.size("sequence") : 1;
+}
+
+MeshSpec weight_mesh(const PhaseOptions& o) {
+  const std::int64_t cp = weight_sequence_ranks(o);
+  MeshSpec w = o.mesh;
+  if (cp == 1) return w;
+  bool has_fsdp = false;
+  for (auto& ax : w.axes) {
+    if (ax.name == "fsdp") {
+      ax.size *= cp;
+      has_fsdp = true;
+    }
+    if (ax.name == "sequence") ax.size = 1;
+  }
+  if (!has_fsdp) w.axes.push_back({"fsdp", cp, {}});
+  return w;
+}
+
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tensor) {
   return kv_heads_replicated(kv_heads, tensor) ? 1 : kv_heads / tensor;
 }

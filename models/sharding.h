@@ -78,5 +78,13 @@ std::int64_t local_batch(const PhaseOptions& o);
 // Tokens of each sequence one chip holds outside the sequence-parallel
 // regions: seq_len / sequence (1 for decode).
 std::int64_t local_seq(const PhaseOptions& o);
+// The sequence ranks that shard the weights: all of them in training
+// (FSDP over fsdp x sequence, as MaxText's axis rules shard `embed` over
+// its context axis too), 1 otherwise (serving keeps the weights on every
+// sequence rank).
+std::int64_t weight_sequence_ranks(const PhaseOptions& o);
+// The mesh the weights are sharded over: o.mesh with weight_sequence_ranks
+// folded into its fsdp axis (one added when it has none).
+MeshSpec weight_mesh(const PhaseOptions& o);
 
 }  // namespace tpusim::models

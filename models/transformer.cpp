@@ -89,7 +89,7 @@ class TransformerGen {
         fs_(o.mesh.size("fsdp")),
         ep_(o.mesh.size("expert")),
         cp_(o.mesh.size("sequence")),
-        wcp_(o.phase == Phase::train ? o.mesh.size("sequence") : 1),
+        wcp_(weight_sequence_ranks(o)),
         sp_(o.sequence_parallel && tp_ > 1) {
     for (const auto& a : o.mesh.axes) {
       b_.mesh_axis(a.name, a.size);
@@ -121,10 +121,7 @@ class TransformerGen {
   // Mesh sizes (1 = axis absent) and the axes splitting the tokens (batch
   // or, for sequence, each sequence): weights are replicated over them.
   std::int64_t tp_ = 1, fs_ = 1, ep_ = 1, cp_ = 1;
-  // The sequence ranks the weights are sharded over: all of them when
-  // training (FSDP over fsdp x sequence), none when serving (each
-  // sequence rank keeps the weights, as data parallelism does).
-  std::int64_t wcp_ = 1;
+  std::int64_t wcp_ = 1;  // the sequence ranks sharding the weights (weight_sequence_ranks)
   bool sp_ = false;  // Megatron sequence parallelism on the tensor axis
   std::vector<std::string> batch_axes_;
   std::set<std::string> sp_gathered_;  // all_gathered inputs of tensor-parallel blocks

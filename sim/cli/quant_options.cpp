@@ -79,10 +79,11 @@ void read_quant_options(const po::variables_map& vm, const std::string& cmd, arc
       throw UsageError(cmd + ": --sparsity: expected N:M with 1 <= N < M <= 64 (e.g. 2:4) or dense, found '" + t +
                        "'");
   }
-  if (p.quant.training_quant && p.phase != models::Phase::train)
-    throw UsageError(cmd + (vm.count("training-quant") ? ": --training-quant " : ": --int8-training") +
-                     (vm.count("training-quant") ? vm["training-quant"].as<std::string>() : "") +
-                     " needs --phase train");
+  if (p.quant.training_quant && p.phase != models::Phase::train) {
+    const std::string flag =
+        vm.count("training-quant") ? "--training-quant " + vm["training-quant"].as<std::string>() : "--int8-training";
+    throw UsageError(cmd + ": " + flag + " needs --phase train");
+  }
   if (p.quant.dynamic_activations && arch::dtype_bits(p.weight_dtype) > 8)
     throw UsageError(cmd + ": --act-quant dynamic needs weights of 8 bits or fewer (--weight-dtype int8, fp8 or int4)");
 }
