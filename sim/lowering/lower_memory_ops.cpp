@@ -25,7 +25,16 @@ std::vector<Step> lower_gather(const LowerContext& cx, std::size_t i, const Epil
   const int sparse = std::max(0, cx.cfg.sparsecores);
   const int cores = sparse > 0 ? sparse : cx.cores();
   const int first_core = sparse > 0 ? cx.f.cores : 0;
-  const std::int64_t chunks = std::max<std::int64_t>(1, std::min<std::int64_t>(n, cores * 8));
+  // Eight chunks a core, more where a chunk's rows (double-buffered) would
+  // not fit the kernel's VMEM budget: a MoE dispatch of 512 K rows of 14
+  // KiB is hundreds of chunks, not one 235 MiB block per step.
+  std::uint64_t want = static_cast<std::uint64_t>(cores) * 8;
+  if (cx.f.vmem_budget > 0) {
+    const std::uint64_t rows = std::max<std::uint64_t>(1, cx.f.vmem_budget / (2 * std::max<std::uint64_t>(1, row)));
+    want = std::max<std::uint64_t>(want, static_cast<std::uint64_t>(ceil_div(n, static_cast<std::int64_t>(rows))));
+  }
+  const std::int64_t chunks = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::min<std::uint64_t>(want, static_cast<std::uint64_t>(n))));
   // Lookups land on rows spread over the table; a stride of the table over
   // the lookups stands for that spread in the memory system.
   const std::uint64_t spread =

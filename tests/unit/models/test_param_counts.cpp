@@ -80,6 +80,15 @@ TEST(ParamCounts, DeepSeekV3) {
   EXPECT_EQ(c.active - c.active_compute(), 129280ull * 7168);
 }
 
+TEST(ParamCounts, Qwen3MoE) {
+  // Qwen3 technical report (arXiv:2505.09388): "235B total and 22B
+  // activated parameters", both rounded to whole billions; both embedding
+  // tables counted in each, as for Mixtral.
+  auto c = P("qwen3-235b-a22b");
+  EXPECT_NEAR(c.total, 235e9, 0.5e9);
+  EXPECT_NEAR(c.active, 22e9, 0.5e9);
+}
+
 TEST(ParamCounts, GptOss120b) {
   // Model card: 116.83B total, 5.13B active counting the unembedding but
   // not the embedding (our active_compute convention).
