@@ -28,8 +28,10 @@ namespace {
 
 int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("validate options");
-  opts.add_options()("cases", po::value<std::string>()->default_value(validate::default_cases_dir()),
-                     "case file, or folder of *.yaml case files")(
+  opts.add_options()("cases",
+                     po::value<std::vector<std::string>>()->multitoken()->default_value({validate::default_cases_dir()},
+                                                                                        validate::default_cases_dir()),
+                     "case files or folders of *.yaml case files, run as one suite (ids unique across them)")(
       "filter", po::value<std::string>(), "run only cases whose id matches this regular expression (search)")(
       "out", po::value<std::string>()->default_value("results/validation"),
       "output directory (validation.csv, .svg, .html)")("jobs,j", po::value<int>()->default_value(0),
@@ -43,9 +45,9 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "quiet,q", po::bool_switch(), "no progress lines on stderr");
   po::variables_map vm;
   if (!parse_command_args("validate",
-                          "tpusim validate [CASES] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown] "
+                          "tpusim validate [CASES...] [--filter RE] [--out DIR] [--jobs N] [--list] [--markdown] "
                           "[--reference FILE]",
-                          args, opts, {{"cases", 1}}, vm, ctx))
+                          args, opts, {{"cases", -1}}, vm, ctx))
     return 0;
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 0) throw UsageError("validate: --jobs must be >= 0");
@@ -58,7 +60,8 @@ int validate_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
     text << f.rdbuf();
     reference = text.str();
   }
-  std::vector<validate::Case> all = validate::load_cases(vm["cases"].as<std::string>(), ctx.global.search_path());
+  std::vector<validate::Case> all =
+      validate::load_cases(vm["cases"].as<std::vector<std::string>>(), ctx.global.search_path());
   std::vector<validate::Case> cases;
   if (vm.count("filter")) {
     std::regex re;

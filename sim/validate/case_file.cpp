@@ -581,20 +581,28 @@ std::vector<Case> parse_case_file(const std::string& content, const std::string&
 }
 
 std::vector<Case> load_cases(const std::string& path, const ConfigSearchPath& search) {
+  return load_cases(std::vector<std::string>{path}, search);
+}
+
+std::vector<Case> load_cases(const std::vector<std::string>& paths, const ConfigSearchPath& search) {
   std::vector<std::string> files;
-  if (fs::is_directory(path)) {
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path)) {
-    files.push_back(path);
-  }
-  if (files.empty()) {
-    Diagnostic d;
-    d.file = path;
-    d.expected = "a case file or a folder of *.yaml case files";
-    d.found = fs::exists(path) ? "no *.yaml file" : "no such file or folder";
-    throw ConfigError(d);
+  for (const auto& path : paths) {
+    std::vector<std::string> here;
+    if (fs::is_directory(path)) {
+      for (const auto& e : fs::directory_iterator(path))
+        if (e.is_regular_file() && e.path().extension() == ".yaml") here.push_back(e.path().string());
+      std::sort(here.begin(), here.end());
+    } else if (fs::is_regular_file(path)) {
+      here.push_back(path);
+    }
+    if (here.empty()) {
+      Diagnostic d;
+      d.file = path;
+      d.expected = "a case file or a folder of *.yaml case files";
+      d.found = fs::exists(path) ? "no *.yaml file" : "no such file or folder";
+      throw ConfigError(d);
+    }
+    files.insert(files.end(), here.begin(), here.end());
   }
   std::vector<Case> all;
   std::vector<Diagnostic> diags;

@@ -100,6 +100,8 @@ struct Case {
 // Reads every *.yaml of `dir` (sorted by name), or one file when `path` is a
 // file. Throws ConfigError listing every problem found.
 std::vector<Case> load_cases(const std::string& path, const ConfigSearchPath& search);
+// Several case files or folders as one suite (ids unique across them all).
+std::vector<Case> load_cases(const std::vector<std::string>& paths, const ConfigSearchPath& search);
 
 // The same from text (`file` names it in messages and resolves relative
 // workload paths).

@@ -154,6 +154,18 @@ TEST(CliValidate, FilterListAndBadInput) {
   r = tpusim(d, "validate " + d.path() + "/missing_dir --list");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("no such file or folder"), std::string::npos) << r.err;
+
+  // Several CASES run as one suite; an id in two of them is refused.
+  std::string renamed = case_file(1, 1);
+  for (const std::string id : {"tiny-tflops", "tiny-ms"})
+    renamed.replace(renamed.find("id: " + id), 4 + id.size(), "id: " + id + "2");
+  r = tpusim(d, "validate " + f + " " + d.write("more.yaml", renamed) + " --list");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("tiny-ms2  v5e"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 cases"), std::string::npos) << r.out;
+  r = tpusim(d, "validate " + f + " " + f + " --list");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("expected an id unique in the suite"), std::string::npos) << r.err;
 }
 
 // A case with sample_layers: 2 is the runs of 2 and 4 decoder layers

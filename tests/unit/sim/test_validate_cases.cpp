@@ -540,6 +540,36 @@ TEST(ValidateReports, FittedCasesAreMarkedAndLeftOutOfTheirMean) {
   EXPECT_EQ(svg_plot(r).find("fitted"), std::string::npos);
 }
 
+// Several files or folders form one suite: every case of each, in the
+// order given, and an id in two of them is an error naming both places.
+TEST(ValidateCases, SeveralPathsAreOneSuiteWithUniqueIds) {
+  TempDir d;
+  d.write("wl.yaml", kWorkload);
+  const std::string first = d.write("cases.yaml", kGood);
+  std::string other = kGood;
+  for (const char* id : {"gemm-a", "copy-b", "step-c"}) {
+    const std::string from = std::string("id: ") + id;
+    other.replace(other.find(from), from.size(), from + "-2");
+  }
+  other.replace(other.find("file: wl.yaml"), 13, "file: ../wl.yaml");  // a folder's *.yaml are all cases
+  d.write("more/other.yaml", other);
+  const auto cases =
+      load_cases(std::vector<std::string>{first, (fs::path(d.path()) / "more").string()}, default_search_path());
+  ASSERT_EQ(cases.size(), 6u);
+  EXPECT_EQ(cases[0].id, "gemm-a");
+  EXPECT_EQ(cases[3].id, "gemm-a-2");
+  try {
+    load_cases(std::vector<std::string>{first, first}, default_search_path());
+    FAIL() << "the same ids twice were accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("already the id of the case at " + first + ":9"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(
+      load_cases(std::vector<std::string>{first, (fs::path(d.path()) / "none").string()}, default_search_path()),
+      ConfigError);
+}
+
 TEST(ValidateSuite, RepositorySuiteLoads) {
   const auto cases = load_cases(default_cases_dir(), default_search_path());
   EXPECT_GE(cases.size(), 15u);
