@@ -89,6 +89,16 @@ TEST(ParamCounts, Qwen3MoE) {
   EXPECT_NEAR(c.active, 22e9, 0.5e9);
 }
 
+TEST(ParamCounts, Qwen3DenseAndSmallMoE) {
+  // Qwen3-32B model card: 32.8B parameters, 31.2B without the embeddings
+  // (its two untied tables of 151936 x 5120), rounded to 0.1B.
+  auto d = P("qwen3-32b");
+  EXPECT_NEAR(d.total, 32.8e9, 0.05e9);
+  EXPECT_NEAR(d.total - 2.0 * 151936 * 5120, 31.2e9, 0.05e9);
+  // Qwen3-30B-A3B model card: 30.5B in total.
+  EXPECT_NEAR(P("qwen3-30b-a3b").total, 30.5e9, 0.05e9);
+}
+
 TEST(ParamCounts, GptOss120b) {
   // Model card: 116.83B total, 5.13B active counting the unembedding but
   // not the embedding (our active_compute convention).
