@@ -80,16 +80,13 @@ TEST(ParamCounts, DeepSeekV3) {
   EXPECT_EQ(c.active - c.active_compute(), 129280ull * 7168);
 }
 
-TEST(ParamCounts, Qwen3MoE) {
+TEST(ParamCounts, Qwen3) {
   // Qwen3 technical report (arXiv:2505.09388): "235B total and 22B
   // activated parameters", both rounded to whole billions; both embedding
   // tables counted in each, as for Mixtral.
   auto c = P("qwen3-235b-a22b");
   EXPECT_NEAR(c.total, 235e9, 0.5e9);
   EXPECT_NEAR(c.active, 22e9, 0.5e9);
-}
-
-TEST(ParamCounts, Qwen3DenseAndSmallMoE) {
   // Qwen3-32B model card: 32.8B parameters, 31.2B without the embeddings
   // (its two untied tables of 151936 x 5120), rounded to 0.1B.
   auto d = P("qwen3-32b");
