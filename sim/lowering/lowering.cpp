@@ -80,14 +80,15 @@ LoweredWorkload lower(const workloads::Workload& wl, const arch::TpuConfig& cfg,
   };
 
   // The instructions grow chunk by chunk and never move
-  // (arch::ChunkedVector). The pool of waits (Program::dep_pool, a tenth
-  // of their bytes) grows by projection rather than doubling: once it is
-  // three quarters full, it is reserved for 1.5x the whole workload at the
-  // waits per operator emitted so far (at least double, at most 8x: an
-  // instruction-heavy first operator, e.g. a long sequence's attention,
-  // would otherwise project terabytes, which the allocator refuses), so it
-  // is copied a few times rather than through every doubling; reserved and
-  // untouched capacity costs address space only.
+  // (arch::ChunkedVector). The pool of waits (Program::dep_pool, run-length
+  // encoded: an eighth of their bytes in a MoE training step) grows by
+  // projection rather than doubling: once it is three quarters full, it
+  // is reserved for 1.5x the whole workload at the waits per operator
+  // emitted so far (at least double, at most 8x: an instruction-heavy
+  // first operator, e.g. a long sequence's attention, would otherwise
+  // project terabytes, which the allocator refuses), so it is copied a
+  // few times rather than through every doubling; reserved and untouched
+  // capacity costs address space only.
   std::size_t done_ops = 0;
   auto grow_by_projection = [&](auto& v) {
     if (done_ops == 0 || v.size() * 4 < v.capacity() * 3) return;
