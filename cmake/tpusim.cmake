@@ -27,6 +27,8 @@ endfunction()
 # through the TPUSIM_BINARY environment variable (one variable: a list
 # would be split by the discovery script). SCMAIN links the test main that
 # runs GoogleTest from sc_main (for tests that link the SystemC kernel).
+# Each executable is listed in the global property TPUSIM_TESTS_<PREFIX>
+# (tests/CMakeLists.txt makes the unit tests' list a build target).
 function(tpusim_test_dir dir)
   cmake_parse_arguments(A "SCMAIN" "PREFIX;TIMEOUT" "LINKS" ${ARGN})
   file(GLOB tests CONFIGURE_DEPENDS ${dir}/test_*.cpp)
