@@ -12,10 +12,10 @@
 //   MXU given bf16 operands): a LoweringError naming the chip and dtypes.
 // - Each operand stored in another dtype than `mxu` is converted on the VPU
 //   after its block is loaded (a cast, and a multiply by its per-block
-//   scales: dequantization before the MXU). The conversion of a weight
-//   block is cut by the MXUs' column tiles, so that each MXU starts as soon
-//   as its own columns are converted (the compiler interleaves VPU and MXU
-//   bundles; the VPU converts one MXU's columns while another multiplies). An operand stored wider than a
+//   scales: dequantization before the MXU). The MXU does not wait for it:
+//   the compiler interleaves VPU and MXU bundles, the VPU casting the next
+//   vregs while the MXU takes those already cast, so a step costs the
+//   longer of the two, not their sum. An operand stored wider than a
 //   `quantize` dtype is quantized dynamically: a max-abs reduction over its
 //   elements (abs, max), then a multiply by the reciprocal scale and a cast.
 // - Per-tensor and per-channel scales (and the scales of an operand that

@@ -107,11 +107,10 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
   // Where B's metadata and scales follow its values (Tensor::bytes order).
   const Ref b_meta = at.b + bt.value_bytes(), b_scales = b_meta + bt.metadata_bytes();
   const std::uint64_t scale_bytes_each = arch::dtype_bytes(bt.scales.dtype, 1);
-  auto quant_vpu = [&](Step& s, std::uint64_t elems, double ops, std::vector<int>& after) {
+  auto quant_vpu = [&](Step& s, std::uint64_t elems, double ops) {
     if (ops <= 0) return;
     const arch::Instr v = vpu(elems, q.mxu, ops, 0, 1, 1);
     plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, v);
-    after.push_back(static_cast<int>(s.compute.size()));
     s.compute.push_back({v, {}});
   };
   // A dynamically quantized operand (its max-abs scale needs the whole
@@ -146,11 +145,10 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
             std::int64_t& last_b = last_bs[static_cast<std::size_t>(b - b0)];
             const std::int64_t a_id = (b * nm + mi) * nk + ki;
             const std::int64_t b_id = ((g.b_batched ? b : 0) * nk + ki) * nn + ni;
-            std::vector<int> conv;  // VPU conversions the MXU waits for
             bool convert_b = false;
             if (a_id != last_a) {
               if (!q.a.dynamic || !a_done[static_cast<std::size_t>(a_id)])
-                quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops, conv);
+                quant_vpu(s, static_cast<std::uint64_t>(m * k), q.a.ops);
               if (q.a.dynamic) a_done[static_cast<std::size_t>(a_id)] = 1;
               if (g.a_read_factor == 1.0) {
                 if (w.own_a)
@@ -208,33 +206,21 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
             const std::int64_t kx =
                 q.sparse_mxu ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(k * q.mxu_k_fraction)))
                              : k;
-            const std::int64_t col_tiles = ceil_div(n, f.cols);
+            // The MXU does not wait for the step's conversions: the compiler
+            // interleaves VPU and MXU bundles, so the VPU casts the next
+            // vregs of a block while the MXU takes the ones already cast;
+            // the step ends when both are done (docs/quantization.md).
+            if (convert_b) quant_vpu(s, static_cast<std::uint64_t>(k * n), q.b.ops);
             std::vector<int> mxu_instrs;
             mxu_instrs.reserve(2 * static_cast<std::size_t>(f.mxus));
-            if (convert_b && !tiling->stream_b && col_tiles >= f.mxus) {
-              // Each MXU's columns converted on their own, its matmul waiting
-              // only for them (and for A's conversion).
-              for (int u = 0; u < f.mxus; ++u) {
-                const std::int64_t c0 = std::min(n, col_tiles * u / f.mxus * f.cols);
-                const std::int64_t c1 = std::min(n, col_tiles * (u + 1) / f.mxus * f.cols);
-                if (c1 <= c0) continue;
-                std::vector<int> after = conv;
-                quant_vpu(s, static_cast<std::uint64_t>(k * (c1 - c0)), q.b.ops, after);
-                const std::size_t first = s.compute.size();
-                plan.padded_macs += add_matmul(s, f, m, kx, c1 - c0, q.mxu, after, u, 1);
-                for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
-              }
-            } else {
-              if (convert_b) quant_vpu(s, static_cast<std::uint64_t>(k * n), q.b.ops, conv);
-              const std::size_t first = s.compute.size();
-              // A batch block's entries on the MXUs in turn (bb above).
-              const bool turns = bb > 1 && groups > 1;
-              const int first_mxu = turns ? static_cast<int>((b - b0) % groups) * held_tiles : 0;
-              const int mxus = turns ? held_tiles : 0;
-              plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, conv, first_mxu, mxus)
-                                                   : add_matmul(s, f, m, kx, n, q.mxu, conv, first_mxu, mxus);
-              for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
-            }
+            const std::size_t first = s.compute.size();
+            // A batch block's entries on the MXUs in turn (bb above).
+            const bool turns = bb > 1 && groups > 1;
+            const int first_mxu = turns ? static_cast<int>((b - b0) % groups) * held_tiles : 0;
+            const int mxus = turns ? held_tiles : 0;
+            plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, {}, first_mxu, mxus)
+                                                 : add_matmul(s, f, m, kx, n, q.mxu, {}, first_mxu, mxus);
+            for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
             for (int c : mxu_instrs) {
               if (q.sparse_mxu)
                 std::get<arch::MxuWork>(s.compute[static_cast<std::size_t>(c)].instr.work).sparse = true;

@@ -1,7 +1,8 @@
 // Quantization and N:M sparsity end to end (docs/quantization.md): int8
 // weights halve a decode's weight traffic and keep utilization <= 100%,
-// fp8 on v5e (no fp8 MXU) costs conversion instead of running 4x faster,
-// fp8 on v7 runs at twice the bf16 rate, scales show in ops.csv, and a
+// fp8 on v5e (no fp8 MXU) costs conversion and runs at the bf16 rate,
+// fp8 on v7 runs at twice the bf16 rate (fp8 training too: its casts
+// overlap the MXU), scales show in ops.csv, and a
 // 2:4-sparse MXU halves a compute-bound GEMM while a dense one does not.
 #include <gtest/gtest.h>
 
@@ -92,8 +93,10 @@ TEST(CliQuant, Fp8OnV5eCostsConversionNotASpeedUp) {
   const Row bf = summary(a, "run --arch v5e --gemm 4096,4096,4096 --dtype bf16");
   const Row f8 = summary(b, "run --arch v5e --gemm 4096,4096,4096 --dtype fp8");
   const Row i8 = summary(c, "run --arch v5e --gemm 4096,4096,4096 --dtype int8");
-  // No fp8 MXU: converted to bf16, so never faster than bf16.
-  EXPECT_GE(num(f8, "seconds"), num(bf, "seconds"));
+  // No fp8 MXU: converted to bf16 on the VPU, so the bf16 rate. The casts
+  // overlap the MXU and the narrower blocks load faster, so within 5% of
+  // bf16 either way (not the 2x an fp8 MXU would give).
+  EXPECT_NEAR(num(f8, "seconds") / num(bf, "seconds"), 1.0, 0.05);
   EXPECT_EQ(op(b, "c").at("mxu_dtype"), "bf16");
   EXPECT_GT(num(op(b, "c"), "quant_vpu_cycles"), 0);
   // int8 runs at 2x (configs/v5e.yaml); utilization against the int8 peak.
@@ -195,6 +198,12 @@ TEST(CliQuant, Fp8TrainingQuantizesEachOperandOnceAndRunsTheFp8Mxu) {
   EXPECT_LT(num(up, "quant_vpu_cycles"), 1.5 * once);
   EXPECT_LT(num(up, "cycles"), num(op(a, "layers.0.mlp.up_proj"), "cycles"));
   EXPECT_LT(num(f8, "seconds"), num(bf, "seconds"));
+  // The quantization overlaps the MXU (the compiler interleaves VPU and MXU
+  // bundles): the fp8 matmuls take about half their bf16 time, where with
+  // the MXU waiting for each block's cast they took 0.81x (forward) and
+  // 0.94x (weight gradient).
+  for (const char* name : {"layers.0.mlp.up_proj", "layers.0.mlp.up_proj.grad_rhs"})
+    EXPECT_LT(num(op(b, name), "cycles"), 0.7 * num(op(a, name), "cycles")) << name;
 }
 
 TEST(CliQuant, Int8KvCacheIsConvertedForBf16Queries) {
