@@ -112,6 +112,32 @@ std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int
     }
   } else {
     const int per_tile = mx / static_cast<int>(ntiles);
+    // A few rows (a decode step's): splitting them leaves every MXU loading
+    // the whole tile for its share, so the tile's K tiles are split instead,
+    // each MXU taking all the rows against its own K range, and the VPU
+    // adds the partial sums, when that is the shorter.
+    const std::int64_t kt = ceil_div(k, R);
+    const double tp = f.throughput(t);
+    auto tile = [&](std::int64_t rows) { return std::max(static_cast<double>(rows) / tp, static_cast<double>(R)); };
+    const int ksplit = static_cast<int>(std::min<std::int64_t>(per_tile, kt));
+    if (ksplit > 1 &&
+        static_cast<double>(ceil_div(kt, ksplit)) * tile(m) < static_cast<double>(kt) * tile(ceil_div(m, per_tile))) {
+      std::vector<int> parts;
+      int u = 0;
+      for (std::int64_t tt = 0; tt < ntiles; ++tt) {
+        const std::int64_t cols = std::min(n, (tt + 1) * C) - tt * C;
+        for (int r = 0; r < ksplit; ++r, ++u) {
+          const std::int64_t k0 = kt * r / ksplit * R, k1 = std::min(k, kt * (r + 1) / ksplit * R);
+          if (k1 <= k0) continue;
+          parts.push_back(static_cast<int>(s.compute.size()));
+          s.compute.push_back({mxu(m, k1 - k0, cols, t, first_mxu + u), after});
+          slots += static_cast<std::uint64_t>(m * round_up(k1 - k0, R) * round_up(cols, C));
+        }
+      }
+      s.compute.push_back(
+          {vpu(static_cast<std::uint64_t>(m * n), DType::f32, ksplit - 1, 0, ksplit, 1), std::move(parts)});
+      return slots;
+    }
     int u = 0;
     for (std::int64_t tt = 0; tt < ntiles; ++tt) {
       const std::int64_t cols = std::min(n, (tt + 1) * C) - tt * C;

@@ -50,7 +50,9 @@ arch::Instr load_block(Ref base, arch::DType t, const Block2d& b);
 arch::Instr store_block(Ref base, arch::DType t, const Block2d& b);
 
 // Appends an [m, k] x [k, n] matmul spread over the MXUs: by column tiles
-// when there are at least as many as MXUs, else also by rows. `after`: the
+// when there are at least as many as MXUs, else also by rows, or, for a few
+// rows, by K tiles (each MXU a K range, then one VPU add of the partial
+// sums: the last compute instruction appended). `after`: the
 // step's compute instructions it waits for. Returns the MAC slots issued
 // (padding to the MXU tile included).
 std::uint64_t add_matmul(Step& s, const ChipFigures& f, std::int64_t m, std::int64_t k, std::int64_t n, arch::DType t,

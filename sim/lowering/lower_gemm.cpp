@@ -220,7 +220,8 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
             const int mxus = turns ? held_tiles : 0;
             plan.padded_macs += tiling->stream_b ? add_matmul(s, f, n, kx, m, q.mxu, {}, first_mxu, mxus)
                                                  : add_matmul(s, f, m, kx, n, q.mxu, {}, first_mxu, mxus);
-            for (std::size_t c = first; c < s.compute.size(); ++c) mxu_instrs.push_back(static_cast<int>(c));
+            for (std::size_t c = first; c < s.compute.size(); ++c)
+              if (s.compute[c].instr.unit == arch::UnitKind::mxu) mxu_instrs.push_back(static_cast<int>(c));
             for (int c : mxu_instrs) {
               if (q.sparse_mxu)
                 std::get<arch::MxuWork>(s.compute[static_cast<std::size_t>(c)].instr.work).sparse = true;

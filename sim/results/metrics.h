@@ -50,7 +50,7 @@ struct RunMetrics {
   // Whole chip: tensorcores x mxu.count x rows x cols x throughput[bf16].
   double peak_macs_per_cycle = 0;
   double hbm_peak_bandwidth = 0;                    // bytes/s, arch::hbm_peak_bandwidth
-  std::uint64_t hbm_bytes = 0;                      // bytes of DMA instructions with an HBM end
+  std::uint64_t hbm_bytes = 0;                      // DMA bytes per HBM end (HBM to HBM: twice)
   std::uint64_t vmem_peak_bytes = 0;                // max OpPlan::vmem_peak (bytes per core)
   std::uint64_t hbm_peak_bytes = 0;                 // HBM in use at the memory plan's peak (per chip)
   std::uint64_t hbm_capacity_bytes = 0;             // the chip's hbm.capacity

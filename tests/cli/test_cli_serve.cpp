@@ -137,7 +137,9 @@ TEST(CliServe, SpeculativeDecodingReportsItsSpeedUp) {
 
 // --rates: one run per rate over the same requests, a row each in
 // curve.csv; throughput follows the offered rate below saturation and
-// TTFT does not fall as the rate rises.
+// TTFT does not fall as the rate rises: the median at every step, the p99
+// (of 40 requests, the slowest one's: which request lands on another's
+// prefill varies with the spacing) from the lowest rate to the highest.
 TEST(CliServe, RatesGiveAThroughputLatencyCurve) {
   Serve s;
   const CliResult r = tpusim::test::run_tpusim_in(
@@ -159,8 +161,11 @@ TEST(CliServe, RatesGiveAThroughputLatencyCurve) {
   ASSERT_EQ(rows.size(), 3u);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i][1], 200.0 * (1 << i));
-    if (i > 0) EXPECT_GE(rows[i][7], rows[i - 1][7] * 0.999);  // ttft_p99
+    if (i > 0) {
+      EXPECT_GE(rows[i][6], rows[i - 1][6] * 0.999);  // ttft_p50
+    }
   }
+  EXPECT_GT(rows[2][7], rows[0][7]);  // ttft_p99
   EXPECT_GT(rows[1][3], rows[0][3]);  // more offered, more served
   const CliResult bad = tpusim::test::run_tpusim_in(
       s.d.p.string(), "serve --model " + (s.d / "tiny.yaml") + " --rates 1,x --out " + (s.d / "out2"));
