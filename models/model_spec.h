@@ -362,7 +362,7 @@ struct PhaseOptions {
   DType activation_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
   RematPolicy remat = RematPolicy::none;  // train: what backward recomputes (see RematPolicy)
-  RematCustom remat_custom;               // remat == custom: where each named activation goes
+  RematCustom remat_custom{};             // remat == custom: where each named activation goes
   bool recompute_any() const { return remat != RematPolicy::none; }
   // True if the policy keeps activations in host memory.
   bool remat_offloads() const {
@@ -371,7 +371,7 @@ struct PhaseOptions {
   }
   // The policy as --remat takes it (remat_name, or RematCustom::str()).
   std::string remat_str() const;
-  QuantOptions quant;
+  QuantOptions quant{};
   // Device mesh the workload is sharded over (models/sharding.h); empty =
   // one chip, the unsharded program. generate() then emits the per-chip
   // program: batch is the global batch, split over data x fsdp x expert.
@@ -395,7 +395,7 @@ struct PhaseOptions {
   // attention's kernels do, one query head and these blocks per grid step
   // (sim/lowering/attention_tiling.h); none fixed = the lowering searches.
   // Flash kernels only, not decode (its kernel is paged attention's).
-  SplashBlocks attention_blocks;
+  SplashBlocks attention_blocks{};
   // Mixture-of-experts layers as MaxText's dropping implementation
   // (capacity_factor > 0 with megablox and sparse_matmul off: its
   // dense_matmul): each sequence's tokens reach each expert through C =
@@ -442,7 +442,7 @@ struct PhaseOptions {
   std::vector<std::pair<std::int64_t, std::int64_t>> chunk_groups() const;
   // LoRA adapters on chosen projections (models/lora_spec.h); rank 0: none.
   // With phase train only the adapters are trained (base weights frozen).
-  LoraOptions lora;
+  LoraOptions lora{};
 };
 
 // Phases a family supports (decoder: prefill, decode, train; encoder and

@@ -17,8 +17,7 @@ Ps hbm_unloaded_latency(const HbmConfig& hbm, std::uint64_t bytes) {
   return t.controller + t.RCD + t.CL + static_cast<Ps>(bursts - 1) * t.CCD_L + t.burst;
 }
 
-DmaEngineTiming::DmaEngineTiming(const DmaConfig& dma, const HbmConfig& hbm, double clock_hz)
-    : dma_(dma), clock_hz_(clock_hz) {
+DmaEngineTiming::DmaEngineTiming(const DmaConfig& dma, const HbmConfig& hbm, double clock_hz) : dma_(dma) {
   if (!(clock_hz > 0)) throw ConfigError("dma: the engine clock must be positive");
   if (dma.issue_per_cycle <= 0 || dma.max_outstanding <= 0 || dma.request_bytes == 0 || dma.setup_cycles < 0 ||
       dma.engines <= 0)

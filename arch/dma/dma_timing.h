@@ -44,7 +44,6 @@ class DmaEngineTiming {
 
  private:
   DmaConfig dma_;
-  double clock_hz_;
   double interval_ps_;
   Ps setup_ps_;
   Ps free_at_ = 0;

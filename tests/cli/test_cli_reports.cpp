@@ -224,7 +224,9 @@ TEST(CliReports, ShardSearchReportMatchesCsv) {
     EXPECT_EQ(bars[i].at("data-sp"), ok[i].at("sequence_parallel"));
     EXPECT_EQ(bars[i].at("data-bottleneck"), ok[i].at("bottleneck"));
     EXPECT_DOUBLE_EQ(d(bars[i].at("data-value")), d(ok[i].at("seconds")));
-    if (i) EXPECT_GE(d(ok[i].at("seconds")), d(ok[i - 1].at("seconds")));
+    if (i) {
+      EXPECT_GE(d(ok[i].at("seconds")), d(ok[i - 1].at("seconds")));
+    }
   }
 }
 

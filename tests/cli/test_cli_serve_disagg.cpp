@@ -39,8 +39,12 @@ TEST(CliServeDisagg, PrefillAndDecodeInstancesHaveTheirOwnSteps) {
   std::set<std::string> instances;
   for (const auto& st : rows_of(d / "out/steps.csv")) {
     instances.insert(st.at("replica"));
-    if (st.at("replica") == "0") EXPECT_EQ(st.at("decode_seqs"), "0");
-    if (st.at("replica") == "1") EXPECT_EQ(st.at("prefill_tokens"), "0");
+    if (st.at("replica") == "0") {
+      EXPECT_EQ(st.at("decode_seqs"), "0");
+    }
+    if (st.at("replica") == "1") {
+      EXPECT_EQ(st.at("prefill_tokens"), "0");
+    }
   }
   EXPECT_EQ(instances, (std::set<std::string>{"0", "1"}));
   // Two cache keys: the decode slice's steps and the prefill slice's.

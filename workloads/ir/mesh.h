@@ -34,7 +34,7 @@ struct MeshPart {
 struct MeshAxis {
   std::string name;
   std::int64_t size = 1;
-  std::vector<MeshPart> placement;  // empty: placed by the engine's rule
+  std::vector<MeshPart> placement{};  // empty: placed by the engine's rule
   bool operator==(const MeshAxis& o) const { return name == o.name && size == o.size && placement == o.placement; }
 };
 

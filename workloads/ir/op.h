@@ -74,7 +74,7 @@ struct MatmulAttrs {
   // AttentionAttrs), e.g. dense attention's QK^T and PV and their
   // gradients. Every pair is computed; the masked ones are not useful work
   // (OpCost::masked_macs, left out of model FLOPs).
-  std::string causal;
+  std::string causal{};
   // With causal labels: local (sliding-window) attention, each query
   // seeing the `window` keys that end at its diagonal (AttentionAttrs::
   // window); the pairs outside it are masked too. 0 = none.

@@ -69,8 +69,8 @@ struct Tensor {
   MemSpace space = MemSpace::hbm;
   TensorKind kind = TensorKind::activation;
   SourceLoc loc;        // not part of equality
-  QuantScales scales;   // quantization scales stored with it (weights, KV cache)
-  NmSparsity sparsity;  // compressed N:M storage (weights)
+  QuantScales scales{};   // quantization scales stored with it (weights, KV cache)
+  NmSparsity sparsity{};  // compressed N:M storage (weights)
 
   std::int64_t num_elements() const;
   // Stored bytes: the values (only the kept ones when N:M sparse), their

@@ -829,10 +829,13 @@ TEST(Generate, AttentionBlocksReachEveryKernel) {
   EXPECT_EQ(seen.at(AttentionPass::grad_kv), (AttentionBlocks{1024, 256}));  // q_dkv left out: q's
   t.fused_attention_backward = true;
   for (const Op& op : generate(m, t).ops)
-    if (op.kind == OpKind::attention && op.as<AttentionAttrs>().pass == AttentionPass::grad_qkv)
+    if (op.kind == OpKind::attention && op.as<AttentionAttrs>().pass == AttentionPass::grad_qkv) {
       EXPECT_EQ(op.as<AttentionAttrs>().blocks, (AttentionBlocks{1024, 256}));
+    }
   for (const Op& op : generate(m, small(Phase::prefill)).ops)
-    if (op.kind == OpKind::attention) EXPECT_FALSE(op.as<AttentionAttrs>().blocks.fixed());
+    if (op.kind == OpKind::attention) {
+      EXPECT_FALSE(op.as<AttentionAttrs>().blocks.fixed());
+    }
 }
 
 // The blocks' spelling: Q,KV or keyed, splash's units (q multiples of 8, kv

@@ -174,8 +174,9 @@ TEST(SequenceParallel, TrainingMirrorsTheCollectivesAndRegathers) {
   EXPECT_EQ(op_named(spm, "layers.3.attn_norm.all_gather_bwd").inputs[0], "layers.3.recompute.attn_norm");
   EXPECT_EQ(op_named(spm, "layers.3.mlp_norm.all_gather_bwd").inputs[0], "layers.3.recompute.mlp_norm");
   for (const auto& op : spm.ops)
-    if (op.name.find(".grad") != std::string::npos || op.name.find("_bwd") != std::string::npos)
+    if (op.name.find(".grad") != std::string::npos || op.name.find("_bwd") != std::string::npos) {
       for (const auto& in : op.inputs) EXPECT_NE(in, "layers.3.attn_norm") << op.name;
+    }
   // With recompute the re-emitted forward gathers instead.
   PhaseOptions r = opts(Phase::train, 2, "tensor=4", true);
   r.remat = RematPolicy::full;
@@ -351,7 +352,9 @@ TEST(ContextParallel, KvGatheredOverTheSequenceAxis) {
   // Serving keeps the weights on every sequence rank: none gathered over it.
   PhaseOptions pre = opts(Phase::prefill, 2, "sequence=4");
   for (const Op& op : generate(m, pre).ops)
-    if (op.kind == OpKind::all_gather) EXPECT_EQ(op.name.find(".weight"), std::string::npos) << op.name;
+    if (op.kind == OpKind::all_gather) {
+      EXPECT_EQ(op.name.find(".weight"), std::string::npos) << op.name;
+    }
   // Every other matmul is per token: summed over 4 chips, the unsharded
   // program's matmul FLOPs.
   PhaseOptions one = opts(Phase::train, 2, "");

@@ -100,8 +100,9 @@ TEST(ServeStep, SeveralPromptsAreTheirOwnPrefills) {
     const std::int64_t q = P / n, r = P % n;
     const double want = (r > 0 ? prefills(r, q + 1) : 0) + prefills(n - r, q) + mm_attn_flops(generate(m, dec));
     EXPECT_NEAR(mm_attn_flops(w) / want, 1.0, 1e-12) << "P " << P << " chunks " << n;
-    if (q >= 128)  // long chunks: fewer causal pairs outweigh n - 1 more logits rows
+    if (q >= 128) {  // long chunks: fewer causal pairs outweigh n - 1 more logits rows
       EXPECT_LT(mm_attn_flops(w), mm_attn_flops(generate(m, step(P, 4, 300)))) << P << " in " << n;
+    }
   }
   PhaseOptions o = step(64, 0, 1);
   o.prefill_chunks = 65;

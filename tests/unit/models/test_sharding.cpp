@@ -360,7 +360,9 @@ TEST(Collectives, UndividableWeightStaysWholeAndMlaBackwardReadsItsOutputGradien
   EXPECT_EQ(pad.inputs[0], "layers.3.attn.merge_heads.grad_x");
   EXPECT_EQ(op_named(w, "layers.3.attn.core.grad_q").inputs[0], pad.outputs[0]);
   for (const auto& t : w.tensors)
-    if (t.kind == TensorKind::output) EXPECT_EQ(t.name.rfind("optimizer.", 0), 0u) << t.name;
+    if (t.kind == TensorKind::output) {
+      EXPECT_EQ(t.name.rfind("optimizer.", 0), 0u) << t.name;
+    }
 }
 
 TEST(Collectives, DecodeKvCacheFollowsTheSharding) {
