@@ -42,13 +42,23 @@ void check_work(const arch::TpuConfig& cfg, const arch::Program& program, const 
   if (!(opt.max_sim_seconds >= 0 && opt.max_sim_seconds <= 1e6))
     throw SimLimitError("the simulated-time limit must be in [0, 1e6] s, found " + limit_text(opt.max_sim_seconds));
   const WorkEstimate w = estimate_work(cfg, program, chips);
-  if (opt.max_events > 0 && w.events() > opt.max_events)
+  if (opt.max_events > 0 && w.events() > opt.max_events) {
+    // The calibrated HBM model times a DMA transfer as one event: say so
+    // when that would bring the program within the limit.
+    WorkEstimate calibrated = w;
+    calibrated.per_request = false;
+    const std::string alternative =
+        w.per_request && calibrated.events() <= opt.max_events
+            ? ", use the calibrated HBM model (--set hbm.model=calibrated: " + std::to_string(calibrated.events()) +
+                  " events, one per DMA transfer; docs/hbm.md)"
+            : std::string();
     throw SimLimitError("the lowered program is " + std::to_string(w.events()) + " events (" +
                         std::to_string(w.instructions) + " instructions and " + std::to_string(w.dma_events()) +
                         (w.per_request ? " DMA requests" : " DMA transfers (calibrated HBM: one event each)") +
                         (chips > 1 ? " on " + std::to_string(chips) + " chips" : std::string()) +
                         "), above the limit of " + std::to_string(opt.max_events) +
-                        " events; raise --max-events (0 = no limit) or shrink the workload");
+                        " events; raise --max-events (0 = no limit)" + alternative + " or shrink the workload");
+  }
   if (opt.max_sim_seconds > 0 && w.min_seconds() > opt.max_sim_seconds)
     throw SimLimitError("the lowered program needs at least " + sci(w.min_seconds()) +
                         " s of simulated time (MXU work at peak " + sci(w.mxu_seconds) + " s, HBM traffic at peak " +

@@ -111,6 +111,22 @@ TEST(HostileCli, WorkBeyondTheCeilingIsRefusedUpFront) {
     EXPECT_EQ(b.rc, 2) << bad;
     EXPECT_NE(b.err.find("--max-events"), std::string::npos) << b.err;
   }
+  // The default HBM model counts every DMA request; where the calibrated
+  // model (one event per transfer) would fit, the refusal says so, with
+  // its count, which then runs.
+  const std::string cal = " --set hbm.model=calibrated";
+  const CliResult c1 = tpusim(d, run + cal + " --max-events 1");
+  const auto cat = c1.err.find("the lowered program is ");
+  ASSERT_NE(cat, std::string::npos) << c1.err;
+  const std::string cal_events = std::to_string(std::stoull(c1.err.substr(cat + 23)));
+  ASSERT_LT(std::stoull(cal_events), std::stoull(events));
+  const CliResult suggest = tpusim(d, run + " --max-events " + cal_events);
+  EXPECT_EQ(suggest.rc, 2) << suggest.err;
+  EXPECT_NE(suggest.err.find("use the calibrated HBM model (--set hbm.model=calibrated: " + cal_events + " events"),
+            std::string::npos)
+      << suggest.err;
+  EXPECT_EQ(r.err.find("calibrated HBM model"), std::string::npos) << r.err;  // 1 event: it would not fit either
+  EXPECT_EQ(tpusim(d, run + cal + " --max-events " + cal_events).rc, 0);
   // 2 x 4096^3 FLOPs at v5e's peak (4 MXUs x 128 x 128 x 2 FLOP x 1.5 GHz
   // = 196.6 TFLOP/s) take at least 0.699 ms: a 0.5 ms limit is refused
   // before simulating, naming the flag.
