@@ -96,6 +96,11 @@ struct DmaWork {
   std::uint64_t src_stride = 0;
   std::uint64_t dst_stride = 0;
   std::uint64_t bytes() const { return row_bytes * rows; }
+  // The HBM traffic: the bytes once per HBM end (an HBM-to-HBM copy reads
+  // and writes them).
+  std::uint64_t hbm_bytes() const {
+    return static_cast<std::uint64_t>((src == MemSpace::hbm) + (dst == MemSpace::hbm)) * bytes();
+  }
 };
 
 // Who takes part in a collective: the named mesh axes of the slice it

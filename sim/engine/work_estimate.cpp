@@ -33,8 +33,7 @@ WorkEstimate estimate_work(const arch::TpuConfig& cfg, const arch::Program& prog
       const std::uint64_t n = hbm_side ? sat_mul(div_up(d->row_bytes, atom), d->rows) : div_up(d->bytes(), atom);
       requests = sat_add(requests, n);
       ++transfers;
-      const int sides = (d->src == arch::MemSpace::hbm) + (d->dst == arch::MemSpace::hbm);
-      hbm_bytes += static_cast<double>(sides) * static_cast<double>(d->bytes());
+      hbm_bytes += static_cast<double>(d->hbm_bytes());
     }
   }
   const auto c = static_cast<std::uint64_t>(chips > 0 ? chips : 1);

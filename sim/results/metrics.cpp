@@ -86,10 +86,7 @@ RunMetrics compute_metrics(const RunReport& r) {
       om.start_cycle = std::min(om.start_cycle, rec.start);
       om.end_cycle = std::max(om.end_cycle, rec.finish);
     }
-    // Each HBM side of a DMA: an HBM-to-HBM copy reads and writes its bytes.
-    if (const auto* d = std::get_if<arch::DmaWork>(&in.work))
-      m.hbm_bytes +=
-          static_cast<std::uint64_t>((d->src == arch::MemSpace::hbm) + (d->dst == arch::MemSpace::hbm)) * d->bytes();
+    if (const auto* d = std::get_if<arch::DmaWork>(&in.work)) m.hbm_bytes += d->hbm_bytes();
   }
 
   m.time = time_breakdown(prog, r.sim.records);
