@@ -136,12 +136,14 @@ std::vector<std::int64_t> positional_ints(const std::string& what, const std::st
 
 }  // namespace
 
-Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype) {
-  WorkloadBuilder b("gemm_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + "_" +
-                    dname(dtype));
+Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype, MatmulBlocks blocks) {
+  WorkloadBuilder b("gemm_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                    (blocks.m > 0 ? "_bm" + std::to_string(blocks.m) : "") +
+                    (blocks.k > 0 ? "_bk" + std::to_string(blocks.k) : "") +
+                    (blocks.n > 0 ? "_bn" + std::to_string(blocks.n) : "") + "_" + dname(dtype));
   auto a = b.input("a", {m, k}, dtype);
   auto w = b.weight("b", {k, n}, dtype);
-  b.matmul("c", a, w, "mk,kn->mn");
+  b.matmul("c", a, w, "mk,kn->mn", std::nullopt, "", 0, blocks);
   return b.build();
 }
 
@@ -204,11 +206,26 @@ Workload parse_gemm(const std::string& spec, DType dtype) {
   const std::string what = "gemm spec";
   Fields f = parse_fields(what, spec);
   std::vector<std::int64_t> v;
-  if (f.is_named)
-    v = named_ints(what, spec, f, {"m", "k", "n"}, {}, {}, dtype);
-  else
+  if (f.is_named) {
+    v = named_ints(what, spec, f, {"m", "k", "n", "bm", "bk", "bn"}, {{"bm", 0}, {"bk", 0}, {"bn", 0}},
+                   {{"bm", 0}, {"bk", 0}, {"bn", 0}}, dtype);
+  } else {
     v = positional_ints(what, spec, f, {"M", "K", "N"}, 3, {});
-  return gemm(v[0], v[1], v[2], dtype);
+    v.insert(v.end(), {0, 0, 0});  // blocks searched
+  }
+  const struct {
+    const char* key;
+    std::int64_t block, full, unit;
+    const char* units;
+  } blocks[] = {{"bm", v[3], v[0], MatmulBlocks::kMUnit, "sublanes"},
+                {"bk", v[4], v[1], MatmulBlocks::kKUnit, "lanes"},
+                {"bn", v[5], v[2], MatmulBlocks::kNUnit, "lanes"}};
+  for (const auto& b : blocks)
+    if (b.block % b.unit != 0 && b.block != b.full)
+      spec_error(what, spec,
+                 std::string("field ") + b.key + ": expected a multiple of " + std::to_string(b.unit) + " (" + b.units +
+                     ") or the whole dimension (" + std::to_string(b.full) + "), found " + std::to_string(b.block));
+  return gemm(v[0], v[1], v[2], dtype, MatmulBlocks{v[3], v[4], v[5]});
 }
 
 Workload parse_conv(const std::string& spec, DType dtype) {

@@ -12,8 +12,9 @@
 
 namespace tpusim::workloads::builtin {
 
-// C[M, N] = A[M, K] x B[K, N]; A is an input, B a weight.
-Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype = DType::bf16);
+// C[M, N] = A[M, K] x B[K, N]; A is an input, B a weight. blocks: the
+// kernel's block sizes (MatmulBlocks; 0 = searched).
+Workload gemm(std::int64_t m, std::int64_t k, std::int64_t n, DType dtype = DType::bf16, MatmulBlocks blocks = {});
 
 // NHWC input [n, h, w, c], HWIO filter [kh, kw, c, oc], stride in both dims,
 // symmetric explicit padding `pad` on every side.
@@ -35,6 +36,9 @@ Workload elementwise(EwKind kind, const Shape& shape, DType dtype = DType::bf16,
 // CLI-style strings. Each accepts positional fields or key=value fields
 // (not mixed); key=value forms may add dtype=<name> to override `dtype`.
 //   gemm:        "M,K,N"                         or "m=..,k=..,n=.."
+//                (bm=, bk=, bn= (key=value only) fix the kernel's blocks,
+//                MatmulBlocks; each a multiple of 8, 128, 128 or the whole
+//                dimension)
 //   conv:        "N,H,W,C,KH,KW,OC,stride,pad"    or "n=..,h=..,w=..,c=..,kh=..,kw=..,oc=..,stride=..,pad=.."
 //                (stride defaults to 1, pad to 0 in the key=value form)
 //   attention:   "B,Q,KV,H,KVH,D[,causal]"        or "b=1,q=2048,kv=2048,h=32,kvh=8,d=128,causal=1"

@@ -32,8 +32,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
   po::options_description opts("run options");
   opts.add_options()("arch", po::value<std::string>()->default_value("v5e"), "TPU generation name or config file")(
       "workload", po::value<std::string>(), "workload file (YAML/JSON, or SCALE-Sim CSV)")(
-      "gemm", po::value<std::string>(), "built-in matmul M,K,N")("conv", po::value<std::string>(),
-                                                                 "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")(
+      "gemm", po::value<std::string>(), "built-in matmul M,K,N, or m=,k=,n= with bm=,bk=,bn= (block sizes)")(
+      "conv", po::value<std::string>(), "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")(
       "attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")(
       "model", po::value<std::string>(), "a model of the zoo (tpusim model list)")(
       "phase", po::value<std::string>()->default_value("decode"),

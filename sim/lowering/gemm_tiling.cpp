@@ -11,9 +11,11 @@ namespace tpusim::sim::lowering {
 
 namespace {
 
-std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t unit, std::int64_t lo) {
+// `fixed` > 0: that block alone (the whole dimension when it covers it).
+std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t unit, std::int64_t lo, std::int64_t fixed) {
   std::vector<std::int64_t> v;
   const std::int64_t top = round_up(full, unit);
+  if (fixed > 0) return {fixed >= full ? top : fixed};
   for (std::int64_t b = lo; b < top && b <= 65536; b *= 2)
     if (b % unit == 0 || unit % b == 0) v.push_back(round_up(b, std::min(unit, b)));
   v.push_back(top);
@@ -36,13 +38,14 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
                                         static_cast<std::int64_t>(std::ceil(static_cast<double>(k) * g.mxu_k_fraction)))
                : k;
   };
-  const auto bms = candidates(g.m, 8, 8), bks = candidates(g.k, R, R), bns = candidates(g.n, C, C);
+  const auto bms = candidates(g.m, 8, 8, g.fixed_bm), bks = candidates(g.k, R, R, g.fixed_bk),
+             bns = candidates(g.n, C, C, g.fixed_bn);
   std::optional<GemmTiling> best;
   double best_t = std::numeric_limits<double>::max(), best_pieces = 0;
   // Batch blocks: 1, and for batched matmuls powers of two up to the batch
   // (tried only with blocks covering a whole entry).
   std::vector<std::int64_t> bbs = {1};
-  if (g.batch > 1 && g.b_batched)
+  if (g.batch > 1 && g.b_batched && !g.fixed_blocks())
     for (std::int64_t x = 2; x < 2 * g.batch; x *= 2) bbs.push_back(std::min(x, g.batch));
   for (std::int64_t m : bms)
     for (std::int64_t k : bks)
@@ -63,8 +66,8 @@ std::optional<GemmTiling> choose_gemm_tiling(const GemmShape& g, const ChipFigur
           const double b_reloads = g.b_batched ? 1.0 : static_cast<double>(g.batch);
           const double t_m_outer = a_bytes * (nk == 1 ? 1 : nn) + b_bytes * nm * b_reloads;
           const double t_n_outer = a_bytes * nn + b_bytes * (nk == 1 ? 1 : nm) * b_reloads;
-          const bool no = t_n_outer < t_m_outer;
-          const double traffic = std::min(t_m_outer, t_n_outer) + c_bytes;
+          const bool no = !g.fixed_blocks() && t_n_outer < t_m_outer;
+          const double traffic = (no ? t_n_outer : t_m_outer) + c_bytes;
           // Compute: the output blocks are dealt to the cores (a block's K
           // loop stays on one core), so the busiest core runs
           // ceil(blocks / cores) of them; its weight tiles spread over its

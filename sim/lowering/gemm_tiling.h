@@ -12,7 +12,9 @@
 // the step count and multiplies the VMEM. Compute takes the cheaper MXU orientation: B's
 // tiles stationary with A's rows streaming, or the reverse. Among blocks
 // whose estimates are within 2% of each other, the one whose weight blocks
-// come in the fewest contiguous DMA pieces wins.
+// come in the fewest contiguous DMA pieces wins. Fixed blocks
+// (GemmShape::fixed_bm, ...) leave the search only the other sizes and the
+// MXU orientation.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,13 @@ struct GemmShape {
   // The orientation when one is forced (the sparse operand of an N:M
   // sparse MXU must be the stationary one): the value of stream_b.
   std::optional<bool> stream_b;
+  // Block sizes the kernel fixes (workloads::MatmulBlocks: a Pallas
+  // matmul's BlockSpecs), 0 = searched. With any of them fixed the grid is
+  // the Pallas matmul's (M/bm, N/bn, K/bk): M blocks outside N blocks, one
+  // batch entry a step. A block at least the whole dimension is the
+  // dimension padded to its unit, as the search's largest candidate.
+  std::int64_t fixed_bm = 0, fixed_bk = 0, fixed_bn = 0;
+  bool fixed_blocks() const { return fixed_bm > 0 || fixed_bk > 0 || fixed_bn > 0; }
 };
 
 struct GemmTiling {

@@ -50,8 +50,11 @@ std::vector<Step> gemm_steps(const LowerContext& cx, GemmShape g, const GemmOper
   const int cores = cx.cores();
   const auto tiling = choose_gemm_tiling(g, f, cores);
   if (!tiling)
-    throw LoweringError("no block of " + plan.name + " fits the VMEM budget of " + std::to_string(f.vmem_budget) +
-                        " bytes");
+    throw LoweringError((g.fixed_blocks() ? "the blocks " + plan.name + " fixes (block_m " +
+                                                std::to_string(g.fixed_bm) + ", block_k " + std::to_string(g.fixed_bk) +
+                                                ", block_n " + std::to_string(g.fixed_bn) + "; 0 = searched) do not fit"
+                                          : "no block of " + plan.name + " fits") +
+                        " the VMEM budget of " + std::to_string(f.vmem_budget) + " bytes (kernel.scoped_vmem)");
   const std::int64_t bm = tiling->bm, bk = tiling->bk, bn = tiling->bn;
   const bool n_outer = tiling->n_outer;
   plan.vmem_peak = tiling->vmem;
@@ -292,6 +295,9 @@ std::vector<Step> lower_matmul_rows(const LowerContext& cx, std::size_t i, const
   g.w_dtype = b.dtype;
   g.out_dtype = ep.out_dtype;
   g.b_batched = !spec.batch.empty();
+  g.fixed_bm = attrs.blocks.m;
+  g.fixed_bk = attrs.blocks.k;
+  g.fixed_bn = attrs.blocks.n;
   if (w.rows > 0) {
     if (!spec.batch.empty() || w.outer * w.rows > d.m || w.rows <= 0 || w.outer <= 0)
       throw std::logic_error("lower_matmul_rows: '" + op.name + "' has no such row window");

@@ -235,6 +235,35 @@ TEST(EngineEfficiency, SplashBlocksRunOneQueryHeadPerStep) {
   EXPECT_GE(static_cast<double>(r.sim.end_cycle), per_core_steps * (step_overhead + 1024.0));
 }
 
+// Fixed matmul blocks (a Pallas matmul's BlockSpecs) run the Pallas grid:
+// 1024^3 in 128^3 blocks is 8 x 8 x 8 = 512 grid steps on v5e's one core,
+// each paying the per-step overhead besides its MXU work, where the search
+// takes larger blocks; blocks beyond the VMEM budget are refused naming
+// the op and its blocks.
+TEST(EngineEfficiency, FixedMatmulBlocksRunThePallasGrid) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e", {"hbm.model=channel"});
+  const auto wl = workloads::builtin::gemm(1024, 1024, 1024, arch::DType::bf16, {128, 128, 128});
+  const sim::RunReport r = sim::run_workload("v5e", cfg, wl, {});
+  ASSERT_EQ(r.lowered.ops.size(), 1u);
+  EXPECT_EQ(r.lowered.ops[0].blocking, "bm=128 bk=128 bn=128 m-outer");
+  const double step_overhead = cfg.kernel.step_overhead * cfg.chip.clock_hz;
+  EXPECT_GE(static_cast<double>(r.sim.end_cycle), 512 * step_overhead);
+  // Without fixed blocks the search takes larger ones (lowered only: one
+  // simulation per process).
+  const auto searched = sim::lower(workloads::builtin::gemm(1024, 1024, 1024), cfg);
+  ASSERT_EQ(searched.ops.size(), 1u);
+  EXPECT_EQ(searched.ops[0].blocking.rfind("bm=128 bk=128 bn=128", 0), std::string::npos);
+  try {
+    sim::lower(workloads::builtin::gemm(16384, 16384, 16384, arch::DType::bf16, {16384, 16384, 16384}), cfg);
+    ADD_FAILURE() << "blocks of 16384^3 were accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the blocks c fixes (block_m 16384, block_k 16384, block_n 16384; 0 = "
+                                         "searched) do not fit the VMEM budget"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 namespace {
 // Inputs q [1, L, H, 128], k and v [1, L, KVH, 128] (bf16) of one attention.
 std::tuple<workloads::TensorRef, workloads::TensorRef, workloads::TensorRef> qkv_inputs(workloads::WorkloadBuilder& b,

@@ -10,8 +10,8 @@ namespace tpusim::workloads::detail {
 std::vector<std::string> Reader::attr_keys(OpKind k) {
   switch (k) {
     case OpKind::matmul:
-      return {"equation",  "lhs_batch", "rhs_batch", "lhs_contracting", "rhs_contracting",
-              "out_dtype", "quantize",  "causal",    "window"};
+      return {"equation", "lhs_batch", "rhs_batch", "lhs_contracting", "rhs_contracting", "out_dtype",
+              "quantize", "causal",    "window",    "block_m",         "block_k",         "block_n"};
     case OpKind::conv2d: return {"stride", "dilation", "padding", "groups", "out_dtype"};
     case OpKind::elementwise: return {"fn", "to"};
     case OpKind::reduce: return {"fn", "axes", "keep_dims"};
@@ -67,6 +67,9 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
       if (auto v = n["causal"])
         if (auto s = get_str(v, key("causal"))) a.causal = *s;
       int_key(a.window, "window", false);
+      int_key(a.blocks.m, "block_m", false);
+      int_key(a.blocks.k, "block_k", false);
+      int_key(a.blocks.n, "block_n", false);
       bool dims = n["lhs_contracting"] || n["rhs_contracting"] || n["lhs_batch"] || n["rhs_batch"];
       if (auto v = n["equation"]) {
         if (dims) error(v, key("equation"), "give either equation or the *_batch/*_contracting dims, not both");

@@ -95,6 +95,9 @@ void attrs_doc(const Op& op, Doc& d) {
       if (a.quantize) d.add("quantize", dtype_doc(*a.quantize));
       if (!a.causal.empty()) d.add("causal", Doc::str(a.causal));
       if (a.window > 0) d.add("window", Doc::num(a.window));
+      if (a.blocks.m > 0) d.add("block_m", Doc::num(a.blocks.m));
+      if (a.blocks.k > 0) d.add("block_k", Doc::num(a.blocks.k));
+      if (a.blocks.n > 0) d.add("block_n", Doc::num(a.blocks.n));
       break;
     }
     case OpKind::conv2d: {

@@ -106,7 +106,7 @@ std::vector<std::string> names(const std::vector<TensorRef>& xs) {
 
 TensorRef WorkloadBuilder::matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
                                   const std::string& equation, std::optional<DType> out_dtype,
-                                  const std::string& causal, std::int64_t window) {
+                                  const std::string& causal, std::int64_t window, MatmulBlocks blocks) {
   MatmulAttrs a;
   if (equation.empty()) {
     try {
@@ -120,6 +120,7 @@ TensorRef WorkloadBuilder::matmul(const std::string& name, const TensorRef& lhs,
   a.out_dtype = out_dtype;
   a.causal = causal;
   a.window = window;
+  a.blocks = blocks;
   return add_op(make(name, OpKind::matmul, {lhs.name, rhs.name}, a));
 }
 

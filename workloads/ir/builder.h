@@ -43,10 +43,11 @@ class WorkloadBuilder {
 
   // equation empty = default_matmul_equation(lhs rank, rhs rank).
   // causal: MatmulAttrs::causal (two labels of the equation, or "");
-  // window: MatmulAttrs::window (with causal labels; 0 = none).
+  // window: MatmulAttrs::window (with causal labels; 0 = none);
+  // blocks: the kernel's block sizes (MatmulBlocks; 0 = searched).
   TensorRef matmul(const std::string& name, const TensorRef& lhs, const TensorRef& rhs,
                    const std::string& equation = "", std::optional<DType> out_dtype = std::nullopt,
-                   const std::string& causal = "", std::int64_t window = 0);
+                   const std::string& causal = "", std::int64_t window = 0, MatmulBlocks blocks = {});
   TensorRef conv2d(const std::string& name, const TensorRef& input, const TensorRef& filter,
                    const Conv2dAttrs& attrs = {});
   // kind by name ("silu", "add", ...); throws WorkloadError for unknown kinds.

@@ -60,6 +60,22 @@ bool is_collective(OpKind k);
 // in one operand and the output a free dim (M for lhs, N for rhs). Labels
 // that appear in a single operand and not in the output are rejected
 // (that is a reduce, write it as one).
+// A matmul kernel's block sizes, as a Pallas matmul's BlockSpecs set them:
+// A blocks of (m, k), B blocks of (k, n), output blocks of (m, n) over the
+// GEMM view of the einsum (batch, M, K, N), the grid (M/m, N/n, K/k) with
+// K innermost (the JAX Pallas TPU matmul guide's kernel). 0 = the lowering
+// searches that size (gemm_tiling.h). Pallas needs a block's last two
+// dimensions to be multiples of 8 (sublanes) and 128 (lanes): m a multiple
+// of 8, k and n of 128 (k is A's last dimension and B's second-last).
+struct MatmulBlocks {
+  static constexpr std::int64_t kMUnit = 8;    // sublanes
+  static constexpr std::int64_t kKUnit = 128;  // lanes (A's minor dimension)
+  static constexpr std::int64_t kNUnit = 128;  // lanes (B's minor dimension)
+  std::int64_t m = 0, k = 0, n = 0;
+  bool fixed() const { return m > 0 || k > 0 || n > 0; }
+  bool operator==(const MatmulBlocks& o) const { return m == o.m && k == o.k && n == o.n; }
+};
+
 struct MatmulAttrs {
   std::string equation;            // e.g. "bmk,bkn->bmn"; always set in a built IR
   std::optional<DType> out_dtype;  // default: lhs dtype
@@ -79,9 +95,11 @@ struct MatmulAttrs {
   // seeing the `window` keys that end at its diagonal (AttentionAttrs::
   // window); the pairs outside it are masked too. 0 = none.
   std::int64_t window = 0;
+  // The kernel's block sizes (MatmulBlocks; all 0: searched).
+  MatmulBlocks blocks{};
   bool operator==(const MatmulAttrs& o) const {
     return equation == o.equation && out_dtype == o.out_dtype && quantize == o.quantize && causal == o.causal &&
-           window == o.window;
+           window == o.window && blocks == o.blocks;
   }
 };
 

@@ -210,6 +210,17 @@ class Inferer {
            ", as splash attention takes it) or 0 (searched), found " + std::to_string(b));
   }
 
+  // A matmul kernel block size (MatmulBlocks): 0 (searched), a positive
+  // multiple of the vreg's `unit`, or the whole dimension `full` (Pallas's
+  // rule for a block's last two dimensions).
+  void check_matmul_block(std::int64_t b, std::int64_t full, const char* key, std::int64_t unit,
+                          const char* units) const {
+    if (b < 0 || (b % unit != 0 && b != full))
+      fail(std::string(key) + ": expected a positive multiple of " + std::to_string(unit) + " (" + units +
+           ", as a Pallas block takes it), the whole dimension (" + std::to_string(full) + ") or 0 (searched), found " +
+           std::to_string(b));
+  }
+
   std::int64_t axis(std::int64_t a, std::size_t rank, const char* what) const {
     std::int64_t r = static_cast<std::int64_t>(rank);
     if (a < -r || a >= r)
@@ -306,6 +317,12 @@ class Inferer {
     t.dtype = a.out_dtype.value_or(in_[0].dtype);
     if (!a.causal.empty()) matmul_causal_extents(a, in_[0].shape, in_[1].shape);
     check_window(a.window, !a.causal.empty(), "causal labels (query, key) with it");
+    if (a.blocks.m != 0 || a.blocks.k != 0 || a.blocks.n != 0) {
+      const MatmulDims d = matmul_dims(a, in_[0].shape, in_[1].shape);
+      check_matmul_block(a.blocks.m, d.m, "block_m", MatmulBlocks::kMUnit, "sublanes");
+      check_matmul_block(a.blocks.k, d.k, "block_k", MatmulBlocks::kKUnit, "lanes");
+      check_matmul_block(a.blocks.n, d.n, "block_n", MatmulBlocks::kNUnit, "lanes");
+    }
     return t;
   }
 

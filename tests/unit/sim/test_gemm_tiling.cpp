@@ -166,3 +166,63 @@ TEST(GemmTiling, TinyBatchedMatmulsShareAStep) {
   // The 384 entries cost less than 384 separate single-entry matmuls.
   EXPECT_LT(t->est_cycles, 384 * one->est_cycles);
 }
+
+// Fixed blocks (a Pallas matmul's BlockSpecs, GemmShape::fixed_*) are the
+// blocks the search returns, on the Pallas grid's order (M blocks outside
+// N blocks) and one batch entry a step; the sizes left at 0 are searched,
+// a block covering its dimension is the dimension padded to its unit, and
+// fixed blocks that overflow the VMEM budget fit nowhere.
+TEST(GemmTiling, FixedBlocksAreKept) {
+  const arch::TpuConfig cfg = sim::load_tpu_config("v5e");
+  const auto f = figures(cfg);
+  GemmShape g = square(8192);
+  const auto searched = choose_gemm_tiling(g, f, 1);
+  ASSERT_TRUE(searched);
+  g.fixed_bm = 128;
+  g.fixed_bk = 128;
+  g.fixed_bn = 128;
+  const auto t = choose_gemm_tiling(g, f, 1);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->bm, 128);
+  EXPECT_EQ(t->bk, 128);
+  EXPECT_EQ(t->bn, 128);
+  EXPECT_FALSE(t->n_outer);
+  EXPECT_EQ(t->bb, 1);
+  // 262,144 small steps cost more than the searched blocks.
+  EXPECT_GT(t->est_cycles, searched->est_cycles);
+
+  GemmShape part = square(8192);
+  part.fixed_bk = 512;
+  const auto p = choose_gemm_tiling(part, f, 1);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->bk, 512);
+  EXPECT_FALSE(p->n_outer);
+  EXPECT_EQ(p->bm % 8, 0);
+  EXPECT_EQ(p->bn % f.cols, 0);
+
+  GemmShape whole;
+  whole.m = 100;
+  whole.k = 300;
+  whole.n = 200;
+  whole.fixed_bm = 100;
+  whole.fixed_bk = 1 << 20;
+  whole.fixed_bn = 200;
+  const auto w = choose_gemm_tiling(whole, f, 1);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->bm, 104);
+  EXPECT_EQ(w->bk, 384);
+  EXPECT_EQ(w->bn, 256);
+
+  GemmShape huge = square(16384);
+  huge.fixed_bm = huge.fixed_bk = huge.fixed_bn = 16384;
+  EXPECT_FALSE(choose_gemm_tiling(huge, f, 1));
+
+  GemmShape batched;
+  batched.batch = 64;
+  batched.m = 8;
+  batched.k = 128;
+  batched.n = 128;
+  EXPECT_GT(choose_gemm_tiling(batched, f, 1)->bb, 1);
+  batched.fixed_bn = 128;
+  EXPECT_EQ(choose_gemm_tiling(batched, f, 1)->bb, 1);
+}

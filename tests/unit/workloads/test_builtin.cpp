@@ -12,6 +12,18 @@ using tpusim::arch::DType;
 
 namespace {
 using tpusim::workloads::testing::error_of;
+
+// Each spec is refused by `parse` with a message containing its part.
+void expect_refused(const std::function<Workload(const std::string&)>& parse,
+                    const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& c : cases) {  // not a structured binding: the lambda captures it (C++17)
+    const std::string msg = error_of([&] { parse(c.first); });
+    EXPECT_FALSE(msg.empty()) << c.first << " was accepted";
+    EXPECT_NE(msg.find(c.second), std::string::npos) << c.first << ": '" << c.second << "' not in: " << msg;
+  }
+}
+Workload attention_spec(const std::string& s) { return builtin::parse_attention(s); }
+Workload gemm_spec(const std::string& s) { return builtin::parse_gemm(s); }
 }  // namespace
 
 TEST(Builtin, GemmFromString) {
@@ -67,17 +79,30 @@ TEST(Builtin, AttentionBlocksFromString) {
   EXPECT_NE(wl.name.find("_bq512_bkv1024"), std::string::npos) << wl.name;
   EXPECT_FALSE(builtin::parse_attention("q=8192,h=8,d=128").ops[0].as<AttentionAttrs>().blocks.fixed());
   EXPECT_FALSE(builtin::parse_attention("1,16,16,4,4,8,1").ops[0].as<AttentionAttrs>().blocks.fixed());
-  for (const auto& [spec, part] : std::vector<std::pair<std::string, std::string>>{
-           {"q=64,h=1,d=8,bq=12", "field bq: expected a multiple of 8 (sublanes), found 12"},
-           {"q=64,h=1,d=8,bkv=100", "field bkv: expected a multiple of 128 (lanes), found 100"},
-           {"q=64,h=1,d=8,bkv=-128", "bkv"}}) {
-    try {
-      builtin::parse_attention(spec);
-      ADD_FAILURE() << spec << " was accepted";
-    } catch (const WorkloadError& e) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  }
+  expect_refused(attention_spec, {{"q=64,h=1,d=8,bq=12", "field bq: expected a multiple of 8 (sublanes), found 12"},
+                                  {"q=64,h=1,d=8,bkv=100", "field bkv: expected a multiple of 128 (lanes), found 100"},
+                                  {"q=64,h=1,d=8,bkv=-128", "bkv"}});
+}
+
+// bm=, bk= and bn= fix a matmul kernel's blocks (a Pallas matmul's
+// BlockSpecs, MatmulBlocks), 0 or absent leaves them to the search; each
+// is a multiple of its vreg unit or the whole dimension.
+TEST(Builtin, GemmBlocksFromString) {
+  const Workload wl = builtin::parse_gemm("m=4096,k=2048,n=1024,bm=512,bk=1024,bn=256");
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().blocks, (MatmulBlocks{512, 1024, 256}));
+  EXPECT_NE(wl.name.find("_bm512_bk1024_bn256"), std::string::npos) << wl.name;
+  EXPECT_EQ(builtin::parse_gemm("m=100,k=300,n=200,bm=100,bk=300,bn=200").ops[0].as<MatmulAttrs>().blocks,
+            (MatmulBlocks{100, 300, 200}));  // whole dimensions
+  EXPECT_EQ(builtin::parse_gemm("m=64,k=128,n=128,bk=128").ops[0].as<MatmulAttrs>().blocks, (MatmulBlocks{0, 128, 0}));
+  EXPECT_FALSE(builtin::parse_gemm("m=64,k=128,n=128").ops[0].as<MatmulAttrs>().blocks.fixed());
+  EXPECT_FALSE(builtin::parse_gemm("64,128,128").ops[0].as<MatmulAttrs>().blocks.fixed());
+  expect_refused(gemm_spec, {{"m=64,k=128,n=128,bm=12",
+                              "field bm: expected a multiple of 8 (sublanes) or the whole dimension (64), found 12"},
+                             {"m=64,k=256,n=128,bk=100",
+                              "field bk: expected a multiple of 128 (lanes) or the whole dimension (256)"},
+                             {"m=64,k=128,n=384,bn=200", "field bn: expected a multiple of 128 (lanes)"},
+                             {"m=64,k=128,n=128,bn=-128", "bn"},
+                             {"m=64,k=128,n=128,bx=128", "unknown key 'bx'"}});
 }
 
 // seqs= makes the op a batched kernel (AttentionAttrs::max_step_seqs, up
@@ -88,17 +113,9 @@ TEST(Builtin, AttentionSeqsFromString) {
   EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().max_step_seqs, 16);
   EXPECT_NE(wl.name.find("_seqs16"), std::string::npos) << wl.name;
   EXPECT_EQ(builtin::parse_attention("b=64,q=1,kv=256,h=32,kvh=8,d=128").ops[0].as<AttentionAttrs>().max_step_seqs, 0);
-  for (const auto& [spec, part] : std::vector<std::pair<std::string, std::string>>{
-           {"q=64,h=1,d=8,seqs=257", "field seqs: expected 0 to 256"},
-           {"q=64,h=1,d=8,seqs=-1", "seqs"},
-           {"q=64,h=1,d=8,bq=8,seqs=4", "field seqs: expected 0 or 1 with bq or bkv"}}) {
-    try {
-      builtin::parse_attention(spec);
-      ADD_FAILURE() << spec << " was accepted";
-    } catch (const WorkloadError& e) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  }
+  expect_refused(attention_spec, {{"q=64,h=1,d=8,seqs=257", "field seqs: expected 0 to 256"},
+                                  {"q=64,h=1,d=8,seqs=-1", "seqs"},
+                                  {"q=64,h=1,d=8,bq=8,seqs=4", "field seqs: expected 0 or 1 with bq or bkv"}});
 }
 
 TEST(Builtin, ElementwiseFromString) {

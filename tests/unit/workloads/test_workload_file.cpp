@@ -189,6 +189,13 @@ TEST(WorkloadFile, ReadsShippedSplashAttentionExample) {
   EXPECT_TRUE(wl.ops[0].as<AttentionAttrs>().causal);
 }
 
+TEST(WorkloadFile, ReadsShippedPallasMatmulExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/pallas_matmul.yaml");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().blocks, (MatmulBlocks{512, 1024, 1024}));
+  EXPECT_EQ(workload_cost(wl).macs, 8192ull * 8192 * 8192);
+}
+
 TEST(WorkloadFile, MatmulFromDotGeneralDims) {
   std::string text = std::string(kHeader) +
                      "tensors:\n"
@@ -451,6 +458,39 @@ TEST(WorkloadFile, AttentionBlocksRoundTripAndAreChecked) {
   EXPECT_NE(msg.find("block_kv: expected a positive multiple of 128"), std::string::npos) << msg;
   msg = error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], block_kv: big}\n");
   EXPECT_NE(msg.find("block_kv"), std::string::npos) << msg;
+}
+
+// A matmul kernel's fixed blocks (MatmulBlocks) round-trip (left out when
+// 0) and take a Pallas block's units or the whole dimension, each error at
+// the op's line naming its key.
+TEST(WorkloadFile, MatmulBlocksRoundTripAndAreChecked) {
+  const std::string base = std::string(kHeader) +
+                           "tensors:\n"
+                           "  - {name: x, shape: [2, 64, 256], dtype: bf16}\n"
+                           "  - {name: w, shape: [256, 300], dtype: bf16, kind: weight}\n"
+                           "ops:\n";
+  Workload wl = read_workload_string(
+      base + "  - {name: y, op: matmul, inputs: [x, w], block_m: 64, block_k: 128, block_n: 300}\n");
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().blocks, (MatmulBlocks{64, 128, 300}));
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: y, op: matmul, inputs: [x, w], block_k: 256}\n");
+  EXPECT_EQ(wl.ops[0].as<MatmulAttrs>().blocks, (MatmulBlocks{0, 256, 0}));
+  EXPECT_EQ(workload_to_yaml(wl).find("block_m"), std::string::npos);
+  // M of the GEMM view is 2 x 64 = 128 rows: 128 is whole, 12 is neither.
+  std::string msg = error_of(base + "  - {name: y, op: matmul, inputs: [x, w], block_m: 12}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("block_m: expected a positive multiple of 8 (sublanes, as a Pallas block takes it), the whole "
+                     "dimension (128) or 0 (searched), found 12"),
+            std::string::npos)
+      << msg;
+  msg = error_of(base + "  - {name: y, op: matmul, inputs: [x, w], block_n: 200}\n");
+  EXPECT_NE(msg.find("block_n: expected a positive multiple of 128"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(300)"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: y, op: matmul, inputs: [x, w], block_k: -128}\n");
+  EXPECT_NE(msg.find("block_k: expected a positive multiple of 128"), std::string::npos) << msg;
+  msg = error_of(base + "  - {name: y, op: matmul, inputs: [x, w], block_k: wide}\n");
+  EXPECT_NE(msg.find("block_k"), std::string::npos) << msg;
 }
 
 // A batched kernel's bound on sequences a step round-trips (left out at
