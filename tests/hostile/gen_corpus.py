@@ -193,6 +193,12 @@ add("scalesim", CSV, "ok", {"t.csv": "Layer, M, N, K,\nl, 64, 64, 64,\n"})
 for spec in ["4294967296,4294967296,4294967296", "2147483648,2147483648,1", "2097152,2097152,2097152", "0,8,8", "-1,8,8",
              "8,8", "8,8,8,8", "a,b,c", "9223372036854775808,1,1", "8,,8", "", "m=8,k=8", "m=8,k=8,n=8,m=9"]:
     add("builtin", ["run", "--gemm", spec, "--quiet", "--out", "{d}/out"], "error")
+# A matmul kernel's fixed blocks (bm=, bk=, bn=): off their units, negative,
+# huge, or beyond the VMEM budget.
+for spec in ["m=64,k=128,n=128,bm=12", "m=64,k=256,n=128,bk=-128", "m=64,k=128,n=128,bn=9223372036854775807",
+             "m=64,k=128,n=128,bm=9223372036854775808", "m=8192,k=8192,n=8192,bm=8192,bk=8192,bn=8192"]:
+    add("builtin-blocks", ["run", "--gemm", spec, "--quiet", "--out", "{d}/out"], "error")
+add("builtin-blocks", ["run", "--gemm", "m=64,k=128,n=128,bm=64,bk=128,bn=1024", "--quiet", "--out", "{d}/out"], "ok")
 for spec in ["1,8,8,4,3,3,8,4611686018427387904,0", "1,8,8,4,3,3,8,0,0", "1,8,8,4,9,9,8,1,0", "1,8,8,4,3,3,8,1,-1",
              "4294967296,4294967296,4294967296,4,3,3,8,1,0", "1,8,8"]:
     add("builtin", ["run", "--conv", spec, "--quiet", "--out", "{d}/out"], "error")
