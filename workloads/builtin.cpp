@@ -221,7 +221,7 @@ Workload parse_gemm(const std::string& spec, DType dtype) {
                 {"bk", v[4], v[1], MatmulBlocks::kKUnit, "lanes"},
                 {"bn", v[5], v[2], MatmulBlocks::kNUnit, "lanes"}};
   for (const auto& b : blocks)
-    if (b.block % b.unit != 0 && b.block != b.full)
+    if (!MatmulBlocks::allowed(b.block, b.full, b.unit))
       spec_error(what, spec,
                  std::string("field ") + b.key + ": expected a multiple of " + std::to_string(b.unit) + " (" + b.units +
                      ") or the whole dimension (" + std::to_string(b.full) + "), found " + std::to_string(b.block));

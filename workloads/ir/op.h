@@ -73,6 +73,11 @@ struct MatmulBlocks {
   static constexpr std::int64_t kNUnit = 128;  // lanes (B's minor dimension)
   std::int64_t m = 0, k = 0, n = 0;
   bool fixed() const { return m > 0 || k > 0 || n > 0; }
+  // Whether block size `b` is allowed for a dimension of `full` whose unit
+  // is `unit`: 0 (searched), a positive multiple of the unit, or `full`.
+  static bool allowed(std::int64_t b, std::int64_t full, std::int64_t unit) {
+    return b >= 0 && (b % unit == 0 || b == full);
+  }
   bool operator==(const MatmulBlocks& o) const { return m == o.m && k == o.k && n == o.n; }
 };
 

@@ -215,7 +215,7 @@ class Inferer {
   // rule for a block's last two dimensions).
   void check_matmul_block(std::int64_t b, std::int64_t full, const char* key, std::int64_t unit,
                           const char* units) const {
-    if (b < 0 || (b % unit != 0 && b != full))
+    if (!MatmulBlocks::allowed(b, full, unit))
       fail(std::string(key) + ": expected a positive multiple of " + std::to_string(unit) + " (" + units +
            ", as a Pallas block takes it), the whole dimension (" + std::to_string(full) + ") or 0 (searched), found " +
            std::to_string(b));
