@@ -311,5 +311,48 @@ TEST(SweepCli, SlurmScriptRunsEachShardWithResume) {
   EXPECT_EQ(read_results(d / "cl/shard-2/results.csv").rows.size(), 3u);
 }
 
+// The shipped Pallas block sweep (configs/sweeps/pallas_blocks.yaml): a
+// 4096^3 GEMM with fixed blocks on v5e and v6e. The blocks over a chip's
+// scoped VMEM are error rows naming the op and its blocks; every fixed-block
+// point takes at least the searched blocks' time on its chip, and on each
+// chip 128^3 blocks (32,768 grid steps) are the slowest.
+TEST(SweepCli, ShippedPallasBlockSweep) {
+  TmpDir d;
+  const std::string spec = std::string(TPUSIM_SOURCE_DIR) + "/configs/sweeps/pallas_blocks.yaml";
+  Result r = tpusim(d, "sweep " + spec + " --out " + (d / "out") + " --jobs 2 --quiet");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto rows = rows_by_id(d / "out/results.csv");
+  ASSERT_EQ(rows.size(), 14u);
+  std::map<std::string, double> searched, slowest;
+  std::map<std::string, std::string> slowest_spec;
+  int errors = 0;
+  for (auto& [id, row] : rows) {
+    const std::string& arch = row["arch"];
+    if (row["status"] != "ok") {
+      ++errors;
+      EXPECT_NE(row["message"].find("the blocks c fixes (block_m 2048, block_k 512, block_n 2048"), std::string::npos)
+          << row["message"];
+      continue;
+    }
+    const double t = std::stod(row["seconds"]);
+    if (row["workload.gemm"].find("bm=") == std::string::npos) {
+      searched[arch] = t;
+    } else if (t > slowest[arch]) {
+      slowest[arch] = t;
+      slowest_spec[arch] = row["workload.gemm"];
+    }
+  }
+  EXPECT_EQ(errors, 2);
+  for (auto& [id, row] : rows) {
+    if (row["status"] == "ok") {
+      EXPECT_GE(std::stod(row["seconds"]), searched[row["arch"]]) << row["workload.gemm"];
+    }
+  }
+  for (const char* arch : {"v5e", "v6e"}) {
+    ASSERT_GT(searched[arch], 0) << arch;
+    EXPECT_EQ(slowest_spec[arch], "m=4096,k=4096,n=4096,bm=128,bk=128,bn=128") << arch;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::sim::sweep
