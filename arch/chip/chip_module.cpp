@@ -275,7 +275,7 @@ void ChipModule::sequencer(int c) {
   }
 }
 
-void ChipModule::trace(sc_core::sc_trace_file* tf) {
+void ChipModule::trace_activity(sc_core::sc_trace_file* tf) {
   tracing_ = true;
   auto add = [&](const std::string& n) {
     signals_.push_back(std::make_unique<sc_core::sc_signal<int>>(n.c_str()));

@@ -77,7 +77,7 @@ class ChipModule : public sc_core::sc_module {
   // number of MXU, VPU and XLU instructions in flight, the chip's DMA
   // copies in flight and the count of completed instructions. Call before
   // sc_start; costs an event per change, so meant for short runs.
-  void trace(sc_core::sc_trace_file* tf);
+  void trace_activity(sc_core::sc_trace_file* tf);
 
  private:
   static constexpr InstrId kNotWaiting = ~InstrId{0};

@@ -104,7 +104,7 @@ SimResult simulate(const arch::TpuConfig& cfg, const arch::Program& program, con
   std::unique_ptr<VcdSink> vcd;
   if (!opt.vcd_path.empty()) {
     vcd = std::make_unique<VcdSink>(opt.vcd_path);
-    chips.front()->trace(vcd->trace_file());  // --all-chips: chip 0's signals
+    chips.front()->trace_activity(vcd->trace_file());  // --all-chips: chip 0's signals
   }
   const bool limited = opt.max_sim_seconds > 0;
   const sc_core::sc_time limit(limited ? opt.max_sim_seconds : 0, sc_core::SC_SEC);
