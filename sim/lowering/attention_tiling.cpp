@@ -101,12 +101,11 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
           const double bwd = a.backward() ? 1.0 : 0.0;
           const double grad_kv = a.dkv() ? 1.0 : 0.0;
           // A batched step holds every one of its sequences' blocks.
-          const double vmem =
-              seqs *
-              (2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * (a.head_dim + a.v_dim) * kb) +
-               static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows * static_cast<double>(sub) * 4 *
-                   (1 + bwd) +
-               h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 + 2 * h * rows * a.v_dim * ob);
+          const double vmem = seqs * (2 * (h * rows * a.head_dim * qb * (1 + bwd) + h * bkv * a.kv_width() * kb) +
+                                      static_cast<double>(attention_lookahead(f, bp * G) + 1) * h * rows *
+                                          static_cast<double>(sub) * 4 * (1 + bwd) +
+                                      h * rows * a.v_dim * 4 + grad_kv * h * bkv * (a.head_dim + a.v_dim) * 4 +
+                                      2 * h * rows * a.v_dim * ob);
           if (vmem > static_cast<double>(f.vmem_budget)) continue;
           // Steps: (batch, head group, query block) units, each over the key
           // blocks from the one holding its first query's first key (a
@@ -152,11 +151,11 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
           // the backward kernels take the saved log-sum-exp instead.
           const double xlu = !a.kernel().row_reductions ? 0.0 : f.xlus > 0 ? h * rows / 8.0 : vpu;
           const double compute = core_steps * (nsub * std::max(mxu, vpu + xlu) + mxu + vpu + xlu + f.step_overhead);
-          const double kv_bytes = seq_units * kv_positions * h * (a.head_dim + a.v_dim) * kb;
+          const double kv_bytes = seq_units * kv_positions * h * a.kv_width() * kb;
           const double qo_bytes = static_cast<double>(a.batch) * a.q_len * a.heads * (a.head_dim * qb + a.v_dim * ob);
           const double traffic = (kv_bytes + qo_bytes) / f.hbm_bytes_per_cycle;
           const double first =
-              seqs * (h * rows * a.head_dim * qb + h * bkv * (a.head_dim + a.v_dim) * kb) / f.hbm_bytes_per_cycle;
+              seqs * (h * rows * a.head_dim * qb + h * bkv * a.kv_width() * kb) / f.hbm_bytes_per_cycle;
           const double t = std::max(compute, traffic) + first + core_steps * f.block_latency;
           if (t < best_t) {
             best_t = t;
@@ -171,7 +170,7 @@ const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionS
                                                                 int cores) {
   const Key k{a.batch,  a.q_len,   a.heads,    a.kv_heads,  a.head_dim,  a.v_dim,
               a.kv_len, a.causal,  a.window,   a.blocks.q,  a.blocks.kv, a.max_step_seqs,
-              a.pass,   a.q_dtype, a.kv_dtype, a.out_dtype, cores};
+              a.pass,   a.q_dtype, a.kv_dtype, a.out_dtype, a.shared_kv, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

@@ -45,8 +45,14 @@ struct AttentionShape {
   std::int64_t max_step_seqs = 0;
   workloads::AttentionPass pass = workloads::AttentionPass::forward;
   arch::DType q_dtype = arch::DType::bf16, kv_dtype = arch::DType::bf16, out_dtype = arch::DType::bf16;
+  // The op's value is its key tensor (a forward pass given the same array
+  // twice: MLA's latent cache, whose first v_dim columns are the values),
+  // so a step reads one block for both, as FlashMLA-style kernels do.
+  bool shared_kv = false;
 
   std::int64_t group() const { return heads / kv_heads; }
+  // Elements a key position's K and V blocks hold per head.
+  std::int64_t kv_width() const { return shared_kv ? head_dim : head_dim + v_dim; }
   bool backward() const { return pass != workloads::AttentionPass::forward; }
   // What the pass's kernel computes (its matmuls and VPU work).
   const workloads::AttentionKernel& kernel() const { return workloads::attention_kernel(pass); }
@@ -125,7 +131,7 @@ class AttentionTilingCache {
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         workloads::AttentionPass, arch::DType, arch::DType, arch::DType, int>;
+                         workloads::AttentionPass, arch::DType, arch::DType, arch::DType, bool, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

@@ -92,6 +92,9 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const bool per_q_head = a.blocks.fixed();
   if (per_q_head) a.kv_heads = a.heads;
   a.pass = op.as<workloads::AttentionAttrs>().pass;
+  // One array as key and value (MLA's latent cache): a forward kernel
+  // reads each block once for QK^T and PV (V = its first v_dim columns).
+  a.shared_kv = op.inputs[1] == op.inputs[2] && !a.backward();
   a.q_dtype = q.dtype;
   a.kv_dtype = k.dtype;
   a.out_dtype = ep.out_dtype;
@@ -110,7 +113,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   auto convert_ops = [&](const Tensor& x) {
     return x.dtype == t ? 0.0 : 1.0 + (x.scales.kind == workloads::ScaleKind::none ? 0.0 : 1.0);
   };
-  const double q_ops = convert_ops(q), k_ops = convert_ops(k), v_ops = convert_ops(v);
+  // A shared block is converted once, as the key.
+  const double q_ops = convert_ops(q), k_ops = convert_ops(k), v_ops = a.shared_kv ? 0.0 : convert_ops(v);
   // A block's share of a tensor's scales (per-tensor: negligible).
   auto scale_share = [](const Tensor& x, std::uint64_t elems) -> std::uint64_t {
     const std::uint64_t sb = x.scale_bytes();
@@ -177,9 +181,10 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             s.loads.push_back(load(kr + bytes_of(k.dtype, ((b * kv_stored + kh) * Lkv + c0) * D),
                                    bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
                                    bytes_of(k.dtype, Lkv * D)));
-            s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
-                                   bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
-                                   bytes_of(v.dtype, Lkv * Dv)));
+            if (!a.shared_kv)
+              s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
+                                     bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
+                                     bytes_of(v.dtype, Lkv * Dv)));
           }
           // K/V (and, first, Q) stored in another dtype than the MXU runs:
           // converted on the VPU before the step's first QK^T.
@@ -197,8 +202,8 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
             plan.quant_vpu_cycles += vpu_cycles(cx.cfg.vpu, cv);
             s.compute.push_back({cv, {}});
             converted.push_back(static_cast<int>(s.compute.size()) - 1);
-            const std::uint64_t sb_bytes =
-                scale_share(k, k_elems) + scale_share(v, v_elems) + (kj == kj0 ? scale_share(q, q_elems) : 0);
+            const std::uint64_t sb_bytes = scale_share(k, k_elems) + (a.shared_kv ? 0 : scale_share(v, v_elems)) +
+                                           (kj == kj0 ? scale_share(q, q_elems) : 0);
             if (sb_bytes > 0) {
               s.loads.push_back(load(kr, sb_bytes));  // the block's scales, beside its values
               plan.scale_bytes += sb_bytes;
