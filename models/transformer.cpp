@@ -548,10 +548,11 @@ class TransformerGen {
       TensorRef cache = b_.kv_cache(p + "attn.latent_cache", {B_, o_.context, 1, kvr + rp}, kd_);
       TensorRef q_lat = b_.matmul(p + "attn.wk_b", q_nope, wk, "bshd,chd->bshc", ad_);
       TensorRef qa = b_.concat(p + "attn.q_absorbed", {q_lat, q_pe}, 3);
-      // The latent serves as both key and value (read once, as FlashMLA
-      // does); the rope columns of the value output are dropped after.
-      TensorRef ol = b_.attention(p + "attn.core", qa, cache, cache, false);
-      ol = b_.slice(p + "attn.o_latent", ol, {0, 0, 0, 0}, {B_, S_, H, kvr});
+      // The latent serves as both key and value, each block read once, and
+      // PV takes its first kv_lora_rank columns (value_dim), as FlashMLA
+      // and the TPU MLA kernels do.
+      TensorRef ol = b_.attention(p + "attn.core", qa, cache, cache, false, std::nullopt,
+                                  workloads::AttentionPass::forward, 0, {}, kvr);
       o = b_.matmul(p + "attn.wv_b", ol, wv, "bshc,chd->bshd", ad_);
     } else {
       // Context parallelism: the latent (kv_lora_rank + rope dims per

@@ -70,7 +70,7 @@ std::string layer_type(const std::string& op_name) {
   if (starts(n, "attn.")) {
     const std::string rest = n.substr(5);
     if (rest.size() > 5 && rest.compare(rest.size() - 5, 5, "_proj") == 0) return rest;
-    if (rest == "wk_b" || rest == "wv_b" || rest == "q_absorbed" || rest == "o_latent") return rest;
+    if (rest == "wk_b" || rest == "wv_b" || rest == "q_absorbed") return rest;
   }
   return "";
 }
@@ -98,7 +98,8 @@ std::vector<MxuMatmul> mxu_matmuls(const workloads::Workload& wl, const workload
     // q [B, Lq, H, D], k [B, Lkv, KVH, D], v [B, Lkv, KVH, Dv].
     const auto* v = wl.find_tensor(op.inputs[2]);
     const std::int64_t B = a->shape[0], lq = a->shape[1], h = a->shape[2], d = a->shape[3];
-    const std::int64_t lkv = b->shape[1], dv = v && v->rank() == 4 ? v->shape[3] : d;
+    const std::int64_t lkv = b->shape[1],
+                       dv = op.as<workloads::AttentionAttrs>().value_width(v && v->rank() == 4 ? v->shape[3] : d);
     return {MxuMatmul{"scores", B * h, lq, d, lkv}, MxuMatmul{"values", B * h, lq, lkv, dv}};
   }
   return {};

@@ -168,9 +168,9 @@ std::optional<AttentionTiling> choose_attention_tiling(const AttentionShape& a, 
 
 const std::optional<AttentionTiling>& AttentionTilingCache::get(const AttentionShape& a, const ChipFigures& f,
                                                                 int cores) {
-  const Key k{a.batch,  a.q_len,   a.heads,    a.kv_heads,  a.head_dim,  a.v_dim,
-              a.kv_len, a.causal,  a.window,   a.blocks.q,  a.blocks.kv, a.max_step_seqs,
-              a.pass,   a.q_dtype, a.kv_dtype, a.out_dtype, a.shared_kv, cores};
+  const Key k{a.batch,     a.q_len,    a.heads,     a.kv_heads,      a.head_dim, a.v_dim,   a.kv_len,   a.causal,
+              a.window,    a.blocks.q, a.blocks.kv, a.max_step_seqs, a.pass,     a.q_dtype, a.kv_dtype, a.out_dtype,
+              a.shared_kv, a.v_stored, cores};
   auto it = memo_.find(k);
   if (it == memo_.end()) it = memo_.emplace(k, choose_attention_tiling(a, f, cores)).first;
   return it->second;

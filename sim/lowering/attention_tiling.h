@@ -49,10 +49,14 @@ struct AttentionShape {
   // twice: MLA's latent cache, whose first v_dim columns are the values),
   // so a step reads one block for both, as FlashMLA-style kernels do.
   bool shared_kv = false;
+  // Columns a separate value tensor stores per position, when PV uses only
+  // the first v_dim of them (AttentionAttrs::value_dim; 0: v_dim): its
+  // blocks load whole rows.
+  std::int64_t v_stored = 0;
 
   std::int64_t group() const { return heads / kv_heads; }
   // Elements a key position's K and V blocks hold per head.
-  std::int64_t kv_width() const { return shared_kv ? head_dim : head_dim + v_dim; }
+  std::int64_t kv_width() const { return shared_kv ? head_dim : head_dim + (v_stored > 0 ? v_stored : v_dim); }
   bool backward() const { return pass != workloads::AttentionPass::forward; }
   // What the pass's kernel computes (its matmuls and VPU work).
   const workloads::AttentionKernel& kernel() const { return workloads::attention_kernel(pass); }
@@ -131,7 +135,7 @@ class AttentionTilingCache {
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         workloads::AttentionPass, arch::DType, arch::DType, arch::DType, bool, int>;
+                         workloads::AttentionPass, arch::DType, arch::DType, arch::DType, bool, std::int64_t, int>;
   std::map<Key, std::optional<AttentionTiling>> memo_;
 };
 

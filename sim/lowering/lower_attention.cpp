@@ -80,7 +80,11 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   a.head_dim = q.shape[3];
   a.kv_len = k.shape[1];
   a.kv_heads = k.shape[2];
-  a.v_dim = v.shape[3];
+  // The value columns PV uses (AttentionAttrs::value_dim), of the Dv the
+  // value tensor stores: a separate value's blocks load whole rows.
+  const std::int64_t dv_stored = v.shape[3];
+  a.v_dim = op.as<workloads::AttentionAttrs>().value_width(dv_stored);
+  a.v_stored = dv_stored;
   a.causal = op.as<workloads::AttentionAttrs>().causal;
   a.window = op.as<workloads::AttentionAttrs>().window;
   a.blocks = op.as<workloads::AttentionAttrs>().blocks;
@@ -182,9 +186,9 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
                                    bytes_of(k.dtype, cn * D), static_cast<std::uint64_t>(hb),
                                    bytes_of(k.dtype, Lkv * D)));
             if (!a.shared_kv)
-              s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * Dv),
-                                     bytes_of(v.dtype, cn * Dv), static_cast<std::uint64_t>(hb),
-                                     bytes_of(v.dtype, Lkv * Dv)));
+              s.loads.push_back(load(vr + bytes_of(v.dtype, ((b * kv_stored + kh) * Lkv + c0) * dv_stored),
+                                     bytes_of(v.dtype, cn * dv_stored), static_cast<std::uint64_t>(hb),
+                                     bytes_of(v.dtype, Lkv * dv_stored)));
           }
           // K/V (and, first, Q) stored in another dtype than the MXU runs:
           // converted on the VPU before the step's first QK^T.
@@ -192,7 +196,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
           const auto seqs = static_cast<std::uint64_t>(bn);
           const auto q_elems = seqs * static_cast<std::uint64_t>(pn * hb * G * D);
           const auto k_elems = seqs * static_cast<std::uint64_t>(cn * hb * D),
-                     v_elems = seqs * static_cast<std::uint64_t>(cn * hb * Dv);
+                     v_elems = seqs * static_cast<std::uint64_t>(cn * hb * dv_stored);
           const double conv_ops = (kj == kj0 ? q_ops * static_cast<double>(q_elems) : 0.0) +
                                   k_ops * static_cast<double>(k_elems) + v_ops * static_cast<double>(v_elems);
           if (conv_ops > 0) {

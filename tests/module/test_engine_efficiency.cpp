@@ -367,7 +367,8 @@ TEST(EngineEfficiency, BatchedAttentionStoresEachSequencesRowsApart) {
 // once (as FlashMLA-style kernels do), not once for QK^T and again for PV.
 // 16 sequences of 4096 positions, 16 query heads of 576 against one latent
 // head, beside the same shapes given as two separate arrays: the shared op
-// moves the latent's bytes once, the other twice.
+// moves the latent's bytes once, the other twice; with value_dim 512 its
+// PV takes the latent's first 512 columns only.
 TEST(EngineEfficiency, MlaLatentAsKeyAndValueIsReadOnce) {
   const arch::TpuConfig cfg = sim::load_tpu_config("v6e", {"hbm.model=channel"});
   workloads::WorkloadBuilder b("mla_decode");
@@ -376,9 +377,12 @@ TEST(EngineEfficiency, MlaLatentAsKeyAndValueIsReadOnce) {
   const auto v = b.kv_cache("v", {16, 4096, 1, 576}, arch::DType::bf16);
   b.mark_output(b.attention("shared", q, lat, lat, false));
   b.mark_output(b.attention("separate", q, lat, v, false));
+  // PV over the latent's first 512 columns (value_dim), as MLA kernels do.
+  b.mark_output(
+      b.attention("shared_512", q, lat, lat, false, std::nullopt, workloads::AttentionPass::forward, 0, {}, 512));
   const sim::RunReport r = sim::run_workload("v6e", cfg, b.build(), {});
   const sim::RunMetrics m = sim::compute_metrics(r);
-  ASSERT_EQ(r.lowered.ops.size(), 2u);
+  ASSERT_EQ(r.lowered.ops.size(), 3u);
   const std::uint64_t lat_bytes = 16ull * 4096 * 576 * 2, q_bytes = 16ull * 16 * 576 * 2;
   const auto& shared = r.lowered.ops[0];
   const auto& separate = r.lowered.ops[1];
@@ -390,4 +394,11 @@ TEST(EngineEfficiency, MlaLatentAsKeyAndValueIsReadOnce) {
   // no longer than the separate arrays' steps.
   EXPECT_LT(shared.roofline_cycles, separate.roofline_cycles);
   EXPECT_LE(m.ops[0].cycles, m.ops[1].cycles);
+  // value_dim 512: the same loads, an output 512 wide (64 columns fewer
+  // stored), PV's MXU work over 512 columns (two 256-wide tiles) instead
+  // of 576 (three).
+  const auto& narrow = r.lowered.ops[2];
+  EXPECT_EQ(shared.dma_bytes - narrow.dma_bytes, 16ull * 16 * 64 * 2);
+  EXPECT_LT(narrow.padded_macs, shared.padded_macs);
+  EXPECT_LT(m.ops[2].cycles, m.ops[0].cycles);
 }

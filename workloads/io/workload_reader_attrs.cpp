@@ -18,7 +18,8 @@ std::vector<std::string> Reader::attr_keys(OpKind k) {
     case OpKind::softmax: return {"axis"};
     case OpKind::layer_norm:
     case OpKind::rms_norm: return {"axis", "epsilon"};
-    case OpKind::attention: return {"causal", "scale", "pass", "window", "block_q", "block_kv", "max_step_seqs"};
+    case OpKind::attention:
+      return {"causal", "scale", "pass", "window", "block_q", "block_kv", "max_step_seqs", "value_dim"};
     case OpKind::gather: return {};
     case OpKind::transpose: return {"perm"};
     case OpKind::reshape: return {"shape"};
@@ -185,6 +186,7 @@ void Reader::read_attrs(const YAML::Node& n, Op& op, std::optional<EwKind> short
       int_key(a.blocks.q, "block_q", false);
       int_key(a.blocks.kv, "block_kv", false);
       int_key(a.max_step_seqs, "max_step_seqs", false);
+      int_key(a.value_dim, "value_dim", false);
       break;
     }
     case OpKind::gather: break;

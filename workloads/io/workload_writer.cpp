@@ -140,6 +140,7 @@ void attrs_doc(const Op& op, Doc& d) {
       if (a.blocks.q > 0) d.add("block_q", Doc::num(a.blocks.q));
       if (a.blocks.kv > 0) d.add("block_kv", Doc::num(a.blocks.kv));
       if (a.max_step_seqs > 1) d.add("max_step_seqs", Doc::num(a.max_step_seqs));
+      if (a.value_dim > 0) d.add("value_dim", Doc::num(a.value_dim));
       break;
     }
     case OpKind::gather: break;

@@ -179,9 +179,10 @@ TensorRef WorkloadBuilder::rms_norm(const std::string& name, const TensorRef& x,
 
 TensorRef WorkloadBuilder::attention(const std::string& name, const TensorRef& q, const TensorRef& k,
                                      const TensorRef& v, bool causal, std::optional<double> scale, AttentionPass pass,
-                                     std::int64_t window, AttentionBlocks blocks) {
-  return add_op(
-      make(name, OpKind::attention, {q.name, k.name, v.name}, AttentionAttrs{causal, scale, pass, window, blocks}));
+                                     std::int64_t window, AttentionBlocks blocks, std::int64_t value_dim) {
+  AttentionAttrs a{causal, scale, pass, window, blocks};
+  a.value_dim = value_dim;
+  return add_op(make(name, OpKind::attention, {q.name, k.name, v.name}, a));
 }
 
 TensorRef WorkloadBuilder::gather(const std::string& name, const TensorRef& table, const TensorRef& indices) {

@@ -70,10 +70,11 @@ class WorkloadBuilder {
   TensorRef rms_norm(const std::string& name, const TensorRef& x, const std::optional<TensorRef>& scale = std::nullopt,
                      std::int64_t axis = -1, double epsilon = 1e-6);
   // window: AttentionAttrs::window (0 = none; causal only); blocks: the
-  // kernel's block sizes (AttentionBlocks; 0 = searched).
+  // kernel's block sizes (AttentionBlocks; 0 = searched); value_dim:
+  // AttentionAttrs::value_dim (0 = the value's every column).
   TensorRef attention(const std::string& name, const TensorRef& q, const TensorRef& k, const TensorRef& v, bool causal,
                       std::optional<double> scale = std::nullopt, AttentionPass pass = AttentionPass::forward,
-                      std::int64_t window = 0, AttentionBlocks blocks = {});
+                      std::int64_t window = 0, AttentionBlocks blocks = {}, std::int64_t value_dim = 0);
   TensorRef gather(const std::string& name, const TensorRef& table, const TensorRef& indices);
   TensorRef transpose(const std::string& name, const TensorRef& x, std::vector<std::int64_t> perm);
   TensorRef reshape(const std::string& name, const TensorRef& x, Shape shape);

@@ -197,10 +197,11 @@ OpCost cost_impl(Find find, const Op& op) {
       // gradient matmuls) and its VPU ops (forward's softmax 5, backward's
       // P and dS 7).
       const AttentionKernel& kern = attention_kernel(op.as<AttentionAttrs>().pass);
+      const std::int64_t dv = aa.value_width(v[3]);
       u64 per = 0, again = 0;
       for (const auto& mm : kern.matmuls) {
-        per = k.add(per, U(mm.width(q[3], v[3])));
-        if (mm.recomputed) again = k.add(again, U(mm.width(q[3], v[3])));
+        per = k.add(per, U(mm.width(q[3], dv)));
+        if (mm.recomputed) again = k.add(again, U(mm.width(q[3], dv)));
       }
       const u64 vpu = U(kern.vpu_ops_per_score);
       c.macs = k.mul(pairs, per);

@@ -300,9 +300,16 @@ struct AttentionAttrs {
   // how many (powers of two up to this bound); searched blocks only.
   std::int64_t max_step_seqs = 0;
   static constexpr std::int64_t kMaxStepSeqsLimit = 256;  // what a file may ask for
+  // Value columns the kernel uses, the first value_dim of the value's last
+  // dim (0: all): MLA's absorbed decode passes its latent cache (512
+  // kv_lora_rank columns, then 64 rope ones) as key and value, and PV
+  // takes the 512 (FlashMLA-style kernels). Forward only; the output's
+  // last dim.
+  std::int64_t value_dim = 0;
+  std::int64_t value_width(std::int64_t stored) const { return value_dim > 0 ? value_dim : stored; }
   bool operator==(const AttentionAttrs& o) const {
     return causal == o.causal && scale == o.scale && pass == o.pass && window == o.window && blocks == o.blocks &&
-           max_step_seqs == o.max_step_seqs;
+           max_step_seqs == o.max_step_seqs && value_dim == o.value_dim;
   }
 };
 

@@ -438,7 +438,13 @@ class Inferer {
           "max_step_seqs: expected 0 or 1 with fixed blocks (block_q, block_kv: splash attention's kernel walks one "
           "sequence a step), found " +
           std::to_string(a.max_step_seqs));
-    return {{q[0], q[1], q[2], v[3]}, in_[0].dtype};
+    if (a.value_dim < 0 || a.value_dim > v[3])
+      fail("value_dim: expected 0 (all) to the value's last dim " + std::to_string(v[3]) + " (value shape " +
+           shape_str(v) + "), found " + std::to_string(a.value_dim));
+    if (a.value_dim > 0 && a.pass != AttentionPass::forward)
+      fail("value_dim: expected 0 with pass: " + std::string(attention_pass_name(a.pass)) +
+           " (the value columns a forward kernel uses), found " + std::to_string(a.value_dim));
+    return {{q[0], q[1], q[2], a.value_width(v[3])}, in_[0].dtype};
   }
 
   TensorType gather() {

@@ -516,6 +516,34 @@ TEST(WorkloadFile, MaxStepSeqsRoundTripsAndIsChecked) {
   EXPECT_NE(msg.find("max_step_seqs: expected 0 or 1 with fixed blocks"), std::string::npos) << msg;
 }
 
+// The value columns a kernel uses (MLA's latent as key and value, PV over
+// its first kv_lora_rank columns) round-trip, set the output's last dim,
+// and are checked against the value's width and the pass, each error at
+// the op's line naming its key.
+TEST(WorkloadFile, ValueDimRoundTripsAndIsChecked) {
+  const std::string base = attention_tensors();
+  Workload wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k], value_dim: 4}\n");
+  EXPECT_EQ(wl.ops[0].as<AttentionAttrs>().value_dim, 4);
+  const Tensor* out = wl.find_tensor(wl.ops[0].outputs[0]);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->shape, (Shape{1, 16, 4, 4}));
+  EXPECT_EQ(read_workload_string(workload_to_yaml(wl), "rt.yaml"), wl);
+  EXPECT_EQ(read_workload_string(workload_to_json(wl), "rt.json"), wl);
+  wl = read_workload_string(base + "  - {name: a, op: attention, inputs: [q, k, k]}\n");
+  EXPECT_EQ(workload_to_yaml(wl).find("value_dim"), std::string::npos);
+  EXPECT_EQ(wl.find_tensor(wl.ops[0].outputs[0])->shape, (Shape{1, 16, 4, 8}));
+  for (const char* bad : {"-1", "9"}) {
+    const std::string msg =
+        error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], value_dim: " + bad + "}\n");
+    EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("value_dim: expected 0 (all) to the value's last dim 8"), std::string::npos) << msg;
+  }
+  const std::string msg =
+      error_of(base + "  - {name: a, op: attention, inputs: [q, k, k], pass: grad_kv, value_dim: 4}\n");
+  EXPECT_NE(msg.find("bad.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("value_dim: expected 0 with pass: grad_kv"), std::string::npos) << msg;
+}
+
 // A copy names where it goes: hbm or host, nothing else, and must say so.
 TEST(WorkloadFile, CopyNeedsHbmOrHostDestination) {
   const std::string base = std::string(kHeader) +
