@@ -132,7 +132,12 @@ ParamCounts dlrm_params(const DlrmSpec& d) {
 // Per-layer attention FLOPs for `pairs` (query, key) pairs per head.
 double attn_pair_flops(const AttentionSpec& a, double pairs, bool absorbed) {
   double dq = static_cast<double>(a.qk_dim()), dv = static_cast<double>(a.v_dim());
-  if (absorbed) dq = dv = static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
+  // MLA's absorbed decode: scores over the latent and rope (576 for
+  // DeepSeek-V3), PV over the latent's kv_lora_rank columns (512).
+  if (absorbed) {
+    dq = static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
+    dv = static_cast<double>(a.kv_lora_rank);
+  }
   return static_cast<double>(a.heads) * pairs *
          workloads::attention_kernel(workloads::AttentionPass::forward).flops_per_score(dq, dv);
 }
