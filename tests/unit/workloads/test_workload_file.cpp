@@ -196,6 +196,17 @@ TEST(WorkloadFile, ReadsShippedPallasMatmulExample) {
   EXPECT_EQ(workload_cost(wl).macs, 8192ull * 8192 * 8192);
 }
 
+TEST(WorkloadFile, ReadsShippedMlaDecodeExample) {
+  Workload wl = read_workload_file(source_dir() + "/configs/workloads/attention_mla_decode.yaml");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  const Op& op = wl.ops[0];
+  EXPECT_EQ(op.inputs[1], op.inputs[2]);  // the latent is key and value
+  EXPECT_EQ(op.as<AttentionAttrs>().value_dim, 512);
+  EXPECT_EQ(wl.find_tensor(op.outputs[0])->shape, (Shape{32, 1, 16, 512}));
+  // QK^T over 576 and PV over 512 per (query, key) pair and head.
+  EXPECT_EQ(workload_cost(wl).macs, 32ull * 16 * 8192 * (576 + 512));
+}
+
 TEST(WorkloadFile, MatmulFromDotGeneralDims) {
   std::string text = std::string(kHeader) +
                      "tensors:\n"
