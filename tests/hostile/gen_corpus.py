@@ -145,6 +145,11 @@ conv_t = ["{name: x, shape: [1, 8, 8, 4], dtype: bf16}", "{name: w, shape: [3, 3
 for attr in ["stride: [4611686018427387904, 1]", "dilation: [4611686018427387904, 1]", "padding: [[4611686018427387904, 0], [0, 0]]",
              "stride: [0, 1]", "dilation: [-1, 1]", "groups: 0", "groups: 3", "stride: 2097152", "padding: weird"]:
     add("workload-attr", RUN, "error", {"w.yaml": wl(conv_t, ["{name: c, op: conv2d, inputs: [x, w], %s}" % attr])})
+att_t = ["{name: q, shape: [2, 1, 8, 576], dtype: bf16}", "{name: c, shape: [2, 256, 1, 576], dtype: bf16, kind: kv_cache}"]
+for attr in ["value_dim: -1", "value_dim: 577", "value_dim: 9223372036854775807", "value_dim: wide",
+             "value_dim: 512, pass: grad_kv", "value_dim: [512]"]:
+    add("workload-attr", RUN, "error", {"w.yaml": wl(att_t, ["{name: a, op: attention, inputs: [q, c, c], %s}" % attr])})
+add("workload-attr", RUN, "ok", {"w.yaml": wl(att_t, ["{name: a, op: attention, inputs: [q, c, c], value_dim: 512}"])})
 mat_t = ["{name: x, shape: [8, 16], dtype: bf16}", "{name: w, shape: [16, 8], dtype: bf16, kind: weight}"]
 for op in ["{name: m, op: matmul, inputs: [x, w], equation: 'ab,bc->ac,'}", "{name: m, op: matmul, inputs: [x]}",
            "{name: m, op: matmul, inputs: [x, w, x]}", "{name: m, op: matmul, inputs: [x, nope]}",
