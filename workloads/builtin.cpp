@@ -165,18 +165,19 @@ Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, st
 
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
                    std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype, std::int64_t window,
-                   AttentionBlocks blocks, std::int64_t max_step_seqs) {
+                   AttentionBlocks blocks, std::int64_t max_step_seqs, bool latent, std::int64_t value_dim) {
   WorkloadBuilder b("attention_b" + std::to_string(batch) + "_q" + std::to_string(q_len) + "_kv" +
                     std::to_string(kv_len) + "_h" + std::to_string(heads) + "_kvh" + std::to_string(kv_heads) + "_d" +
                     std::to_string(head_dim) + (causal ? "_causal" : "") +
                     (window > 0 ? "_w" + std::to_string(window) : "") +
                     (blocks.q > 0 ? "_bq" + std::to_string(blocks.q) : "") +
                     (blocks.kv > 0 ? "_bkv" + std::to_string(blocks.kv) : "") +
-                    (max_step_seqs > 1 ? "_seqs" + std::to_string(max_step_seqs) : "") + "_" + dname(dtype));
+                    (max_step_seqs > 1 ? "_seqs" + std::to_string(max_step_seqs) : "") + (latent ? "_latent" : "") +
+                    (value_dim > 0 ? "_dv" + std::to_string(value_dim) : "") + "_" + dname(dtype));
   auto q = b.input("q", {batch, q_len, heads, head_dim}, dtype);
   auto k = b.kv_cache("k", {batch, kv_len, kv_heads, head_dim}, dtype);
-  auto v = b.kv_cache("v", {batch, kv_len, kv_heads, head_dim}, dtype);
-  b.attention("o", q, k, v, causal, std::nullopt, AttentionPass::forward, window, blocks);
+  auto v = latent ? k : b.kv_cache("v", {batch, kv_len, kv_heads, head_dim}, dtype);
+  b.attention("o", q, k, v, causal, std::nullopt, AttentionPass::forward, window, blocks, value_dim);
   Workload w = b.build();
   w.ops.back().as<AttentionAttrs>().max_step_seqs = max_step_seqs;
   return w;
@@ -245,16 +246,26 @@ Workload parse_attention(const std::string& spec, DType dtype) {
   Fields f = parse_fields(what, spec);
   std::vector<std::int64_t> v;
   if (f.is_named) {
-    v = named_ints(
-        what, spec, f, {"b", "q", "kv", "h", "kvh", "d", "causal", "window", "bq", "bkv", "seqs"},
-        {{"b", 1}, {"kv", -1}, {"kvh", -1}, {"causal", 0}, {"window", 0}, {"bq", 0}, {"bkv", 0}, {"seqs", 0}},
-        {{"causal", 0}, {"window", 0}, {"bq", 0}, {"bkv", 0}, {"seqs", 0}}, dtype);
+    v = named_ints(what, spec, f,
+                   {"b", "q", "kv", "h", "kvh", "d", "causal", "window", "bq", "bkv", "seqs", "latent", "dv"},
+                   {{"b", 1},
+                    {"kv", -1},
+                    {"kvh", -1},
+                    {"causal", 0},
+                    {"window", 0},
+                    {"bq", 0},
+                    {"bkv", 0},
+                    {"seqs", 0},
+                    {"latent", 0},
+                    {"dv", 0}},
+                   {{"causal", 0}, {"window", 0}, {"bq", 0}, {"bkv", 0}, {"seqs", 0}, {"latent", 0}, {"dv", 0}}, dtype);
     if (v[2] == -1) v[2] = v[1];  // kv defaults to q
     if (v[4] == -1) v[4] = v[3];  // kvh defaults to h (MHA)
   } else {
     v = positional_ints(what, spec, f, {"B", "Q", "KV", "H", "KVH", "D", "causal"}, 6, {{"causal", 0}});
     if (v.size() == 6) v.push_back(0);
-    v.insert(v.end(), {0, 0, 0, 0});  // no window, blocks searched, one sequence a step
+    // No window, blocks searched, one sequence a step, separate K and V.
+    v.insert(v.end(), {0, 0, 0, 0, 0, 0});
   }
   if (v[6] > 1) spec_error(what, spec, "field causal: expected 0 or 1, found " + std::to_string(v[6]));
   if (v[7] > 0 && v[6] != 1)
@@ -278,7 +289,12 @@ Workload parse_attention(const std::string& spec, DType dtype) {
                "field seqs: expected 0 or 1 with bq or bkv (splash attention's kernel walks one sequence "
                "a step), found " +
                    std::to_string(v[10]));
-  return attention(v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, dtype, v[7], AttentionBlocks{v[8], v[9]}, v[10]);
+  if (v[11] > 1) spec_error(what, spec, "field latent: expected 0 or 1, found " + std::to_string(v[11]));
+  if (v[12] > v[5])
+    spec_error(what, spec,
+               "field dv: expected 0 (every column) to d " + std::to_string(v[5]) + ", found " + std::to_string(v[12]));
+  return attention(v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, dtype, v[7], AttentionBlocks{v[8], v[9]}, v[10],
+                   v[11] == 1, v[12]);
 }
 
 Workload parse_elementwise(const std::string& spec, DType dtype) {

@@ -23,10 +23,14 @@ Workload conv(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, st
 
 // q [batch, q_len, heads, head_dim]; k, v kv_cache [batch, kv_len, kv_heads, head_dim];
 // window: local attention (AttentionAttrs::window; causal only, 0 = none);
-// blocks: the kernel's block sizes (AttentionBlocks; 0 = searched).
+// blocks: the kernel's block sizes (AttentionBlocks; 0 = searched);
+// latent: one kv_cache tensor is the key and the value (MLA's latent
+// cache, read once); value_dim: the value columns PV uses
+// (AttentionAttrs::value_dim; 0 = all).
 Workload attention(std::int64_t batch, std::int64_t q_len, std::int64_t kv_len, std::int64_t heads,
                    std::int64_t kv_heads, std::int64_t head_dim, bool causal, DType dtype = DType::bf16,
-                   std::int64_t window = 0, AttentionBlocks blocks = {}, std::int64_t max_step_seqs = 0);
+                   std::int64_t window = 0, AttentionBlocks blocks = {}, std::int64_t max_step_seqs = 0,
+                   bool latent = false, std::int64_t value_dim = 0);
 
 // One elementwise op over inputs of `shape` (select/where take an int8
 // condition of the same shape). cast needs `to`.
@@ -45,7 +49,9 @@ Workload elementwise(EwKind kind, const Shape& shape, DType dtype = DType::bf16,
 //                (key=value defaults: b=1, kv=q, kvh=h, causal=0; window=W, key=value
 //                only, makes it local attention over W keys and needs causal=1;
 //                bq=, bkv= (key=value only) fix the kernel's block_q and block_kv;
-//                seqs=N (key=value only) lets a grid step hold up to N sequences)
+//                seqs=N (key=value only) lets a grid step hold up to N sequences;
+//                latent=1 (key=value only) makes one tensor the key and the value,
+//                dv=N (key=value only) narrows PV to its first N columns)
 //   elementwise: "KIND,D0,D1,..."  e.g. "silu,8,4096"; cast as "cast:f32,8,4096"
 // Malformed strings throw WorkloadError naming the field and what was found.
 Workload parse_gemm(const std::string& spec, DType dtype = DType::bf16);

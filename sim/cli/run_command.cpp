@@ -34,7 +34,8 @@ int run_cmd(const std::vector<std::string>& args, CommandContext& ctx) {
       "workload", po::value<std::string>(), "workload file (YAML/JSON, or SCALE-Sim CSV)")(
       "gemm", po::value<std::string>(), "built-in matmul M,K,N, or m=,k=,n= with bm=,bk=,bn= (block sizes)")(
       "conv", po::value<std::string>(), "built-in conv2d N,H,W,C,KH,KW,OC,stride,pad")(
-      "attention", po::value<std::string>(), "built-in attention b=,q=,kv=,h=,kvh=,d=,causal=")(
+      "attention", po::value<std::string>(),
+      "built-in attention b=,q=,kv=,h=,kvh=,d=,causal= (window=, bq=, bkv=, seqs=, latent=, dv=)")(
       "model", po::value<std::string>(), "a model of the zoo (tpusim model list)")(
       "phase", po::value<std::string>()->default_value("decode"),
       "model phase: prefill, decode, train, infer (default: decode, or infer for a model without decode)")(

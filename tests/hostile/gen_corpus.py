@@ -207,6 +207,11 @@ add("builtin-blocks", ["run", "--gemm", "m=64,k=128,n=128,bm=64,bk=128,bn=1024",
 for spec in ["1,8,8,4,3,3,8,4611686018427387904,0", "1,8,8,4,3,3,8,0,0", "1,8,8,4,9,9,8,1,0", "1,8,8,4,3,3,8,1,-1",
              "4294967296,4294967296,4294967296,4,3,3,8,1,0", "1,8,8"]:
     add("builtin", ["run", "--conv", spec, "--quiet", "--out", "{d}/out"], "error")
+for spec in ["b=1,q=8,h=1,d=8,latent=3", "b=1,q=8,h=1,d=8,dv=9", "b=1,q=8,h=1,d=8,dv=-2",
+             "b=1,q=8,h=1,d=8,latent=1,dv=9223372036854775808"]:
+    add("builtin", ["run", "--attention", spec, "--quiet", "--out", "{d}/out"], "error")
+add("builtin", ["run", "--attention", "b=2,q=1,kv=256,h=8,kvh=1,d=576,latent=1,dv=512", "--quiet", "--out", "{d}/out"],
+    "ok")
 for spec in ["b=1,q=4294967296,kv=4294967296,h=1,kvh=1,d=128,causal=1", "b=0,q=8,kv=8,h=1,kvh=1,d=8,causal=0",
              "b=1,q=8,kv=8,h=3,kvh=2,d=8,causal=0", "b=1,q=8"]:
     add("builtin", ["run", "--attention", spec, "--quiet", "--out", "{d}/out"], "error")

@@ -105,6 +105,25 @@ TEST(Builtin, GemmBlocksFromString) {
                              {"m=64,k=128,n=128,bx=128", "unknown key 'bx'"}});
 }
 
+// latent=1 makes one kv_cache tensor the key and the value (MLA's latent,
+// read once) and dv= narrows PV to the value's first columns
+// (AttentionAttrs::value_dim); out of range they are refused by name.
+TEST(Builtin, AttentionLatentAndValueDimFromString) {
+  const Workload wl = builtin::parse_attention("b=16,q=1,kv=4096,h=8,kvh=1,d=576,latent=1,dv=512");
+  ASSERT_EQ(wl.ops.size(), 1u);
+  const Op& op = wl.ops[0];
+  EXPECT_EQ(op.inputs[1], op.inputs[2]);
+  EXPECT_EQ(op.as<AttentionAttrs>().value_dim, 512);
+  EXPECT_EQ(wl.find_tensor(op.outputs[0])->shape, (Shape{16, 1, 8, 512}));
+  EXPECT_NE(wl.name.find("_latent_dv512"), std::string::npos) << wl.name;
+  const Workload plain = builtin::parse_attention("b=16,q=1,kv=4096,h=8,kvh=1,d=576");
+  EXPECT_NE(plain.ops[0].inputs[1], plain.ops[0].inputs[2]);
+  EXPECT_EQ(plain.ops[0].as<AttentionAttrs>().value_dim, 0);
+  expect_refused(attention_spec, {{"q=64,h=1,d=8,latent=2", "field latent: expected 0 or 1, found 2"},
+                                  {"q=64,h=1,d=8,dv=9", "field dv: expected 0 (every column) to d 8, found 9"},
+                                  {"q=64,h=1,d=8,dv=-1", "dv"}});
+}
+
 // seqs= makes the op a batched kernel (AttentionAttrs::max_step_seqs, up
 // to that many sequences a grid step), 0 or absent one a step; out of its
 // range or beside fixed blocks it is refused by name.
