@@ -73,6 +73,7 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   const Tensor& q = cx.tensor(op.inputs[0]);
   const Tensor& k = cx.tensor(op.inputs[1]);
   const Tensor& v = cx.tensor(op.inputs[2]);
+  const auto& attrs = op.as<workloads::AttentionAttrs>();
   AttentionShape a;
   a.batch = q.shape[0];
   a.q_len = q.shape[1];
@@ -83,19 +84,19 @@ std::vector<Step> lower_attention(const LowerContext& cx, std::size_t i, const E
   // The value columns PV uses (AttentionAttrs::value_dim), of the Dv the
   // value tensor stores: a separate value's blocks load whole rows.
   const std::int64_t dv_stored = v.shape[3];
-  a.v_dim = op.as<workloads::AttentionAttrs>().value_width(dv_stored);
+  a.v_dim = attrs.value_width(dv_stored);
   a.v_stored = dv_stored;
-  a.causal = op.as<workloads::AttentionAttrs>().causal;
-  a.window = op.as<workloads::AttentionAttrs>().window;
-  a.blocks = op.as<workloads::AttentionAttrs>().blocks;
-  a.max_step_seqs = op.as<workloads::AttentionAttrs>().max_step_seqs;
+  a.causal = attrs.causal;
+  a.window = attrs.window;
+  a.blocks = attrs.blocks;
+  a.max_step_seqs = attrs.max_step_seqs;
   // Fixed blocks run as splash attention's kernel does: one query head
   // per grid step, its K and V blocks read for it (the kernel's grid walks
   // query heads; GQA maps each to its KV head), no heads folded into M.
   const std::int64_t kv_stored = a.kv_heads, group_stored = a.group();
   const bool per_q_head = a.blocks.fixed();
   if (per_q_head) a.kv_heads = a.heads;
-  a.pass = op.as<workloads::AttentionAttrs>().pass;
+  a.pass = attrs.pass;
   // One array as key and value (MLA's latent cache): a forward kernel
   // reads each block once for QK^T and PV (V = its first v_dim columns).
   a.shared_kv = op.inputs[1] == op.inputs[2] && !a.backward();
