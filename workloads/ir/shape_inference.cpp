@@ -256,9 +256,13 @@ class Inferer {
     }
     if (!attrs_match_kind(op_.kind, op_.attrs)) fail("attributes do not belong to this op kind");
     // Inputs are checked too: the reader infers shapes before validate().
-    for (std::size_t i = 0; i < in_.size(); ++i)
+    for (std::size_t i = 0; i < in_.size(); ++i) {
+      // A dim below 1 (a zero kv_heads divides by zero) before its size.
+      for (auto d : in_[i].shape)
+        if (d < 1) fail("input '" + name(i) + "': shape: expected dims >= 1, found " + shape_str(in_[i].shape));
       if (auto why = shape_size_problem(in_[i].shape, in_[i].dtype); !why.empty())
         fail("input '" + name(i) + "': " + why);
+    }
     try {
       TensorType t = one();
       if (auto why = shape_size_problem(t.shape, t.dtype); !why.empty()) fail("output: " + why);

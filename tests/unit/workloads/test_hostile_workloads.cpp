@@ -183,6 +183,19 @@ TEST(HostileWorkload, FuzzFindingYamlLoadAllLoopEndsInAnError) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
+// A zero dim on an op's input reached the op's shape inference (attention
+// divided the query heads by a zero kv_heads): now an error at the op.
+TEST(HostileWorkload, FuzzFindingZeroDimInputIsAnErrorNotADivision) {
+  std::ifstream in(
+      std::string(TPUSIM_SOURCE_DIR) + "/tests/fuzz/regressions/workload_yaml_attention_zero_kv_heads.yaml",
+      std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string e = error_of([&] { read_workload_string(text, "zero.yaml"); });
+  EXPECT_NE(e.find("zero.yaml:10:"), std::string::npos) << e;
+  EXPECT_NE(e.find("input 'latent': shape: expected dims >= 1, found [32, 8192, 0, 576]"), std::string::npos) << e;
+}
+
 TEST(HostileWorkload, NonRegularFilesAreRefusedWithoutReading) {
   EXPECT_NE(error_of([] { read_workload_file("/dev/zero"); }).find("not a regular file"), std::string::npos);
   EXPECT_NE(error_of([] { read_scalesim_csv("/dev/zero"); }).find("not a regular file"), std::string::npos);
